@@ -1,0 +1,42 @@
+# The two commands of the README: `make up` starts a cluster, `make test` runs every test.
+# Both bootstrap what they need on a fresh machine: a venv in .venv and Debian's etcd-server.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.skiff-installed
+
+.PHONY: up down test lint bench etcd
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Skiff needs Python 3.11+"'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+etcd:
+	@command -v etcd >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian etcd-server"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server >/dev/null; \
+	  else \
+	    echo "etcd is not installed: run 'sudo apt-get install etcd-server' and try again" >&2; exit 1; \
+	  fi; }
+
+up: $(STAMP) etcd
+	$(BIN)/skiff up $(ARGS)
+
+down: $(STAMP)
+	$(BIN)/skiff down
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	tools/typetree.sh
+	$(BIN)/mypy
+
+test: $(STAMP) etcd lint
+	$(BIN)/pytest -q -p no:cacheprovider
+
+bench: $(STAMP) etcd
+	$(BIN)/python bench/apiserver.py
