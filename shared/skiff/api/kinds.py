@@ -1,0 +1,95 @@
+"""The kinds Skiff serves (SPEC AS2) and how each maps to a resource and an etcd key.
+
+Everything that needs "which resource is this kind, is it namespaced, where is it stored"
+asks this table, so adding a kind is one entry here plus its validation and defaults.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skiff.api.errors import ApiError, Reason
+
+
+@dataclass(frozen=True)
+class KindInfo:
+    kind: str
+    api_version: str
+    resource: str  # plural, lower case: "pods"
+    namespaced: bool
+    short_names: tuple[str, ...] = ()
+    has_status: bool = True
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def version(self) -> str:
+        return self.api_version.rpartition("/")[2]
+
+
+KINDS: tuple[KindInfo, ...] = (
+    KindInfo("Namespace", "v1", "namespaces", False, ("ns",)),
+    KindInfo("Node", "v1", "nodes", False, ("no",)),
+    KindInfo("Pod", "v1", "pods", True, ("po",)),
+    KindInfo("Event", "v1", "events", True, ("ev",), has_status=False),
+    KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, ("pc",),
+             has_status=False),
+    KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, ("pdb",)),
+    KindInfo("ReplicaSet", "apps/v1", "replicasets", True, ("rs",)),
+    KindInfo("StatefulSet", "apps/v1", "statefulsets", True, ("sts",)),
+    KindInfo("Lease", "coordination.k8s.io/v1", "leases", True, (), has_status=False),
+)
+
+_BY_NAME: dict[str, KindInfo] = {}
+for _info in KINDS:
+    for _alias in (_info.kind.lower(), _info.resource, _info.resource.rstrip("s"),
+                   *_info.short_names):
+        _BY_NAME[_alias] = _info
+
+
+def lookup(name: str) -> KindInfo:
+    """Resolve a kind, resource, singular or short name (`Pod`, `pods`, `po`)."""
+    info = _BY_NAME.get(name.lower())
+    if info is None:
+        known = ", ".join(k.resource for k in KINDS)
+        raise ApiError(Reason.NOT_FOUND,
+                       f'the server doesn\'t have a resource type "{name}" (known: {known})')
+    return info
+
+
+def by_resource(resource: str) -> KindInfo:
+    return lookup(resource)
+
+
+REGISTRY_PREFIX = "/registry/"
+
+
+def storage_key(info: KindInfo, namespace: str | None, name: str) -> str:
+    """`/registry/<resource>/<namespace>/<name>`, or without namespace when cluster-scoped."""
+    if info.namespaced:
+        return f"{REGISTRY_PREFIX}{info.resource}/{namespace}/{name}"
+    return f"{REGISTRY_PREFIX}{info.resource}/{name}"
+
+
+def storage_prefix(info: KindInfo, namespace: str | None = None) -> str:
+    """The key prefix of one resource, or of one namespace of it."""
+    if info.namespaced and namespace:
+        return f"{REGISTRY_PREFIX}{info.resource}/{namespace}/"
+    return f"{REGISTRY_PREFIX}{info.resource}/"
+
+
+def parse_key(key: str) -> tuple[KindInfo, str | None, str] | None:
+    """Inverse of `storage_key`; None for keys that are not objects of a known kind."""
+    if not key.startswith(REGISTRY_PREFIX):
+        return None
+    parts = key[len(REGISTRY_PREFIX):].split("/")
+    info = _BY_NAME.get(parts[0])
+    if info is None or info.resource != parts[0]:
+        return None
+    if info.namespaced and len(parts) == 3:
+        return info, parts[1], parts[2]
+    if not info.namespaced and len(parts) == 2:
+        return info, None, parts[1]
+    return None

@@ -1,0 +1,48 @@
+"""Small questions every component asks about a pod (or any object) dict.
+
+Kept here so the scheduler, the kubelet and the controllers answer "is it terminating?"
+or "what is its key?" the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+Obj = Mapping[str, Any]
+
+TERMINAL_PHASES = ("Succeeded", "Failed")
+
+
+def _meta(obj: Obj) -> Obj:
+    meta = obj.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def pod_key(obj: Obj) -> str:
+    """`namespace/name`, or `name` for cluster-scoped objects (`cache.MetaNamespaceKeyFunc`)."""
+    meta = _meta(obj)
+    namespace, name = meta.get("namespace"), meta.get("name") or ""
+    return f"{namespace}/{name}" if namespace else str(name)
+
+
+def is_terminating(pod: Obj) -> bool:
+    """A delete has been requested: `metadata.deletionTimestamp` is set."""
+    return bool(_meta(pod).get("deletionTimestamp"))
+
+
+def is_pod_terminal(pod: Obj) -> bool:
+    """The pod's phase is Succeeded or Failed; it will never run again."""
+    status = pod.get("status")
+    return isinstance(status, Mapping) and status.get("phase") in TERMINAL_PHASES
+
+
+def get_condition(pod: Obj, condition_type: str) -> dict[str, Any] | None:
+    """The `status.conditions` entry of `condition_type`, or None."""
+    status = pod.get("status")
+    if not isinstance(status, Mapping):
+        return None
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == condition_type:
+            return condition
+    return None

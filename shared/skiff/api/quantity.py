@@ -1,0 +1,68 @@
+"""Kubernetes resource quantities (`100m`, `0.5`, `128Mi`, `1e3`) as exact numbers.
+
+Requests and limits are strings in objects; the scheduler, the kubelet and validation all
+need the same parse, so it lives here once. Values are `Fraction`s so `0.1` cpu is exactly
+100 millicores and nothing rounds until a caller asks for an integer unit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 10**3),
+    "": Fraction(1),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+}
+# Kubernetes: <signedNumber><suffix>, suffix one of the SI/binary units or e<signedInt>.
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(.*)$")
+_EXPONENT = re.compile(r"^[eE]([+-]?[0-9]+)$")
+
+
+def parse_quantity(text: str | int | float) -> Fraction:
+    """Parse a Kubernetes `resource.Quantity`; raises ValueError naming the bad text."""
+    if isinstance(text, bool):
+        raise ValueError(f"quantity must be a number or a string, not {text!r}")
+    if isinstance(text, int):
+        return Fraction(text)
+    if isinstance(text, float):
+        if not math.isfinite(text):
+            raise ValueError(f"quantity {text!r} is not finite")
+        return Fraction(str(text))
+    if not isinstance(text, str):
+        raise ValueError(f"quantity must be a number or a string, not {text!r}")
+    match = _QUANTITY.match(text.strip())
+    if match is None:
+        raise ValueError(f"quantities must match the regular expression "
+                         f"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text!r}")
+    number, suffix = Fraction(match.group(1)), match.group(2)
+    if suffix in _BINARY:
+        return number * _BINARY[suffix]
+    if suffix in _DECIMAL:
+        return number * _DECIMAL[suffix]
+    exponent = _EXPONENT.match(suffix)
+    if exponent is not None:
+        return number * Fraction(10) ** int(exponent.group(1))
+    raise ValueError(f"unable to parse quantity's suffix {suffix!r} in {text!r}")
+
+
+def cpu_millis(quantity: str | int | float | Fraction) -> int:
+    """CPU in millicores, rounded up as Kubernetes' `MilliValue()` does (`"0.5"` → 500)."""
+    value = quantity if isinstance(quantity, Fraction) else parse_quantity(quantity)
+    return math.ceil(value * 1000)
+
+
+def bytes_(quantity: str | int | float | Fraction) -> int:
+    """A byte count (memory, storage), rounded up as Kubernetes' `Value()` does."""
+    value = quantity if isinstance(quantity, Fraction) else parse_quantity(quantity)
+    return math.ceil(value)
