@@ -1,0 +1,137 @@
+"""The apiserver process: settings, start-up order and clean shutdown.
+
+Start-up: connect to etcd (retrying), create the system namespaces and priority classes,
+start the watch cache, then serve gRPC and report SERVING. SIGTERM drains in-flight calls
+and stops watches. Every setting is a Kubernetes flag name (kebab-case) or the matching
+`SKIFF_APISERVER_*` environment variable, so tests can compress time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+from skiff.apiserver.admission import AdmissionConfig
+from skiff.apiserver.registry import Registry, RegistryConfig
+from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
+from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.watchcache import WatchCache
+
+from skiff.logs import setup_logging
+from skiff.tracing import setup_tracing, shutdown_tracing
+
+log = logging.getLogger("skiff.apiserver")
+
+
+@dataclass(frozen=True)
+class ApiServerSettings:
+    etcd_servers: str = "http://127.0.0.1:2379"
+    bind_address: str = "127.0.0.1"
+    secure_port: int = 6443
+    port_file: str = ""
+    watch_cache_size: int = 50_000
+    watch_bookmark_interval: float = 10.0
+    default_not_ready_toleration_seconds: int = 300
+    default_unreachable_toleration_seconds: int = 300
+    etcd_request_timeout: float = 5.0
+    etcd_retry_seconds: float = 10.0
+    shutdown_grace_seconds: float = 5.0
+    log_level: str = "INFO"
+
+
+def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
+    parser = argparse.ArgumentParser(prog="skiff-apiserver",
+                                     description="Skiff's apiserver: the only etcd client.")
+    defaults = ApiServerSettings()
+    for f in fields(ApiServerSettings):
+        flag = "--" + f.name.replace("_", "-")
+        env = "SKIFF_APISERVER_" + f.name.upper()
+        default = getattr(defaults, f.name)
+        kind = type(default)
+        parser.add_argument(flag, type=kind, default=kind(os.environ.get(env, default)),
+                            help=f"(env {env}, default {default})")
+    ns = parser.parse_args(argv)
+    return ApiServerSettings(**vars(ns))
+
+
+class ApiServer:
+    """`run()` until `shutdown()` (idempotent) or SIGTERM."""
+
+    def __init__(self, settings: ApiServerSettings) -> None:
+        self.settings = settings
+        self._stop = asyncio.Event()
+
+    def shutdown(self) -> None:
+        self._stop.set()
+
+    async def run(self) -> None:
+        s = self.settings
+        storage = EtcdStorage(s.etcd_servers, request_timeout=s.etcd_request_timeout,
+                              retry_seconds=s.etcd_retry_seconds)
+        cache = WatchCache(storage, capacity=s.watch_cache_size,
+                           bookmark_interval=s.watch_bookmark_interval)
+        registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
+            default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
+            default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
+        server, port, health = build_server(ApiService(registry),
+                                            address=f"{s.bind_address}:{s.secure_port}")
+        await health.set("", NOT_SERVING)
+        await server.start()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                await self._wait_for_etcd(storage, registry)
+                cache_task = tg.create_task(cache.run(), name="watch-cache")
+                await cache.ready()
+                await health.set("", SERVING)
+                if s.port_file:
+                    Path(s.port_file).write_text(f"{port}\n")
+                log.info("apiserver serving", extra={"address": f"{s.bind_address}:{port}",
+                                                     "etcd": s.etcd_servers})
+                await self._stop.wait()
+                log.info("apiserver shutting down")
+                await health.set("", NOT_SERVING)
+                await server.stop(s.shutdown_grace_seconds)
+                cache_task.cancel()
+        finally:
+            await server.stop(0)
+            await storage.close()
+
+    async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:
+        delay = 0.1
+        while not self._stop.is_set():
+            try:
+                await storage.connect()
+                await registry.ensure_system_objects()
+                return
+            except Exception as err:
+                log.warning("waiting for etcd", extra={"etcd": storage.endpoint,
+                                                       "error": str(err)})
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_settings(argv)
+    setup_logging("apiserver", settings.log_level)
+    setup_tracing("skiff-apiserver")
+    app = ApiServer(settings)
+
+    async def runner() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, app.shutdown)
+        await app.run()
+
+    try:
+        asyncio.run(runner())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            shutdown_tracing()

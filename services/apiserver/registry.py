@@ -1,0 +1,633 @@
+"""The registry: every API verb, as Kubernetes' generic registry + strategies do it.
+
+Each verb validates and admits a request, then makes exactly one etcd transaction (SPEC
+AS3–AS4); nothing is half-written. Update and status-update keep spec and status apart
+(AS8); delete follows the graceful rules of GT1–GT3; `bind` and `evict` are the pod
+subresources. Reads at a past revision and history come from etcd's log (AS6).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import secrets
+import string
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from skiff.apiserver import admission, graceful
+from skiff.apiserver.storage import EtcdStorage, KeyValue
+from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
+
+from skiff.api import (
+    ApiError,
+    FieldSelector,
+    KindInfo,
+    LabelSelector,
+    Reason,
+    apply_defaults,
+    lookup,
+    prune_unknown_fields,
+    validate,
+)
+from skiff.api.errors import FieldError, invalid
+from skiff.api.kinds import storage_key, storage_prefix
+from skiff.clock import Clock, RealClock, rfc3339
+from skiff.rpc import MAX_OBJECT_BYTES, encode
+from skiff.tracing import inject_into_object
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+# Kinds whose status is reset on create (the controller or kubelet owns it).
+_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget"}
+# Kinds whose top-level fields other than metadata are all "spec" (no status subresource).
+_SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+
+
+@dataclass
+class Result:
+    object: Obj
+    warnings: list[str] = field(default_factory=list)
+
+    def to_wire(self) -> Obj:
+        out: Obj = {"object": self.object}
+        if self.warnings:
+            out["warnings"] = self.warnings
+        return out
+
+
+@dataclass(frozen=True)
+class RegistryConfig:
+    admission: admission.AdmissionConfig = admission.AdmissionConfig()
+    max_conflict_retries: int = 16
+
+
+def _name(obj: Obj) -> str:
+    return str(obj.get("metadata", {}).get("name", ""))
+
+
+def _strip_rv(obj: Obj) -> Obj:
+    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
+
+
+def _has_spec_change(old: Obj, new: Obj) -> bool:
+    skip = {"metadata", "status", "apiVersion", "kind"}
+    return {k: v for k, v in old.items() if k not in skip} != {
+        k: v for k, v in new.items() if k not in skip}
+
+
+class Registry:
+    def __init__(self, storage: EtcdStorage, cache: WatchCache, *,
+                 config: RegistryConfig | None = None, clock: Clock | None = None) -> None:
+        self.storage = storage
+        self.cache = cache
+        self.config = config or RegistryConfig()
+        self.clock = clock or RealClock()
+
+    # -- helpers -------------------------------------------------------------------------
+
+    @staticmethod
+    def _namespace(info: KindInfo, namespace: str | None) -> str | None:
+        if not info.namespaced:
+            return None
+        return namespace or "default"
+
+    async def _get_kv(self, info: KindInfo, namespace: str | None, name: str) -> KeyValue:
+        if not name:
+            raise ApiError.bad_request(f"a name is required to address a {info.kind}")
+        kv, _ = await self.storage.get(storage_key(info, namespace, name))
+        if kv is None or kv.obj is None:
+            raise ApiError.not_found(info.resource, name)
+        return kv
+
+    async def _retry_conflicts(self, fn: Callable[[], Awaitable[T]]) -> T:
+        """Re-run a read-modify-write that lost a race (when no rv was requested)."""
+        for _ in range(self.config.max_conflict_retries):
+            try:
+                return await fn()
+            except _Retry:
+                continue
+        raise ApiError(Reason.CONFLICT, "too many concurrent writers; try again")
+
+    def _check_size(self, info: KindInfo, obj: Obj) -> None:
+        size = len(encode(obj))
+        if size > MAX_OBJECT_BYTES:
+            raise ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
+                           f'{info.kind} "{_name(obj)}" is too large: {size} bytes, the '
+                           f"limit is {MAX_OBJECT_BYTES} bytes (1.5 MiB)")
+
+    def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None) -> None:
+        errors = validate(obj, old=old)
+        if errors:
+            raise ApiError.invalid(info.kind, _name(obj), errors)
+
+    @staticmethod
+    def _prune(obj: Obj, field_validation: str) -> list[str]:
+        unknown = prune_unknown_fields(obj)
+        if unknown and field_validation == "Strict":
+            listed = ", ".join(f'unknown field "{p}"' for p in unknown)
+            raise ApiError.bad_request(f"strict decoding error: {listed}")
+        if field_validation == "Ignore":
+            return []
+        return [f'unknown field "{p}"' for p in unknown]
+
+    def _check_identity(self, info: KindInfo, namespace: str | None, obj: Obj,
+                        name: str | None = None) -> Obj:
+        if not isinstance(obj, dict):
+            raise ApiError.bad_request("object: must be a map (a Kubernetes object)")
+        obj = copy.deepcopy(obj)
+        kind = obj.get("kind")
+        if kind not in (None, info.kind):
+            raise ApiError.bad_request(
+                f"kind: the object's kind {kind!r} does not match the resource "
+                f"{info.resource!r}; send it to /{lookup(str(kind)).resource}"
+                if _known(str(kind)) else
+                f"kind: {kind!r} is not a kind Skiff serves")
+        api_version = obj.get("apiVersion")
+        if api_version not in (None, info.api_version):
+            raise ApiError.bad_request(
+                f"apiVersion: {api_version!r} is not served for {info.kind}; "
+                f"use {info.api_version!r}")
+        obj["kind"], obj["apiVersion"] = info.kind, info.api_version
+        meta = obj.get("metadata")
+        if meta is None:
+            meta = obj["metadata"] = {}
+        if not isinstance(meta, dict):
+            raise ApiError.bad_request("metadata: must be a map")
+        if info.namespaced:
+            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
+                raise ApiError.bad_request(
+                    "metadata.namespace: the namespace of the provided object does not match "
+                    "the namespace sent on the request")
+            meta["namespace"] = meta.get("namespace") or namespace or "default"
+        else:
+            meta.pop("namespace", None)
+        if name is not None and meta.get("name") and meta["name"] != name:
+            raise ApiError.bad_request(
+                "metadata.name: the name of the object does not match the name on the URL")
+        if name is not None:
+            meta["name"] = name
+        return obj
+
+    # -- create --------------------------------------------------------------------------
+
+    async def create(self, resource: str, namespace: str | None, obj: Obj, *,
+                     field_validation: str = "Warn") -> Result:
+        info = lookup(resource)
+        namespace = self._namespace(info, namespace)
+        obj = self._check_identity(info, namespace, obj)
+        warnings = self._prune(obj, field_validation)
+        meta = obj["metadata"]
+        if meta.get("resourceVersion"):
+            raise ApiError.bad_request(
+                "metadata.resourceVersion: must not be set on objects to be created")
+        if not meta.get("name") and meta.get("generateName"):
+            suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits)
+                             for _ in range(5))
+            meta["name"] = f"{meta['generateName']}{suffix}"
+        for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
+            meta.pop(transient, None)
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(self.clock.now())
+        meta["generation"] = 1
+        if info.kind in _RESET_STATUS_ON_CREATE:
+            obj.pop("status", None)
+        apply_defaults(obj)
+        self._validate(info, obj)
+        await self._admit_create(info, obj)
+        inject_into_object(obj)
+        self._check_size(info, obj)
+        key = storage_key(info, meta.get("namespace"), meta["name"])
+        try:
+            stored = await self.storage.create(key, obj)
+        except ApiError as err:
+            if err.reason == Reason.ALREADY_EXISTS:
+                raise ApiError.already_exists(info.resource, meta["name"]) from None
+            raise
+        return Result(stored, warnings)
+
+    async def _admit_create(self, info: KindInfo, obj: Obj) -> None:
+        if info.namespaced:
+            await self._check_namespace_active(obj["metadata"]["namespace"])
+        if info.kind == "Pod":
+            classes, _ = await self.storage.list(storage_prefix(lookup("priorityclasses")))
+            admission.admit_priority(obj, [kv.obj for kv in classes if kv.obj])
+            admission.admit_default_tolerations(obj, self.config.admission)
+        elif info.kind == "PriorityClass":
+            name = obj["metadata"]["name"]
+            if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:
+                raise ApiError.invalid("PriorityClass", name, [invalid(
+                    "metadata.name", name,
+                    "priority class names with 'system-' prefix are reserved")])
+            classes, _ = await self.storage.list(storage_prefix(info))
+            admission.admit_priority_class(obj, [kv.obj for kv in classes if kv.obj])
+
+    async def _check_namespace_active(self, namespace: str) -> None:
+        ns_info = lookup("namespaces")
+        kv, _ = await self.storage.get(storage_key(ns_info, None, namespace))
+        if kv is None or kv.obj is None:
+            raise ApiError(Reason.NOT_FOUND, f'namespaces "{namespace}" not found; '
+                           f"create it first (skiff apply a Namespace)")
+        if kv.obj["metadata"].get("deletionTimestamp"):
+            raise ApiError.forbidden("namespaces", namespace,
+                                     "unable to create new content in namespace "
+                                     f"{namespace} because it is being terminated")
+
+    async def ensure_system_objects(self) -> None:
+        """Namespaces and PriorityClasses every Kubernetes cluster has."""
+        for ns in _SYSTEM_NAMESPACES:
+            await self._ensure({"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": ns}})
+        for pc in admission.builtin_priority_classes():
+            await self._ensure(pc)
+
+    async def _ensure(self, obj: Obj) -> None:
+        info = lookup(obj["kind"])
+        meta = obj["metadata"]
+        kv, _ = await self.storage.get(storage_key(info, meta.get("namespace"), meta["name"]))
+        if kv is not None:
+            return
+        obj = copy.deepcopy(obj)
+        meta = obj["metadata"]
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = rfc3339(self.clock.now())
+        meta["generation"] = 1
+        apply_defaults(obj)
+        try:
+            await self.storage.create(storage_key(info, meta.get("namespace"),
+                                                  meta["name"]), obj)
+        except ApiError as err:
+            if err.reason != Reason.ALREADY_EXISTS:
+                raise
+
+    # -- reads ---------------------------------------------------------------------------
+
+    async def get(self, resource: str, namespace: str | None, name: str, *,
+                  revision: int = 0) -> Obj:
+        info = lookup(resource)
+        namespace = self._namespace(info, namespace)
+        kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
+        if kv is None or kv.obj is None:
+            where = f" at revision {revision}" if revision else ""
+            raise ApiError(Reason.NOT_FOUND, f'{info.resource} "{name}" not found{where}')
+        return kv.obj
+
+    async def list(self, resource: str, namespace: str | None, *,
+                   label_selector: str = "", field_selector: str = "",
+                   revision: int = 0) -> Obj:
+        info = lookup(resource)
+        labels = LabelSelector.parse(label_selector)
+        fields = FieldSelector.parse(field_selector)
+        ns = namespace if info.namespaced else None
+        kvs, rev = await self.storage.list(storage_prefix(info, ns), revision=revision)
+        items = [kv.obj for kv in kvs if kv.obj is not None
+                 and labels.matches(kv.obj.get("metadata", {}).get("labels"))
+                 and fields.matches(kv.obj)]
+        return {"apiVersion": info.api_version, "kind": f"{info.kind}List",
+                "metadata": {"resourceVersion": str(revision or rev)}, "items": items}
+
+    async def history(self, resource: str, namespace: str | None, name: str) -> Obj:
+        """Every version of one object still in etcd, oldest first (AS6)."""
+        info = lookup(resource)
+        namespace = self._namespace(info, namespace)
+        versions = await self.storage.history(storage_key(info, namespace, name))
+        if not versions:
+            raise ApiError.not_found(info.resource, name)
+        items = []
+        for kv in versions:
+            if kv.obj is None:
+                kind = "DELETED"
+            elif kv.mod_revision == kv.create_revision:
+                kind = "ADDED"
+            else:
+                kind = "MODIFIED"
+            items.append({"revision": kv.mod_revision, "type": kind, "object": kv.obj})
+        return {"items": items}
+
+    # -- update --------------------------------------------------------------------------
+
+    async def update(self, resource: str, namespace: str | None, obj: Obj, *,
+                     subresource: str = "", field_validation: str = "Warn") -> Result:
+        info = lookup(resource)
+        namespace = self._namespace(info, namespace)
+        obj = self._check_identity(info, namespace, obj)
+        warnings = self._prune(obj, field_validation)
+        name = _name(obj)
+        requested_rv = str(obj["metadata"].get("resourceVersion") or "")
+        if subresource not in ("", "status"):
+            raise ApiError.bad_request(f"subresource {subresource!r} is not supported")
+        if subresource == "status" and not info.has_status:
+            raise ApiError.bad_request(f"{info.resource} have no status subresource")
+
+        async def attempt() -> Result:
+            cur = await self._get_kv(info, namespace, name)
+            assert cur.obj is not None
+            if requested_rv and requested_rv != str(cur.mod_revision):
+                raise ApiError.conflict(
+                    info.resource, name,
+                    "the object has been modified; please apply your changes to the latest "
+                    "version and try again")
+            new = self._merge_update(info, cur.obj, obj, subresource)
+            apply_defaults(new)
+            self._validate(info, new, old=cur.obj)
+            self._check_size(info, new)
+            if _strip_rv(new) == _strip_rv(cur.obj):
+                return Result(cur.obj, warnings)
+            key = storage_key(info, namespace, name)
+            try:
+                if graceful.finished_finalizing(new):
+                    rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
+                    new["metadata"]["resourceVersion"] = str(rev)
+                    return Result(new, warnings)
+                return Result(await self.storage.update(
+                    key, new, expected_revision=cur.mod_revision), warnings)
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT:
+                    raise
+                if requested_rv:
+                    raise ApiError.conflict(
+                        info.resource, name,
+                        "the object has been modified; please apply your changes to the "
+                        "latest version and try again") from None
+                raise _Retry() from None
+
+        return await self._retry_conflicts(attempt)
+
+    @staticmethod
+    def _merge_update(info: KindInfo, old: Obj, new_in: Obj, subresource: str) -> Obj:
+        """AS8: a spec write keeps the stored status; a status write keeps everything else."""
+        if subresource == "status":
+            merged = copy.deepcopy(old)
+            merged["status"] = copy.deepcopy(new_in.get("status", {}))
+            return merged
+        new = copy.deepcopy(new_in)
+        meta, old_meta = new["metadata"], old["metadata"]
+        for fixed in ("uid", "creationTimestamp", "deletionTimestamp",
+                      "deletionGracePeriodSeconds", "generation"):
+            if fixed in old_meta:
+                meta[fixed] = old_meta[fixed]
+            else:
+                meta.pop(fixed, None)
+        if info.has_status:
+            if "status" in old:
+                new["status"] = copy.deepcopy(old["status"])
+            else:
+                new.pop("status", None)
+        if _has_spec_change(old, new):
+            meta["generation"] = int(old_meta.get("generation", 1)) + 1
+        return new
+
+    # -- delete --------------------------------------------------------------------------
+
+    async def delete(self, resource: str, namespace: str | None, name: str, *,
+                     grace_period_seconds: int | None = None,
+                     preconditions: Obj | None = None) -> Obj:
+        """GT1–GT3: mark for graceful deletion, or remove now. Returns the object and
+        whether it is gone (`{"object": ..., "deleted": bool}`)."""
+        info = lookup(resource)
+        namespace = self._namespace(info, namespace)
+        key = storage_key(info, namespace, name)
+        if grace_period_seconds is not None and not isinstance(grace_period_seconds, int):
+            raise ApiError.bad_request("gracePeriodSeconds: must be an integer")
+
+        async def attempt() -> Obj:
+            cur = await self._get_kv(info, namespace, name)
+            assert cur.obj is not None
+            _check_preconditions(info, name, cur, preconditions)
+            if info.kind == "Pod":
+                period = graceful.pod_grace_period(cur.obj, grace_period_seconds)
+            else:
+                period = 0
+            decision = graceful.decide(cur.obj, period, self.clock.now())
+            try:
+                if decision.action is graceful.Action.UNCHANGED:
+                    return {"object": cur.obj, "deleted": False}
+                if decision.action is graceful.Action.MARK:
+                    marked = decision.obj
+                    inject_into_object(marked)
+                    stored = await self.storage.update(key, marked,
+                                                       expected_revision=cur.mod_revision)
+                    return {"object": stored, "deleted": False}
+                rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
+            except ApiError as err:
+                if err.reason == Reason.CONFLICT:
+                    raise _Retry() from None
+                raise
+            gone = copy.deepcopy(cur.obj)
+            gone["metadata"]["resourceVersion"] = str(rev)
+            return {"object": gone, "deleted": True}
+
+        return await self._retry_conflicts(attempt)
+
+    # -- pod subresources ----------------------------------------------------------------
+
+    async def bind(self, namespace: str | None, name: str, binding: Obj) -> Obj:
+        """pods/binding: set spec.nodeName once and PodScheduled=True (AS8)."""
+        info = lookup("pods")
+        namespace = namespace or "default"
+        target = (binding.get("target") or {}).get("name") if isinstance(binding, dict) else None
+        if not target:
+            raise ApiError.invalid("Binding", name, [FieldError("target.name",
+                                                                "Required value")])
+        uid = (binding.get("metadata") or {}).get("uid")
+
+        async def attempt() -> Obj:
+            cur = await self._get_kv(info, namespace, name)
+            pod = copy.deepcopy(cur.obj)
+            assert pod is not None
+            if uid and pod["metadata"].get("uid") != uid:
+                raise ApiError.conflict("pods", name, "the pod's UID does not match the "
+                                        "binding; it was deleted and recreated")
+            if pod["metadata"].get("deletionTimestamp"):
+                raise ApiError.conflict("pods/binding", name,
+                                        f"pod {name} is being deleted, cannot be assigned to "
+                                        "a host")
+            if pod["spec"].get("nodeName"):
+                raise ApiError.conflict("pods/binding", name,
+                                        f"pod {name} is already assigned to node "
+                                        f'"{pod["spec"]["nodeName"]}"')
+            pod["spec"]["nodeName"] = target
+            _set_condition(pod, "PodScheduled", "True", now=self.clock.now())
+            inject_into_object(pod)
+            try:
+                return await self.storage.update(storage_key(info, namespace, name), pod,
+                                                 expected_revision=cur.mod_revision)
+            except ApiError as err:
+                if err.reason == Reason.CONFLICT:
+                    raise _Retry() from None
+                raise
+
+        return await self._retry_conflicts(attempt)
+
+    async def evict(self, namespace: str | None, name: str, eviction: Obj) -> Obj:
+        """pods/eviction: a graceful delete that honours PodDisruptionBudgets (429)."""
+        namespace = namespace or "default"
+        options = (eviction.get("deleteOptions") or {}) if isinstance(eviction, dict) else {}
+        grace = options.get("gracePeriodSeconds")
+        cur = await self._get_kv(lookup("pods"), namespace, name)
+        pod = cur.obj
+        assert pod is not None
+        phase = pod.get("status", {}).get("phase")
+        if phase not in ("Succeeded", "Failed", "Pending") and not pod["metadata"].get(
+                "deletionTimestamp"):
+            await self._take_disruption(namespace, pod)
+        await self._add_disruption_target(namespace, name, "EvictionByEvictionAPI",
+                                          "Eviction API: evicting")
+        return await self.delete("pods", namespace, name, grace_period_seconds=grace,
+                                 preconditions={"uid": pod["metadata"]["uid"]})
+
+    async def _take_disruption(self, namespace: str, pod: Obj) -> None:
+        info = lookup("poddisruptionbudgets")
+        kvs, _ = await self.storage.list(storage_prefix(info, namespace))
+        labels = pod.get("metadata", {}).get("labels") or {}
+        matching = [kv for kv in kvs if kv.obj is not None and LabelSelector.from_dict(
+            kv.obj.get("spec", {}).get("selector")).matches(labels)]
+        if not matching:
+            return
+        if len(matching) > 1:
+            raise ApiError(Reason.INTERNAL_ERROR,
+                           "This pod has more than one PodDisruptionBudget, which the "
+                           "eviction subresource does not support.")
+        kv = matching[0]
+        pdb = copy.deepcopy(kv.obj)
+        assert pdb is not None
+        status = pdb.setdefault("status", {})
+        pdb_name = pdb["metadata"]["name"]
+        if int(status.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
+            raise ApiError(Reason.TOO_MANY_REQUESTS,
+                           f"Cannot evict pod as it would violate the pod's disruption budget. "
+                           f"The disruption budget {pdb_name} is still being processed by "
+                           "the server.", retry_after_seconds=10)
+        allowed = int(status.get("disruptionsAllowed", 0))
+        if allowed <= 0:
+            raise ApiError(Reason.TOO_MANY_REQUESTS,
+                           "Cannot evict pod as it would violate the pod's disruption budget. "
+                           f"The disruption budget {pdb_name} needs "
+                           f"{status.get('desiredHealthy', 0)} healthy pods and has "
+                           f"{status.get('currentHealthy', 0)} currently",
+                           retry_after_seconds=10)
+        status["disruptionsAllowed"] = allowed - 1
+        status.setdefault("disruptedPods", {})[pod["metadata"]["name"]] = rfc3339(
+            self.clock.now())
+        try:
+            await self.storage.update(kv.key, pdb, expected_revision=kv.mod_revision)
+        except ApiError as err:
+            if err.reason == Reason.CONFLICT:
+                raise ApiError(Reason.TOO_MANY_REQUESTS,
+                               "the disruption budget changed during eviction; retry",
+                               retry_after_seconds=1) from None
+            raise
+
+    async def _add_disruption_target(self, namespace: str, name: str, reason: str,
+                                     message: str) -> None:
+        info = lookup("pods")
+
+        async def attempt() -> None:
+            cur = await self._get_kv(info, namespace, name)
+            pod = copy.deepcopy(cur.obj)
+            assert pod is not None
+            if pod["metadata"].get("deletionTimestamp"):
+                return
+            _set_condition(pod, "DisruptionTarget", "True", now=self.clock.now(),
+                           reason=reason, message=message)
+            try:
+                await self.storage.update(storage_key(info, namespace, name), pod,
+                                          expected_revision=cur.mod_revision)
+            except ApiError as err:
+                if err.reason == Reason.CONFLICT:
+                    raise _Retry() from None
+                raise
+
+        await self._retry_conflicts(attempt)
+
+    # -- watch ---------------------------------------------------------------------------
+
+    async def watch(self, resource: str, namespace: str | None, *,
+                    resource_version: str = "", label_selector: str = "",
+                    field_selector: str = "", name: str = "") -> AsyncIterator[WatchEvent]:
+        info = lookup(resource)
+        labels = LabelSelector.parse(label_selector)
+        fields = FieldSelector.parse(field_selector)
+        ns = namespace if info.namespaced else None
+
+        def matches(obj: Obj) -> bool:
+            return labels.matches(obj.get("metadata", {}).get("labels")) and fields.matches(obj)
+
+        request = WatchRequest(info, ns, matches, name or None)
+        if resource_version in ("", "0"):
+            # Kubernetes: no resourceVersion = the current state as ADDED events, then changes.
+            await self.cache.ready()
+            snapshot = await self.list(resource, ns, label_selector=label_selector,
+                                       field_selector=field_selector)
+            after = int(snapshot["metadata"]["resourceVersion"])
+            for item in snapshot["items"]:
+                if not name or item["metadata"]["name"] == name:
+                    yield WatchEvent("ADDED", item, int(item["metadata"]["resourceVersion"]))
+        else:
+            try:
+                after = int(resource_version)
+            except ValueError:
+                raise ApiError.bad_request(
+                    f"resourceVersion: {resource_version!r} is not a valid resource "
+                    "version; use one from a list or a previous watch event") from None
+        async for ev in self.cache.watch(request, after):
+            yield ev
+
+
+class _Retry(Exception):
+    """A compare-and-swap lost to a concurrent writer; read again and retry."""
+
+
+def _known(kind: str) -> bool:
+    try:
+        lookup(kind)
+    except ApiError:
+        return False
+    return True
+
+
+def _check_preconditions(info: KindInfo, name: str, cur: KeyValue,
+                         preconditions: Obj | None) -> None:
+    if not preconditions:
+        return
+    assert cur.obj is not None
+    uid = preconditions.get("uid")
+    if uid and cur.obj["metadata"].get("uid") != uid:
+        raise ApiError.conflict(
+            info.resource, name,
+            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
+            f"{cur.obj['metadata'].get('uid')}")
+    rv = preconditions.get("resourceVersion")
+    if rv and str(rv) != str(cur.mod_revision):
+        raise ApiError.conflict(
+            info.resource, name,
+            f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
+            f"object meta: {cur.mod_revision}")
+
+
+def _set_condition(pod: Obj, type_: str, status: str, *, now: float, reason: str = "",
+                   message: str = "") -> None:
+    conditions: list[Obj] = pod.setdefault("status", {}).setdefault("conditions", [])
+    for cond in conditions:
+        if cond.get("type") == type_:
+            if cond.get("status") != status:
+                cond["lastTransitionTime"] = rfc3339(now)
+            cond.update(status=status)
+            if reason:
+                cond["reason"] = reason
+            if message:
+                cond["message"] = message
+            return
+    new: Obj = {"type": type_, "status": status, "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(now)}
+    if reason:
+        new["reason"] = reason
+    if message:
+        new["message"] = message
+    conditions.append(new)

@@ -1,0 +1,234 @@
+"""The apiserver's gRPC front: decode a request, call the registry, encode the answer.
+
+Generic method handlers carry msgpack bytes (DESIGN: gRPC + msgpack). Every failure a user
+can cause comes back as a Kubernetes `Status` (see `skiff.rpc.errors`); anything else is
+logged with its trace id and answered as InternalError, never as a stack trace. The
+standard gRPC health service reports SERVING once etcd has answered.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from skiff.apiserver.registry import Registry
+
+from skiff.api import ApiError, Reason
+from skiff.api.kinds import KINDS
+from skiff.rpc import (
+    MAX_MESSAGE_BYTES,
+    MAX_OBJECT_BYTES,
+    SERVICE,
+    CodecError,
+    decode_map,
+    encode,
+    to_grpc,
+)
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Handler = Callable[[Obj], Awaitable[Obj]]
+
+
+def _str(req: Obj, field: str) -> str:
+    value = req.get(field) or ""
+    if not isinstance(value, str):
+        raise ApiError.bad_request(f"{field}: must be a string")
+    return value
+
+
+def _int(options: Obj, field: str, default: int = 0) -> int:
+    value = options.get(field, default)
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise ApiError.bad_request(f"{field}: must be an integer")
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError.bad_request(f"{field}: {value!r} is not an integer") from None
+
+
+def _options(req: Obj) -> Obj:
+    options = req.get("options") or {}
+    if not isinstance(options, dict):
+        raise ApiError.bad_request("options: must be a map")
+    return options
+
+
+def _object(req: Obj) -> Obj:
+    obj = req.get("object")
+    if not isinstance(obj, dict):
+        raise ApiError.bad_request("object: required, and must be a map (a Kubernetes object)")
+    return obj
+
+
+def _field_validation(options: Obj) -> str:
+    mode = options.get("fieldValidation") or "Warn"
+    if mode not in ("Ignore", "Warn", "Strict"):
+        raise ApiError.bad_request(
+            f"fieldValidation: {mode!r} is not one of Ignore, Warn, Strict")
+    return str(mode)
+
+
+class ApiService:
+    """Maps each RPC method to the registry."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def Create(self, req: Obj) -> Obj:
+        opts = _options(req)
+        result = await self.registry.create(_str(req, "resource"), req.get("namespace"),
+                                            _object(req),
+                                            field_validation=_field_validation(opts))
+        return result.to_wire()
+
+    async def Get(self, req: Obj) -> Obj:
+        opts = _options(req)
+        obj = await self.registry.get(_str(req, "resource"), req.get("namespace"),
+                                      _str(req, "name"), revision=_int(opts, "revision"))
+        return {"object": obj}
+
+    async def List(self, req: Obj) -> Obj:
+        opts = _options(req)
+        return await self.registry.list(
+            _str(req, "resource"), req.get("namespace"),
+            label_selector=_str(opts, "labelSelector"),
+            field_selector=_str(opts, "fieldSelector"),
+            revision=_int(opts, "revision"))
+
+    async def Update(self, req: Obj) -> Obj:
+        opts = _options(req)
+        result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
+                                            _object(req),
+                                            field_validation=_field_validation(opts))
+        return result.to_wire()
+
+    async def UpdateStatus(self, req: Obj) -> Obj:
+        result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
+                                            _object(req), subresource="status")
+        return result.to_wire()
+
+    async def Delete(self, req: Obj) -> Obj:
+        opts = _options(req)
+        grace = opts.get("gracePeriodSeconds")
+        if grace is not None:
+            grace = _int(opts, "gracePeriodSeconds")
+        preconditions = opts.get("preconditions")
+        if preconditions is not None and not isinstance(preconditions, dict):
+            raise ApiError.bad_request("preconditions: must be a map")
+        return await self.registry.delete(_str(req, "resource"), req.get("namespace"),
+                                          _str(req, "name"), grace_period_seconds=grace,
+                                          preconditions=preconditions)
+
+    async def Bind(self, req: Obj) -> Obj:
+        obj = await self.registry.bind(req.get("namespace"), _str(req, "name"), _object(req))
+        return {"object": obj}
+
+    async def Evict(self, req: Obj) -> Obj:
+        return await self.registry.evict(req.get("namespace"), _str(req, "name"),
+                                         req.get("object") or {})
+
+    async def History(self, req: Obj) -> Obj:
+        return await self.registry.history(_str(req, "resource"), req.get("namespace"),
+                                           _str(req, "name"))
+
+    async def Discovery(self, req: Obj) -> Obj:
+        return {"resources": [
+            {"kind": k.kind, "apiVersion": k.api_version, "name": k.resource,
+             "namespaced": k.namespaced, "shortNames": list(k.short_names)}
+            for k in KINDS]}
+
+    async def Watch(self, req: Obj) -> AsyncIterator[Obj]:
+        opts = _options(req)
+        bookmarks = bool(opts.get("allowWatchBookmarks", True))
+        async for ev in self.registry.watch(
+                _str(req, "resource"), req.get("namespace"),
+                resource_version=str(opts.get("resourceVersion") or ""),
+                label_selector=_str(opts, "labelSelector"),
+                field_selector=_str(opts, "fieldSelector"),
+                name=_str(req, "name")):
+            if ev.type == "BOOKMARK" and not bookmarks:
+                continue
+            yield ev.to_wire()
+
+
+def _decode_request(data: bytes) -> Obj:
+    if len(data) > MAX_OBJECT_BYTES + 64 * 1024:
+        raise ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
+                       f"request is {len(data)} bytes; objects are limited to "
+                       f"{MAX_OBJECT_BYTES} bytes (1.5 MiB)")
+    try:
+        return decode_map(data)
+    except CodecError as err:
+        raise ApiError.bad_request(f"{err}; send a msgpack map (use skiff.client)") from None
+
+
+async def _abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> None:
+    code, details, trailer = to_grpc(err)
+    await context.abort(code, details, trailing_metadata=trailer)
+
+
+def _internal(method: str, err: BaseException) -> ApiError:
+    log.exception("unexpected error in %s", method, exc_info=err)
+    return ApiError(Reason.INTERNAL_ERROR,
+                    f"internal error in {method}: {type(err).__name__}: {err}; "
+                    "see the apiserver log")
+
+
+def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:
+    async def handler(data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        try:
+            return encode(await fn(_decode_request(data)))
+        except ApiError as err:
+            await _abort(context, err)
+        except Exception as err:  # never a stack trace to the user
+            await _abort(context, _internal(method, err))
+        raise AssertionError("unreachable")  # abort raises
+
+    return grpc.unary_unary_rpc_method_handler(handler)
+
+
+def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]]) -> grpc.RpcMethodHandler:
+    async def handler(data: bytes,
+                      context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
+        try:
+            async for item in fn(_decode_request(data)):
+                yield encode(item)
+        except ApiError as err:
+            await _abort(context, err)
+        except Exception as err:
+            await _abort(context, _internal(method, err))
+
+    return grpc.unary_stream_rpc_method_handler(handler)
+
+
+def build_server(service: ApiService, *, address: str) -> tuple[grpc.aio.Server, int,
+                                                                 health.aio.HealthServicer]:
+    server = grpc.aio.server(options=[
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.so_reuseport", 0),
+    ])
+    handlers: dict[str, grpc.RpcMethodHandler] = {
+        name: _unary(name, getattr(service, name))
+        for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
+                     "Evict", "History", "Discovery")
+    }
+    handlers["Watch"] = _stream("Watch", service.Watch)
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    health_servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    port = server.add_insecure_port(address)
+    if port == 0:
+        raise OSError(f"could not bind the apiserver to {address}; is the port in use?")
+    return server, port, health_servicer
+
+
+SERVING = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING

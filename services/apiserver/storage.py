@@ -1,0 +1,296 @@
+"""etcd v3 storage (SPEC AS3–AS6): the apiserver is the only etcd client.
+
+Every write is one etcd transaction whose compare is on `mod_revision`, so a stale
+resourceVersion is a Conflict and a create of an existing key is AlreadyExists. Values are
+msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on read.
+Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
+Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import aetcd
+import aetcd.exceptions
+import aetcd.rpc as etcdrpc
+import aetcd.utils
+import tenacity
+
+from skiff.api.errors import ApiError, Reason
+from skiff.rpc import codec
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+Obj = dict[str, Any]
+
+_TRANSIENT = (
+    aetcd.exceptions.ConnectionFailedError,
+    aetcd.exceptions.ConnectionTimeoutError,
+    aetcd.exceptions.InternalError,
+)
+
+
+@dataclass(frozen=True)
+class KeyValue:
+    key: str
+    obj: Obj | None  # None for a deletion
+    mod_revision: int
+    create_revision: int
+
+
+@dataclass(frozen=True)
+class RawEvent:
+    """One etcd change under /registry/, decoded."""
+
+    revision: int
+    key: str
+    type: str  # "PUT" | "DELETE"
+    obj: Obj | None  # the new value (None on DELETE)
+    prev: Obj | None  # the previous value when etcd still has it
+    created: bool  # PUT that created the key
+
+
+def decode_value(value: bytes, mod_revision: int) -> Obj:
+    obj = codec.decode_map(value)
+    obj.setdefault("metadata", {})["resourceVersion"] = str(mod_revision)
+    return obj
+
+
+def encode_value(obj: Obj) -> bytes:
+    meta = obj.get("metadata", {})
+    if "resourceVersion" in meta:
+        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
+    return codec.encode(obj)
+
+
+class EtcdStorage:
+    """Typed, retried access to etcd for the registry and the watch cache."""
+
+    def __init__(self, endpoint: str, *, request_timeout: float = 5.0,
+                 retry_seconds: float = 10.0) -> None:
+        host, _, port = endpoint.removeprefix("http://").rpartition(":")
+        self.endpoint = endpoint
+        self._client = aetcd.Client(host=host or "127.0.0.1", port=int(port),
+                                    timeout=int(max(1, request_timeout)))
+        self._timeout = request_timeout
+        self._retry_seconds = retry_seconds
+
+    async def connect(self) -> None:
+        await self._retry(self._client.connect)
+
+    async def close(self) -> None:
+        await self._client.close()
+
+    async def _retry(self, call: Callable[[], Awaitable[T]]) -> T:
+        """Run one etcd call, retrying transport failures with backoff for a bounded time."""
+        try:
+            async for attempt in tenacity.AsyncRetrying(
+                retry=tenacity.retry_if_exception_type(_TRANSIENT),
+                wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
+                stop=tenacity.stop_after_delay(self._retry_seconds),
+                reraise=True,
+            ):
+                with attempt:
+                    return await call()
+        except _TRANSIENT as err:
+            raise ApiError(Reason.SERVICE_UNAVAILABLE,
+                           f"etcd at {self.endpoint} is unavailable: {err}") from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _range(self, key: str, *, prefix: bool, revision: int = 0,
+                     count_only: bool = False) -> Any:
+        k = key.encode()
+        request = etcdrpc.RangeRequest(
+            key=k,
+            range_end=aetcd.utils.prefix_range_end(k) if prefix else b"",
+            revision=revision,
+            count_only=count_only,
+        )
+
+        async def call() -> Any:
+            await self._client.connect()
+            try:
+                return await self._client.kvstub.Range(request, timeout=self._timeout)
+            except etcdrpc.AioRpcError as err:
+                if "compacted" in (err.details() or ""):
+                    raise ApiError.gone(
+                        f"revision {revision} has been compacted; "
+                        "re-read without a revision") from None
+                if "future revision" in (err.details() or ""):
+                    raise ApiError.bad_request(
+                        f"revision {revision} is newer than the store's") from None
+                aetcd.exceptions._handle_exception(err)
+                raise
+
+        return await self._retry(call)
+
+    async def get(self, key: str, *, revision: int = 0) -> tuple[KeyValue | None, int]:
+        resp = await self._range(key, prefix=False, revision=revision)
+        if not resp.kvs:
+            return None, resp.header.revision
+        kv = resp.kvs[0]
+        return (KeyValue(key, decode_value(kv.value, kv.mod_revision), kv.mod_revision,
+                         kv.create_revision), resp.header.revision)
+
+    async def list(self, prefix: str, *, revision: int = 0
+                   ) -> tuple[builtins.list[KeyValue], int]:
+        resp = await self._range(prefix, prefix=True, revision=revision)
+        items = [
+            KeyValue(kv.key.decode(), decode_value(kv.value, kv.mod_revision),
+                     kv.mod_revision, kv.create_revision)
+            for kv in resp.kvs
+        ]
+        return items, resp.header.revision
+
+    async def current_revision(self) -> int:
+        resp = await self._range("/registry/", prefix=True, count_only=True)
+        return int(resp.header.revision)
+
+    async def _txn(self, compare: builtins.list[Any],
+                   success: builtins.list[Any]) -> tuple[bool, int]:
+        async def call() -> tuple[bool, int]:
+            await self._client.connect()
+            request = etcdrpc.TxnRequest(
+                compare=[c.build_message() for c in compare],
+                success=self._client._ops_to_requests(success),
+                failure=[],
+            )
+            resp = await self._client.kvstub.Txn(request, timeout=self._timeout)
+            return bool(resp.succeeded), int(resp.header.revision)
+
+        return await self._retry(call)
+
+    async def create(self, key: str, obj: Obj) -> Obj:
+        """Put a new key; AlreadyExists if it is there. Returns the object with its rv."""
+        tx = self._client.transactions
+        ok, revision = await self._txn([tx.create(key.encode()) == 0],
+                                       [tx.put(key.encode(), encode_value(obj))])
+        if not ok:
+            raise ApiError(Reason.ALREADY_EXISTS, "already exists")
+        return _with_rv(obj, revision)
+
+    async def update(self, key: str, obj: Obj, *, expected_revision: int) -> Obj:
+        """Compare-and-swap on mod_revision; Conflict when someone wrote in between."""
+        tx = self._client.transactions
+        ok, revision = await self._txn([tx.mod(key.encode()) == expected_revision],
+                                       [tx.put(key.encode(), encode_value(obj))])
+        if not ok:
+            raise ApiError(Reason.CONFLICT, "the object has been modified")
+        return _with_rv(obj, revision)
+
+    async def delete(self, key: str, *, expected_revision: int) -> int:
+        """Delete if unchanged since `expected_revision`; returns the deletion revision."""
+        tx = self._client.transactions
+        ok, revision = await self._txn([tx.mod(key.encode()) == expected_revision],
+                                       [tx.delete(key.encode())])
+        if not ok:
+            raise ApiError(Reason.CONFLICT, "the object has been modified")
+        return revision
+
+    async def compact(self, revision: int) -> None:
+        await self._retry(lambda: self._client.compact(revision, physical=True))
+
+    async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[RawEvent]:
+        """etcd events under `prefix` from `start_revision` (inclusive), with prev values.
+
+        Raises ApiError(Gone) when that revision is compacted and lets transport errors
+        (`aetcd.exceptions.ClientError`) through so the caller resumes from its last revision.
+        """
+        await self._client.connect()
+        try:
+            watch = await self._client.watch_prefix(prefix.encode(),
+                                                    start_revision=start_revision,
+                                                    prev_kv=True)
+        except aetcd.exceptions.RevisionCompactedError as err:
+            raise ApiError.gone(
+                f"too old resource version: {start_revision - 1} "
+                f"(compacted up to {err.compacted_revision})") from None
+        try:
+            async for ev in watch:
+                kv = ev.kv
+                is_delete = ev.kind == aetcd.rtypes.EventKind.DELETE
+                prev = (decode_value(ev.prev_kv.value, ev.prev_kv.mod_revision)
+                        if ev.prev_kv is not None and ev.prev_kv.value else None)
+                yield RawEvent(
+                    revision=kv.mod_revision,
+                    key=kv.key.decode(),
+                    type="DELETE" if is_delete else "PUT",
+                    obj=None if is_delete else decode_value(kv.value, kv.mod_revision),
+                    prev=prev,
+                    created=(not is_delete and kv.create_revision == kv.mod_revision),
+                )
+        except aetcd.exceptions.RevisionCompactedError as err:
+            raise ApiError.gone(f"watch compacted at {err.compacted_revision}") from None
+        finally:
+            try:
+                await asyncio.shield(watch.cancel())
+            except Exception:  # the stream may already be gone with the connection
+                log.debug("etcd watch cancel failed", exc_info=True)
+
+    async def history(self, key: str) -> builtins.list[KeyValue]:
+        """Every version of one key still in etcd's log, oldest first (AS6).
+
+        Walks back from the newest version with reads at `mod_revision - 1`, so it needs
+        no watch and stops cleanly at the compaction point or the key's creation.
+        """
+        versions: builtins.list[KeyValue] = []
+        current, head = await self.get(key)
+        revision = head
+        if current is None:
+            # Deleted: find the last version before the deletion through the watch log.
+            return await self._history_of_deleted(key, head)
+        kv: KeyValue | None = current
+        while kv is not None:
+            versions.append(kv)
+            if kv.mod_revision == kv.create_revision:
+                break
+            revision = kv.mod_revision - 1
+            try:
+                kv, _ = await self.get(key, revision=revision)
+            except ApiError as err:
+                if err.reason == Reason.GONE:
+                    break
+                raise
+        versions.reverse()
+        return versions
+
+    async def _history_of_deleted(self, key: str, head: int) -> builtins.list[KeyValue]:
+        versions: builtins.list[KeyValue] = []
+        start = 1
+        try:
+            watch = await self._client.watch(key.encode(), start_revision=start)
+        except aetcd.exceptions.RevisionCompactedError as err:
+            watch = await self._client.watch(key.encode(),
+                                             start_revision=err.compacted_revision)
+        try:
+            async def collect() -> None:
+                async for ev in watch:
+                    kv = ev.kv
+                    if ev.kind == aetcd.rtypes.EventKind.DELETE:
+                        versions.append(KeyValue(key, None, kv.mod_revision, 0))
+                    else:
+                        versions.append(KeyValue(key, decode_value(kv.value, kv.mod_revision),
+                                                 kv.mod_revision, kv.create_revision))
+                    if kv.mod_revision >= head:
+                        return
+
+            # Past events arrive at once; a short wait covers a key with no history left.
+            await asyncio.wait_for(collect(), timeout=0.5)
+        except TimeoutError:
+            pass
+        finally:
+            await watch.cancel()
+        return versions
+
+
+def _with_rv(obj: Obj, revision: int) -> Obj:
+    meta = dict(obj.get("metadata", {}))
+    meta["resourceVersion"] = str(revision)
+    return {**obj, "metadata": meta}

@@ -1,0 +1,230 @@
+"""The watch cache: one etcd watch fanned out to every gRPC watcher (SPEC AS5).
+
+The cache watches all of `/registry/` from the revision at which it started and keeps the
+last `capacity` events in a window. A watcher asking for revision R is served from the
+window when R is inside it (so 1,000 watchers cost one etcd watch); an older R falls back to
+a dedicated etcd watch from R+1, which is still exact (etcd's log is the event log) and
+answers Gone when R has been compacted. Watchers have bounded queues: one that falls too far
+behind is closed and resumes from its last revision, as Kubernetes does.
+
+Label and field selectors are applied per watcher with Kubernetes' transition rules: an
+object that stops matching is sent as DELETED, one that starts matching as ADDED.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aetcd.exceptions
+from skiff.apiserver.storage import EtcdStorage, RawEvent
+
+from skiff.api.errors import ApiError, Reason
+from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+Matcher = Callable[[Obj], bool]
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
+    object: Obj
+    revision: int
+
+    def to_wire(self) -> Obj:
+        return {"type": self.type, "object": self.object}
+
+
+@dataclass
+class WatchRequest:
+    info: KindInfo
+    namespace: str | None
+    matches: Matcher  # label + field selector
+    name: str | None = None
+
+
+def _bookmark(info: KindInfo, revision: int) -> WatchEvent:
+    return WatchEvent("BOOKMARK", {"kind": info.kind, "apiVersion": info.api_version,
+                                   "metadata": {"resourceVersion": str(revision)}}, revision)
+
+
+def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
+    """A raw etcd event as this watcher should see it, or None when it is not theirs."""
+    parsed = parse_key(raw.key)
+    if parsed is None:
+        return None
+    info, namespace, name = parsed
+    if info.resource != req.info.resource:
+        return None
+    if req.namespace and namespace != req.namespace:
+        return None
+    if req.name and name != req.name:
+        return None
+    new_ok = raw.obj is not None and req.matches(raw.obj)
+    old_ok = raw.prev is not None and req.matches(raw.prev)
+    if raw.type == "DELETE":
+        if raw.prev is None or not old_ok:
+            return None
+        gone = {**raw.prev, "metadata": {**raw.prev.get("metadata", {}),
+                                         "resourceVersion": str(raw.revision)}}
+        return WatchEvent("DELETED", gone, raw.revision)
+    assert raw.obj is not None
+    if raw.created or raw.prev is None:
+        return WatchEvent("ADDED", raw.obj, raw.revision) if new_ok else None
+    if new_ok and old_ok:
+        return WatchEvent("MODIFIED", raw.obj, raw.revision)
+    if new_ok:
+        return WatchEvent("ADDED", raw.obj, raw.revision)
+    if old_ok:
+        # Kubernetes sends the new state of an object that left the selection as DELETED.
+        return WatchEvent("DELETED", raw.obj, raw.revision)
+    return None
+
+
+@dataclass(eq=False)
+class _Subscriber:
+    request: WatchRequest
+    after: int  # deliver only events with revision > after
+    # Unbounded on purpose: the cache closes a subscriber (appending a sentinel after its
+    # contiguous events) once it holds `QUEUE_LIMIT`, so nothing queued is ever dropped.
+    queue: asyncio.Queue[RawEvent | None | ApiError] = field(default_factory=asyncio.Queue)
+    QUEUE_LIMIT = 10_000
+
+
+class WatchCache:
+    """Keeps one etcd watch on /registry/ and a window of recent events."""
+
+    def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
+                 bookmark_interval: float = 10.0) -> None:
+        self._storage = storage
+        self._capacity = capacity
+        self.bookmark_interval = bookmark_interval
+        self._window: collections.deque[RawEvent] = collections.deque()
+        self._window_start = 0  # the window holds every event with revision > this
+        self.revision = 0  # newest revision the cache has seen
+        self._subscribers: set[_Subscriber] = set()
+        self._ready = asyncio.Event()
+        self._progress = asyncio.Condition()
+
+    async def run(self) -> None:
+        """Follow etcd forever, resuming from the last revision after any failure."""
+        start = await self._storage.current_revision()
+        self._window_start = self.revision = start
+        self._ready.set()
+        delay = 0.05
+        while True:
+            try:
+                async for raw in self._storage.watch(REGISTRY_PREFIX,
+                                                     start_revision=self.revision + 1):
+                    self._append(raw)
+                    delay = 0.05
+                    async with self._progress:
+                        self._progress.notify_all()
+            except ApiError as err:
+                if err.reason != Reason.GONE:
+                    raise
+                # Our own resume point was compacted: every watcher must re-list.
+                log.warning("watch cache fell behind compaction; resetting watchers")
+                self._reset(err)
+                start = await self._storage.current_revision()
+                self._window_start = self.revision = start
+            except (aetcd.exceptions.ClientError, OSError) as err:
+                log.warning("etcd watch interrupted; resuming",
+                            extra={"revision": self.revision, "error": str(err)})
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def ready(self) -> None:
+        await self._ready.wait()
+
+    def _append(self, raw: RawEvent) -> None:
+        self._window.append(raw)
+        self.revision = raw.revision
+        while len(self._window) > self._capacity:
+            self._window_start = self._window.popleft().revision
+        for sub in list(self._subscribers):
+            if raw.revision <= sub.after:
+                continue
+            if sub.queue.qsize() >= _Subscriber.QUEUE_LIMIT:
+                # Too slow: close it; the client resumes from its last revision.
+                self._subscribers.discard(sub)
+                sub.queue.put_nowait(None)
+            else:
+                sub.queue.put_nowait(raw)
+
+    def _reset(self, err: ApiError) -> None:
+        self._window.clear()
+        for sub in self._subscribers:
+            sub.queue.put_nowait(err)
+        self._subscribers.clear()
+
+    async def wait_for_revision(self, revision: int, timeout: float) -> bool:
+        """Wait until the cache has seen `revision` (a write this server just made)."""
+        async with self._progress:
+            try:
+                await asyncio.wait_for(
+                    self._progress.wait_for(lambda: self.revision >= revision), timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    async def watch(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
+        """Every change of `req` with revision > `after`, in order, plus bookmarks."""
+        await self.ready()
+        if after < self._window_start:
+            async for ev in self._watch_etcd(req, after):
+                yield ev
+            return
+        sub = _Subscriber(req, after)
+        # No await between the snapshot and the registration: nothing is lost or repeated.
+        for raw in self._window:
+            if raw.revision > after:
+                sub.queue.put_nowait(raw)
+        self._subscribers.add(sub)
+        told = processed = after  # what the client knows / what this watcher has looked at
+        loop = asyncio.get_running_loop()
+        next_bookmark = loop.time() + self.bookmark_interval
+        try:
+            while True:
+                item: RawEvent | ApiError | None | bool
+                try:
+                    item = await asyncio.wait_for(sub.queue.get(),
+                                                  max(0.0, next_bookmark - loop.time()))
+                except TimeoutError:
+                    item = False
+                if item is None:
+                    return  # closed for being slow; the client resumes
+                if isinstance(item, ApiError):
+                    raise item
+                if isinstance(item, RawEvent):
+                    processed = item.revision
+                    translated = translate(item, req)
+                    if translated is not None:
+                        ev = translated
+                        told = ev.revision
+                        yield ev
+                if loop.time() >= next_bookmark:
+                    # Progress the client could not see (other kinds, filtered objects).
+                    if processed > told and sub.queue.empty():
+                        told = processed
+                        yield _bookmark(req.info, told)
+                    next_bookmark = loop.time() + self.bookmark_interval
+        finally:
+            self._subscribers.discard(sub)
+
+    async def _watch_etcd(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
+        log.info("serving watch from etcd (revision older than the cache window)",
+                 extra={"resource": req.info.resource, "after": after})
+        async for raw in self._storage.watch(REGISTRY_PREFIX + req.info.resource + "/",
+                                             start_revision=after + 1):
+            ev = translate(raw, req)
+            if ev is not None:
+                yield ev
+

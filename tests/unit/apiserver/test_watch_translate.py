@@ -1,0 +1,47 @@
+"""SPEC AS5: how one etcd change looks to a (possibly filtered) watcher."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from skiff.api import lookup
+from skiff.api.testing import make_pod
+from skiff.apiserver.storage import RawEvent
+from skiff.apiserver.watchcache import WatchRequest, translate
+
+WEB = make_pod("p").label("app", "web").obj()
+DB = make_pod("p").label("app", "db").obj()
+KEY = "/registry/pods/default/p"
+
+
+def _is_web(obj: dict[str, Any]) -> bool:
+    return bool(obj["metadata"].get("labels", {}).get("app") == "web")
+
+
+@pytest.mark.parametrize(("raw", "expected"), [
+    pytest.param(RawEvent(5, KEY, "PUT", WEB, None, True), "ADDED", id="create"),
+    pytest.param(RawEvent(6, KEY, "PUT", WEB, WEB, False), "MODIFIED", id="update"),
+    pytest.param(RawEvent(7, KEY, "DELETE", None, WEB, False), "DELETED", id="delete"),
+    pytest.param(RawEvent(8, KEY, "PUT", DB, WEB, False), "DELETED", id="leaves-selector"),
+    pytest.param(RawEvent(9, KEY, "PUT", WEB, DB, False), "ADDED", id="enters-selector"),
+    pytest.param(RawEvent(10, KEY, "PUT", DB, DB, False), None, id="never-matches"),
+    pytest.param(RawEvent(11, "/registry/nodes/n1", "PUT", WEB, None, True), None,
+                 id="other-resource"),
+    pytest.param(RawEvent(12, "/registry/pods/other/p", "PUT", WEB, None, True), None,
+                 id="other-namespace"),
+])
+def test_as5_translate_applies_selector_transitions(raw: RawEvent,
+                                                    expected: str | None) -> None:
+    ev = translate(raw, WatchRequest(lookup("pods"), "default", _is_web))
+    assert (ev.type if ev else None) == expected
+    if ev is not None:
+        assert ev.revision == raw.revision
+
+
+def test_as5_deleted_event_carries_the_deletion_revision() -> None:
+    ev = translate(RawEvent(42, KEY, "DELETE", None, {**WEB, "metadata": {
+        **WEB["metadata"], "resourceVersion": "40"}}, False),
+        WatchRequest(lookup("pods"), None, lambda o: True))
+    assert ev is not None and ev.object["metadata"]["resourceVersion"] == "42"
