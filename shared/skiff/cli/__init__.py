@@ -1,0 +1,1 @@
+"""The `skiff` command and the local-process cluster it starts."""

@@ -1,0 +1,160 @@
+"""Local processes of a cluster: etcd and the Skiff services, started and stopped by PID.
+
+`skiff up` and the integration tests both run the real binaries through this module: each
+process gets its own log file, a fixed loopback port (so a restart comes back at the same
+address), a health wait, and stop = SIGTERM, then SIGKILL after a timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+ETCD_INSTALL_HINT = (
+    "etcd is not installed: install it with `sudo apt-get install etcd-server` "
+    "(Debian/Ubuntu), or put an etcd 3.4+ binary on PATH"
+)
+
+
+class StartError(RuntimeError):
+    """A component did not start; the message names it and points at its log."""
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def find_etcd() -> str:
+    for candidate in (os.environ.get("SKIFF_ETCD_BINARY", ""), "etcd", "/usr/bin/etcd",
+                      "/usr/local/bin/etcd"):
+        if candidate and (path := shutil.which(candidate)):
+            return path
+    raise StartError(ETCD_INSTALL_HINT)
+
+
+@dataclass
+class Process:
+    """One child process with a log file; `start()` again restarts it the same way."""
+
+    name: str
+    argv: list[str]
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    popen: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return self.popen.pid if self.popen else None
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
+        try:
+            self.popen = subprocess.Popen(
+                self.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, **self.env}, start_new_session=True)
+        finally:
+            log.close()
+
+    def alive(self) -> bool:
+        return self.popen is not None and self.popen.poll() is None
+
+    def signal(self, sig: int) -> None:
+        if self.popen is not None and self.alive():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.popen.pid, sig)
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would."""
+        self.signal(signal.SIGKILL)
+        if self.popen is not None:
+            self.popen.wait(10)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """SIGTERM, then SIGKILL after `timeout`."""
+        if self.popen is None:
+            return
+        self.signal(signal.SIGTERM)
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+    def tail(self, lines: int = 20) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+
+def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
+                 name: str = "etcd") -> Process:
+    client = f"http://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    return Process(name, [
+        find_etcd(), "--name", "skiff", "--data-dir", str(data_dir / "etcd"),
+        "--listen-client-urls", client, "--advertise-client-urls", client,
+        "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+        "--initial-cluster", f"skiff={peer}", "--initial-cluster-state", "new",
+        "--logger", "zap", "--log-outputs", "stderr",
+        "--quota-backend-bytes", str(2 * 1024**3),
+    ], data_dir / "logs" / f"{name}.log")
+
+
+def service_process(name: str, module: str, args: list[str], *, log_dir: Path,
+                    env: dict[str, str] | None = None) -> Process:
+    return Process(name, [sys.executable, "-m", module, *args], log_dir / f"{name}.log",
+                   env=dict(env or {}))
+
+
+def wait_grpc_healthy(proc: Process, target: str, *, timeout: float = 30.0) -> None:
+    """Wait until `target` answers the gRPC health check with SERVING."""
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(target) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if not proc.alive():
+                raise StartError(f"{proc.name} exited while starting; its log "
+                                 f"({proc.log_path}) ends with:\n{proc.tail()}")
+            try:
+                resp = stub.Check(health_pb2.HealthCheckRequest(), timeout=1.0)
+                if resp.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.05)
+    raise StartError(f"{proc.name} did not become healthy at {target} within {timeout:.0f}s; "
+                     f"see {proc.log_path}:\n{proc.tail()}")
+
+
+def wait_etcd_healthy(proc: Process, client_port: int, *, timeout: float = 30.0) -> None:
+    import urllib.request
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not proc.alive():
+            raise StartError(f"etcd exited while starting; its log ({proc.log_path}) "
+                             f"ends with:\n{proc.tail()}")
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{client_port}/health",
+                                        timeout=1) as resp:
+                if b'"health":"true"' in resp.read():
+                    return
+        except OSError:
+            pass
+        time.sleep(0.05)
+    raise StartError(f"etcd did not become healthy within {timeout:.0f}s; see "
+                     f"{proc.log_path}:\n{proc.tail()}")

@@ -1,0 +1,17 @@
+"""How components reach the apiserver: the API client, informers, and the workqueue."""
+
+from skiff.client.api import ApiClient, WatchEvent
+from skiff.client.informer import (
+    BY_NAMESPACE,
+    BY_NODE_NAME,
+    Indexer,
+    Informer,
+    index_by_namespace,
+    index_by_node_name,
+    object_key,
+)
+
+__all__ = [
+    "ApiClient", "WatchEvent", "BY_NAMESPACE", "BY_NODE_NAME", "Indexer", "Informer",
+    "index_by_namespace", "index_by_node_name", "object_key",
+]
