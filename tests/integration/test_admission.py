@@ -1,0 +1,135 @@
+"""SPEC PP1–PP2 (priority admission) and PS2's default NoExecute tolerations."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skiff.api import ApiError, Reason
+from skiff.client import ApiClient
+from tests.integration.cluster import Cluster
+from tests.integration.objects import pod, priority_class
+
+
+async def test_pp1_builtin_system_classes_exist(api: ApiClient) -> None:
+    critical = await api.get("priorityclasses", "system-cluster-critical")
+    node = await api.get("priorityclasses", "system-node-critical")
+    assert critical["value"] == 2_000_000_000
+    assert node["value"] == 2_000_001_000
+
+
+async def test_pp1_user_class_value_is_at_most_one_billion(api: ApiClient) -> None:
+    with pytest.raises(ApiError) as err:
+        await api.create(priority_class("too-high", 1_000_000_001))
+    assert err.value.reason == Reason.INVALID
+    assert "value" in err.value.message
+    ok = await api.create(priority_class("max-user", 1_000_000_000))
+    assert ok["preemptionPolicy"] == "PreemptLowerPriority"
+
+
+async def test_pp1_system_prefix_is_reserved(api: ApiClient) -> None:
+    with pytest.raises(ApiError) as err:
+        await api.create(priority_class("system-mine", 10))
+    assert err.value.reason == Reason.INVALID
+
+
+async def test_pp1_at_most_one_global_default(fresh_cluster: Cluster) -> None:
+    fresh_cluster.start()
+    async with ApiClient(fresh_cluster.api_target) as api:
+        await api.create(priority_class("default-a", 100, global_default=True))
+        with pytest.raises(ApiError) as err:
+            await api.create(priority_class("default-b", 200, global_default=True))
+        assert err.value.reason == Reason.INVALID
+        assert "already marked as default" in err.value.message
+
+
+async def test_pp2_priority_class_name_resolves_into_spec_priority(
+        api: ApiClient, namespace: str) -> None:
+    await api.create(priority_class(f"{namespace}-high", 1000, policy="Never"))
+    created = await api.create(pod("p", namespace, priority_class=f"{namespace}-high"))
+    assert created["spec"]["priority"] == 1000
+    assert created["spec"]["preemptionPolicy"] == "Never"
+
+
+async def test_pp2_unknown_class_is_rejected(api: ApiClient, namespace: str) -> None:
+    with pytest.raises(ApiError) as err:
+        await api.create(pod("p", namespace, priority_class="no-such-class"))
+    assert err.value.reason == Reason.FORBIDDEN
+    assert "no PriorityClass with name no-such-class was found" in err.value.message
+
+
+async def test_pp2_system_class_is_usable(api: ApiClient, namespace: str) -> None:
+    created = await api.create(pod("p", namespace, priority_class="system-node-critical"))
+    assert created["spec"]["priority"] == 2_000_001_000
+
+
+async def test_pp2_no_class_means_zero_without_a_global_default(api: ApiClient,
+                                                                namespace: str) -> None:
+    created = await api.create(pod("p", namespace))
+    assert created["spec"]["priority"] == 0
+
+
+async def test_pp2_no_class_takes_the_global_default(fresh_cluster: Cluster) -> None:
+    fresh_cluster.start()
+    async with ApiClient(fresh_cluster.api_target) as api:
+        await api.create(priority_class("everyday", 77, global_default=True))
+        created = await api.create(pod("p", "default"))
+        assert created["spec"]["priority"] == 77
+        assert created["spec"]["priorityClassName"] == "everyday"
+
+
+async def test_pp2_changing_or_deleting_a_class_never_changes_existing_pods(
+        api: ApiClient, namespace: str) -> None:
+    name = f"{namespace}-mid"
+    await api.create(priority_class(name, 500))
+    await api.create(pod("p", namespace, priority_class=name))
+    cls = await api.get("priorityclasses", name)
+    cls["description"] = "changed"
+    await api.update(cls)
+    await api.delete("priorityclasses", name)
+    assert (await api.get("pods", "p", namespace))["spec"]["priority"] == 500
+    with pytest.raises(ApiError) as err:
+        await api.create(pod("q", namespace, priority_class=name))
+    assert err.value.reason == Reason.FORBIDDEN
+
+
+async def test_pp2_priority_value_in_spec_must_match_the_class(api: ApiClient,
+                                                               namespace: str) -> None:
+    with pytest.raises(ApiError) as err:
+        await api.create(pod("p", namespace, priority=99))
+    assert err.value.reason == Reason.INVALID
+    assert "spec.priority" in err.value.message
+
+
+async def test_ps2_pods_get_default_not_ready_and_unreachable_tolerations(
+        api: ApiClient, namespace: str) -> None:
+    created = await api.create(pod("p", namespace))
+    tolerations = {t["key"]: t for t in created["spec"]["tolerations"]}
+    for key in ("node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"):
+        assert tolerations[key] == {"key": key, "operator": "Exists", "effect": "NoExecute",
+                                    "tolerationSeconds": 300}
+
+
+async def test_ps2_an_existing_toleration_is_kept(api: ApiClient, namespace: str) -> None:
+    own = {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+           "effect": "NoExecute", "tolerationSeconds": 5}
+    created = await api.create(pod("p", namespace, tolerations=[own]))
+    unreachable = [t for t in created["spec"]["tolerations"]
+                   if t["key"] == "node.kubernetes.io/unreachable"]
+    assert unreachable == [own]
+
+
+async def test_ps2_default_toleration_seconds_are_configurable(tmp_path: Path) -> None:
+    cluster = Cluster(tmp_path, apiserver_args=[
+        "--default-unreachable-toleration-seconds", "5",
+        "--default-not-ready-toleration-seconds", "7"])
+    try:
+        cluster.start()
+        async with ApiClient(cluster.api_target) as api:
+            created = await api.create(pod("p", "default"))
+        seconds = {t["key"]: t["tolerationSeconds"] for t in created["spec"]["tolerations"]}
+        assert seconds == {"node.kubernetes.io/not-ready": 7,
+                           "node.kubernetes.io/unreachable": 5}
+    finally:
+        cluster.stop()

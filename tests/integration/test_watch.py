@@ -1,0 +1,268 @@
+"""SPEC AS5: watches from a resourceVersion, across apiserver and etcd restarts.
+
+Everything here is real: an etcd process, an apiserver process, SIGKILL and restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import urllib.request
+from contextlib import suppress
+from typing import Any
+
+import aetcd
+import msgpack
+import pytest
+
+from skiff.api import ApiError, Reason
+from skiff.client import ApiClient, Informer, WatchEvent
+from tests.integration.cluster import Cluster
+from tests.integration.objects import pod
+
+Obj = dict[str, Any]
+
+
+async def _collect(api: ApiClient, namespace: str, rv: str, count: int,
+                   timeout: float = 20.0, **kw: Any) -> list[WatchEvent]:
+    events: list[WatchEvent] = []
+
+    async def run() -> None:
+        async for ev in api.watch("pods", namespace, resource_version=rv, **kw):
+            if ev.type != "BOOKMARK":
+                events.append(ev)
+                if len(events) == count:
+                    return
+
+    await asyncio.wait_for(run(), timeout)
+    return events
+
+
+async def test_as5_watch_from_r_delivers_every_later_change_in_revision_order(
+        api: ApiClient, namespace: str) -> None:
+    start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
+    a = await api.create(pod("a", namespace))
+    b = await api.create(pod("b", namespace))
+    a["metadata"]["labels"] = {"x": "1"}
+    a = await api.update(a)
+    await api.delete("pods", "b", namespace)
+    events = await _collect(api, namespace, start, 4)
+    assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
+        ("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
+    revs = [int(e.resource_version) for e in events]
+    assert revs == sorted(revs) and len(set(revs)) == 4
+    assert revs[0] == int(a["metadata"]["resourceVersion"]) - 2 or revs[1] == int(
+        b["metadata"]["resourceVersion"])
+    # Starting in the middle gives exactly the suffix.
+    later = await _collect(api, namespace, str(revs[1]), 2)
+    assert [int(e.resource_version) for e in later] == revs[2:]
+
+
+async def test_as5_label_selector_watch_sends_deleted_when_an_object_stops_matching(
+        api: ApiClient, namespace: str) -> None:
+    start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
+    p = await api.create(pod("p", namespace, labels={"app": "web"}))
+    p["metadata"]["labels"] = {"app": "db"}
+    await api.update(p)
+    events = await _collect(api, namespace, start, 2, label_selector="app=web")
+    assert [e.type for e in events] == ["ADDED", "DELETED"]
+
+
+async def test_as5_watch_without_resource_version_starts_with_the_current_state(
+        api: ApiClient, namespace: str) -> None:
+    await api.create(pod("a", namespace))
+    events = await _collect(api, namespace, "", 1)
+    assert events[0].type == "ADDED" and events[0].object["metadata"]["name"] == "a"
+
+
+async def test_as5_bookmarks_are_sent(tmp_path: Any) -> None:
+    cluster = Cluster(tmp_path, apiserver_args=["--watch-bookmark-interval", "0.2"])
+    try:
+        cluster.start()
+        async with ApiClient(cluster.api_target) as api:
+            start = (await api.list("pods", "default"))["metadata"]["resourceVersion"]
+            await api.create(pod("elsewhere", "kube-system"))
+
+            async def first_bookmark() -> WatchEvent:
+                async for ev in api.watch("pods", "default", resource_version=start):
+                    if ev.type == "BOOKMARK":
+                        return ev
+                raise AssertionError("stream ended")
+
+            bookmark = await asyncio.wait_for(first_bookmark(), 10)
+            assert int(bookmark.resource_version) > int(start)
+    finally:
+        cluster.stop()
+
+
+def _etcd_watchers(cluster: Cluster) -> int:
+    with urllib.request.urlopen(f"{cluster.etcd_endpoint}/metrics", timeout=5) as resp:
+        text = resp.read().decode()
+    match = re.search(r"^etcd_debugging_mvcc_watcher_total (\S+)$", text, re.M)
+    assert match, "etcd metrics have no watcher gauge"
+    return int(float(match.group(1)))
+
+
+async def test_as5_many_watchers_share_one_etcd_watch(fresh_cluster: Cluster) -> None:
+    fresh_cluster.start()
+    baseline = _etcd_watchers(fresh_cluster)
+    async with ApiClient(fresh_cluster.api_target) as api:
+        start = (await api.list("pods", "default"))["metadata"]["resourceVersion"]
+        received = [0] * 100
+        ready = asyncio.Event()
+
+        async def watcher(i: int) -> None:
+            async for ev in api.watch("pods", "default", resource_version=start):
+                if ev.type == "ADDED":
+                    received[i] += 1
+                    return
+
+        tasks = [asyncio.create_task(watcher(i)) for i in range(100)]
+        ready.set()
+        await asyncio.sleep(0.5)
+        await api.create(pod("p", "default"))
+        await asyncio.wait_for(asyncio.gather(*tasks), 20)
+        assert received == [1] * 100
+        assert _etcd_watchers(fresh_cluster) <= baseline
+
+
+async def _writer(api: ApiClient, namespace: str, count: int, written: list[int],
+                  pause: float) -> None:
+    """Creates and updates pods one at a time, recording each write's revision."""
+    for i in range(count):
+        for _attempt in range(200):
+            try:
+                obj = await api.create(pod(f"w{i}", namespace, labels={"i": str(i)}))
+                break
+            except ApiError as err:
+                if err.reason == Reason.ALREADY_EXISTS:
+                    # The first attempt landed before the connection broke.
+                    obj = await api.get("pods", f"w{i}", namespace)
+                    break
+                if err.reason not in (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT,
+                                      Reason.INTERNAL_ERROR):
+                    raise
+                await asyncio.sleep(0.1)
+        else:
+            raise AssertionError(f"could not write w{i}")
+        written.append(int(obj["metadata"]["resourceVersion"]))
+        await asyncio.sleep(pause)
+
+
+async def _resuming_watch(api: ApiClient, namespace: str, start: str,
+                          seen: list[tuple[str, str, int]], stop: asyncio.Event) -> None:
+    """What a client does by hand: watch, and on a broken stream resume from the last rv."""
+    rv = start
+    while not stop.is_set():
+        try:
+            async for ev in api.watch("pods", namespace, resource_version=rv):
+                rv = ev.resource_version
+                if ev.type != "BOOKMARK":
+                    seen.append((ev.type, ev.object["metadata"]["name"], int(rv)))
+        except ApiError as err:
+            assert err.reason != Reason.GONE, "watch expired during a restart"
+            await asyncio.sleep(0.1)
+
+
+async def test_as5_watch_from_r_sees_every_change_exactly_once_across_apiserver_and_etcd_restarts(
+        fresh_cluster: Cluster) -> None:
+    fresh_cluster.start()
+    async with ApiClient(fresh_cluster.api_target, retry_seconds=60) as api:
+        await api.create({"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": "w"}})
+        start = (await api.list("pods", "w"))["metadata"]["resourceVersion"]
+        written: list[int] = []
+        seen: list[tuple[str, str, int]] = []
+        stop = asyncio.Event()
+        watcher = asyncio.create_task(_resuming_watch(api, "w", start, seen, stop))
+        writer = asyncio.create_task(_writer(api, "w", 60, written, 0.02))
+
+        await _wait_until(lambda: len(written) >= 15)
+        fresh_cluster.apiserver.kill()  # SIGKILL: a crash
+        await asyncio.sleep(0.3)
+        fresh_cluster.start_apiserver(wait=False)
+        await _wait_until(lambda: len(written) >= 30)
+        fresh_cluster.etcd.kill()
+        await asyncio.sleep(0.3)
+        fresh_cluster.start_etcd()
+        await _wait_until(lambda: len(written) >= 45)
+        fresh_cluster.apiserver.stop()  # SIGTERM: a clean restart
+        fresh_cluster.start_apiserver(wait=False)
+        await asyncio.wait_for(writer, 90)
+        await _wait_until(lambda: len(seen) >= len(written), timeout=30)
+        stop.set()
+        watcher.cancel()
+        with suppress(asyncio.CancelledError):
+            await watcher
+
+    revisions = [rev for _, _, rev in seen]
+    assert revisions == sorted(written), "every write seen once, in order, no gaps"
+    assert [name for _, name, _ in seen] == [f"w{i}" for i in range(60)]
+    assert all(t == "ADDED" for t, _, _ in seen)
+
+
+async def test_as5_compacted_revision_is_gone_and_the_informer_relists_and_converges(
+        fresh_cluster: Cluster) -> None:
+    fresh_cluster.start()
+    async with ApiClient(fresh_cluster.api_target, retry_seconds=60) as api:
+        for name in ("p0", "p1", "ghost"):
+            await api.create(pod(name, "default"))
+        p2 = await api.create(pod("p2", "default"))
+        await api.delete("pods", "p2", "default")
+        informer = Informer(api, "pods", namespace="default", backoff_max=0.5)
+        deleted: list[str] = []
+        informer.add_handler(on_delete=lambda o: deleted.append(o["metadata"]["name"]))
+        task = asyncio.create_task(informer.run())
+        try:
+            await informer.wait_synced(10)
+            old = informer.resource_version
+            # The informer is cut off while the store changes and etcd compacts its log.
+            fresh_cluster.apiserver.stop()
+            async with aetcd.Client(port=fresh_cluster.etcd_port) as etcd:
+                await etcd.delete(b"/registry/pods/default/ghost")
+                value = msgpack.packb({k: v for k, v in p2.items()})
+                put = await etcd.put(b"/registry/pods/default/p2", value)
+                await etcd.compact(put.header.revision, physical=True)
+            fresh_cluster.start_apiserver()
+            with pytest.raises(ApiError) as err:
+                await _collect(api, "default", old, 1, timeout=10)
+            assert err.value.reason == Reason.GONE
+
+            await _wait_until(lambda: informer.relists >= 1 and sorted(
+                o["metadata"]["name"] for o in informer.store.list()) == ["p0", "p1", "p2"])
+            assert deleted == ["ghost"]
+            await api.create(pod("p3", "default"))
+            await _wait_until(lambda: len(informer.store) == 4)
+        finally:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
+
+
+async def test_informer_lists_then_follows_changes(api: ApiClient, namespace: str) -> None:
+    await api.create(pod("a", namespace, node="node-1"))
+    informer = Informer(api, "pods", namespace=namespace,
+                        indexers={"nodeName": lambda o: [o["spec"].get("nodeName")]
+                                  if o["spec"].get("nodeName") else []})
+    added: list[str] = []
+    informer.add_handler(on_add=lambda o: added.append(o["metadata"]["name"]))
+    task = asyncio.create_task(informer.run())
+    try:
+        await informer.wait_synced(10)
+        await api.create(pod("b", namespace, node="node-2"))
+        await _wait_until(lambda: len(informer.store) == 2)
+        assert added == ["a", "b"]
+        assert [o["metadata"]["name"] for o in informer.store.by_index("nodeName", "node-2")] \
+            == ["b"]
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+
+
+async def _wait_until(predicate: Any, timeout: float = 30.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.05)
