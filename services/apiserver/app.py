@@ -8,13 +8,11 @@ and stops watches. Every setting is a Kubernetes flag name (kebab-case) or the m
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import signal
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
 
 from skiff.apiserver.admission import AdmissionConfig
@@ -22,8 +20,8 @@ from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache
-
 from skiff.logs import setup_logging
+from skiff.settings import duration, load_settings, setting
 from skiff.tracing import setup_tracing, shutdown_tracing
 
 log = logging.getLogger("skiff.apiserver")
@@ -31,33 +29,25 @@ log = logging.getLogger("skiff.apiserver")
 
 @dataclass(frozen=True)
 class ApiServerSettings:
-    etcd_servers: str = "http://127.0.0.1:2379"
-    bind_address: str = "127.0.0.1"
-    secure_port: int = 6443
-    port_file: str = ""
-    watch_cache_size: int = 50_000
-    watch_bookmark_interval: float = 10.0
-    default_not_ready_toleration_seconds: int = 300
-    default_unreachable_toleration_seconds: int = 300
-    etcd_request_timeout: float = 5.0
-    etcd_retry_seconds: float = 10.0
-    shutdown_grace_seconds: float = 5.0
-    log_level: str = "INFO"
+    etcd_servers: str = setting("http://127.0.0.1:2379", help="etcd client URL")
+    bind_address: str = setting("127.0.0.1", help="address to serve gRPC on")
+    secure_port: int = setting(6443, help="gRPC port (0 picks a free one; see --port-file)")
+    port_file: str = setting("", help="write the bound port to this file once serving")
+    watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
+    watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
+                                                         "BOOKMARK")
+    default_not_ready_toleration_seconds: int = setting(300)
+    default_unreachable_toleration_seconds: int = setting(300)
+    etcd_request_timeout: float = duration(5.0)
+    etcd_retry_seconds: float = duration(10.0, help="how long a request retries a lost etcd")
+    shutdown_grace_seconds: float = duration(5.0)
+    log_level: str = setting("INFO")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
-    parser = argparse.ArgumentParser(prog="skiff-apiserver",
-                                     description="Skiff's apiserver: the only etcd client.")
-    defaults = ApiServerSettings()
-    for f in fields(ApiServerSettings):
-        flag = "--" + f.name.replace("_", "-")
-        env = "SKIFF_APISERVER_" + f.name.upper()
-        default = getattr(defaults, f.name)
-        kind = type(default)
-        parser.add_argument(flag, type=kind, default=kind(os.environ.get(env, default)),
-                            help=f"(env {env}, default {default})")
-    ns = parser.parse_args(argv)
-    return ApiServerSettings(**vars(ns))
+    return load_settings(ApiServerSettings, argv, prog="skiff-apiserver",
+                         env_prefix="SKIFF_APISERVER_",
+                         description="Skiff's apiserver: the only etcd client.")
 
 
 class ApiServer:

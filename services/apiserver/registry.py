@@ -17,10 +17,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from skiff.apiserver import admission, graceful
-from skiff.apiserver.storage import EtcdStorage, KeyValue
-from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
-
 from skiff.api import (
     ApiError,
     FieldSelector,
@@ -34,6 +30,9 @@ from skiff.api import (
 )
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
+from skiff.apiserver import admission, graceful
+from skiff.apiserver.storage import EtcdStorage, KeyValue
+from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, encode
 from skiff.tracing import inject_into_object

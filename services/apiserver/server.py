@@ -14,10 +14,10 @@ from typing import Any
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from skiff.apiserver.registry import Registry
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
+from skiff.apiserver.registry import Registry
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
     MAX_OBJECT_BYTES,

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aetcd.exceptions
-from skiff.apiserver.storage import EtcdStorage, RawEvent
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key
+from skiff.apiserver.storage import EtcdStorage, RawEvent
 
 log = logging.getLogger(__name__)
 

@@ -25,6 +25,7 @@ class Cluster:
     root: Path
     apiserver_args: list[str] = field(default_factory=list)
     apiserver_env: dict[str, str] = field(default_factory=dict)
+    services: dict[str, Process] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.etcd_port = free_port()
@@ -61,7 +62,29 @@ class Cluster:
         self.start_apiserver()
         return self
 
+    def add_service(self, name: str, module: str, args: list[str], *,
+                    env: dict[str, str] | None = None, start: bool = True,
+                    wait: bool = True) -> Process:
+        """Another Skiff service (`python -m module`) talking to this cluster's apiserver.
+
+        It gets `--apiserver` and a `--health-port`; with `wait` the call returns once the
+        service's gRPC health check says SERVING. Stopped (by PID) with the cluster.
+        """
+        health_port = free_port()
+        proc = service_process(name, module, [
+            "--apiserver", self.api_target, "--health-port", str(health_port), *args],
+            log_dir=self.root / "logs", env={"SKIFF_LOG_FORMAT": "json", **(env or {})})
+        proc.health_target = f"127.0.0.1:{health_port}"  # type: ignore[attr-defined]
+        self.services[name] = proc
+        if start:
+            proc.start()
+            if wait:
+                wait_grpc_healthy(proc, proc.health_target)  # type: ignore[attr-defined]
+        return proc
+
     def stop(self) -> None:
+        for proc in reversed(list(self.services.values())):
+            proc.stop()
         self.apiserver.stop()
         self.etcd.stop()
 

@@ -1,0 +1,76 @@
+"""What every long-running Skiff service shares: logs, tracing, health, SIGTERM.
+
+`run_service` sets up structured logging and tracing, serves the standard gRPC health
+service on the component's health port (NOT_SERVING until the body says it is ready), and
+turns SIGTERM/SIGINT into the `stop` event the body waits on, so shutdown is always clean.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from skiff.logs import setup_logging
+from skiff.tracing import setup_tracing, shutdown_tracing
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Service:
+    """Handed to a service body: `stop` to wait on, `ready()` to report SERVING."""
+
+    component: str
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    _health: health.aio.HealthServicer | None = None
+
+    async def ready(self, serving: bool = True) -> None:
+        if self._health is not None:
+            status = (health_pb2.HealthCheckResponse.SERVING if serving
+                      else health_pb2.HealthCheckResponse.NOT_SERVING)
+            await self._health.set("", status)
+
+
+async def serve(component: str, body: Callable[[Service], Awaitable[None]], *,
+                health_address: str = "") -> None:
+    """Run `body` with a health server until it returns or the process is told to stop."""
+    service = Service(component)
+    server: grpc.aio.Server | None = None
+    if health_address:
+        server = grpc.aio.server()
+        service._health = health.aio.HealthServicer()
+        health_pb2_grpc.add_HealthServicer_to_server(service._health, server)
+        if server.add_insecure_port(health_address) == 0:
+            raise OSError(f"{component}: cannot bind the health port {health_address}")
+        await service.ready(False)
+        await server.start()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, service.stop.set)
+    try:
+        await body(service)
+    finally:
+        if server is not None:
+            await service.ready(False)
+            await server.stop(1)
+
+
+def run_service(component: str, body: Callable[[Service], Awaitable[None]], *,
+                health_address: str = "", log_level: str = "INFO") -> None:
+    """The `main()` of a service process."""
+    setup_logging(component, log_level)
+    setup_tracing(f"skiff-{component}")
+    try:
+        asyncio.run(serve(component, body, health_address=health_address))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(Exception):
+            shutdown_tracing()
