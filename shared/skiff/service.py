@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import grpc
@@ -39,12 +39,18 @@ class Service:
 
 
 async def serve(component: str, body: Callable[[Service], Awaitable[None]], *,
-                health_address: str = "") -> None:
-    """Run `body` with a health server until it returns or the process is told to stop."""
+                health_address: str = "",
+                handlers: Sequence[grpc.GenericRpcHandler] = ()) -> None:
+    """Run `body` with a health server until it returns or the process is told to stop.
+
+    `handlers` are served on the same port as health (e.g. the kubelet's log service).
+    """
     service = Service(component)
     server: grpc.aio.Server | None = None
     if health_address:
         server = grpc.aio.server()
+        if handlers:
+            server.add_generic_rpc_handlers(tuple(handlers))
         service._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(service._health, server)
         if server.add_insecure_port(health_address) == 0:
@@ -63,12 +69,14 @@ async def serve(component: str, body: Callable[[Service], Awaitable[None]], *,
 
 
 def run_service(component: str, body: Callable[[Service], Awaitable[None]], *,
-                health_address: str = "", log_level: str = "INFO") -> None:
+                health_address: str = "", log_level: str = "INFO",
+                handlers: Sequence[grpc.GenericRpcHandler] = ()) -> None:
     """The `main()` of a service process."""
     setup_logging(component, log_level)
     setup_tracing(f"skiff-{component}")
     try:
-        asyncio.run(serve(component, body, health_address=health_address))
+        asyncio.run(serve(component, body, health_address=health_address,
+                          handlers=handlers))
     except KeyboardInterrupt:
         pass
     finally:
