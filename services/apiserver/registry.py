@@ -334,6 +334,9 @@ class Registry:
                     "version and try again")
             new = self._merge_update(info, cur.obj, obj, subresource)
             apply_defaults(new)
+            if subresource == "" and _has_spec_change(cur.obj, new):
+                generation = int(cur.obj["metadata"].get("generation", 1))
+                new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj)
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
@@ -378,8 +381,6 @@ class Registry:
                 new["status"] = copy.deepcopy(old["status"])
             else:
                 new.pop("status", None)
-        if _has_spec_change(old, new):
-            meta["generation"] = int(old_meta.get("generation", 1)) + 1
         return new
 
     # -- delete --------------------------------------------------------------------------

@@ -69,9 +69,13 @@ def flag_name(field: str) -> str:
     return "--" + field.replace("_", "-")
 
 
+_WORD_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
 def camel_to_field(key: str) -> str:
-    """`nodeMonitorGracePeriod` → `node_monitor_grace_period`."""
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+    """`nodeMonitorGracePeriod` → `node_monitor_grace_period`; acronyms stay one word
+    (`terminatedPodGCThreshold` → `terminated_pod_gc_threshold`)."""
+    return _WORD_BOUNDARY.sub("_", key).lower()
 
 
 def _converter(field: dataclasses.Field[Any], kind: Any) -> Any:

@@ -101,6 +101,23 @@ async def test_as1_defaults_and_metadata_are_kubernetes_shaped(api: ApiClient,
     assert created["status"]["phase"] == "Pending"
 
 
+async def test_as1_generation_moves_only_when_the_spec_changes(api: ApiClient,
+                                                               namespace: str) -> None:
+    created = await api.create(pod("p", namespace))
+    created["metadata"]["labels"] = {"a": "b"}
+    relabeled = await api.update(created)
+    assert relabeled["metadata"]["generation"] == 1
+    without_defaults = dict(relabeled, spec=dict(relabeled["spec"]))
+    for defaulted in ("restartPolicy", "dnsPolicy", "schedulerName",
+                      "terminationGracePeriodSeconds"):
+        without_defaults["spec"].pop(defaulted)
+    resent = await api.update(without_defaults)
+    assert resent["metadata"]["resourceVersion"] == relabeled["metadata"]["resourceVersion"]
+    resent["spec"]["activeDeadlineSeconds"] = 60
+    changed = await api.update(resent)
+    assert changed["metadata"]["generation"] == 2
+
+
 async def test_as8_spec_writers_cannot_change_status(api: ApiClient, namespace: str) -> None:
     created = await api.create(pod("p", namespace))
     created["status"] = {"phase": "Running"}

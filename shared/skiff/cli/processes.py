@@ -38,10 +38,15 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def find_etcd() -> str:
-    for candidate in (os.environ.get("SKIFF_ETCD_BINARY", ""), "etcd", "/usr/bin/etcd",
-                      "/usr/local/bin/etcd"):
-        if candidate and (path := shutil.which(candidate)):
+    """`SKIFF_ETCD_BINARY` if set (and then only it), else etcd on PATH or Debian's path."""
+    explicit = os.environ.get("SKIFF_ETCD_BINARY", "")
+    candidates = [explicit] if explicit else ["etcd", "/usr/bin/etcd", "/usr/local/bin/etcd"]
+    for candidate in candidates:
+        if path := shutil.which(candidate):
             return path
+    if explicit:
+        raise StartError(f"SKIFF_ETCD_BINARY={explicit} is not an executable etcd; "
+                         f"{ETCD_INSTALL_HINT}")
     raise StartError(ETCD_INSTALL_HINT)
 
 

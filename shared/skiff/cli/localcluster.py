@@ -1,0 +1,244 @@
+"""`skiff up`, `skiff down`, `skiff status`: a whole cluster as local processes.
+
+etcd, the apiserver and every other service that is installed (scheduler,
+controller-manager, one kubelet per node) run as child processes on free loopback ports,
+each with its log under `<data-dir>/logs/`. The cluster's state (PIDs, addresses) is
+written to `<data-dir>/cluster.json`, which is how `skiff down` stops each process by PID
+and how every other command finds the apiserver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skiff.cli.config import ClusterConfig
+from skiff.cli.processes import (
+    Process,
+    StartError,
+    etcd_process,
+    find_etcd,
+    free_port,
+    service_process,
+    wait_etcd_healthy,
+    wait_grpc_healthy,
+)
+
+STATE_FILE = "cluster.json"
+ZONES = ("zone-a", "zone-b", "zone-c")
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("SKIFF_DATA_DIR") or Path.home() / ".skiff")
+
+
+@dataclass
+class Component:
+    name: str
+    pid: int
+    address: str
+    health: str  # gRPC health target ("" for etcd: HTTP /health)
+    log: str
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ClusterState:
+    api: str
+    data_dir: str
+    components: list[Component]
+    started: float
+
+    def save(self, data_dir: Path) -> None:
+        path = data_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2))
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, data_dir: Path) -> ClusterState | None:
+        try:
+            raw = json.loads((data_dir / STATE_FILE).read_text())
+        except (OSError, ValueError):
+            return None
+        return cls(api=raw["api"], data_dir=raw["data_dir"],
+                   components=[Component(**c) for c in raw["components"]],
+                   started=raw["started"])
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # A zombie child still answers kill(0); check its state.
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return True
+
+
+def service_available(module: str) -> bool:
+    """Whether `python -m module` exists in this installation (services land over time)."""
+    try:
+        return importlib.util.find_spec(f"{module}.__main__") is not None
+    except ModuleNotFoundError:
+        return False
+
+
+@dataclass
+class LocalCluster:
+    data_dir: Path
+    nodes: int = 3
+    config: ClusterConfig = field(default_factory=ClusterConfig)
+    processes: list[Process] = field(default_factory=list)
+    components: list[Component] = field(default_factory=list)
+
+    def _record(self, proc: Process, address: str, health: str) -> None:
+        assert proc.pid is not None
+        self.processes.append(proc)
+        self.components.append(Component(proc.name, proc.pid, address, health,
+                                         str(proc.log_path), proc.argv))
+
+    def start(self, *, echo: Any = print) -> ClusterState:
+        running = ClusterState.load(self.data_dir)
+        if running and any(pid_alive(c.pid) for c in running.components):
+            raise StartError(f"a cluster is already running from {self.data_dir} (API "
+                             f"{running.api}); stop it with `skiff down` first")
+        find_etcd()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        logs = self.data_dir / "logs"
+        config_dir = self.data_dir / "config"
+        env = {"SKIFF_LOG_FORMAT": "json"}
+        try:
+            etcd_port, peer_port = free_port(), free_port()
+            etcd = etcd_process(self.data_dir, client_port=etcd_port, peer_port=peer_port)
+            etcd.start()
+            wait_etcd_healthy(etcd, etcd_port)
+            self._record(etcd, f"http://127.0.0.1:{etcd_port}", "")
+            echo(_line("etcd", etcd, f"http://127.0.0.1:{etcd_port}"))
+
+            api_port = free_port()
+            api_target = f"127.0.0.1:{api_port}"
+            apiserver = service_process(
+                "apiserver", "skiff.apiserver",
+                ["--etcd-servers", f"http://127.0.0.1:{etcd_port}",
+                 "--secure-port", str(api_port),
+                 *self.config.flags("apiserver", config_dir)],
+                log_dir=logs, env=env)
+            apiserver.start()
+            wait_grpc_healthy(apiserver, api_target)
+            self._record(apiserver, api_target, api_target)
+            echo(_line("apiserver", apiserver, api_target))
+
+            for name, module, extra in self._services():
+                if not service_available(module):
+                    continue
+                health_port = free_port()
+                proc = service_process(name, module, [
+                    "--apiserver", api_target, "--health-port", str(health_port), *extra],
+                    log_dir=logs, env=env)
+                proc.start()
+                health = f"127.0.0.1:{health_port}"
+                wait_grpc_healthy(proc, health)
+                self._record(proc, health, health)
+                echo(_line(name, proc, health))
+        except BaseException:
+            self.stop()
+            raise
+        state = ClusterState(api=api_target, data_dir=str(self.data_dir),
+                             components=self.components, started=time.time())
+        state.save(self.data_dir)
+        return state
+
+    def _services(self) -> list[tuple[str, str, list[str]]]:
+        config_dir = self.data_dir / "config"
+        services = [
+            ("scheduler", "skiff.scheduler", self.config.flags("scheduler", config_dir)),
+            ("controller-manager", "skiff.controller_manager",
+             self.config.flags("controllerManager", config_dir)),
+        ]
+        for i in range(1, self.nodes + 1):
+            node = f"node-{i}"
+            labels = f"topology.kubernetes.io/zone={ZONES[(i - 1) % len(ZONES)]}"
+            services.append((f"kubelet-{node}", "skiff.kubelet", [
+                "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
+                "--node-labels", labels,
+                *self.config.flags("kubelet", config_dir)]))
+        return services
+
+    def stop(self) -> None:
+        for proc in reversed(self.processes):
+            proc.stop()
+        with contextlib.suppress(OSError):
+            (self.data_dir / STATE_FILE).unlink()
+
+
+def _line(name: str, proc: Process, address: str) -> str:
+    return f"{name:<22} pid {proc.pid:<8} {address:<24} log {proc.log_path}"
+
+
+def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
+    """`skiff down`: SIGTERM every recorded PID (newest first), SIGKILL what remains."""
+    state = ClusterState.load(data_dir)
+    if state is None:
+        raise StartError(f"no cluster state in {data_dir}; nothing to stop "
+                         "(was it started with `skiff up --detach`?)")
+    stopped = []
+    for comp in reversed(state.components):
+        if pid_alive(comp.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(comp.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for comp in reversed(state.components):
+        while pid_alive(comp.pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if pid_alive(comp.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(comp.pid, signal.SIGKILL)
+        stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
+    with contextlib.suppress(OSError):
+        (data_dir / STATE_FILE).unlink()
+    return stopped
+
+
+async def health_of(comp: Component) -> str:
+    if not pid_alive(comp.pid):
+        return "exited"
+    if not comp.health:
+        import urllib.request
+        try:
+            with urllib.request.urlopen(f"{comp.address}/health", timeout=1) as resp:
+                return "healthy" if b'"health":"true"' in resp.read() else "unhealthy"
+        except OSError:
+            return "unreachable"
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    async with grpc.aio.insecure_channel(comp.health) as channel:
+        try:
+            resp = await health_pb2_grpc.HealthStub(channel).Check(
+                health_pb2.HealthCheckRequest(), timeout=1.0)
+        except grpc.aio.AioRpcError:
+            return "unreachable"
+    return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "starting"
+
+
+def status_rows(state: ClusterState) -> list[list[str]]:
+    async def collect() -> list[str]:
+        return list(await asyncio.gather(*(health_of(c) for c in state.components)))
+
+    healths = asyncio.run(collect())
+    return [[c.name, str(c.pid), c.address, h, c.log]
+            for c, h in zip(state.components, healths, strict=True)]

@@ -1,0 +1,318 @@
+"""The `skiff` command: start a local cluster, work with objects, inject faults.
+
+Every failure is one line that says what went wrong and what to do, with a non-zero exit
+code; no stack traces. The apiserver is found from `--server`, then `SKIFF_SERVER`, then
+the cluster last started by `skiff up` in the data dir (`SKIFF_DATA_DIR`, `~/.skiff`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import signal
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, NoReturn
+
+from skiff.api import ApiError
+from skiff.cli import printers, resources
+from skiff.cli.config import ClusterConfig, ConfigError
+from skiff.cli.localcluster import (
+    ClusterState,
+    LocalCluster,
+    default_data_dir,
+    pid_alive,
+    status_rows,
+    stop_by_state,
+)
+from skiff.cli.processes import StartError
+from skiff.client import ApiClient
+
+
+def _out(text: str) -> None:
+    print(text, flush=True)
+
+
+def _err(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def fail(message: str, code: int = 1) -> NoReturn:
+    _err(message if message.startswith(("error", "Error", "warning")) else f"error: {message}")
+    raise SystemExit(code)
+
+
+def find_server(args: argparse.Namespace) -> str:
+    if args.server:
+        return str(args.server)
+    if os.environ.get("SKIFF_SERVER"):
+        return os.environ["SKIFF_SERVER"]
+    state = ClusterState.load(Path(args.data_dir))
+    if state is not None:
+        return state.api
+    fail("no cluster to talk to: start one with `skiff up`, or pass --server HOST:PORT "
+         "(or set SKIFF_SERVER)")
+
+
+def with_client(args: argparse.Namespace,
+                body: Callable[[ApiClient], Awaitable[None]]) -> None:
+    server = find_server(args)
+
+    async def run() -> None:
+        async with ApiClient(server, retry_seconds=args.request_timeout,
+                             timeout=args.request_timeout) as api:
+            await body(api)
+
+    asyncio.run(run())
+
+
+# -- cluster commands --------------------------------------------------------------------
+
+
+def cmd_up(args: argparse.Namespace) -> None:
+    data_dir = Path(args.data_dir)
+    config = ClusterConfig.load(Path(args.config)) if args.config else ClusterConfig()
+    if args.nodes < 0:
+        fail("--nodes must be 0 or more")
+    cluster = LocalCluster(data_dir, nodes=args.nodes, config=config)
+    stop = {"flag": False}
+
+    def on_signal(*_: Any) -> None:
+        stop["flag"] = True
+
+    signal.signal(signal.SIGTERM, on_signal)
+    state = cluster.start(echo=_out)
+    try:
+        if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):
+            asyncio.run(_wait_nodes_ready(state.api, args.nodes, args.ready_timeout))
+    except BaseException:
+        cluster.stop()
+        raise
+    _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
+    if args.detach:
+        _out("Stop it with `skiff down`.")
+        return
+    _out("Press Ctrl-C to stop.")
+    try:
+        while not stop["flag"]:
+            dead = [p for p in cluster.processes if not p.alive()]
+            if dead:
+                _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
+                break
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    _out("\nstopping...")
+    cluster.stop()
+    _out("stopped.")
+
+
+async def _wait_nodes_ready(target: str, count: int, timeout: float) -> None:
+    async with ApiClient(target) as api:
+        deadline = time.monotonic() + timeout
+        while True:
+            nodes = (await api.list("nodes"))["items"]
+            ready = [n for n in nodes if printers.node_status(n).startswith("Ready")]
+            if len(ready) >= count:
+                return
+            if time.monotonic() > deadline:
+                raise StartError(f"only {len(ready)}/{count} nodes became Ready within "
+                                 f"{timeout:.0f}s; see the kubelet logs")
+            await asyncio.sleep(0.2)
+
+
+def cmd_down(args: argparse.Namespace) -> None:
+    for line in stop_by_state(Path(args.data_dir)):
+        _out(line)
+
+
+def cmd_status(args: argparse.Namespace) -> None:
+    state = ClusterState.load(Path(args.data_dir))
+    if state is None or not any(pid_alive(c.pid) for c in state.components):
+        fail(f"no running cluster in {args.data_dir}; start one with `skiff up`")
+    _out(printers.table(status_rows(state), ["NAME", "PID", "ADDRESS", "HEALTH", "LOG"]))
+
+
+# -- resource commands -------------------------------------------------------------------
+
+
+def cmd_apply(args: argparse.Namespace) -> None:
+    docs = resources.load_documents(args.filename, sys.stdin.read)
+    with_client(args, lambda api: resources.apply(api, docs, namespace=args.namespace,
+                                                  out=_out))
+
+
+def cmd_get(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.get(
+        api, args.kind, args.name, namespace=args.namespace,
+        all_namespaces=args.all_namespaces, output=args.output, watch=args.watch,
+        at_revision=args.at_revision, selector=args.selector, out=_out))
+
+
+def cmd_describe(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.describe(api, args.kind, args.name,
+                                                     namespace=args.namespace, out=_out))
+
+
+def cmd_delete(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.delete(
+        api, args.kind, args.names, namespace=args.namespace, grace_period=args.grace_period,
+        force=args.force, wait=args.wait, out=_out, err=_err))
+
+
+def cmd_history(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.history(api, args.kind, args.name,
+                                                    namespace=args.namespace, out=_out))
+
+
+def cmd_label(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.label(
+        api, args.kind, args.name, args.labels, namespace=args.namespace,
+        overwrite=args.overwrite, out=_out))
+
+
+def cmd_logs(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.logs(
+        api, args.pod, namespace=args.namespace, container=args.container, tail=args.tail,
+        previous=args.previous, out=_out))
+
+
+def cmd_chaos(args: argparse.Namespace) -> None:
+    try:
+        chaos = importlib.import_module("skiff.cli.chaos")
+    except ImportError:
+        fail("chaos commands need the compose cluster support (skiff.cli.chaos)")
+    if args.chaos_command == "partition":
+        _out(chaos.partition(args.node, from_component=args.from_component,
+                             project=args.project))
+    else:
+        _out(chaos.heal(args.node, project=args.project))
+
+
+# -- parser ------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="skiff", description="A small, real Kubernetes control plane you can break on "
+                                  "purpose.")
+    parser.add_argument("--server", help="apiserver HOST:PORT (default: $SKIFF_SERVER, then "
+                                         "the cluster started by `skiff up`)")
+    parser.add_argument("--data-dir", default=str(default_data_dir()),
+                        help="where `skiff up` keeps its state (default: $SKIFF_DATA_DIR or "
+                             "~/.skiff)")
+    parser.add_argument("--request-timeout", type=float, default=15.0,
+                        help="seconds to wait for the apiserver")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    def ns_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument("-n", "--namespace", help="namespace (default: default)")
+
+    up = sub.add_parser("up", help="start a local cluster (etcd + every service)")
+    up.add_argument("--nodes", type=int, default=3, help="kubelets to start (node-1..N)")
+    up.add_argument("--detach", action="store_true", help="return once ready; leave it "
+                                                          "running")
+    up.add_argument("--config", help="YAML with apiserver/scheduler/controllerManager/"
+                                     "kubelet sections (Kubernetes setting names)")
+    up.add_argument("--ready-timeout", type=float, default=60.0)
+    up.set_defaults(func=cmd_up)
+    down = sub.add_parser("down", help="stop a detached cluster, every process by PID")
+    down.set_defaults(func=cmd_down)
+    status = sub.add_parser("status", help="every component with PID, address and health")
+    status.set_defaults(func=cmd_status)
+
+    apply_p = sub.add_parser("apply", help="create or update objects from YAML")
+    apply_p.add_argument("-f", "--filename", required=True, help="file, or - for stdin")
+    ns_args(apply_p)
+    apply_p.set_defaults(func=cmd_apply)
+
+    get_p = sub.add_parser("get", help="list or show objects")
+    get_p.add_argument("kind")
+    get_p.add_argument("name", nargs="?")
+    ns_args(get_p)
+    get_p.add_argument("-A", "--all-namespaces", action="store_true")
+    get_p.add_argument("-o", "--output", default="", choices=["", "wide", "yaml", "json",
+                                                               "name"])
+    get_p.add_argument("-w", "--watch", action="store_true")
+    get_p.add_argument("-l", "--selector", default="", help="label selector")
+    get_p.add_argument("--at-revision", type=int, default=0,
+                       help="read as of this etcd revision (time travel)")
+    get_p.set_defaults(func=cmd_get)
+
+    describe_p = sub.add_parser("describe", help="an object with conditions, states, events")
+    describe_p.add_argument("kind")
+    describe_p.add_argument("name")
+    ns_args(describe_p)
+    describe_p.set_defaults(func=cmd_describe)
+
+    delete_p = sub.add_parser("delete", help="delete objects (gracefully by default)")
+    delete_p.add_argument("kind")
+    delete_p.add_argument("names", nargs="+", metavar="NAME")
+    ns_args(delete_p)
+    delete_p.add_argument("--grace-period", type=int, default=None)
+    delete_p.add_argument("--force", "--confirm", dest="force", action="store_true",
+                          help="with --grace-period=0: remove the object at once (force)")
+    delete_p.add_argument("--wait", action="store_true",
+                          help="wait until the object is gone")
+    delete_p.set_defaults(func=cmd_delete)
+
+    history_p = sub.add_parser("history", help="every version of an object in etcd's log")
+    history_p.add_argument("kind")
+    history_p.add_argument("name")
+    ns_args(history_p)
+    history_p.set_defaults(func=cmd_history)
+
+    label_p = sub.add_parser("label", help="set (key=value) or remove (key-) labels")
+    label_p.add_argument("kind")
+    label_p.add_argument("name")
+    label_p.add_argument("labels", nargs="+")
+    ns_args(label_p)
+    label_p.add_argument("--overwrite", action="store_true")
+    label_p.set_defaults(func=cmd_label)
+
+    logs_p = sub.add_parser("logs", help="a pod container's output")
+    logs_p.add_argument("pod")
+    ns_args(logs_p)
+    logs_p.add_argument("-c", "--container")
+    logs_p.add_argument("--tail", type=int)
+    logs_p.add_argument("-p", "--previous", action="store_true")
+    logs_p.set_defaults(func=cmd_logs)
+
+    chaos_p = sub.add_parser("chaos", help="inject faults into the compose cluster")
+    chaos_sub = chaos_p.add_subparsers(dest="chaos_command", required=True)
+    part = chaos_sub.add_parser("partition", help="cut a node off (docker network)")
+    part.add_argument("node")
+    part.add_argument("--from", dest="from_component",
+                      help="cut it only from this component (e.g. apiserver)")
+    part.add_argument("--project", default="skiff", help="compose project name")
+    heal = chaos_sub.add_parser("heal", help="undo partitions (of one node, or all)")
+    heal.add_argument("node", nargs="?")
+    heal.add_argument("--project", default="skiff")
+    chaos_p.set_defaults(func=cmd_chaos)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = build_parser().parse_args(argv)
+    try:
+        args.func(args)
+    except ApiError as err:
+        fail(f"Error from server ({err.reason}): {err.message}")
+    except resources.CliError as err:
+        fail(str(err))
+    except (StartError, ConfigError) as err:
+        fail(str(err))
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+    except BrokenPipeError:
+        raise SystemExit(0) from None
+    except OSError as err:
+        fail(f"{err.strerror or err}: {getattr(err, 'filename', '') or ''}".rstrip(": "))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,411 @@
+"""The resource commands: apply, get, describe, delete, history, label, logs.
+
+Each is an async function taking the parsed arguments and an `ApiClient`; output goes to
+the `out` callable so tests can capture it. Errors are `ApiError` or `CliError`, which
+`skiff.cli.main` prints as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import importlib
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from skiff.api import ApiError, Reason, lookup
+from skiff.api.kinds import KindInfo
+from skiff.cli import printers
+from skiff.cli.config import yaml_problem
+from skiff.client import ApiClient
+
+Obj = dict[str, Any]
+Out = Callable[[str], None]
+
+FORCE_WARNING = (
+    "warning: Force deleting a pod does not wait for the pod to terminate, meaning\n"
+    "         your containers will be stopped asynchronously. Pass --force to\n"
+    "         continue")
+IMMEDIATE_WARNING = (
+    "Warning: Immediate deletion does not wait for confirmation that the running resource "
+    "has been terminated. The resource may continue to run on the cluster indefinitely.")
+
+
+class CliError(Exception):
+    """A usage problem; the message says what to do."""
+
+
+def kind_of(name: str) -> KindInfo:
+    try:
+        return lookup(name)
+    except ApiError:
+        raise CliError(f'the server doesn\'t have a resource type "{name}"') from None
+
+
+def _ns(info: KindInfo, namespace: str | None) -> str | None:
+    return (namespace or "default") if info.namespaced else None
+
+
+# -- apply -------------------------------------------------------------------------------
+
+
+def load_documents(source: str, stdin_text: Callable[[], str]) -> list[Obj]:
+    try:
+        text = stdin_text() if source == "-" else Path(source).read_text()
+    except OSError as err:
+        raise CliError(f"cannot read {source}: {err.strerror}") from None
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as err:
+        raise CliError(f"{source}: not valid YAML: {yaml_problem(err)}") from None
+    out: list[Obj] = []
+    for i, doc in enumerate(docs):
+        items = doc.get("items") if isinstance(doc, dict) and str(
+            doc.get("kind", "")).endswith("List") else [doc]
+        for item in items or []:
+            if not isinstance(item, dict) or not item.get("kind"):
+                raise CliError(f"{source}: document {i + 1}: kind: Required value "
+                               "(every document needs apiVersion, kind and metadata.name)")
+            out.append(item)
+    if not out:
+        raise CliError(f"{source}: no objects to apply")
+    return out
+
+
+async def apply(api: ApiClient, docs: list[Obj], *, namespace: str | None, out: Out) -> None:
+    for doc in docs:
+        info = kind_of(str(doc["kind"]))
+        meta = doc.setdefault("metadata", {})
+        if info.namespaced and not meta.get("namespace"):
+            meta["namespace"] = namespace or "default"
+        ref = f"{info.kind.lower()}/{meta.get('name', '')}"
+        try:
+            await api.create(doc)
+            verb = "created"
+        except ApiError as err:
+            if err.reason != Reason.ALREADY_EXISTS:
+                raise
+            current = await api.get(info.resource, meta["name"], meta.get("namespace"))
+            updated = await api.update(_merge_for_apply(current, doc))
+            same = (updated["metadata"]["resourceVersion"]
+                    == current["metadata"]["resourceVersion"])
+            verb = "unchanged" if same else "configured"
+        for warning in api.last_warnings:
+            out(f"Warning: {warning}")
+        out(f"{ref} {verb}")
+
+
+def _merge_for_apply(current: Obj, desired: Obj) -> Obj:
+    """The manifest's fields replace the stored ones; what it does not mention is kept."""
+    merged = copy.deepcopy(current)
+    for key, value in desired.items():
+        if key in ("status", "apiVersion", "kind"):
+            continue
+        if key == "metadata":
+            for mkey in ("labels", "annotations"):
+                if mkey in value:
+                    kept = {k: v for k, v in (current["metadata"].get(mkey) or {}).items()
+                            if k.startswith("skiff.io/")}
+                    merged["metadata"][mkey] = {**kept, **value[mkey]}
+            continue
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = {**merged[key], **value}
+        else:
+            merged[key] = value
+    return merged
+
+
+# -- get ---------------------------------------------------------------------------------
+
+
+def _dump(obj: Obj, fmt: str) -> str:
+    if fmt == "json":
+        return json.dumps(obj, indent=2)
+    return str(yaml.safe_dump(obj, sort_keys=False)).rstrip()
+
+
+async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | None,
+              all_namespaces: bool, output: str, watch: bool, at_revision: int,
+              selector: str, out: Out) -> None:
+    info = kind_of(kind)
+    ns = None if all_namespaces else _ns(info, namespace)
+    wide = output == "wide"
+    ns_column = all_namespaces and info.namespaced
+    if name:
+        obj = await api.get(info.resource, name, ns, revision=at_revision)
+        items = [obj]
+        rv = obj["metadata"].get("resourceVersion", "")
+    else:
+        listed = await api.list(info.resource, ns, label_selector=selector,
+                                revision=at_revision)
+        items = sorted(listed["items"], key=lambda o: (o["metadata"].get("namespace", ""),
+                                                       o["metadata"]["name"]))
+        rv = listed["metadata"]["resourceVersion"]
+    if output in ("yaml", "json"):
+        if name:
+            out(_dump(items[0], output))
+        else:
+            out(_dump({"apiVersion": "v1", "kind": "List", "items": items,
+                       "metadata": {"resourceVersion": rv}}, output))
+    elif output == "name":
+        for obj in items:
+            out(f"{info.kind.lower()}/{obj['metadata']['name']}")
+    else:
+        if not items and not watch:
+            where = f" in {ns} namespace" if ns else ""
+            out(f"No resources found{where}.")
+        elif items:
+            out(printers.render(items, info.kind, wide=wide, namespace_column=ns_column))
+    if not watch:
+        return
+    headers_printed = bool(items)
+    async for ev in api.watch(info.resource, ns, resource_version=str(rv),
+                              label_selector=selector, name=name or ""):
+        if ev.type == "BOOKMARK":
+            continue
+        text = printers.render([ev.object], info.kind, wide=wide,
+                               namespace_column=ns_column, headers=not headers_printed)
+        headers_printed = True
+        out(text)
+
+
+# -- describe ----------------------------------------------------------------------------
+
+
+def _kv(mapping: Obj | None, indent: int = 16) -> str:
+    if not mapping:
+        return "<none>"
+    pad = "\n" + " " * indent
+    return pad.join(f"{k}={v}" for k, v in sorted(mapping.items()))
+
+
+def _state(state: Obj) -> list[str]:
+    if "running" in state:
+        return ["Running", f"  Started:      {state['running'].get('startedAt', '')}"]
+    if "terminated" in state:
+        t = state["terminated"]
+        return ["Terminated", f"  Reason:       {t.get('reason', '')}",
+                f"  Exit Code:    {t.get('exitCode', '')}",
+                f"  Started:      {t.get('startedAt', '')}",
+                f"  Finished:     {t.get('finishedAt', '')}"]
+    if "waiting" in state:
+        return ["Waiting", f"  Reason:       {state['waiting'].get('reason', '')}"]
+    return ["<unknown>"]
+
+
+async def describe(api: ApiClient, kind: str, name: str, *, namespace: str | None,
+                   out: Out) -> None:
+    info = kind_of(kind)
+    ns = _ns(info, namespace)
+    obj = await api.get(info.resource, name, ns)
+    meta = obj["metadata"]
+    lines = [f"Name:         {meta['name']}"]
+    if ns:
+        lines.append(f"Namespace:    {ns}")
+    if info.kind == "Pod":
+        spec, status = obj.get("spec", {}), obj.get("status", {})
+        lines += [f"Priority:     {spec.get('priority', 0)}",
+                  f"Priority Class Name: {spec.get('priorityClassName') or '<none>'}",
+                  f"Node:         {spec.get('nodeName') or '<none>'}"]
+    lines += [f"Labels:       {_kv(meta.get('labels'))}",
+              f"Annotations:  {_kv(meta.get('annotations'))}",
+              f"Created:      {meta.get('creationTimestamp', '')}"]
+    if meta.get("deletionTimestamp"):
+        lines.append(f"Terminating:  since before {meta['deletionTimestamp']} "
+                     f"(grace period {meta.get('deletionGracePeriodSeconds')}s)")
+    if info.kind == "Pod":
+        status = obj.get("status", {})
+        lines.append(f"Status:       {printers.pod_status(obj)}")
+        if status.get("nominatedNodeName"):
+            lines.append(f"Nominated Node: {status['nominatedNodeName']}")
+        statuses = {c["name"]: c for c in (status.get("initContainerStatuses") or [])
+                    + (status.get("containerStatuses") or [])}
+        for title, key in (("Init Containers", "initContainers"),
+                           ("Containers", "containers")):
+            specs = obj.get("spec", {}).get(key) or []
+            if not specs:
+                continue
+            lines.append(f"{title}:")
+            for c in specs:
+                cs = statuses.get(c["name"], {})
+                lines.append(f"  {c['name']}:")
+                argv = " ".join(c.get("command", []) + c.get("args", []))
+                lines.append(f"    Command:      {argv}")
+                state = _state(cs.get("state", {})) if cs else ["<not started>"]
+                lines.append(f"    State:        {state[0]}")
+                lines += [f"    {s}" for s in state[1:]]
+                if cs.get("lastState"):
+                    last = _state(cs["lastState"])
+                    lines.append(f"    Last State:   {last[0]}")
+                    lines += [f"    {s}" for s in last[1:]]
+                lines.append(f"    Ready:        {cs.get('ready', False)}")
+                lines.append(f"    Restart Count: {cs.get('restartCount', 0)}")
+    conditions = obj.get("status", {}).get("conditions") or []
+    if conditions:
+        lines.append("Conditions:")
+        rows = [[c.get("type", ""), c.get("status", ""), c.get("reason", ""),
+                 c.get("message", "")] for c in conditions]
+        lines += ["  " + r for r in printers.table(
+            rows, ["Type", "Status", "Reason", "Message"]).splitlines()]
+    if info.kind == "Node":
+        taints = obj.get("spec", {}).get("taints") or []
+        lines.append("Taints:       " + ("\n              ".join(
+            f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
+            for t in taints) or "<none>"))
+    events = await api.list("events", ns if info.namespaced else None,
+                            field_selector=f"involvedObject.uid={meta.get('uid', '')}")
+    lines.append("Events:" + ("" if events["items"] else "       <none>"))
+    if events["items"]:
+        rows = [[e.get("type", ""), e.get("reason", ""),
+                 printers.age(e.get("lastTimestamp")),
+                 (e.get("source") or {}).get("component", ""), e.get("message", "")]
+                for e in sorted(events["items"], key=lambda e: e.get("lastTimestamp", ""))]
+        lines += ["  " + r for r in printers.table(
+            rows, ["Type", "Reason", "Age", "From", "Message"]).splitlines()]
+    out("\n".join(lines))
+
+
+# -- delete ------------------------------------------------------------------------------
+
+
+async def delete(api: ApiClient, kind: str, names: list[str], *, namespace: str | None,
+                 grace_period: int | None, force: bool, wait: bool, out: Out,
+                 err: Out) -> None:
+    info = kind_of(kind)
+    ns = _ns(info, namespace)
+    if grace_period is not None and grace_period == 0 and not force:
+        raise CliError(FORCE_WARNING)
+    if force:
+        err(IMMEDIATE_WARNING)
+        if grace_period is None:
+            grace_period = 0
+    for name in names:
+        result = await api.delete(info.resource, name, ns, grace_period_seconds=grace_period)
+        ref = f'{info.kind.lower()} "{name}"'
+        if result["deleted"] and force:
+            out(f"{ref} force deleted")
+        else:
+            out(f"{ref} deleted")
+        if wait and not result["deleted"]:
+            await _wait_gone(api, info, name, ns, result["object"]["metadata"]["uid"])
+
+
+async def _wait_gone(api: ApiClient, info: KindInfo, name: str, ns: str | None,
+                     uid: str) -> None:
+    while True:
+        try:
+            obj = await api.get(info.resource, name, ns)
+        except ApiError as e:
+            if e.reason == Reason.NOT_FOUND:
+                return
+            raise
+        if obj["metadata"].get("uid") != uid:
+            return
+        await asyncio.sleep(0.5)
+
+
+# -- history -----------------------------------------------------------------------------
+
+
+def _flatten(value: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, dict):
+        flat: dict[str, Any] = {}
+        for k, v in value.items():
+            flat.update(_flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return flat or {prefix: {}}
+    if isinstance(value, list) and value:
+        flat = {}
+        for i, v in enumerate(value):
+            flat.update(_flatten(v, f"{prefix}[{i}]"))
+        return flat
+    return {prefix: value}
+
+
+def changes(old: Obj | None, new: Obj | None) -> list[str]:
+    """What changed between two versions, as `path: old → new` lines."""
+    skip = ("metadata.resourceVersion", "metadata.managedFields")
+    a = _flatten(old or {})
+    b = _flatten(new or {})
+    out = []
+    for path in sorted(set(a) | set(b)):
+        if path.startswith(skip) or a.get(path) == b.get(path):
+            continue
+        if path not in a:
+            out.append(f"+ {path}: {json.dumps(b[path])}")
+        elif path not in b:
+            out.append(f"- {path}: {json.dumps(a[path])}")
+        else:
+            out.append(f"~ {path}: {json.dumps(a[path])} → {json.dumps(b[path])}")
+    return out
+
+
+async def history(api: ApiClient, kind: str, name: str, *, namespace: str | None,
+                  out: Out) -> None:
+    info = kind_of(kind)
+    versions = await api.history(info.resource, name, _ns(info, namespace))
+    previous: Obj | None = None
+    for v in versions:
+        out(f"REVISION {v['revision']}  {v['type']}")
+        obj = v.get("object")
+        if v["type"] == "ADDED":
+            out("  (created)")
+        elif v["type"] == "DELETED":
+            out("  (deleted from etcd)")
+        else:
+            for line in changes(previous, obj) or ["(no field changes)"]:
+                out(f"  {line}")
+        previous = obj
+
+
+# -- label -------------------------------------------------------------------------------
+
+
+async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
+                namespace: str | None, overwrite: bool, out: Out) -> None:
+    info = kind_of(kind)
+    obj = await api.get(info.resource, name, _ns(info, namespace))
+    labels = dict(obj["metadata"].get("labels") or {})
+    for pair in pairs:
+        if pair.endswith("-") and "=" not in pair:
+            labels.pop(pair[:-1], None)
+            continue
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise CliError(f"invalid label spec {pair!r}: use key=value, or key- to remove")
+        if key in labels and labels[key] != value and not overwrite:
+            raise CliError(f"'{key}' already has a value ({labels[key]}), and --overwrite "
+                           "is false")
+        labels[key] = value
+    obj["metadata"]["labels"] = labels
+    await api.update(obj)
+    out(f"{info.kind.lower()}/{name} labeled")
+
+
+# -- logs --------------------------------------------------------------------------------
+
+
+async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
+               container: str | None, tail: int | None, previous: bool, out: Out) -> None:
+    pod = await api.get("pods", pod_name, namespace or "default")
+    node_name = pod.get("spec", {}).get("nodeName")
+    if not node_name:
+        raise CliError(f'pod "{pod_name}" is not scheduled to a node yet; no logs')
+    node = await api.get("nodes", node_name)
+    status = node.get("status", {})
+    port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
+    address = next((a["address"] for a in status.get("addresses", [])
+                    if a.get("type") == "InternalIP"), "127.0.0.1")
+    if not port:
+        raise CliError(f'node "{node_name}" does not publish a kubelet endpoint')
+    try:
+        kubelet_logs = importlib.import_module("skiff.kubelet.logs")
+    except ImportError:
+        raise CliError("this installation has no kubelet; logs are not available") from None
+    text = await kubelet_logs.fetch_logs(
+        f"{address}:{port}", pod["metadata"]["namespace"], pod_name, container=container,
+        tail_lines=tail, previous=previous)
+    out(text.rstrip("\n"))

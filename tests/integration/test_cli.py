@@ -1,0 +1,147 @@
+"""The `skiff` command as a user runs it: real subprocesses against a real local cluster."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skiff.cli.localcluster import ClusterState, pid_alive
+
+POD = """apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+  labels: {app: web}
+spec:
+  nodeName: node-x
+  terminationGracePeriodSeconds: 30
+  containers:
+  - name: main
+    image: busybox
+    command: ["sleep", "3600"]
+    madeUpField: 1
+"""
+
+
+def skiff(data_dir: Path, *args: str, stdin: str | None = None,
+          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "skiff.cli.main", *args], input=stdin, text=True,
+        capture_output=True, timeout=120,
+        env={**os.environ, "SKIFF_DATA_DIR": str(data_dir), "SKIFF_SERVER": "",
+             **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    data_dir = tmp_path_factory.mktemp("skiff-cli")
+    up = skiff(data_dir, "up", "--detach", "--nodes", "0")
+    assert up.returncode == 0, up.stderr
+    yield data_dir
+    skiff(data_dir, "down")
+
+
+def test_up_prints_one_line_per_component_and_status_lists_them(cluster_dir: Path) -> None:
+    status = skiff(cluster_dir, "status")
+    assert status.returncode == 0, status.stderr
+    lines = status.stdout.splitlines()
+    assert lines[0].split() == ["NAME", "PID", "ADDRESS", "HEALTH", "LOG"]
+    rows = {line.split()[0]: line.split() for line in lines[1:]}
+    assert rows["etcd"][3] == "healthy" and rows["apiserver"][3] == "healthy"
+
+
+def test_apply_get_label_history_and_time_travel(cluster_dir: Path) -> None:
+    applied = skiff(cluster_dir, "apply", "-f", "-", stdin=POD)
+    assert applied.returncode == 0, applied.stderr
+    assert "pod/web created" in applied.stdout
+    assert 'Warning: unknown field "spec.containers[0].madeUpField"' in applied.stdout
+    again = skiff(cluster_dir, "apply", "-f", "-", stdin=POD)
+    assert "pod/web unchanged" in again.stdout
+
+    table = skiff(cluster_dir, "get", "pods")
+    header, row = table.stdout.splitlines()[:2]
+    assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "NODE"]
+    assert row.split()[:3] == ["web", "0/1", "Pending"]
+    first_rv = json.loads(skiff(cluster_dir, "get", "pod", "web", "-o", "json").stdout)[
+        "metadata"]["resourceVersion"]
+
+    assert skiff(cluster_dir, "label", "pod", "web", "tier=front").returncode == 0
+    clash = skiff(cluster_dir, "label", "pod", "web", "app=db")
+    assert clash.returncode != 0
+    assert "already has a value (web), and --overwrite is false" in clash.stderr
+    assert skiff(cluster_dir, "label", "pod", "web", "app=db", "--overwrite").returncode == 0
+
+    history = skiff(cluster_dir, "history", "pod", "web").stdout
+    assert '+ metadata.labels.tier: "front"' in history
+    assert '~ metadata.labels.app: "web" → "db"' in history
+    old = skiff(cluster_dir, "get", "pod", "web", "-o", "yaml", "--at-revision", first_rv)
+    assert "app: web" in old.stdout and "tier" not in old.stdout
+
+
+def test_gt3_grace_period_zero_needs_force_and_warns(cluster_dir: Path) -> None:
+    skiff(cluster_dir, "apply", "-f", "-", stdin=POD.replace("name: web", "name: victim"))
+    refused = skiff(cluster_dir, "delete", "pod", "victim", "--grace-period=0")
+    assert refused.returncode != 0
+    assert "Force deleting a pod does not wait for the pod to terminate" in refused.stderr
+    assert "--force" in refused.stderr
+    assert skiff(cluster_dir, "get", "pod", "victim").returncode == 0
+
+    graceful = skiff(cluster_dir, "delete", "pod", "victim")
+    assert graceful.returncode == 0
+    assert "Terminating" in skiff(cluster_dir, "get", "pods").stdout
+
+    forced = skiff(cluster_dir, "delete", "pod", "victim", "--grace-period=0", "--force")
+    assert forced.returncode == 0
+    assert 'pod "victim" force deleted' in forced.stdout
+    assert "Immediate deletion does not wait" in forced.stderr
+    gone = skiff(cluster_dir, "get", "pod", "victim")
+    assert gone.returncode != 0
+    assert 'Error from server (NotFound): pods "victim" not found' in gone.stderr
+
+
+def test_errors_are_one_line_without_a_traceback(cluster_dir: Path) -> None:
+    cases = [
+        skiff(cluster_dir, "get", "frobnicators"),
+        skiff(cluster_dir, "apply", "-f", "-", stdin="kind: Pod\nmetadata: {name: Bad_Name}\n"),
+        skiff(cluster_dir, "apply", "-f", "/no/such/file.yaml"),
+        skiff(cluster_dir, "apply", "-f", "-", stdin="a: [\n"),
+        skiff(cluster_dir, "get", "pods", "-l", "app in (x"),
+    ]
+    for result in cases:
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "metadata.name" in cases[1].stderr
+
+
+def test_no_cluster_says_how_to_start_one(tmp_path: Path) -> None:
+    result = skiff(tmp_path, "get", "pods")
+    assert result.returncode != 0
+    assert "start one with `skiff up`" in result.stderr
+
+
+def test_missing_etcd_says_how_to_install_it(tmp_path: Path) -> None:
+    result = skiff(tmp_path, "up", "--detach", "--nodes", "0",
+                   env={"SKIFF_ETCD_BINARY": str(tmp_path / "no-etcd-here")})
+    assert result.returncode != 0
+    assert "apt-get install etcd-server" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_down_stops_every_process_by_pid(tmp_path: Path) -> None:
+    up = skiff(tmp_path, "up", "--detach", "--nodes", "0")
+    assert up.returncode == 0, up.stderr
+    state = ClusterState.load(tmp_path)
+    assert state is not None
+    pids = [c.pid for c in state.components]
+    assert all(pid_alive(p) for p in pids)
+    down = skiff(tmp_path, "down")
+    assert down.returncode == 0
+    assert not any(pid_alive(p) for p in pids)
+    assert ClusterState.load(tmp_path) is None
