@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skiff.apiserver.admission import AdmissionConfig
+from skiff.apiserver.http import HttpServer
+from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
@@ -33,6 +35,8 @@ class ApiServerSettings:
     bind_address: str = setting("127.0.0.1", help="address to serve gRPC on")
     secure_port: int = setting(6443, help="gRPC port (0 picks a free one; see --port-file)")
     port_file: str = setting("", help="write the bound port to this file once serving")
+    http_port: int = setting(-1, help="Kubernetes REST port for kubectl (0 picks a free "
+                                      "one, -1 turns it off)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
@@ -78,6 +82,13 @@ class ApiServer:
                 await self._wait_for_etcd(storage, registry)
                 cache_task = tg.create_task(cache.run(), name="watch-cache")
                 await cache.ready()
+                http = None
+                if s.http_port >= 0:
+                    http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
+                                      port=s.http_port)
+                    http_port = await http.start()
+                    log.info("kubectl endpoint serving",
+                             extra={"address": f"http://{s.bind_address}:{http_port}"})
                 await health.set("", SERVING)
                 if s.port_file:
                     Path(s.port_file).write_text(f"{port}\n")
@@ -86,6 +97,8 @@ class ApiServer:
                 await self._stop.wait()
                 log.info("apiserver shutting down")
                 await health.set("", NOT_SERVING)
+                if http is not None:
+                    await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
                 cache_task.cancel()
         finally:

@@ -129,18 +129,21 @@ class LocalCluster:
             self._record(etcd, f"http://127.0.0.1:{etcd_port}", "")
             echo(_line("etcd", etcd, f"http://127.0.0.1:{etcd_port}"))
 
-            api_port = free_port()
+            api_port, http_port = free_port(), free_port()
             api_target = f"127.0.0.1:{api_port}"
             apiserver = service_process(
                 "apiserver", "skiff.apiserver",
                 ["--etcd-servers", f"http://127.0.0.1:{etcd_port}",
-                 "--secure-port", str(api_port),
+                 "--secure-port", str(api_port), "--http-port", str(http_port),
                  *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
             wait_grpc_healthy(apiserver, api_target)
             self._record(apiserver, api_target, api_target)
             echo(_line("apiserver", apiserver, api_target))
+            kubeconfig = write_kubeconfig(self.data_dir, f"http://127.0.0.1:{http_port}")
+            echo(f"{'kubectl':<22} {'':<12} http://127.0.0.1:{http_port:<8}   "
+                 f"export KUBECONFIG={kubeconfig}")
 
             for name, module, extra in self._services():
                 if not service_available(module):
@@ -183,6 +186,19 @@ class LocalCluster:
             proc.stop()
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
+
+
+def write_kubeconfig(data_dir: Path, server: str) -> Path:
+    """A kubeconfig for the real kubectl, pointing at the apiserver's HTTP front."""
+    path = data_dir / "kubeconfig"
+    path.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "skiff",
+        "clusters": [{"name": "skiff", "cluster": {"server": server}}],
+        "users": [{"name": "skiff", "user": {}}],
+        "contexts": [{"name": "skiff", "context": {"cluster": "skiff", "user": "skiff",
+                                                   "namespace": "default"}}],
+    }, indent=2))
+    return path
 
 
 def _line(name: str, proc: Process, address: str) -> str:

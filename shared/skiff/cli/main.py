@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from skiff.api import ApiError
-from skiff.cli import printers, resources
+from skiff.api import tables as printers
+from skiff.cli import resources
 from skiff.cli.config import ClusterConfig, ConfigError
 from skiff.cli.localcluster import (
     ClusterState,

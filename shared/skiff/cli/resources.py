@@ -18,8 +18,8 @@ from typing import Any
 import yaml
 
 from skiff.api import ApiError, Reason, lookup
+from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
-from skiff.cli import printers
 from skiff.cli.config import yaml_problem
 from skiff.client import ApiClient
 

@@ -1,4 +1,6 @@
-"""Tables like kubectl's, and the status words people look for (SPEC GT12, LC3).
+"""Table columns like kubectl's, and the status words people look for (SPEC GT12, LC3).
+
+Shared by the `skiff` CLI and the apiserver's server-side Table output for kubectl.
 
 `pod_status` follows kubectl's printPod: an init container's problem shows as `Init:…`, a
 waiting container's reason (`CrashLoopBackOff`) or a terminated one's wins over the phase,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
+from skiff.api.tables import age, node_status, pod_ready, pod_status
 from skiff.api.testing import make_pod
-from skiff.cli.printers import age, node_status, pod_ready, pod_status
 
 NOW = 1_700_000_000.0
 
