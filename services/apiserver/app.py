@@ -82,6 +82,7 @@ class ApiServer:
                 await self._wait_for_etcd(storage, registry)
                 cache_task = tg.create_task(cache.run(), name="watch-cache")
                 await cache.ready()
+                lookups_task = tg.create_task(registry.run_lookups(), name="lookups")
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
@@ -100,6 +101,7 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
+                lookups_task.cancel()
                 cache_task.cancel()
         finally:
             await server.stop(0)

@@ -221,10 +221,10 @@ class KubeApi:
                 await r.bind(namespace, name, _body(req))
                 return Response(201, {"kind": "Status", "apiVersion": "v1",
                                       "status": "Success", "code": 201})
-            result = await r.evict(namespace, name, _body(req))
+            evicted = await r.evict(namespace, name, _body(req))
             return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                   "code": 201, "details": {"name": name}}
-                            if result["deleted"] else result["object"])
+                            if evicted["deleted"] else evicted["object"])
         if sub not in ("", "status"):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":

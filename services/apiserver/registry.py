@@ -8,6 +8,7 @@ subresources. Reads at a past revision and history come from etcd's log (AS6).
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
 import secrets
@@ -31,6 +32,7 @@ from skiff.api import (
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.apiserver import admission, graceful
+from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.storage import EtcdStorage, KeyValue
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
@@ -88,6 +90,14 @@ class Registry:
         self.cache = cache
         self.config = config or RegistryConfig()
         self.clock = clock or RealClock()
+        self.namespaces = Lookup("namespaces", storage, cache)
+        self.priority_classes = Lookup("priorityclasses", storage, cache)
+
+    async def run_lookups(self) -> None:
+        """Keep the admission lookups current (run as a task beside the watch cache)."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.namespaces.run(), name="lookup-namespaces")
+            tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -215,8 +225,12 @@ class Registry:
         if info.namespaced:
             await self._check_namespace_active(obj["metadata"]["namespace"])
         if info.kind == "Pod":
-            classes, _ = await self.storage.list(storage_prefix(lookup("priorityclasses")))
-            admission.admit_priority(obj, [kv.obj for kv in classes if kv.obj])
+            classes = await self.priority_classes.values()
+            wanted = obj.get("spec", {}).get("priorityClassName")
+            if wanted and not any(c["metadata"]["name"] == wanted for c in classes):
+                fresh = await self.priority_classes.get(wanted)  # created a moment ago?
+                classes = [*classes, fresh] if fresh else classes
+            admission.admit_priority(obj, classes)
             admission.admit_default_tolerations(obj, self.config.admission)
         elif info.kind == "PriorityClass":
             name = obj["metadata"]["name"]
@@ -224,16 +238,15 @@ class Registry:
                 raise ApiError.invalid("PriorityClass", name, [invalid(
                     "metadata.name", name,
                     "priority class names with 'system-' prefix are reserved")])
-            classes, _ = await self.storage.list(storage_prefix(info))
-            admission.admit_priority_class(obj, [kv.obj for kv in classes if kv.obj])
+            existing, _ = await self.storage.list(storage_prefix(info))
+            admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
 
     async def _check_namespace_active(self, namespace: str) -> None:
-        ns_info = lookup("namespaces")
-        kv, _ = await self.storage.get(storage_key(ns_info, None, namespace))
-        if kv is None or kv.obj is None:
+        ns = await self.namespaces.get(namespace)
+        if ns is None:
             raise ApiError(Reason.NOT_FOUND, f'namespaces "{namespace}" not found; '
                            f"create it first (skiff apply a Namespace)")
-        if kv.obj["metadata"].get("deletionTimestamp"):
+        if ns["metadata"].get("deletionTimestamp"):
             raise ApiError.forbidden("namespaces", namespace,
                                      "unable to create new content in namespace "
                                      f"{namespace} because it is being terminated")

@@ -1,0 +1,67 @@
+"""In-memory copies of the few objects admission reads on every create.
+
+Namespaces (is it there, is it terminating?) and PriorityClasses (resolve a name, find the
+globalDefault) are read on every pod create; Kubernetes' admission plugins read them from
+informers rather than storage, and so does Skiff: each lookup is listed once and then fed
+by the watch cache. A miss falls back to etcd, so an object created a millisecond ago is
+never refused because the copy lags (NamespaceLifecycle does the same live lookup).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from skiff.api import ApiError, lookup
+from skiff.api.kinds import storage_prefix
+from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.watchcache import WatchCache, WatchRequest
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class Lookup:
+    """name → object for one cluster-scoped resource, kept current from the watch cache."""
+
+    def __init__(self, resource: str, storage: EtcdStorage, cache: WatchCache) -> None:
+        self.info = lookup(resource)
+        self._storage = storage
+        self._cache = cache
+        self.items: dict[str, Obj] = {}
+        self._synced = asyncio.Event()
+
+    async def run(self) -> None:
+        while True:
+            try:
+                kvs, revision = await self._storage.list(storage_prefix(self.info))
+                self.items = {kv.obj["metadata"]["name"]: kv.obj for kv in kvs if kv.obj}
+                self._synced.set()
+                request = WatchRequest(self.info, None, lambda _: True)
+                async for ev in self._cache.watch(request, revision):
+                    if ev.type == "BOOKMARK":
+                        continue
+                    name = ev.object["metadata"]["name"]
+                    if ev.type == "DELETED":
+                        self.items.pop(name, None)
+                    else:
+                        self.items[name] = ev.object
+            except ApiError as err:
+                log.warning("lookup resync", extra={"resource": self.info.resource,
+                                                    "error": err.message})
+                await asyncio.sleep(0.5)
+
+    async def get(self, name: str) -> Obj | None:
+        """The cached object, or a live read when the cache has not seen it (yet)."""
+        if self._synced.is_set() and name in self.items:
+            return self.items[name]
+        kv, _ = await self._storage.get(f"{storage_prefix(self.info)}{name}")
+        return kv.obj if kv is not None else None
+
+    async def values(self) -> list[Obj]:
+        if not self._synced.is_set():
+            kvs, _ = await self._storage.list(storage_prefix(self.info))
+            return [kv.obj for kv in kvs if kv.obj]
+        return list(self.items.values())
