@@ -1,0 +1,122 @@
+"""The one recipe every controller here follows (DESIGN "Controllers", client-go style).
+
+Informer handlers only enqueue `namespace/name` keys; `workers` tasks take a key from the
+rate-limited `WorkQueue`, call `reconcile(key)` which works from the informer cache and is
+idempotent, then `forget` the key on success or requeue it with rate limiting on error. A
+reconcile may also ask to be called again after a delay (a toleration running out, a
+quarantine ending). Periodic controllers set `resync_period` and get `resync()` called on it.
+Stopping shuts the queue, lets in-flight reconciles finish for `drain_timeout`, then cancels.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from skiff.api import ApiError
+from skiff.client import ApiClient, EventRecorder
+from skiff.client.workqueue import ShutDown, WorkQueue
+from skiff.clock import REAL_CLOCK, Clock
+from skiff.controller_manager.informers import SharedInformers
+from skiff.controller_manager.settings import ControllerManagerSettings
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class ControllerContext:
+    """What a controller is built from: the API, shared informers, settings, a clock."""
+
+    client: ApiClient
+    informers: SharedInformers
+    settings: ControllerManagerSettings
+    clock: Clock = REAL_CLOCK
+    host: str = ""
+    _recorders: dict[str, EventRecorder] = field(default_factory=dict)
+
+    def recorder(self, component: str) -> EventRecorder:
+        """An event recorder whose `source.component` is Kubernetes' name for the controller."""
+        rec = self._recorders.get(component)
+        if rec is None:
+            rec = self._recorders[component] = EventRecorder(
+                self.client, component=component, host=self.host, clock=self.clock)
+        return rec
+
+
+class Controller(abc.ABC):
+    """Base of every controller: subclass, register handlers in `__init__`, implement
+    `reconcile`."""
+
+    name: ClassVar[str]
+
+    def __init__(self, *, context: ControllerContext, workers: int = 1,
+                 resync_period: float | None = None, drain_timeout: float = 2.0) -> None:
+        self.context = context
+        self.client = context.client
+        self.clock = context.clock
+        self.workers = max(1, workers)
+        self.resync_period = resync_period
+        self.drain_timeout = drain_timeout
+        self.queue: WorkQueue[str] = WorkQueue(name=self.name, clock=context.clock)
+
+    @abc.abstractmethod
+    async def reconcile(self, key: str) -> float | None:
+        """Bring `key` to its desired state; return seconds after which to look again."""
+
+    def resync(self) -> None:
+        """Called every `resync_period`; periodic controllers enqueue their work here."""
+        return None
+
+    def enqueue(self, key: str) -> None:
+        self.queue.add(key)
+
+    async def run(self) -> None:
+        """Work until cancelled; then drain in-flight reconciles and stop."""
+        await self.context.informers.wait_synced()
+        log.info("controller started", extra={"controller": self.name,
+                                              "workers": self.workers})
+        tasks = [asyncio.create_task(self._worker(), name=f"{self.name}-worker-{i}")
+                 for i in range(self.workers)]
+        if self.resync_period:
+            tasks.append(asyncio.create_task(self._resync_loop(self.resync_period),
+                                             name=f"{self.name}-resync"))
+        try:
+            await asyncio.wait(tasks)
+        finally:
+            self.queue.shutdown()
+            _, pending = await asyncio.wait(tasks, timeout=self.drain_timeout)
+            for task in pending:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            log.info("controller stopped", extra={"controller": self.name})
+
+    async def _resync_loop(self, period: float) -> None:
+        while not self.queue.shutting_down:
+            self.resync()
+            await self.clock.sleep(period)
+
+    async def _worker(self) -> None:
+        while True:
+            try:
+                key = await self.queue.get()
+            except ShutDown:
+                return
+            try:
+                after = await self.reconcile(key)
+            except Exception as err:
+                log.warning("reconcile failed; requeueing with backoff",
+                            extra={"controller": self.name, "key": key, "error": str(err),
+                                   "requeues": self.queue.num_requeues(key)},
+                            exc_info=not isinstance(err, ApiError))
+                self.queue.add_rate_limited(key)
+            else:
+                self.queue.forget(key)
+                if after is not None:
+                    self.queue.add_after(key, max(after, 0.0))
+            finally:
+                self.queue.done(key)

@@ -1,0 +1,137 @@
+"""The disruption controller: keeps each PodDisruptionBudget's status current, so the
+apiserver's eviction subresource (AS8) and the scheduler's preemption can honour it.
+
+Reconcile a PDB key: its pods from the pod cache (same namespace, selector match), the
+controllers' scale when the budget is relative, the evictions still pending in
+`disruptedPods`, then status currentHealthy, desiredHealthy, disruptionsAllowed,
+expectedPods, observedGeneration and the DisruptionAllowed condition. Any change to a
+matching pod, to the PDB, or to a ReplicaSet / StatefulSet in its namespace requeues it.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from skiff.api import ApiError, LabelSelector, Reason
+from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
+from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.disruption.budget import (
+    BudgetStatus,
+    compute,
+    live_disruptions,
+    needs_controller_scale,
+)
+from skiff.controller_manager.informers import controller_ref
+from skiff.controller_manager.podutil import set_condition
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+SCALABLE = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+
+
+class DisruptionController(Controller):
+    name = "disruption"
+
+    def __init__(self, *, context: ControllerContext) -> None:
+        s = context.settings
+        super().__init__(context=context, workers=s.concurrent_disruption_syncs)
+        self.deletion_timeout = s.pdb_deletion_timeout
+        self.pdbs = context.informers.pod_disruption_budgets()
+        self.pods = context.informers.pods()
+        self.replica_sets = context.informers.replica_sets()
+        self.stateful_sets = context.informers.stateful_sets()
+        self.recorder = context.recorder("controllermanager")
+        self.pdbs.add_handler(on_add=self._on_pdb, on_update=lambda _o, n: self._on_pdb(n))
+        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
+                              on_delete=self._on_pod)
+        for informer in (self.replica_sets, self.stateful_sets):
+            informer.add_handler(on_update=lambda _o, n: self._on_namespace(n))
+
+    def _on_pdb(self, pdb: Obj) -> None:
+        self.enqueue(object_key(pdb))
+
+    def _on_pod(self, pod: Obj) -> None:
+        labels = pod["metadata"].get("labels") or {}
+        for pdb in self.pdbs.store.by_index(BY_NAMESPACE, pod["metadata"].get("namespace")):
+            if _selector(pdb).matches(labels):
+                self.enqueue(object_key(pdb))
+
+    def _on_pod_update(self, old: Obj, new: Obj) -> None:
+        self._on_pod(old)
+        self._on_pod(new)
+
+    def _on_namespace(self, obj: Obj) -> None:
+        for pdb in self.pdbs.store.by_index(BY_NAMESPACE, obj["metadata"].get("namespace")):
+            self.enqueue(object_key(pdb))
+
+    async def reconcile(self, key: str) -> float | None:
+        pdb = self.pdbs.store.get(key)
+        if pdb is None:
+            return None
+        ns = pdb["metadata"].get("namespace")
+        selector = _selector(pdb)
+        pods = [p for p in self.pods.store.by_index(BY_NAMESPACE, ns)
+                if not selector.empty and selector.matches(p["metadata"].get("labels") or {})]
+        spec = pdb.get("spec") or {}
+        status = pdb.get("status") or {}
+        disrupted, expires_in = live_disruptions(
+            status.get("disruptedPods") or {}, pods, now=self.clock.now(),
+            timeout=self.deletion_timeout)
+        scale = self.controller_scale(pods) if needs_controller_scale(spec) else None
+        budget = compute(spec, pods, disrupted, controller_scale=scale)
+        if not pods:
+            await self.recorder.event(pdb, NORMAL, "NoPods", "No matching pods found")
+        elif needs_controller_scale(spec) and scale is None:
+            await self.recorder.event(pdb, WARNING, "CalculateExpectedPodCountFailed",
+                                      "Failed to calculate the number of expected pods: "
+                                      "found no controllers for the pods")
+        await self.write_status(pdb, budget, disrupted)
+        return expires_in
+
+    def controller_scale(self, pods: list[Obj]) -> int | None:
+        """Sum of `spec.replicas` over the pods' distinct controllers; None if a pod has no
+        scalable controller."""
+        seen: dict[str, int] = {}
+        for pod in pods:
+            ref = controller_ref(pod)
+            if ref is None or ref.get("kind") not in SCALABLE:
+                return None
+            informer = self.replica_sets if ref["kind"] == "ReplicaSet" else self.stateful_sets
+            owner = informer.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
+            if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+                return None
+            seen[str(ref["uid"])] = int((owner.get("spec") or {}).get("replicas", 1))
+        return sum(seen.values())
+
+    async def write_status(self, pdb: Obj, budget: BudgetStatus,
+                           disrupted: dict[str, str]) -> None:
+        updated = copy.deepcopy(pdb)
+        status = updated.setdefault("status", {})
+        before = copy.deepcopy(status)
+        status.update({
+            "currentHealthy": budget.current_healthy,
+            "desiredHealthy": budget.desired_healthy,
+            "disruptionsAllowed": budget.disruptions_allowed,
+            "expectedPods": budget.expected_pods,
+            "observedGeneration": int(pdb["metadata"].get("generation") or 1),
+            "disruptedPods": disrupted,
+        })
+        allowed = budget.disruptions_allowed > 0
+        set_condition(updated, "DisruptionAllowed", "True" if allowed else "False",
+                      now=self.clock.now(),
+                      reason="SufficientPods" if allowed else "InsufficientPods")
+        if status == before:
+            return
+        try:
+            await self.client.update_status(updated)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+
+
+def _selector(pdb: Obj) -> LabelSelector:
+    sel = (pdb.get("spec") or {}).get("selector")
+    return LabelSelector.from_dict(sel) if sel else LabelSelector.none()

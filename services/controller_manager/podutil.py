@@ -1,0 +1,143 @@
+"""Pod and node questions and writes that several controllers share.
+
+Readiness (`IsPodReady`), activeness (`FilterActivePods`), conditions, taints and
+tolerations mean the same thing to the node lifecycle, ReplicaSet, StatefulSet and
+disruption controllers, so they are answered once here. `update_pod_status` is the one way
+a controller writes a pod's status: from a deep copy of the cached pod, re-reading it on a
+Conflict, never mutating what the informer holds.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from skiff.api import ApiError, Reason, get_condition, is_pod_terminal, is_terminating
+from skiff.client import ApiClient
+from skiff.clock import parse_rfc3339, rfc3339
+
+Obj = dict[str, Any]
+
+DISRUPTION_TARGET = "DisruptionTarget"
+NO_EXECUTE, NO_SCHEDULE = "NoExecute", "NoSchedule"
+TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
+TAINT_NOT_READY = "node.kubernetes.io/not-ready"
+TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+
+
+def condition_status(obj: Mapping[str, Any], condition_type: str) -> str | None:
+    cond = get_condition(obj, condition_type)
+    return str(cond.get("status")) if cond is not None else None
+
+
+def is_pod_ready(pod: Mapping[str, Any]) -> bool:
+    return condition_status(pod, "Ready") == "True"
+
+
+def is_running_and_ready(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") == "Running" and is_pod_ready(pod)
+
+
+def is_active(pod: Mapping[str, Any]) -> bool:
+    """Counts toward a ReplicaSet's replicas: not terminal and not terminating."""
+    return not is_pod_terminal(pod) and not is_terminating(pod)
+
+
+def creation_time(obj: Mapping[str, Any]) -> float:
+    stamp = (obj.get("metadata") or {}).get("creationTimestamp")
+    return parse_rfc3339(stamp) if stamp else 0.0
+
+
+def set_condition(obj: Obj, condition_type: str, status: str, *, now: float,
+                  reason: str = "", message: str = "") -> bool:
+    """Set a condition on `obj` (a copy the caller owns); True when something changed."""
+    conditions: list[Obj] = obj.setdefault("status", {}).setdefault("conditions", [])
+    for cond in conditions:
+        if cond.get("type") != condition_type:
+            continue
+        before = dict(cond)
+        if cond.get("status") != status:
+            cond["lastTransitionTime"] = rfc3339(now)
+        cond["status"] = status
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        return cond != before
+    new: Obj = {"type": condition_type, "status": status, "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(now)}
+    if reason:
+        new["reason"] = reason
+    if message:
+        new["message"] = message
+    conditions.append(new)
+    return True
+
+
+async def update_pod_status(client: ApiClient, pod: Mapping[str, Any],
+                            mutate: Callable[[Obj], bool], *, attempts: int = 3) -> Obj | None:
+    """Apply `mutate` to a copy of `pod` and write its status; on Conflict read the pod
+    again and retry. Returns the stored pod, or None when it is gone or its UID changed.
+    `mutate` returns False when there is nothing to write."""
+    uid = pod.get("metadata", {}).get("uid")
+    current: Obj = copy.deepcopy(dict(pod))
+    for attempt in range(attempts):
+        if not mutate(current):
+            return current
+        try:
+            return await client.update_status(current)
+        except ApiError as err:
+            if err.reason == Reason.NOT_FOUND:
+                return None
+            if not _retryable(err, attempt, attempts):
+                raise
+        meta = current["metadata"]
+        try:
+            current = await client.get("pods", meta["name"], meta.get("namespace"))
+        except ApiError as get_err:
+            if get_err.reason == Reason.NOT_FOUND:
+                return None
+            raise
+        if uid and current["metadata"].get("uid") != uid:
+            return None
+    return None  # pragma: no cover - the loop returns or raises
+
+
+def _retryable(err: ApiError, attempt: int, attempts: int) -> bool:
+    return err.reason == Reason.CONFLICT and attempt < attempts - 1
+
+
+# -- taints and tolerations -----------------------------------------------------------------
+
+
+def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
+    """`Toleration.ToleratesTaint`: effect, key and (for Equal) value must match."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if not key:
+        return False  # an empty key needs the Exists operator
+    return (toleration.get("value") or "") == (taint.get("value") or "")
+
+
+def taints_of(node: Mapping[str, Any]) -> list[Obj]:
+    return [t for t in (node.get("spec") or {}).get("taints") or [] if isinstance(t, dict)]
+
+
+def has_taint(node: Mapping[str, Any], key: str, effect: str | None = None) -> bool:
+    return any(t.get("key") == key and (effect is None or t.get("effect") == effect)
+               for t in taints_of(node))
+
+
+def same_taints(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) -> bool:
+    def norm(taints: Iterable[Mapping[str, Any]]) -> set[tuple[str, str, str]]:
+        return {(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
+                for t in taints}
+    return norm(a) == norm(b)

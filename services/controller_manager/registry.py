@@ -1,0 +1,56 @@
+"""Which controllers exist and how each is built: the `--controllers` flag picks from here.
+
+One entry per controller name (kube-controller-manager's names where it has one). Adding a
+controller — the fencing controller of issue 7 — is one more `ControllerSpec` below.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.disruption import DisruptionController
+from skiff.controller_manager.nodelifecycle import (
+    NodeLifecycleController,
+    TaintEvictionController,
+)
+from skiff.controller_manager.podgc import PodGCController
+from skiff.controller_manager.replicaset import ReplicaSetController
+from skiff.controller_manager.statefulset import StatefulSetController
+from skiff.settings import SettingsError
+
+
+@dataclass(frozen=True)
+class ControllerSpec:
+    name: str
+    build: Callable[[ControllerContext], list[Controller]]
+    enabled_by_default: bool = True
+
+
+CONTROLLERS: tuple[ControllerSpec, ...] = (
+    ControllerSpec("podgc", lambda ctx: [PodGCController(context=ctx)]),
+    ControllerSpec("nodelifecycle", lambda ctx: [NodeLifecycleController(context=ctx),
+                                                 TaintEvictionController(context=ctx)]),
+    ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
+    ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
+    ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
+)
+
+
+def select_controllers(names: Sequence[str]) -> list[ControllerSpec]:
+    """kube-controller-manager's `--controllers`: `*` = the defaults, `name` enables one,
+    `-name` disables one. Unknown names are an error that lists the known ones."""
+    known = {spec.name: spec for spec in CONTROLLERS}
+    wanted = [n.strip() for n in names if n.strip()] or ["*"]
+    unknown = [n for n in wanted if n.lstrip("-") not in known and n != "*"]
+    if unknown:
+        raise SettingsError(f"--controllers: unknown controller(s) {', '.join(unknown)}; "
+                            f"known: {', '.join(known)} (or * for all)")
+    enabled: list[ControllerSpec] = []
+    for spec in CONTROLLERS:
+        if f"-{spec.name}" in wanted:
+            continue
+        if spec.name in wanted or ("*" in wanted and spec.enabled_by_default):
+            enabled.append(spec)
+    return enabled

@@ -1,0 +1,147 @@
+"""The StatefulSet controller (SPEC PS4): stable identities, at most one pod per identity.
+
+Reconcile reads the set and its pods from the caches, asks `plan` what to do next, creates
+pods named `<set>-<ordinal>` (label `statefulset.kubernetes.io/pod-name`, hostname and
+subdomain, a controller ownerReference) or deletes them gracefully — it never force deletes
+(PS5) — with SuccessfulCreate / SuccessfulDelete Events, then writes `status`. A create
+that meets AlreadyExists means an object with that name is still there, so it waits.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from skiff.api import ApiError, Reason, is_terminating
+from skiff.client import NORMAL, WARNING, object_key
+from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.informers import BY_CONTROLLER_UID
+from skiff.controller_manager.podutil import is_running_and_ready
+from skiff.controller_manager.statefulset.plan import (
+    Action,
+    Verb,
+    plan,
+    pods_by_ordinal,
+)
+from skiff.controller_manager.workload import owned_pods, owner_key, pod_from_template
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+KIND = "StatefulSet"
+POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
+POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
+
+
+def stateful_pod(sts: Obj, ordinal: int) -> Obj:
+    """`newStatefulSetPod`: the pod for one identity of the set."""
+    name = f"{sts['metadata']['name']}-{ordinal}"
+    pod = pod_from_template(sts)
+    pod["metadata"]["name"] = name
+    pod["metadata"]["labels"].update({POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)})
+    pod["spec"]["hostname"] = name
+    if sts["spec"].get("serviceName"):
+        pod["spec"]["subdomain"] = sts["spec"]["serviceName"]
+    return pod
+
+
+class StatefulSetController(Controller):
+    name = "statefulset"
+
+    def __init__(self, *, context: ControllerContext) -> None:
+        super().__init__(context=context,
+                         workers=context.settings.concurrent_statefulset_syncs)
+        self.sets = context.informers.stateful_sets()
+        self.pods = context.informers.pods()
+        self.recorder = context.recorder("statefulset-controller")
+        self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
+                              on_delete=self._on_set)
+        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
+                              on_delete=self._on_pod)
+
+    def _on_set(self, sts: Obj) -> None:
+        self.enqueue(object_key(sts))
+
+    def _on_pod(self, pod: Obj) -> None:
+        key = owner_key(pod, KIND)
+        if key is not None:
+            self.enqueue(key)
+
+    def _on_pod_update(self, old: Obj, new: Obj) -> None:
+        self._on_pod(old)
+        self._on_pod(new)
+
+    async def reconcile(self, key: str) -> float | None:
+        sts = self.sets.store.get(key)
+        if sts is None or is_terminating(sts):
+            return None
+        name = sts["metadata"]["name"]
+        uid = str(sts["metadata"].get("uid"))
+        pods = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
+        spec = sts["spec"]
+        decided = plan(replicas=int(spec.get("replicas", 1)),
+                       policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
+                       pods=pods_by_ordinal(name, pods),
+                       start=int((spec.get("ordinals") or {}).get("start") or 0))
+        if decided.waiting_for:
+            log.debug("statefulset waiting", extra={"statefulset": key,
+                                                    "for": decided.waiting_for})
+        for action in decided.actions:
+            await self.apply(sts, action, pods)
+        await self.update_status(sts, pods)
+        return None
+
+    async def apply(self, sts: Obj, action: Action, pods: list[Obj]) -> None:
+        set_name = sts["metadata"]["name"]
+        pod_name = f"{set_name}-{action.ordinal}"
+        if action.verb is Verb.CREATE:
+            try:
+                await self.client.create(stateful_pod(sts, action.ordinal))
+            except ApiError as err:
+                if err.reason == Reason.ALREADY_EXISTS:
+                    return  # the old object is still there: at most one, so wait
+                await self.recorder.event(sts, WARNING, "FailedCreate",
+                                          f"create Pod {pod_name} in StatefulSet {set_name} "
+                                          f"failed error: {err.message}")
+                raise
+            await self.recorder.event(sts, NORMAL, "SuccessfulCreate",
+                                      f"create Pod {pod_name} in StatefulSet {set_name} "
+                                      "successful")
+            return
+        pod = next(p for p in pods if p["metadata"]["name"] == pod_name)
+        try:
+            await self.client.delete("pods", pod_name, sts["metadata"].get("namespace"),
+                                     uid=pod["metadata"].get("uid"))
+        except ApiError as err:
+            if err.reason in (Reason.NOT_FOUND, Reason.CONFLICT):
+                return
+            await self.recorder.event(sts, WARNING, "FailedDelete",
+                                      f"delete Pod {pod_name} in StatefulSet {set_name} "
+                                      f"failed error: {err.message}")
+            raise
+        await self.recorder.event(sts, NORMAL, "SuccessfulDelete",
+                                  f"delete Pod {pod_name} in StatefulSet {set_name} "
+                                  "successful")
+
+    async def update_status(self, sts: Obj, pods: list[Obj]) -> None:
+        ready = [p for p in pods if is_running_and_ready(p)]
+        alive = [p for p in pods if not is_terminating(p)]
+        status: Obj = {
+            "replicas": len(pods),
+            "readyReplicas": len(ready),
+            "availableReplicas": len(ready),
+            "currentReplicas": len(alive),
+            "updatedReplicas": len(alive),
+            "observedGeneration": int(sts["metadata"].get("generation") or 1),
+        }
+        current = sts.get("status") or {}
+        if all(current.get(k) == v for k, v in status.items()):
+            return
+        updated = copy.deepcopy(sts)
+        updated["status"] = {**current, **status}
+        try:
+            await self.client.update_status(updated)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise

@@ -1,0 +1,129 @@
+"""SPEC PS3 with real processes: each PodGC rule on its own, with compressed periods.
+
+The controller-manager runs only PodGC here, so nothing else touches the pods.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from skiff.api import get_condition, is_pod_terminal
+from skiff.client import ApiClient
+from tests.integration.controller_manager.conftest import StartControllerManager
+from tests.integration.controller_manager.kubelet_double import (
+    events,
+    get_or_none,
+    wait_for,
+)
+from tests.integration.objects import pod
+
+
+async def _marked_failed_before_deletion(api: ApiClient, name: str, namespace: str) -> bool:
+    """AS6 history: a version with phase Failed + DisruptionTarget preceded the deletion."""
+    versions = await api.history("pods", name, namespace)
+    assert versions[-1]["type"] == "DELETED"
+    return any(
+        v["object"] and v["object"]["status"].get("phase") == "Failed"
+        and (get_condition(v["object"], "DisruptionTarget") or {}).get("reason")
+        == "DeletionByPodGC"
+        for v in versions[:-1])
+
+
+async def test_ps3_terminated_pods_over_the_threshold_go_oldest_first(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    node = f"gc-{namespace}"
+    await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+    # The threshold is cluster-wide: allow for terminated pods other tests left behind.
+    others = sum(1 for p in (await api.list("pods"))["items"] if is_pod_terminal(p))
+    for i in range(4):
+        created = await api.create(pod(f"done-{i}", namespace, node=node))
+        created["status"]["phase"] = "Succeeded"
+        await api.update_status(created)
+        await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution
+    controller_manager("--controllers", "podgc", "--terminated-pod-gc-threshold",
+                       str(others + 2))
+
+    async def oldest_gone() -> bool:
+        return [await get_or_none(api, "pods", f"done-{i}", namespace) is None
+                for i in range(4)] == [True, True, False, False]
+
+    await wait_for(oldest_gone, timeout=10, what="the two oldest terminated pods to go")
+    await asyncio.sleep(1.5)  # a few more passes: the two newest stay
+    assert await oldest_gone()
+    await api.delete("nodes", node)
+
+
+async def test_ps3_orphaned_pod_goes_after_the_quarantine(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    await api.create(pod("orphan", namespace, node="no-such-node"))
+    controller_manager("--controllers", "podgc")
+    await asyncio.sleep(1.0)  # quarantine is 2 s: still there
+    assert await get_or_none(api, "pods", "orphan", namespace) is not None
+
+    async def gone() -> bool:
+        return await get_or_none(api, "pods", "orphan", namespace) is None
+
+    await wait_for(gone, timeout=10, what="the orphaned pod to be force deleted")
+    assert await _marked_failed_before_deletion(api, "orphan", namespace)
+    assert await events(api, namespace, reason="DeletionByPodGC", name="orphan")
+
+
+async def test_ps3_orphan_check_rereads_the_node(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    """A node that appears during the quarantine saves its pods."""
+    await api.create(pod("saved", namespace, node="late-node"))
+    controller_manager("--controllers", "podgc")
+    await asyncio.sleep(0.5)
+    await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "late-node"}})
+    try:
+        await asyncio.sleep(3.5)
+        saved = await get_or_none(api, "pods", "saved", namespace)
+        assert saved is not None and saved["status"]["phase"] == "Pending"
+    finally:
+        await api.delete("nodes", "late-node")
+
+
+async def test_ps3_unscheduled_terminating_pod_is_marked_failed_and_deleted(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    created = pod("unscheduled", namespace)
+    created["metadata"]["finalizers"] = ["skiff.test/hold"]  # keeps it Terminating
+    await api.create(created)
+    await api.delete("pods", "unscheduled", namespace)
+    controller_manager("--controllers", "podgc")
+
+    async def marked() -> bool:
+        p = await api.get("pods", "unscheduled", namespace)
+        cond = get_condition(p, "DisruptionTarget") or {}
+        return p["status"]["phase"] == "Failed" and cond.get("reason") == "DeletionByPodGC"
+
+    await wait_for(marked, timeout=10, what="the pod to be marked Failed by PodGC")
+    assert await events(api, namespace, reason="DeletionByPodGC", name="unscheduled")
+    stuck = await api.get("pods", "unscheduled", namespace)
+    stuck["metadata"]["finalizers"] = []
+    await api.update(stuck)
+    assert await get_or_none(api, "pods", "unscheduled", namespace) is None
+
+
+async def test_ps3_terminating_pod_on_out_of_service_node_is_force_deleted(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    node = f"oos-{namespace}"
+    await api.create({
+        "apiVersion": "v1", "kind": "Node", "metadata": {"name": node},
+        "spec": {"taints": [{"key": "node.kubernetes.io/out-of-service",
+                             "effect": "NoExecute"}]},
+        "status": {"conditions": [{"type": "Ready", "status": "False"}]}})
+    try:
+        await api.create(pod("stuck", namespace, node=node))
+        await api.create(pod("running", namespace, node=node))
+        await api.delete("pods", "stuck", namespace)  # graceful: Terminating, 30 s
+        controller_manager("--controllers", "podgc")
+
+        async def gone() -> bool:
+            return await get_or_none(api, "pods", "stuck", namespace) is None
+
+        await wait_for(gone, timeout=10, what="the terminating pod to be force deleted")
+        assert await _marked_failed_before_deletion(api, "stuck", namespace)
+        # Only terminating pods: a pod nobody asked to delete stays.
+        assert await get_or_none(api, "pods", "running", namespace) is not None
+    finally:
+        await api.delete("nodes", node)
