@@ -45,7 +45,8 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
-_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget"}
+_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget",
+                           "PersistentVolumeClaim", "VolumeAttachment", "Fence"}
 # Kinds whose top-level fields other than metadata are all "spec" (no status subresource).
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -148,7 +148,18 @@ def _default_namespace(obj: Obj) -> None:
     _set_default(_child(obj, "status"), "phase", "Active")
 
 
+def _default_pvc(obj: Obj) -> None:
+    _set_default(_child(obj, "spec"), "volumeMode", "Filesystem")
+    _set_default(_child(obj, "status"), "phase", "Pending")
+
+
+def _default_fence(obj: Obj) -> None:
+    _set_default(_child(obj, "status"), "phase", "Pending")
+
+
 _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
+    "PersistentVolumeClaim": _default_pvc,
+    "Fence": _default_fence,
     "Pod": _default_pod,
     "ReplicaSet": _default_replica_set,
     "StatefulSet": _default_stateful_set,

@@ -40,6 +40,12 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ReplicaSet", "apps/v1", "replicasets", True, ("rs",)),
     KindInfo("StatefulSet", "apps/v1", "statefulsets", True, ("sts",)),
     KindInfo("Lease", "coordination.k8s.io/v1", "leases", True, (), has_status=False),
+    # Storage safety (SPEC SC1): an RWO claim is one volume; a VolumeAttachment named after
+    # the volume binds it to exactly one node (creating it is the compare-and-swap).
+    KindInfo("PersistentVolumeClaim", "v1", "persistentvolumeclaims", True, ("pvc",)),
+    KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False, ("va",)),
+    # Skiff's own (SPEC FN1): one Fence per fenced node, with its state and reason.
+    KindInfo("Fence", "skiff.io/v1", "fences", False, ("fence",)),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

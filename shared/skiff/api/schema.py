@@ -180,6 +180,26 @@ SCHEMAS: dict[str, Fields] = {
         spec=fields("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime",
                     "leaseTransitions", "strategy", "preferredHolder"),
     ),
+    "PersistentVolumeClaim": fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("accessModes", "resources", "storageClassName", "volumeName",
+                    "volumeMode", "selector", "dataSource", "dataSourceRef",
+                    "volumeAttributesClassName"),
+        status=fields("phase", "accessModes", "capacity", "allocatedResources",
+                      "currentVolumeAttributesClassName", conditions=ListOf(CONDITION)),
+    ),
+    "VolumeAttachment": fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("attacher", "nodeName", source=fields("persistentVolumeName",
+                                                          "inlineVolumeSpec")),
+        status=fields("attached", "attachmentMetadata", "attachError", "detachError"),
+    ),
+    "Fence": fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("nodeName", "agent", "reason", "requestedBy"),
+        status=fields("phase", "message", "confirmedAt", "podsDeleted",
+                      conditions=ListOf(CONDITION)),
+    ),
 }
 
 

@@ -176,6 +176,29 @@ COLUMNS: dict[str, list[Column]] = {
     "Lease": [("NAME", _meta("name")),
               ("HOLDER", lambda o: str(o.get("spec", {}).get("holderIdentity", ""))),
               ("AGE", _age)],
+    "PersistentVolumeClaim": [
+        ("NAME", _meta("name")),
+        ("STATUS", lambda o: str(o.get("status", {}).get("phase", ""))),
+        ("VOLUME", lambda o: str(o.get("spec", {}).get("volumeName", "") or "<none>")),
+        ("ACCESS MODES", lambda o: ",".join(
+            {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
+             "ReadWriteOncePod": "RWOP"}.get(m, m)
+            for m in o.get("spec", {}).get("accessModes") or [])),
+        ("AGE", _age)],
+    "VolumeAttachment": [
+        ("NAME", _meta("name")),
+        ("ATTACHER", lambda o: str(o.get("spec", {}).get("attacher", ""))),
+        ("PV", lambda o: str(o.get("spec", {}).get("source", {}).get(
+            "persistentVolumeName", ""))),
+        ("NODE", lambda o: str(o.get("spec", {}).get("nodeName", ""))),
+        ("ATTACHED", lambda o: str(bool(o.get("status", {}).get("attached"))).lower()),
+        ("AGE", _age)],
+    "Fence": [
+        ("NAME", _meta("name")),
+        ("AGENT", lambda o: str(o.get("spec", {}).get("agent", ""))),
+        ("PHASE", lambda o: str(o.get("status", {}).get("phase", ""))),
+        ("REASON", lambda o: str(o.get("spec", {}).get("reason", ""))),
+        ("AGE", _age)],
     "Event": [("LAST SEEN", lambda o: age(o.get("lastTimestamp"))),
               ("TYPE", lambda o: str(o.get("type", ""))),
               ("REASON", lambda o: str(o.get("reason", ""))),

@@ -995,6 +995,63 @@ def _validate_nothing(obj: Obj, old: Obj | None) -> list[FieldError]:
     return []
 
 
+ACCESS_MODES = ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
+
+
+def _validate_pvc(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec, errors = _dict(obj.get("spec"), "spec")
+    modes, errs = _list(spec.get("accessModes"), "spec.accessModes")
+    errors += errs
+    if not modes:
+        errors.append(required("spec.accessModes", "at least 1 access mode is required"))
+    for i, mode in enumerate(modes):
+        if mode not in ACCESS_MODES:
+            errors.append(not_supported(f"spec.accessModes[{i}]", mode, ACCESS_MODES))
+    if old is not None:
+        for key in ("accessModes", "storageClassName", "volumeName"):
+            old_value = old.get("spec", {}).get(key)
+            if old_value is not None and spec.get(key) != old_value:
+                errors += _immutable(spec.get(key), old_value, f"spec.{key}")
+    return errors
+
+
+def _validate_volume_attachment(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec, errors = _dict(obj.get("spec"), "spec")
+    for key in ("attacher", "nodeName"):
+        if not spec.get(key):
+            errors.append(required(f"spec.{key}"))
+    source, errs = _dict(spec.get("source"), "spec.source")
+    errors += errs
+    if not source.get("persistentVolumeName"):
+        errors.append(required("spec.source.persistentVolumeName"))
+    if old is not None and spec != old.get("spec"):
+        errors.append(forbidden("spec", "spec is immutable: a volume moves to another node "
+                                        "only by deleting this attachment (detach) first"))
+    return errors
+
+
+FENCE_AGENTS = ["power", "network", "storage"]
+FENCE_PHASES = ["Pending", "Fencing", "Fenced", "Failed", "Unfencing"]
+
+
+def _validate_fence(obj: Obj, old: Obj | None) -> list[FieldError]:
+    spec, errors = _dict(obj.get("spec"), "spec")
+    if not spec.get("nodeName"):
+        errors.append(required("spec.nodeName"))
+    elif spec.get("nodeName") != obj.get("metadata", {}).get("name"):
+        errors.append(invalid("spec.nodeName", spec.get("nodeName"),
+                              "must equal metadata.name (one Fence per node, named after it)"))
+    errors += _enum(spec, "agent", "spec.agent", FENCE_AGENTS, is_required=True)
+    status, errs = _dict(obj.get("status"), "status")
+    errors += errs + _enum(status, "phase", "status.phase", FENCE_PHASES)
+    if old is not None:
+        for key in ("nodeName", "agent"):
+            if spec.get(key) != old.get("spec", {}).get(key):
+                errors += _immutable(spec.get(key), old.get("spec", {}).get(key),
+                                     f"spec.{key}")
+    return errors
+
+
 _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "Namespace": _validate_nothing,
     "Node": _validate_node,
@@ -1005,6 +1062,9 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "ReplicaSet": _validate_replica_set,
     "StatefulSet": _validate_stateful_set,
     "Lease": _validate_lease,
+    "PersistentVolumeClaim": _validate_pvc,
+    "VolumeAttachment": _validate_volume_attachment,
+    "Fence": _validate_fence,
 }
 
 

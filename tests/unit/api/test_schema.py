@@ -481,7 +481,8 @@ def test_as1_real_manifest_is_accepted_unchanged(manifest: dict[str, Any]) -> No
         {"kind": "Pod", "metadata": {"labels": {"anything": "x"}},
          "spec": {"nodeSelector": {"any": "thing"}, "affinity": {"whatever": {}}}},
         [], None, id="open-ended-subtrees"),
-    pytest.param({"kind": "Fence", "spec": {"anything": 1}}, [], None, id="unknown-kind"),
+    pytest.param({"kind": "Frobnicator", "spec": {"anything": 1}}, [], None,
+                 id="unknown-kind"),
 ])
 def test_as1_unknown_fields_are_pruned_and_named(obj: dict[str, Any], unknown: list[str],
                                                  pruned: dict[str, Any] | None) -> None:
