@@ -1,0 +1,175 @@
+"""Scheduler throughput in the shape of Kubernetes' scheduler_perf (test/integration/
+scheduler_perf): hollow nodes, initial pods, then measured pods, printed as pods/s next to
+Kubernetes' own thresholds for the same workloads.
+
+- SchedulingBasic: 5000 nodes, 1000 initial pods, 10000 measured (threshold 270 pods/s)
+- TopologySpreading: 5000 nodes in 3 zones, 5000 initial, 5000 measured pods with a zone
+  DoNotSchedule constraint (threshold 85 pods/s)
+- PreemptionBasic: 500 nodes, 2000 low-priority initial pods filling them, 500 measured
+  high-priority pods that must preempt (threshold 18 pods/s)
+
+It measures the scheduling algorithm in-process against the scheduler's cache (every
+plugin, the adaptive percentage of nodes to score, assume, preemption's dry runs), with
+binding and the victims' removal done instantly in memory — no apiserver round trips.
+Pod and node templates approximate scheduler_perf's node-default / pod-default /
+pod-low-priority / pod-high-priority files.
+
+Run: `.venv/bin/python bench/scheduler_perf.py [--scale 0.1] [--workloads SchedulingBasic]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from skiff.api.testing import DO_NOT_SCHEDULE, make_node, make_pod
+from skiff.scheduler.algorithm import Algorithm
+from skiff.scheduler.cache import Cache
+from skiff.scheduler.config import Profile
+from skiff.scheduler.framework import CycleState, FitError
+from skiff.scheduler.framework.registry import Handle, build_framework
+from skiff.scheduler.plugins import in_tree_registry
+from skiff.scheduler.podinfo import NodeFacts, PodInfo
+from skiff.scheduler.queue import Nominator
+
+Obj = dict[str, Any]
+ZONE = "topology.kubernetes.io/zone"
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    nodes: int
+    initial: int
+    measured: int
+    threshold: float
+    node: Callable[[int], Obj]
+    initial_pod: Callable[[int], Obj]
+    measured_pod: Callable[[int], Obj]
+
+
+def node_default(i: int) -> Obj:
+    return (make_node(f"node-{i}").capacity({"cpu": "4", "memory": "32Gi", "pods": "110"})
+            .label(ZONE, f"moon-{i % 3 + 1}").obj())
+
+
+def pod_default(name: str) -> Obj:
+    return make_pod(name).uid(name).req({"cpu": "100m", "memory": "500Mi"}).obj()
+
+
+def pod_spreading(name: str) -> Obj:
+    return (make_pod(name).uid(name).label("color", "blue")
+            .spread(5, ZONE, DO_NOT_SCHEDULE, {"matchLabels": {"color": "blue"}})
+            .req({"cpu": "100m", "memory": "500Mi"}).obj())
+
+
+def pod_low(name: str) -> Obj:
+    return make_pod(name).uid(name).priority(1).req({"cpu": "900m", "memory": "500Mi"}).obj()
+
+
+def pod_high(name: str) -> Obj:
+    return make_pod(name).uid(name).priority(10).req({"cpu": "3000m", "memory": "500Mi"}).obj()
+
+
+WORKLOADS = {
+    "SchedulingBasic": Workload("SchedulingBasic", 5000, 1000, 10000, 270, node_default,
+                                lambda i: pod_default(f"init-{i}"),
+                                lambda i: pod_default(f"pod-{i}")),
+    "TopologySpreading": Workload("TopologySpreading", 5000, 5000, 5000, 85, node_default,
+                                  lambda i: pod_default(f"init-{i}"),
+                                  lambda i: pod_spreading(f"pod-{i}")),
+    "PreemptionBasic": Workload("PreemptionBasic", 500, 2000, 500, 18, node_default,
+                                lambda i: pod_low(f"init-{i}"),
+                                lambda i: pod_high(f"pod-{i}")),
+}
+
+
+class InstantActions:
+    """Preemption's API side as a kubelet that removes victims at once."""
+
+    def __init__(self, cache: Cache) -> None:
+        self.cache = cache
+        self.victims = 0
+
+    async def preempt_victim(self, victim: PodInfo, *, preemptor: PodInfo,
+                             node_name: str) -> None:
+        self.cache.remove_pod(victim.key)
+        self.victims += 1
+
+    async def clear_nominated_node_name(self, pod: PodInfo) -> None:
+        return None
+
+
+class NoPDBs:
+    def list_pdbs(self) -> list[Obj]:
+        return []
+
+
+async def run(workload: Workload, scale: float, seed: int) -> tuple[int, int, int, float, int]:
+    nodes = max(1, int(workload.nodes * scale))
+    initial = int(workload.initial * scale)
+    measured = max(1, int(workload.measured * scale))
+    cache = Cache()
+    nominator = Nominator()
+    actions = InstantActions(cache)
+    rng = random.Random(seed)
+    handle = Handle(cache=cache, nominator=nominator, pdbs=NoPDBs(), actions=actions, rng=rng,
+                    now=time.time)
+    fwk = build_framework(Profile(), registry=in_tree_registry(), handle=handle)
+    algorithm = Algorithm(cache=cache, rng=rng)
+    for i in range(nodes):
+        cache.add_node(NodeFacts.from_node(workload.node(i)))
+
+    async def schedule(pod: PodInfo) -> bool:
+        state = CycleState()
+        try:
+            result = algorithm.schedule_pod(fwk, state, pod)
+        except FitError as fit:
+            outcome, _ = await fwk.run_post_filter(state, pod, fit.diagnosis.node_to_status)
+            if outcome is None or not outcome.nominated_node_name:
+                return False
+            nominator.add_nominated(pod, outcome.nominated_node_name)
+            return await schedule(pod)
+        nominator.delete_nominated(pod)
+        cache.assume_pod(pod.with_node(result.suggested_host))
+        cache.finish_binding(pod.key)
+        return True
+
+    for i in range(initial):
+        await schedule(PodInfo.from_pod(workload.initial_pod(i)))
+    pods = [PodInfo.from_pod(workload.measured_pod(i)) for i in range(measured)]
+    scheduled = 0
+    start = time.perf_counter()
+    for pod in pods:
+        scheduled += await schedule(pod)
+    elapsed = time.perf_counter() - start
+    return nodes, initial, scheduled, elapsed, actions.victims
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--workloads", default=",".join(WORKLOADS),
+                        help="comma-separated: " + ", ".join(WORKLOADS))
+    parser.add_argument("--scale", type=float, default=1.0,
+                        help="multiply every size (0.1 runs in seconds)")
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    print(f"{'workload':<18} {'nodes':>6} {'initial':>8} {'measured':>9} {'pods/s':>9} "
+          f"{'k8s threshold':>14} {'ratio':>6}  notes")
+    for name in args.workloads.split(","):
+        workload = WORKLOADS[name.strip()]
+        nodes, initial, scheduled, elapsed, victims = asyncio.run(
+            run(workload, args.scale, args.seed))
+        rate = scheduled / elapsed if elapsed > 0 else float("inf")
+        notes = f"{victims} victims" if victims else ""
+        print(f"{workload.name:<18} {nodes:>6} {initial:>8} {scheduled:>9} {rate:>9.1f} "
+              f"{workload.threshold:>14.0f} {rate / workload.threshold:>6.2f}  {notes}")
+
+
+if __name__ == "__main__":
+    main()

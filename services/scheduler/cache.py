@@ -1,0 +1,198 @@
+"""The scheduler's incremental view of the cluster (Kubernetes' `internal/cache`).
+
+Informer events update it one object at a time: nodes, the pods on each node, what they
+request, and per node a count of pods by (namespace, label set) so topology spread counts a
+domain by matching each distinct label set once instead of every pod. A pod the scheduler
+has chosen a node for is *assumed* here before its binding reaches the apiserver, so the
+next cycle already sees its resources; the informer's event later confirms it, and a failed
+binding forgets it. A scheduling cycle runs without awaiting, so it sees one consistent
+state; preemption's dry runs work on `NodeInfo.clone()`s and never touch the cache.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from skiff.scheduler.podinfo import NodeFacts, PodInfo, Resource
+
+log = logging.getLogger(__name__)
+
+LabelSetKey = tuple[str, frozenset[tuple[str, str]]]
+_NO_LABELS: Mapping[str, str] = {}
+
+
+@dataclass(slots=True, eq=False)
+class NodeInfo:
+    """A node and the pods on it (Kubernetes' `framework.NodeInfo`)."""
+
+    facts: NodeFacts | None
+    pods: list[PodInfo] = field(default_factory=list)
+    requested: Resource = field(default_factory=Resource)
+    non_zero_requested: Resource = field(default_factory=Resource)
+    # (namespace, labels) → count of non-terminating pods, for topology spread counting.
+    label_sets: dict[LabelSetKey, int] = field(default_factory=dict)
+    generation: int = 0
+
+    @property
+    def name(self) -> str:
+        return self.facts.name if self.facts is not None else ""
+
+    @property
+    def labels(self) -> Mapping[str, str]:
+        return self.facts.labels if self.facts is not None else _NO_LABELS
+
+    def add_pod(self, pod: PodInfo) -> None:
+        self.pods.append(pod)
+        self.requested.add(pod.requests)
+        self.non_zero_requested.add(pod.non_zero_requests)
+        if not pod.terminating:
+            key = (pod.namespace, pod.label_set)
+            self.label_sets[key] = self.label_sets.get(key, 0) + 1
+        self.generation += 1
+
+    def remove_pod(self, pod: PodInfo) -> bool:
+        for i, existing in enumerate(self.pods):
+            if existing.key == pod.key:
+                del self.pods[i]
+                self.requested.sub(existing.requests)
+                self.non_zero_requested.sub(existing.non_zero_requests)
+                if not existing.terminating:
+                    key = (existing.namespace, existing.label_set)
+                    left = self.label_sets.get(key, 0) - 1
+                    if left > 0:
+                        self.label_sets[key] = left
+                    else:
+                        self.label_sets.pop(key, None)
+                self.generation += 1
+                return True
+        return False
+
+    def clone(self) -> NodeInfo:
+        return NodeInfo(self.facts, list(self.pods), self.requested.copy(),
+                        self.non_zero_requested.copy(), dict(self.label_sets),
+                        self.generation)
+
+
+@dataclass(slots=True)
+class _PodState:
+    pod: PodInfo
+    assumed: bool
+    binding_finished: bool = False
+
+
+class Cache:
+    """Nodes and assigned pods, kept current by informer events."""
+
+    def __init__(self) -> None:
+        self._nodes: dict[str, NodeInfo] = {}
+        self._node_list: list[NodeInfo] | None = None
+        self._pods: dict[str, _PodState] = {}
+        self.node_generation = 0  # bumps when a node is added, removed or relabelled
+
+    # -- reads -------------------------------------------------------------------------
+
+    def node_infos(self) -> list[NodeInfo]:
+        """Nodes that exist (not placeholders for pods whose node is not seen yet)."""
+        if self._node_list is None:
+            self._node_list = [n for n in self._nodes.values() if n.facts is not None]
+        return self._node_list
+
+    def get(self, node_name: str) -> NodeInfo | None:
+        info = self._nodes.get(node_name)
+        return info if info is not None and info.facts is not None else None
+
+    def is_assumed(self, key: str) -> bool:
+        state = self._pods.get(key)
+        return state is not None and state.assumed
+
+    def has_pod(self, key: str) -> bool:
+        return key in self._pods
+
+    def pod(self, key: str) -> PodInfo | None:
+        state = self._pods.get(key)
+        return state.pod if state is not None else None
+
+    def pods(self) -> Iterator[PodInfo]:
+        return (s.pod for s in self._pods.values())
+
+    def __len__(self) -> int:
+        return len(self.node_infos())
+
+    # -- nodes -------------------------------------------------------------------------
+
+    def add_node(self, facts: NodeFacts) -> None:
+        info = self._nodes.get(facts.name)
+        if info is None:
+            self._nodes[facts.name] = NodeInfo(facts)
+        else:
+            info.facts = facts
+            info.generation += 1
+        self._node_list = None
+        self.node_generation += 1
+
+    update_node = add_node
+
+    def remove_node(self, name: str) -> None:
+        info = self._nodes.get(name)
+        if info is None:
+            return
+        if info.pods:
+            info.facts = None  # keep the pods until their deletes arrive
+        else:
+            del self._nodes[name]
+        self._node_list = None
+        self.node_generation += 1
+
+    # -- pods --------------------------------------------------------------------------
+
+    def _place(self, pod: PodInfo) -> None:
+        info = self._nodes.get(pod.node_name)
+        if info is None:
+            info = self._nodes[pod.node_name] = NodeInfo(None)
+        info.add_pod(pod)
+
+    def _unplace(self, pod: PodInfo) -> None:
+        info = self._nodes.get(pod.node_name)
+        if info is None:
+            return
+        info.remove_pod(pod)
+        if info.facts is None and not info.pods:
+            del self._nodes[pod.node_name]
+
+    def assume_pod(self, pod: PodInfo) -> None:
+        """The scheduler chose `pod.node_name`; count it there until bound or forgotten."""
+        if pod.key in self._pods:
+            raise ValueError(f"pod {pod.key} is already in the scheduler cache")
+        self._place(pod)
+        self._pods[pod.key] = _PodState(pod, assumed=True)
+
+    def finish_binding(self, key: str) -> None:
+        state = self._pods.get(key)
+        if state is not None and state.assumed:
+            state.binding_finished = True
+
+    def forget_pod(self, key: str) -> None:
+        """Binding failed: the assumed pod is not on that node after all."""
+        state = self._pods.get(key)
+        if state is not None and state.assumed:
+            self._unplace(state.pod)
+            del self._pods[key]
+
+    def add_pod(self, pod: PodInfo) -> None:
+        """An assigned pod from the informer (confirms an assumed one)."""
+        state = self._pods.get(pod.key)
+        if state is not None:
+            self._unplace(state.pod)
+        self._place(pod)
+        self._pods[pod.key] = _PodState(pod, assumed=False)
+
+    update_pod = add_pod
+
+    def remove_pod(self, key: str) -> PodInfo | None:
+        state = self._pods.pop(key, None)
+        if state is None:
+            return None
+        self._unplace(state.pod)
+        return state.pod

@@ -1,0 +1,44 @@
+"""Skiff's in-tree plugins and the registry that builds them from pluginConfig args."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from skiff.scheduler.framework.registry import Handle, PluginFactory
+from skiff.scheduler.framework.runtime import Framework
+from skiff.scheduler.plugins.defaultpreemption import DefaultPreemption
+from skiff.scheduler.plugins.nodeaffinity import NodeAffinity
+from skiff.scheduler.plugins.nodename import NodeName
+from skiff.scheduler.plugins.noderesources import NodeResourcesFit
+from skiff.scheduler.plugins.nodeunschedulable import NodeUnschedulable
+from skiff.scheduler.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
+from skiff.scheduler.plugins.tainttoleration import TaintToleration
+from skiff.scheduler.preemption import Evaluator, PreemptionArgs
+
+
+def _preemption(args: Mapping[str, Any], handle: Handle, fwk: Framework) -> DefaultPreemption:
+    evaluator = Evaluator(fwk=fwk, cache=handle.cache, pdbs=handle.pdbs,
+                          actions=handle.actions, nominator=handle.nominator,
+                          args=PreemptionArgs.from_dict(args), now=handle.now)
+    if handle.rng is not None:
+        evaluator.rng = handle.rng
+    return DefaultPreemption(evaluator=evaluator)
+
+
+def in_tree_registry() -> dict[str, PluginFactory]:
+    return {
+        "NodeUnschedulable": lambda args, handle, fwk: NodeUnschedulable(),
+        "NodeName": lambda args, handle, fwk: NodeName(),
+        "TaintToleration": lambda args, handle, fwk: TaintToleration(),
+        "NodeAffinity": lambda args, handle, fwk: NodeAffinity(),
+        "NodeResourcesFit": lambda args, handle, fwk: NodeResourcesFit(),
+        "PodTopologySpread": lambda args, handle, fwk: PodTopologySpread(
+            cache=handle.cache, args=PodTopologySpreadArgs.from_dict(args),
+            owners=handle.owners),
+        "DefaultPreemption": _preemption,
+    }
+
+
+__all__ = ["DefaultPreemption", "NodeAffinity", "NodeName", "NodeResourcesFit",
+           "NodeUnschedulable", "PodTopologySpread", "TaintToleration", "in_tree_registry"]

@@ -1,0 +1,33 @@
+"""NodeResourcesFit Score, LeastAllocated strategy: for cpu and memory (weight 1 each),
+`(allocatable - requested) * 100 / allocatable` with the pod included, using the non-zero
+requests (100m / 200Mi for containers that request nothing), integer arithmetic."""
+
+from __future__ import annotations
+
+from skiff.scheduler.cache import NodeInfo
+from skiff.scheduler.framework.interface import MAX_NODE_SCORE, CycleState
+from skiff.scheduler.podinfo import PodInfo
+
+DEFAULT_RESOURCE_WEIGHTS = (("cpu", 1), ("memory", 1))
+
+
+def least_requested_score(requested: int, capacity: int) -> int:
+    if capacity == 0 or requested > capacity:
+        return 0
+    return (capacity - requested) * MAX_NODE_SCORE // capacity
+
+
+class NodeResourcesFitScore:
+    name = "NodeResourcesFit"
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        if node.facts is None:
+            return 0
+        alloc = node.facts.allocatable
+        cpu = least_requested_score(
+            node.non_zero_requested.milli_cpu + pod.non_zero_requests.milli_cpu,
+            alloc.milli_cpu)
+        memory = least_requested_score(
+            node.non_zero_requested.memory + pod.non_zero_requests.memory, alloc.memory)
+        weight_sum = sum(w for _, w in DEFAULT_RESOURCE_WEIGHTS)
+        return (cpu * 1 + memory * 1) // weight_sum

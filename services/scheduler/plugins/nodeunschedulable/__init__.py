@@ -1,0 +1,5 @@
+"""NodeUnschedulable: cordoned nodes (`spec.unschedulable`) take no new pods."""
+
+from skiff.scheduler.plugins.nodeunschedulable.filtering import NodeUnschedulable
+
+__all__ = ["NodeUnschedulable"]

@@ -1,0 +1,149 @@
+"""PodTopologySpread PreScore/Score/NormalizeScore (SPEC TS3).
+
+Each ScheduleAnyway constraint gets weight ln(size + 2), size being its number of domains
+among the filtered nodes (for `kubernetes.io/hostname`, the filtered nodes minus the
+ignored ones). A node scores Σ count × weight + (maxSkew − 1), where count is the matching
+pods in its domain over all nodes; nodes missing a key (when every key is required) are
+ignored and score 0. Normalize maps s to 100 × (max + min − s) / max, so the emptiest
+domain scores highest; 100 for every node when max = 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from skiff.scheduler.cache import NodeInfo
+from skiff.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    SUCCESS,
+    CycleState,
+    NodeScore,
+    Status,
+)
+from skiff.scheduler.plugins.podtopologyspread.common import (
+    LABEL_HOSTNAME,
+    SCHEDULE_ANYWAY,
+    Constraint,
+    node_has_all_keys,
+)
+from skiff.scheduler.podinfo import PodInfo
+
+PRE_SCORE_STATE_KEY = "PreScorePodTopologySpread"
+
+
+def topology_normalizing_weight(size: int) -> float:
+    return math.log(size + 2)
+
+
+def score_for_count(count: int, max_skew: int, weight: float) -> float:
+    return count * weight + (max_skew - 1)
+
+
+@dataclass
+class PreScoreState:
+    constraints: list[Constraint] = field(default_factory=list)
+    ignored_nodes: set[str] = field(default_factory=set)
+    topology_pair_to_pod_counts: dict[tuple[str, str], int] = field(default_factory=dict)
+    topology_normalizing_weight: list[float] = field(default_factory=list)
+
+    def clone(self) -> PreScoreState:
+        return self  # read-only after PreScore
+
+
+class SpreadScoring:
+    """Mixed into `PodTopologySpread`."""
+
+    name = "PodTopologySpread"
+
+    def _constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
+        raise NotImplementedError
+
+    def _all_nodes(self) -> list[NodeInfo]:
+        raise NotImplementedError
+
+    def _system_defaulted(self) -> bool:
+        raise NotImplementedError
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        all_nodes = self._all_nodes()
+        if not nodes or not all_nodes:
+            state.skip_score.add(self.name)
+            return SUCCESS
+        s = PreScoreState(constraints=self._constraints(pod, SCHEDULE_ANYWAY))
+        if not s.constraints:
+            state.skip_score.add(self.name)
+            return SUCCESS
+        require_all = bool(pod.spread_constraints) or not self._system_defaulted()
+        sizes = [0] * len(s.constraints)
+        for node in nodes:
+            labels = node.labels
+            if require_all and not node_has_all_keys(labels, s.constraints):
+                s.ignored_nodes.add(node.name)
+                continue
+            for i, c in enumerate(s.constraints):
+                if c.topology_key == LABEL_HOSTNAME:
+                    continue
+                pair = (c.topology_key, labels.get(c.topology_key, ""))
+                if pair not in s.topology_pair_to_pod_counts:
+                    s.topology_pair_to_pod_counts[pair] = 0
+                    sizes[i] += 1
+        for i, c in enumerate(s.constraints):
+            size = sizes[i]
+            if c.topology_key == LABEL_HOSTNAME:
+                size = len(nodes) - len(s.ignored_nodes)
+            s.topology_normalizing_weight.append(topology_normalizing_weight(size))
+        counts = s.topology_pair_to_pod_counts
+        for node in all_nodes:
+            facts = node.facts
+            if facts is None:
+                continue
+            if require_all and not node_has_all_keys(facts.labels, s.constraints):
+                continue
+            for c in s.constraints:
+                value = facts.labels.get(c.topology_key)
+                if value is None or c.topology_key == LABEL_HOSTNAME:
+                    continue
+                pair = (c.topology_key, value)
+                if pair not in counts:
+                    continue
+                if not c.matches_node_inclusion_policies(pod, facts):
+                    continue
+                counts[pair] += c.count_matching(node, pod.namespace)
+        state.write(PRE_SCORE_STATE_KEY, s)
+        return SUCCESS
+
+    def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
+        s: PreScoreState | None = state.read(PRE_SCORE_STATE_KEY)
+        if s is None or node.name in s.ignored_nodes:
+            return 0
+        labels = node.labels
+        total = 0.0
+        for i, c in enumerate(s.constraints):
+            value = labels.get(c.topology_key)
+            if value is None:
+                continue
+            if c.topology_key == LABEL_HOSTNAME:
+                count = c.count_matching(node, pod.namespace)
+            else:
+                count = s.topology_pair_to_pod_counts.get((c.topology_key, value), 0)
+            total += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i])
+        # The seed (001) shows Kubernetes' `int64(score)`: truncation, not rounding.
+        return int(total)
+
+    def normalize_score(self, state: CycleState, pod: PodInfo,
+                        scores: list[NodeScore]) -> None:
+        s: PreScoreState | None = state.read(PRE_SCORE_STATE_KEY)
+        if s is None:
+            return
+        counted = [x.score for x in scores if x.name not in s.ignored_nodes]
+        lowest = min(counted, default=0)
+        highest = max(counted, default=0)
+        for x in scores:
+            if x.name in s.ignored_nodes:
+                x.score = 0
+            elif highest == 0:
+                x.score = MAX_NODE_SCORE
+            else:
+                x.score = MAX_NODE_SCORE * (highest + lowest - x.score) // highest

@@ -1,0 +1,37 @@
+"""The scheduler's settings: Kubernetes' kube-scheduler flag names, `SKIFF_SCHEDULER_*`
+environment variables, and an optional KubeSchedulerConfiguration file (`--config`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from skiff.settings import duration, load_settings, setting
+
+
+@dataclass(frozen=True)
+class SchedulerSettings:
+    apiserver: str = setting("127.0.0.1:6443", help="apiserver gRPC address")
+    health_port: int = setting(10259, help="gRPC health port (0 = no health server)")
+    bind_address: str = setting("127.0.0.1", help="address the health server listens on")
+    log_level: str = setting("INFO")
+    config: str = setting("", help="path to a KubeSchedulerConfiguration YAML file")
+    scheduler_name: str = setting("default-scheduler",
+                                  help="schedule only pods with this spec.schedulerName "
+                                       "(the profile name when --config sets none)")
+    pod_initial_backoff_seconds: float = duration(1.0, help="first backoff of a pod that "
+                                                           "failed to schedule")
+    pod_max_backoff_seconds: float = duration(10.0, help="longest backoff")
+    pod_max_in_unschedulable_pods_duration: float = duration(
+        300.0, help="retry an unschedulable pod at least this often")
+    percentage_of_nodes_to_score: int = setting(
+        0, help="stop filtering after this % of nodes fit (0 = Kubernetes' adaptive default)")
+    parallel_binds: int = setting(16, help="bindings in flight at once")
+
+
+DEFAULTS = SchedulerSettings()
+
+
+def parse_settings(argv: list[str] | None = None) -> SchedulerSettings:
+    return load_settings(SchedulerSettings, argv, prog="skiff-scheduler",
+                         env_prefix="SKIFF_SCHEDULER_",
+                         description="Skiff's scheduler: binds pending pods to nodes.")

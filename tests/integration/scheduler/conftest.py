@@ -1,0 +1,97 @@
+"""Fixtures for scheduler integration tests: a fresh etcd + apiserver + scheduler process
+per test (nodes are cluster-scoped, so tests must not share them), short backoffs, and
+helpers that create Nodes as a kubelet would register them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skiff.api import ApiError, Reason
+from skiff.api.testing import make_node
+from skiff.client import ApiClient
+from tests.integration.cluster import Cluster
+
+Obj = dict[str, Any]
+StartScheduler = Callable[..., None]
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    c = Cluster(tmp_path)
+    try:
+        c.start()
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture
+def start_scheduler(cluster: Cluster, tmp_path: Path) -> StartScheduler:
+    def start(*, config: str = "", args: tuple[str, ...] = ()) -> None:
+        extra = ["--pod-initial-backoff-seconds", "0.2", "--pod-max-backoff-seconds", "1",
+                 *args]
+        if config:
+            path = tmp_path / "scheduler-config.yaml"
+            path.write_text(config)
+            extra += ["--config", str(path)]
+        cluster.add_service("scheduler", "skiff.scheduler", extra)
+    return start
+
+
+@pytest.fixture
+async def api(cluster: Cluster) -> AsyncIterator[ApiClient]:
+    async with ApiClient(cluster.api_target, retry_seconds=20) as client:
+        yield client
+
+
+async def create_node(api: ApiClient, name: str, *, cpu: str = "4", memory: str = "8Gi",
+                      labels: dict[str, str] | None = None,
+                      taints: list[tuple[str, str]] = ()) -> Obj:  # type: ignore[assignment]
+    builder = make_node(name).capacity({"cpu": cpu, "memory": memory, "pods": "110"})
+    builder.condition("Ready", "True")
+    for key, value in (labels or {}).items():
+        builder.label(key, value)
+    for key, effect in taints:
+        builder.taint(key, effect)
+    return await api.create(builder.obj())
+
+
+async def get_pod(api: ApiClient, name: str, namespace: str = "default") -> Obj | None:
+    try:
+        return await api.get("pods", name, namespace)
+    except ApiError as err:
+        if err.reason == Reason.NOT_FOUND:
+            return None
+        raise
+
+
+async def wait_for(check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0,
+                   what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await check()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(0.1)
+
+
+async def wait_bound(api: ApiClient, name: str, namespace: str = "default",
+                     timeout: float = 20.0) -> str:
+    async def bound() -> str:
+        pod = await get_pod(api, name, namespace)
+        return str(((pod or {}).get("spec") or {}).get("nodeName") or "")
+    node: str = await wait_for(bound, timeout=timeout, what=f"pod {name} to be bound")
+    return node
+
+
+async def events_for(api: ApiClient, name: str, namespace: str = "default") -> list[Obj]:
+    items = (await api.list("events", namespace))["items"]
+    return [e for e in items if e.get("involvedObject", {}).get("name") == name]
