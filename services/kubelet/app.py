@@ -1,0 +1,152 @@
+"""Wiring of the kubelet process: settings → API client, runtime, nodes, informer, workers.
+
+One process normally serves one node. With `--runtime fake --hollow-nodes N` it serves N
+hollow nodes named `<node-name>-0` … `<node-name>-(N-1)` from one shared pod informer (one
+watch for all of them) and one API connection, for scale tests of the control plane.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from skiff.api.quantity import bytes_
+from skiff.client import ApiClient, EventRecorder, Informer
+from skiff.client.backoff import Backoff
+from skiff.clock import REAL_CLOCK
+from skiff.kubelet.eviction import EvictionManager, parse_thresholds
+from skiff.kubelet.kubelet import Kubelet
+from skiff.kubelet.logs import LogService
+from skiff.kubelet.node import NodeAgent
+from skiff.kubelet.pod_worker import PodEnvironment
+from skiff.kubelet.runtime import ContainerRuntime
+from skiff.kubelet.runtime.fake import FakeRuntime
+from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
+from skiff.kubelet.settings import (
+    KubeletSettings,
+    parse_grace_periods,
+    parse_labels,
+    parse_settings,
+    parse_taints,
+)
+from skiff.service import Service, run_service
+from skiff.tracing import tracer
+
+__all__ = ["main", "run_kubelet"]
+
+log = logging.getLogger(__name__)
+
+
+async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService) -> None:
+    runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
+    root = Path(settings.root_dir)
+    names = settings.node_names()
+    capacity = {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity(),
+                "pods": str(settings.max_pods)}
+    async with ApiClient(settings.apiserver, user_agent="skiff-kubelet",
+                         retry_seconds=60) as api:
+        kubelets: list[Kubelet] = []
+        agents: list[NodeAgent] = []
+        evictions: list[EvictionManager] = []
+        for name in names:
+            env = PodEnvironment(
+                api=api, recorder=EventRecorder(api, component="kubelet", host=name),
+                runtime=runtime, root_dir=root / name if len(names) > 1 else root,
+                node_name=name, clock=REAL_CLOCK, tracer=tracer("skiff.kubelet"),
+                backoff=Backoff(initial=settings.container_restart_backoff_base,
+                                maximum=settings.container_restart_backoff_max,
+                                clock=REAL_CLOCK),
+                base_env=base_environment())
+            kubelet = Kubelet(env=env)
+            eviction = EvictionManager(
+                kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
+                hard=parse_thresholds(settings.eviction_hard, flag="--eviction-hard"),
+                soft=parse_thresholds(settings.eviction_soft, flag="--eviction-soft"),
+                soft_grace_periods=parse_grace_periods(settings.eviction_soft_grace_period),
+                max_pod_grace_period=settings.eviction_max_pod_grace_period,
+                pressure_transition_period=settings.eviction_pressure_transition_period,
+                interval=settings.eviction_monitoring_interval, clock=REAL_CLOCK)
+            agent = NodeAgent(
+                api=api, clock=REAL_CLOCK, node_name=name,
+                labels=parse_labels(settings.node_labels),
+                taints=parse_taints(settings.register_with_taints), capacity=capacity,
+                health_port=settings.health_port,
+                lease_duration=settings.node_lease_duration_seconds,
+                renew_interval=settings.lease_renew_interval,
+                status_update_frequency=settings.node_status_update_frequency,
+                status_report_frequency=settings.node_status_report_frequency,
+                extra_conditions=eviction.node_conditions)
+            kubelets.append(kubelet)
+            agents.append(agent)
+            evictions.append(eviction)
+        by_node = {k.node_name: k for k in kubelets}
+        logs.locators = [k.log_path for k in kubelets]
+
+        def route(pod: dict[str, object]) -> None:
+            spec = pod.get("spec")
+            node = spec.get("nodeName") if isinstance(spec, dict) else None
+            kubelet = by_node.get(str(node)) if node else None
+            if kubelet is not None:
+                kubelet.on_pod(pod)
+
+        def route_delete(pod: dict[str, object]) -> None:
+            for kubelet in kubelets:
+                kubelet.on_pod_deleted(pod)
+
+        selector = f"spec.nodeName={names[0]}" if len(names) == 1 else ""
+        # The resync re-delivers every pod to its worker each sync frequency (Kubernetes'
+        # --sync-frequency), so a worker re-checks its pod even without changes.
+        informer = Informer(api, "pods", field_selector=selector,
+                            resync_period=settings.sync_frequency)
+        informer.add_handler(on_add=route, on_update=lambda _old, new: route(new),
+                             on_delete=route_delete)
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            await asyncio.gather(*(a.register() for a in agents))
+            for agent in agents:
+                # Spread the renewals of many hollow nodes over the interval.
+                delay = random.uniform(0, agent.renew_interval) if len(agents) > 1 else 0.0
+                tasks.append(asyncio.create_task(_delayed(agent.run(), delay),
+                                                 name=f"node:{agent.node_name}"))
+            tasks.append(asyncio.create_task(informer.run(), name="pod-informer"))
+            await informer.wait_synced()
+            for kubelet in kubelets:
+                kubelet.kill_orphans()
+            if settings.runtime == "process":
+                tasks += [asyncio.create_task(e.run(), name=f"eviction:{e.kubelet.node_name}")
+                          for e in evictions]
+            log.info("kubelet ready", extra={"nodes": len(names), "runtime": settings.runtime})
+            await service.ready()
+            await service.stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for kubelet in kubelets:
+                await kubelet.shutdown()
+
+async def _delayed(coro: Coroutine[Any, Any, None], delay: float) -> None:
+    try:
+        await asyncio.sleep(delay)
+    except asyncio.CancelledError:
+        coro.close()
+        raise
+    await coro
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings = parse_settings(argv)
+    logs = LogService()
+    address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
+
+    async def body(service: Service) -> None:
+        with contextlib.suppress(asyncio.CancelledError):
+            await run_kubelet(settings, service, logs)
+
+    run_service("kubelet", body, health_address=address, log_level=settings.log_level,
+                handlers=[logs.handler()])

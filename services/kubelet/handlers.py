@@ -1,0 +1,136 @@
+"""The four ways the kubelet checks or pokes a container: exec, httpGet, tcpSocket, grpc.
+
+Probes (LC7) and lifecycle hooks (LC8, GT5) share these handlers; `sleep` is a hook-only
+handler. The pod IP of every Skiff pod is 127.0.0.1 (processes share the node's network),
+so httpGet/tcpSocket/grpc go to localhost unless `host` says otherwise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ssl
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
+
+__all__ = ["POD_IP", "HandlerResult", "run_handler"]
+
+POD_IP = "127.0.0.1"
+
+Obj = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class HandlerResult:
+    success: bool
+    message: str = ""
+
+
+def _port(value: Any, container: Obj) -> int:
+    if isinstance(value, int):
+        return value
+    text = str(value)
+    if text.isdigit():
+        return int(text)
+    for port in container.get("ports") or []:
+        if port.get("name") == text:
+            return int(port["containerPort"])
+    raise ValueError(f"port {text!r} is not a number nor a named port of the container")
+
+
+async def _http_get(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
+    host = spec.get("host") or POD_IP
+    port = _port(spec.get("port"), container)
+    path = spec.get("path") or "/"
+    tls = str(spec.get("scheme", "HTTP")).upper() == "HTTPS"
+    context: ssl.SSLContext | None = None
+    if tls:  # Kubernetes does not verify probe certificates
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+    headers = "".join(f"{h['name']}: {h['value']}\r\n" for h in spec.get("httpHeaders") or [])
+    request = (f"GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: kube-probe/1.30\r\n"
+               f"Accept: */*\r\nConnection: close\r\n{headers}\r\n").encode()
+
+    async def go() -> HandlerResult:
+        reader, writer = await asyncio.open_connection(host, port, ssl=context)
+        try:
+            writer.write(request)
+            await writer.drain()
+            status_line = await reader.readline()
+        finally:
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+        parts = status_line.decode(errors="replace").split()
+        if len(parts) < 2 or not parts[1].isdigit():
+            return HandlerResult(False, f"bad HTTP response {status_line[:80]!r}")
+        code = int(parts[1])
+        if 200 <= code < 400:
+            return HandlerResult(True, f"HTTP {code}")
+        return HandlerResult(False, f"HTTP probe failed with statuscode: {code}")
+
+    return await asyncio.wait_for(go(), timeout)
+
+
+async def _tcp(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
+    host = spec.get("host") or POD_IP
+    port = _port(spec.get("port"), container)
+    _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    writer.close()
+    with contextlib.suppress(Exception):
+        await writer.wait_closed()
+    return HandlerResult(True)
+
+
+async def _grpc(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
+    port = _port(spec.get("port"), container)
+    async with grpc.aio.insecure_channel(f"{POD_IP}:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        try:
+            resp = await stub.Check(
+                health_pb2.HealthCheckRequest(service=spec.get("service") or ""),
+                timeout=timeout)
+        except grpc.aio.AioRpcError as err:
+            return HandlerResult(False, f"grpc health check failed: {err.code().name}")
+    if resp.status == health_pb2.HealthCheckResponse.SERVING:
+        return HandlerResult(True)
+    return HandlerResult(False, f"service unhealthy (responded with "
+                                f"{health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)})")
+
+
+async def run_handler(handler: Obj, *, container: Obj, runtime: ContainerRuntime,
+                      handle: ContainerHandle | None, config: ContainerConfig,
+                      timeout: float) -> HandlerResult:
+    """Run one probe or hook handler; errors and timeouts are failures, never exceptions."""
+    try:
+        if "exec" in handler:
+            command = list((handler["exec"] or {}).get("command") or [])
+            result = await runtime.exec(handle, config, command, timeout=timeout)
+            if result.timed_out:
+                return HandlerResult(False, f"command {command!r} timed out")
+            if result.exit_code != 0:
+                return HandlerResult(False, f"command {command!r} exited with "
+                                            f"{result.exit_code}: {result.output[-200:]}")
+            return HandlerResult(True, result.output[-200:])
+        if "httpGet" in handler:
+            return await _http_get(handler["httpGet"], container, timeout)
+        if "tcpSocket" in handler:
+            return await _tcp(handler["tcpSocket"], container, timeout)
+        if "grpc" in handler:
+            return await _grpc(handler["grpc"], container, timeout)
+        if "sleep" in handler:
+            seconds = float((handler["sleep"] or {}).get("seconds", 0))
+            await asyncio.sleep(min(seconds, timeout))
+            return HandlerResult(True)
+    except TimeoutError:
+        return HandlerResult(False, f"timed out after {timeout:g}s")
+    except (OSError, ValueError) as err:
+        return HandlerResult(False, str(err))
+    return HandlerResult(False, "no handler (need exec, httpGet, tcpSocket or grpc)")

@@ -1,0 +1,130 @@
+"""One node's kubelet: routes pod events to pod workers and re-adopts what survived.
+
+The informer feeds `on_pod` / `on_pod_deleted`; each pod (by UID) gets one `PodWorker`
+task. At start-up, pod directories whose pod no longer exists in the API (force deleted
+while the kubelet was down) get a worker that only kills their processes (GT8, PS1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from skiff.api.errors import ApiError, Reason
+from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
+from skiff.kubelet.records import load_state
+
+__all__ = ["Kubelet"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+
+class Kubelet:
+    def __init__(self, *, env: PodEnvironment) -> None:
+        self.env = env
+        self.node_name = env.node_name
+        self.workers: dict[str, PodWorker] = {}
+        self._by_name: dict[tuple[str, str], str] = {}
+
+    # -- informer handlers -----------------------------------------------------------------
+
+    def on_pod(self, pod: Obj) -> None:
+        if pod.get("spec", {}).get("nodeName") != self.node_name:
+            return
+        uid = pod["metadata"]["uid"]
+        worker = self.workers.get(uid)
+        if worker is not None:
+            worker.update(pod)
+            return
+        self._start_worker(pod)
+
+    def on_pod_deleted(self, pod: Obj) -> None:
+        worker = self.workers.get(pod.get("metadata", {}).get("uid", ""))
+        if worker is not None:
+            worker.removed()
+
+    def _start_worker(self, pod: Obj) -> PodWorker:
+        worker = PodWorker(env=self.env, pod=pod)
+        uid = worker.uid
+        self.workers[uid] = worker
+        self._by_name[(worker.namespace, worker.name)] = uid
+        worker.task = asyncio.create_task(worker.run(), name=f"pod-worker:{uid}")
+
+        def done(task: asyncio.Task[None]) -> None:
+            if self.workers.get(uid) is worker:
+                del self.workers[uid]
+            if self._by_name.get((worker.namespace, worker.name)) == uid:
+                del self._by_name[(worker.namespace, worker.name)]
+            if not task.cancelled() and task.exception() is not None:
+                log.error("pod worker failed", exc_info=task.exception(),
+                          extra={"pod": f"{worker.namespace}/{worker.name}", "uid": uid})
+
+        worker.task.add_done_callback(done)
+        return worker
+
+    # -- start-up --------------------------------------------------------------------------
+
+    def kill_orphans(self) -> int:
+        """Pod directories with live state but no pod in the API: kill their processes."""
+        pods_dir = self.env.root_dir / "pods"
+        count = 0
+        for entry in sorted(pods_dir.iterdir()) if pods_dir.is_dir() else []:
+            if entry.name in self.workers:
+                continue
+            state = load_state(entry)
+            if state is None or state.get("uid") != entry.name:
+                continue
+            pod: Obj = {"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": state.get("name") or entry.name,
+                                     "namespace": state.get("namespace") or "default",
+                                     "uid": entry.name, "resourceVersion": "0"},
+                        "spec": {"nodeName": self.node_name,
+                                 "containers": [{"name": n} for n in state.get("containers",
+                                                                                  {})]}}
+            log.warning("found the directory of a pod that no longer exists; killing its "
+                        "processes", extra={"pod": f"{pod['metadata']['namespace']}/"
+                                                   f"{pod['metadata']['name']}",
+                                            "uid": entry.name})
+            worker = self._start_worker(pod)
+            worker.removed()
+            count += 1
+        return count
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def log_path(self, namespace: str, name: str, container: str | None,
+                 previous: bool) -> Path:
+        uid = self._by_name.get((namespace, name))
+        worker = self.workers.get(uid or "")
+        if worker is None:
+            raise ApiError(Reason.NOT_FOUND, f'pod "{name}" not found on node '
+                                             f'{self.node_name}')
+        names = [r.name for r in worker.records]
+        if container is None:
+            apps = [r.name for r in worker.records if r.kind == "app"]
+            if len(apps) != 1:
+                raise ApiError.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: "
+                    f"[{' '.join(names)}]")
+            container = apps[0]
+        record = next((r for r in worker.records if r.name == container), None)
+        if record is None:
+            raise ApiError(Reason.NOT_FOUND, f'container "{container}" is not in pod '
+                                             f'"{name}"; choose one of: [{" ".join(names)}]')
+        attempt = record.restart_count - (1 if previous else 0)
+        if attempt < 0 or (previous and record.attempts < 2):
+            raise ApiError.bad_request(f'previous terminated container "{container}" in pod '
+                                       f'"{name}" not found')
+        return worker.dir.log_path(container, attempt)
+
+    async def shutdown(self) -> None:
+        """Stop the workers, leaving the pods' processes running (a kubelet restart must not
+        kill pods; the next kubelet re-adopts them)."""
+        tasks = [w.task for w in self.workers.values() if w.task is not None]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

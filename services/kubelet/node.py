@@ -1,0 +1,197 @@
+"""The node's side of the API: register the Node, renew its Lease, report its status.
+
+As Kubernetes' kubelet with NodeLease: the Lease `kube-node-lease/<node>` is renewed every
+quarter of its duration (10 s of 40 s) and is the heartbeat the node lifecycle controller
+watches (PS2); node status is computed every `nodeStatusUpdateFrequency` but written only
+when it changed or `nodeStatusReportFrequency` passed, so a quiet node costs one write per
+renew interval. Every API call is retried with backoff (the client retries UNAVAILABLE).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import platform
+from collections.abc import Callable
+from typing import Any
+
+from skiff.api.errors import ApiError, Reason
+from skiff.client import ApiClient
+from skiff.clock import Clock, rfc3339, rfc3339_micro
+
+__all__ = ["NodeAgent", "node_arch"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+LEASE_NAMESPACE = "kube-node-lease"
+
+
+def node_arch() -> str:
+    machine = platform.machine().lower()
+    return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(machine, machine)
+
+
+class NodeAgent:
+    def __init__(self, *, api: ApiClient, clock: Clock, node_name: str,
+                 labels: dict[str, str], taints: list[dict[str, str]],
+                 capacity: dict[str, str], health_port: int, lease_duration: int,
+                 renew_interval: float, status_update_frequency: float,
+                 status_report_frequency: float,
+                 extra_conditions: Callable[[], list[Obj]] | None = None) -> None:
+        self.api = api
+        self.clock = clock
+        self.node_name = node_name
+        self.labels = {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux",
+                       "kubernetes.io/arch": node_arch(), **labels}
+        self.taints = taints
+        self.capacity = capacity
+        self.health_port = health_port
+        self.lease_duration = lease_duration
+        self.renew_interval = renew_interval
+        self.status_update_frequency = status_update_frequency
+        self.status_report_frequency = status_report_frequency
+        self.extra_conditions = extra_conditions or (list)
+        self.writes = 0  # API writes this agent made (bench: write rate)
+        self._last_status: Obj | None = None
+        self._last_report = 0.0
+        self._ready_since = rfc3339(clock.now())
+
+    # -- registration ----------------------------------------------------------------------
+
+    def _status(self) -> Obj:
+        now = rfc3339(self.clock.now())
+        conditions = [{
+            "type": "Ready", "status": "True", "reason": "KubeletReady",
+            "message": "kubelet is posting ready status", "lastHeartbeatTime": now,
+            "lastTransitionTime": self._ready_since}]
+        conditions += self.extra_conditions()
+        return {
+            "capacity": dict(self.capacity), "allocatable": dict(self.capacity),
+            "conditions": conditions,
+            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+                          {"type": "Hostname", "address": self.node_name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": self.health_port}},
+            "nodeInfo": {"kubeletVersion": "skiff-0.1.0", "operatingSystem": "linux",
+                         "architecture": node_arch(), "containerRuntimeVersion": "skiff-process",
+                         "kernelVersion": platform.release()},
+        }
+
+    async def register(self) -> None:
+        """Create the Node, or adopt an existing one (labels merged, status refreshed)."""
+        node: Obj = {"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": self.node_name, "labels": dict(self.labels)},
+                     "spec": {"taints": list(self.taints)} if self.taints else {}}
+        delay = 0.2
+        while True:
+            try:
+                try:
+                    created = await self.api.create(node)
+                    self.writes += 1
+                except ApiError as err:
+                    if err.reason != Reason.ALREADY_EXISTS:
+                        raise
+                    created = await self.api.get("nodes", self.node_name)
+                    labels = created["metadata"].setdefault("labels", {})
+                    if any(labels.get(k) != v for k, v in self.labels.items()):
+                        labels.update(self.labels)
+                        created = await self.api.update(created)
+                        self.writes += 1
+                await self._write_status(created)
+                log.info("node registered", extra={"node": self.node_name})
+                return
+            except ApiError as err:
+                log.warning("node registration failed; retrying",
+                            extra={"node": self.node_name, "error": err.message})
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, 7.0)
+
+    async def _write_status(self, node: Obj | None = None) -> None:
+        status = self._status()
+        for _ in range(5):
+            if node is None:
+                node = await self.api.get("nodes", self.node_name)
+            body = copy.deepcopy(node)
+            body["status"] = status
+            try:
+                await self.api.update_status(body)
+                self.writes += 1
+                self._last_status = status
+                self._last_report = self.clock.monotonic()
+                return
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT:
+                    raise
+                node = None
+
+    # -- loops -----------------------------------------------------------------------------
+
+    async def run_status(self) -> None:
+        while True:
+            await self.clock.sleep(self.status_update_frequency)
+            due = self.clock.monotonic() - self._last_report >= self.status_report_frequency
+            if due or _without_heartbeats(self._status()) != _without_heartbeats(
+                    self._last_status):
+                try:
+                    await self._write_status()
+                except ApiError as err:
+                    if err.reason == Reason.NOT_FOUND:
+                        await self.register()  # the Node was deleted: register again
+                    else:
+                        log.warning("node status update failed", extra={
+                            "node": self.node_name, "error": err.message})
+
+    async def run_lease(self) -> None:
+        """Renew `kube-node-lease/<node>` every renew interval (create it when missing)."""
+        lease: Obj | None = None
+        delay = 0.2
+        while True:
+            try:
+                lease = await self._renew(lease)
+                delay = 0.2
+                await self.clock.sleep(self.renew_interval)
+            except ApiError as err:
+                log.warning("lease renewal failed; retrying",
+                            extra={"node": self.node_name, "error": err.message})
+                lease = None
+                await self.clock.sleep(delay)
+                delay = min(delay * 2, self.renew_interval)
+
+    async def _renew(self, lease: Obj | None) -> Obj:
+        now = rfc3339_micro(self.clock.now())
+        if lease is None:
+            try:
+                lease = await self.api.get("leases", self.node_name, LEASE_NAMESPACE)
+            except ApiError as err:
+                if err.reason != Reason.NOT_FOUND:
+                    raise
+                created = await self.api.create({
+                    "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                    "metadata": {"name": self.node_name, "namespace": LEASE_NAMESPACE},
+                    "spec": {"holderIdentity": self.node_name,
+                             "leaseDurationSeconds": self.lease_duration,
+                             "acquireTime": now, "renewTime": now}})
+                self.writes += 1
+                return created
+        body = copy.deepcopy(lease)
+        body["spec"].update(holderIdentity=self.node_name,
+                            leaseDurationSeconds=self.lease_duration, renewTime=now)
+        updated = await self.api.update(body)
+        self.writes += 1
+        return updated
+
+    async def run(self) -> None:
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.run_lease(), name=f"lease:{self.node_name}")
+            tg.create_task(self.run_status(), name=f"node-status:{self.node_name}")
+
+
+def _without_heartbeats(status: Obj | None) -> Obj | None:
+    if status is None:
+        return None
+    copied = copy.deepcopy(status)
+    for cond in copied.get("conditions", []):
+        cond.pop("lastHeartbeatTime", None)
+    return copied

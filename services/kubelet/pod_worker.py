@@ -1,0 +1,595 @@
+"""One pod worker per pod: it starts, supervises, terminates and finally removes its pod.
+
+Like Kubernetes' pod workers, each pod's updates are handled by its own task, in order:
+run (init containers one at a time, sidecars, app containers, restarts with CrashLoopBackOff
+per LC3, probes, hooks) until termination is requested (a deletionTimestamp, eviction, or
+the object vanishing), then terminate (GT4–GT9), then finish (GT10/PS1: the terminal phase
+is written and, only once every process is confirmed gone, the pod is deleted with period
+0). Status is written by a companion task so it stays current during termination (GT12).
+Cancelling a worker (kubelet shutdown) leaves the pod's processes running on purpose.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import copy
+import logging
+import signal as signals
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from opentelemetry.trace import Tracer
+
+from skiff.api.errors import ApiError, Reason
+from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder
+from skiff.client.backoff import Backoff
+from skiff.clock import Clock, rfc3339
+from skiff.kubelet.handlers import POD_IP, run_handler
+from skiff.kubelet.killing import TerminationOrdering, kill_container
+from skiff.kubelet.poddir import PodDir, container_env
+from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
+from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
+from skiff.kubelet.runtime.process import signal_number
+from skiff.kubelet.status import (
+    container_status,
+    merge_conditions,
+    pod_phase,
+    qos_class,
+    ready_conditions,
+)
+from skiff.kubelet.termination import PRESTOP_EXTENSION_SECONDS, KillReason, effective_grace_period
+from skiff.tracing import start_span_from_object
+
+__all__ = ["PodEnvironment", "PodWorker"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+_POST_START_TIMEOUT_SECONDS = 30.0  # hooks have no timeout field; bound a hanging one
+
+
+@dataclass
+class PodEnvironment:
+    """What every pod worker of one node shares."""
+
+    api: ApiClient
+    recorder: EventRecorder
+    runtime: ContainerRuntime
+    root_dir: Path
+    node_name: str
+    backoff: Backoff[tuple[str, str]]
+    clock: Clock
+    tracer: Tracer
+    base_env: dict[str, str]
+
+
+def _rv(obj: Obj) -> int:
+    try:
+        return int(obj.get("metadata", {}).get("resourceVersion") or 0)
+    except ValueError:
+        return 0
+
+
+class PodWorker:
+    def __init__(self, *, env: PodEnvironment, pod: Obj) -> None:
+        self.env = env
+        self.pod = copy.deepcopy(pod)
+        meta = pod["metadata"]
+        self.uid: str = meta["uid"]
+        self.namespace: str = meta.get("namespace", "default")
+        self.name: str = meta["name"]
+        self.dir = PodDir(env.root_dir, self.uid)
+        spec = pod.get("spec", {})
+        self.records: list[ContainerRecord] = [
+            ContainerRecord(spec=c, kind=SIDECAR if c.get("restartPolicy") == "Always" else INIT)
+            for c in spec.get("initContainers") or []] + [
+            ContainerRecord(spec=c, kind=APP) for c in spec.get("containers") or []]
+        self._wake = asyncio.Event()
+        self._status_dirty = asyncio.Event()
+        self._removed = False
+        self._eviction: tuple[int, str] | None = None
+        self._evicted = asyncio.get_running_loop().create_future()
+        self._terminal = False
+        self._init_failed = False
+        self._phase = str(pod.get("status", {}).get("phase") or "Pending")
+        self._last_written: Obj | None = None
+        self._start_time = pod.get("status", {}).get("startTime")
+        self._probes: dict[str, list[asyncio.Task[None]]] = {}
+        self._started_events: dict[str, asyncio.Event] = {}
+        self._background: set[asyncio.Task[Any]] = set()
+        self._timer: asyncio.TimerHandle | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    # -- inputs ----------------------------------------------------------------------------
+
+    def update(self, pod: Obj) -> None:
+        """A newer version of the pod from the informer."""
+        if pod["metadata"].get("uid") != self.uid or _rv(pod) < _rv(self.pod):
+            return
+        self.pod = copy.deepcopy(pod)
+        self._wake.set()
+        self._status_dirty.set()
+
+    def removed(self) -> None:
+        """The pod object is gone from the API (force deleted, or deleted by us)."""
+        self._removed = True
+        self._wake.set()
+
+    def evict(self, *, override: int, message: str) -> asyncio.Future[None]:
+        """Kill the pod for node pressure (GT11); resolves once its processes are gone."""
+        if self._eviction is None:
+            self._eviction = (override, message)
+        self._wake.set()
+        return self._evicted
+
+    @property
+    def terminating(self) -> bool:
+        return self._removed or self._eviction is not None or bool(
+            self.pod["metadata"].get("deletionTimestamp"))
+
+    @property
+    def active(self) -> bool:
+        return any(r.running for r in self.records)
+
+    # -- the worker ------------------------------------------------------------------------
+
+    async def run(self) -> None:
+        status_task = asyncio.create_task(self._status_loop(), name=f"status:{self.uid}")
+        try:
+            self.dir.prepare(self.pod)
+            self._adopt()
+            if self._start_time is None:
+                self._start_time = rfc3339(self.env.clock.now())
+            if self._phase not in ("Succeeded", "Failed") or self.active:
+                await self._run_until_terminating()
+            if self.terminating:
+                await self._terminate()
+            await self._finish()
+        finally:
+            for tasks in self._probes.values():
+                for t in tasks:
+                    t.cancel()
+            for t in self._background:
+                t.cancel()
+            if self._timer is not None:
+                self._timer.cancel()
+            status_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await status_task
+
+    async def _run_until_terminating(self) -> None:
+        first = True
+        while not self.terminating:
+            self._wake.clear()
+            if first:
+                with start_span_from_object(self.env.tracer, "kubelet.start_pod", self.pod,
+                                            attributes={"pod": f"{self.namespace}/{self.name}",
+                                                        "node": self.env.node_name}):
+                    done = await self._sync()
+                first = False
+            else:
+                done = await self._sync()
+            self._status_dirty.set()
+            if done:
+                return
+            await self._wake.wait()
+
+    # -- running ---------------------------------------------------------------------------
+
+    async def _sync(self) -> bool:
+        """Start what should run now; True when the pod has completed (nothing restarts)."""
+        policy = str(self.pod["spec"].get("restartPolicy", "Always"))
+        for r in self.records:
+            if r.kind == SIDECAR:
+                if not r.running and not r.killing:
+                    await self._maybe_start(r)
+                if not r.started and r.restart_count == 0:
+                    return False  # LC4: the next init container waits for this sidecar
+            elif r.kind == INIT:
+                if r.succeeded:
+                    continue
+                if r.running or r.killing:
+                    return False
+                if r.has_run() and policy == "Never":
+                    self._init_failed = True
+                    return True
+                await self._maybe_start(r)
+                return False
+        apps = [r for r in self.records if r.kind == APP]
+        for r in apps:
+            if r.running or r.killing or self.terminating:
+                continue
+            if not r.has_run() or self._should_restart(r, policy):
+                await self._maybe_start(r)
+        return not any(r.running or r.killing or self._should_restart(r, policy)
+                       or not r.has_run() for r in apps)
+
+    @staticmethod
+    def _should_restart(r: ContainerRecord, policy: str) -> bool:
+        if r.running or not r.has_run():
+            return False
+        return policy == "Always" or (policy == "OnFailure" and r.exit_code != 0)
+
+    async def _maybe_start(self, r: ContainerRecord) -> None:
+        """Start `r` now, or wait out its CrashLoopBackOff (LC3)."""
+        if r.has_run():
+            key = (self.uid, r.name)
+            finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
+            if self.env.backoff.in_backoff_since(key, finished):
+                delay = self.env.backoff.get(key)
+                r.state = {"waiting": {
+                    "reason": "CrashLoopBackOff",
+                    "message": f"back-off {delay:g}s restarting failed container={r.name} "
+                               f"pod={self.name}_{self.namespace}({self.uid})"}}
+                self._status_dirty.set()
+                self._wake_at(finished + delay)
+                return
+            self.env.backoff.next(key)
+            r.restart_count += 1
+        await self._start_container(r)
+
+    def _wake_at(self, when: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(0.0, when - self.env.clock.now())
+        self._timer = asyncio.get_running_loop().call_later(delay, self._wake.set)
+
+    def _config(self, r: ContainerRecord) -> ContainerConfig:
+        spec = r.spec
+        base = {**self.env.base_env, **self.dir.volume_env(self.pod)}
+        return ContainerConfig(
+            pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
+            command=[str(c) for c in list(spec.get("command") or []) + list(
+                spec.get("args") or [])],
+            env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
+            working_dir=self.dir.working_dir(spec),
+            log_path=self.dir.log_path(r.name, r.restart_count),
+            image=str(spec.get("image", "")))
+
+    async def _start_container(self, r: ContainerRecord) -> None:
+        if r.state.get("terminated"):
+            r.last_state = {"terminated": r.state["terminated"]}
+        config = self._config(r)
+        r.image = config.image
+        try:
+            handle = await self.env.runtime.start(config)
+        except OSError as err:
+            now = self.env.clock.now()
+            r.attempts += 1
+            r.exit_code, r.finished_at = 128, now
+            r.state = {"terminated": {"exitCode": 128, "reason": "StartError",
+                                      "message": str(err), "startedAt": rfc3339(now),
+                                      "finishedAt": rfc3339(now)}}
+            self._event(WARNING, "Failed", f"Error: {err}")
+            self._wake.set()
+            return
+        r.handle = handle
+        r.attempts += 1
+        r.exit_code = r.finished_at = None
+        r.started = r.ready = r.post_start_done = False
+        r.state = {"waiting": {"reason": "ContainerCreating"}}
+        handle.exited.add_done_callback(self._exit_callback(r, handle))
+        self._save()
+        self._status_dirty.set()
+        self._event(NORMAL, "Started", f"Started container {r.name}")
+        post_start = (r.spec.get("lifecycle") or {}).get("postStart")
+        if post_start:
+            result = await run_handler(post_start, container=r.spec, runtime=self.env.runtime,
+                                       handle=handle, config=config,
+                                       timeout=_POST_START_TIMEOUT_SECONDS)
+            if not result.success and handle.running:
+                self._event(WARNING, "FailedPostStartHook", result.message)
+                await self._kill(r, KillReason.FAILED_POST_START_HOOK)
+                return
+        if not handle.running:
+            return
+        r.post_start_done = True
+        r.state = {"running": {"startedAt": rfc3339(handle.started_at)}}
+        self._start_probes(r)
+        self._status_dirty.set()
+
+    def _start_probes(self, r: ContainerRecord) -> None:
+        started = asyncio.Event()
+        self._started_events[r.name] = started
+        if not r.spec.get(STARTUP):
+            r.started = True
+            started.set()
+            if not r.spec.get(READINESS) and r.kind != INIT:
+                r.ready = True  # LC7: no readiness probe means Success once started
+        config = self._config(r)
+        handle = r.handle
+
+        async def run(probe: dict[str, Any], timeout: float) -> Any:
+            return await run_handler(probe, container=r.spec, runtime=self.env.runtime,
+                                     handle=handle, config=config, timeout=timeout)
+
+        tasks = []
+        for kind in (STARTUP, LIVENESS, READINESS):
+            if r.spec.get(kind):
+                worker = ProbeWorker(record=r, kind=kind, run=run,
+                                     on_change=self._on_probe_change,
+                                     on_failure=self._on_probe_failure, started=started)
+                tasks.append(asyncio.create_task(worker.run(), name=f"probe:{r.name}:{kind}"))
+        self._probes[r.name] = tasks
+
+    def _stop_probes(self, r: ContainerRecord, *, keep_readiness: bool = False) -> None:
+        for t in self._probes.get(r.name, []):
+            if keep_readiness and t.get_name().endswith(READINESS):
+                continue
+            t.cancel()
+
+    def _on_probe_change(self) -> None:
+        self._status_dirty.set()
+        self._wake.set()
+
+    def _on_probe_failure(self, r: ContainerRecord, reason: KillReason, message: str) -> None:
+        if self.terminating or r.killing or not r.running:
+            return
+        self._event(WARNING, "Unhealthy", message)
+        what = "liveness" if reason is KillReason.LIVENESS_PROBE else "startup"
+        self._event(NORMAL, "Killing",
+                    f"Container {r.name} failed {what} probe, will be restarted")
+        self._spawn(self._kill(r, reason))
+
+    def _exit_callback(self, r: ContainerRecord,
+                       handle: ContainerHandle) -> Callable[[asyncio.Future[int | None]], None]:
+        return lambda _future: self._on_exit(r, handle)
+
+    def _on_exit(self, r: ContainerRecord, handle: ContainerHandle) -> None:
+        code: int | None = handle.exited.result()
+        reason = "Completed"
+        if code is None:  # re-adopted process: its exit status cannot be known
+            if handle.signals_sent:
+                code = 128 + handle.signals_sent[-1]
+                reason = "Error"
+            else:
+                code, reason = 137, "ContainerStatusUnknown"
+        elif code != 0:
+            reason = "Error"
+        now = self.env.clock.now()
+        r.exit_code, r.finished_at = code, now
+        r.ready = r.started = False
+        r.state = {"terminated": {"exitCode": code, "reason": reason,
+                                  "startedAt": rfc3339(handle.started_at),
+                                  "finishedAt": rfc3339(now), "containerID": handle.id}}
+        self._stop_probes(r)
+        self._save()
+        self._status_dirty.set()
+        self._wake.set()
+
+    # -- killing ---------------------------------------------------------------------------
+
+    async def _kill(self, r: ContainerRecord, reason: KillReason, *,
+                    override: int | None = None, ordering: TerminationOrdering | None = None,
+                    skip_pre_stop: bool = False) -> None:
+        stop = signal_number((r.spec.get("lifecycle") or {}).get("stopSignal"))
+        await kill_container(r, pod=self.pod, runtime=self.env.runtime, reason=reason,
+                             stop_signal=stop, run_pre_stop=self._run_pre_stop,
+                             override=override, ordering=ordering,
+                             skip_pre_stop=skip_pre_stop)
+
+    async def _run_pre_stop(self, r: ContainerRecord, grace: float) -> None:
+        """GT5: run preStop for at most the period; a failing or hanging hook is logged and
+        abandoned (never retried) so termination goes on."""
+        hook = r.spec["lifecycle"]["preStop"]
+        task = asyncio.create_task(run_handler(
+            hook, container=r.spec, runtime=self.env.runtime, handle=r.handle,
+            config=self._config(r), timeout=grace + PRESTOP_EXTENSION_SECONDS))
+        done, _ = await asyncio.wait({task}, timeout=grace)
+        if not done:
+            self._event(WARNING, "FailedPreStopHook",
+                        f"PreStop hook for container {r.name} did not finish within the "
+                        f"grace period ({grace:g}s); continuing termination")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            return
+        result = task.result()
+        if not result.success:
+            self._event(WARNING, "FailedPreStopHook",
+                        f"PreStop hook for container {r.name} failed: {result.message}")
+
+    async def _terminate(self) -> None:
+        """Stop every container of the pod (GT4–GT9)."""
+        if self._removed:
+            reason, override, skip = KillReason.ORPHANED, 1, True
+            log.warning("pod was force deleted while its processes run; killing them now",
+                        extra={"pod": f"{self.namespace}/{self.name}", "uid": self.uid})
+            if self.active:
+                self._event(WARNING, "Killing", "Pod was deleted from the API while its "
+                            "containers were running (force deletion); killing them")
+        elif self._eviction is not None:
+            reason, skip = KillReason.EVICTION, False
+            override = effective_grace_period(self.pod, override=self._eviction[0])
+        else:
+            reason, override, skip = KillReason.POD_TERMINATION, None, False
+        for r in self.records:
+            self._stop_probes(r, keep_readiness=True)  # GT12: readiness keeps running
+        ordering = TerminationOrdering(self.records)
+        running = [r for r in self.records if r.running]
+        if not running:
+            return
+        with start_span_from_object(self.env.tracer, "kubelet.kill_pod", self.pod,
+                                    attributes={"pod": f"{self.namespace}/{self.name}",
+                                                "reason": reason.value}):
+            if reason is KillReason.POD_TERMINATION:
+                self._event(NORMAL, "Killing", "Stopping containers (grace period "
+                            f"{self.pod['metadata'].get('deletionGracePeriodSeconds')}s)")
+            await asyncio.gather(*(self._kill(r, reason, override=override, ordering=ordering,
+                                              skip_pre_stop=skip) for r in running))
+
+    async def _finish(self) -> None:
+        """GT10 + PS1: terminal phase, then (if deleted) delete with period 0 once every
+        process is confirmed gone; then wait for the object to go and clean up."""
+        if not self.terminating:
+            # Completed on its own (restartPolicy Never/OnFailure): stop the sidecars.
+            ordering = TerminationOrdering(self.records)
+            await asyncio.gather(*(self._kill(r, KillReason.POD_TERMINATION,
+                                              ordering=ordering)
+                                   for r in self.records if r.running))
+        await self._confirm_gone()
+        self._terminal = True
+        if not self._evicted.done():
+            self._evicted.set_result(None)
+        await self._write_status()
+        while not self._removed:
+            if self.pod["metadata"].get("deletionTimestamp"):
+                await self._delete()
+            self._wake.clear()
+            if self._removed:
+                break
+            await self._wake.wait()
+        self.dir.remove()
+
+    async def _confirm_gone(self) -> None:
+        delay = 0.05
+        while True:
+            alive = [r for r in self.records
+                     if r.handle is not None and not self.env.runtime.gone(r.handle)]
+            if not alive:
+                return
+            for r in alive:
+                assert r.handle is not None
+                self.env.runtime.signal(r.handle, signals.SIGKILL)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 2.0)
+
+    async def _delete(self) -> None:
+        try:
+            await self.env.api.delete("pods", self.name, self.namespace,
+                                      grace_period_seconds=0, uid=self.uid)
+            self._removed = True
+            log.info("pod deleted after its processes exited",
+                     extra={"pod": f"{self.namespace}/{self.name}", "uid": self.uid})
+        except ApiError as err:
+            if err.reason in (Reason.NOT_FOUND, Reason.CONFLICT):
+                self._removed = True
+                return
+            log.warning("could not delete pod; retrying",
+                        extra={"pod": f"{self.namespace}/{self.name}", "error": err.message})
+            await asyncio.sleep(1.0)
+
+    # -- status ----------------------------------------------------------------------------
+
+    def compute_status(self, pod: Obj) -> Obj:
+        spec = pod.get("spec", {})
+        previous = str(pod.get("status", {}).get("phase") or "Pending")
+        if {"Pending": 0, "Running": 1}.get(previous, 2) < {"Pending": 0, "Running": 1}.get(
+                self._phase, 2):
+            previous = self._phase
+        phase = pod_phase(self.records, restart_policy=str(spec.get("restartPolicy", "Always")),
+                          terminating=self._terminal, previous=previous,
+                          init_failed=self._init_failed)
+        self._phase = phase
+        owned = ready_conditions(self.records, pod, sandbox_ready=not self._terminal)
+        status: Obj = copy.deepcopy(pod.get("status") or {})
+        status.update({
+            "phase": phase,
+            "conditions": merge_conditions(status.get("conditions") or [], owned,
+                                           now=self.env.clock.now()),
+            "hostIP": POD_IP, "hostIPs": [{"ip": POD_IP}],
+            "podIP": POD_IP, "podIPs": [{"ip": POD_IP}],
+            "startTime": self._start_time, "qosClass": qos_class(pod),
+            "containerStatuses": [container_status(r) for r in self.records if r.kind == APP],
+        })
+        inits = [container_status(r) for r in self.records if r.kind != APP]
+        if inits:
+            status["initContainerStatuses"] = inits
+        if self._eviction is not None:
+            status["reason"] = "Evicted"
+            status["message"] = self._eviction[1]
+            if self._terminal:
+                status["phase"] = self._phase = "Failed"
+        return status
+
+    async def _status_loop(self) -> None:
+        while True:
+            await self._status_dirty.wait()
+            self._status_dirty.clear()
+            await self._write_status()
+
+    async def _write_status(self) -> None:
+        pod = self.pod
+        for attempt in range(8):
+            status = self.compute_status(pod)
+            if status == self._last_written and attempt == 0:
+                return
+            body = copy.deepcopy(pod)
+            body["status"] = status
+            try:
+                written = await self.env.api.update_status(body)
+            except ApiError as err:
+                if err.reason == Reason.NOT_FOUND:
+                    return
+                if err.reason != Reason.CONFLICT:
+                    log.warning("status write failed; retrying", extra={
+                        "pod": f"{self.namespace}/{self.name}", "error": err.message})
+                    await asyncio.sleep(min(0.1 * 2 ** attempt, 2.0))
+                try:
+                    pod = await self.env.api.get("pods", self.name, self.namespace)
+                except ApiError:
+                    return
+                if pod["metadata"].get("uid") != self.uid:
+                    return
+                continue
+            self._last_written = status
+            if _rv(written) > _rv(self.pod):
+                self.pod = written
+            return
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _adopt(self) -> None:
+        """GT8: re-attach to the processes an earlier kubelet started for this pod."""
+        state = load_state(self.dir.path)
+        if not state or state.get("uid") != self.uid:
+            return
+        saved = state.get("containers") or {}
+        for r in self.records:
+            entry = saved.get(r.name)
+            if not entry:
+                continue
+            r.restart_count = int(entry.get("restartCount") or 0)
+            r.attempts = int(entry.get("attempts") or 0)
+            r.last_state = entry.get("lastState") or {}
+            r.exit_code = entry.get("exitCode")
+            r.finished_at = self.env.clock.now() if r.attempts else None
+            r.state = entry.get("state") or r.state
+            handle = None
+            if entry.get("running") and entry.get("pid"):
+                handle = self.env.runtime.adopt(
+                    pid=int(entry["pid"]), pgid=int(entry["pgid"]),
+                    start_ticks=int(entry["startTicks"]), started_at=float(entry["startedAt"]))
+                if handle is None:
+                    r.exit_code, r.state = 137, {"terminated": {
+                        "exitCode": 137, "reason": "ContainerStatusUnknown",
+                        "message": "The container could not be located when the kubelet "
+                                   "restarted", "finishedAt": rfc3339(self.env.clock.now())}}
+            if handle is not None:
+                log.info("re-adopted a running container", extra={
+                    "pod": f"{self.namespace}/{self.name}", "container": r.name,
+                    "pid": handle.pid})
+                r.handle = handle
+                r.exit_code = None
+                r.post_start_done = True
+                r.state = {"running": {"startedAt": rfc3339(handle.started_at)}}
+                handle.exited.add_done_callback(self._exit_callback(r, handle))
+                self._start_probes(r)
+
+    def _save(self) -> None:
+        try:
+            save_state(self.dir.path, pod=self.pod, records=self.records)
+        except OSError as err:
+            log.warning("could not save pod state", extra={"uid": self.uid, "error": str(err)})
+
+    def _event(self, type_: str, reason: str, message: str) -> None:
+        self._spawn(self.env.recorder.event(self.pod, type_, reason, message))
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)

@@ -1,0 +1,91 @@
+"""What the kubelet knows about each container of a pod, and how it survives a restart.
+
+A `ContainerRecord` holds the live handle, the status fields Kubernetes reports (state,
+lastState, restartCount, ready, started) and the probe bookkeeping. The pod directory keeps
+a small JSON file of PIDs, start times and restart counts, so a restarted kubelet re-adopts
+running processes instead of starting them twice (GT8).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skiff.kubelet.runtime import ContainerHandle
+
+__all__ = ["APP", "INIT", "SIDECAR", "ContainerRecord", "load_state", "save_state"]
+
+Obj = dict[str, Any]
+
+INIT, SIDECAR, APP = "init", "sidecar", "app"
+
+
+@dataclass(eq=False)
+class ContainerRecord:
+    spec: Obj
+    kind: str
+    handle: ContainerHandle | None = None
+    restart_count: int = 0
+    attempts: int = 0
+    state: Obj = field(default_factory=lambda: {"waiting": {"reason": "PodInitializing"}})
+    last_state: Obj = field(default_factory=dict)
+    started: bool = False  # postStart returned and the startup probe (if any) succeeded
+    ready: bool = False
+    post_start_done: bool = False
+    killing: bool = False
+    exit_code: int | None = None  # of the latest attempt, once it exited
+    finished_at: float | None = None
+    image: str = ""
+
+    @property
+    def name(self) -> str:
+        return str(self.spec["name"])
+
+    @property
+    def running(self) -> bool:
+        return self.handle is not None and self.handle.running
+
+    @property
+    def succeeded(self) -> bool:
+        return not self.running and self.exit_code == 0
+
+    def has_run(self) -> bool:
+        return self.attempts > 0
+
+
+def _state_path(pod_dir: Path) -> Path:
+    return pod_dir / "state.json"
+
+
+def save_state(pod_dir: Path, *, pod: Obj, records: list[ContainerRecord]) -> None:
+    """Atomically write what a restarted kubelet needs to re-adopt the pod's processes."""
+    meta = pod.get("metadata", {})
+    data = {
+        "namespace": meta.get("namespace"), "name": meta.get("name"), "uid": meta.get("uid"),
+        "containers": {
+            r.name: {
+                "pid": r.handle.pid if r.handle else None,
+                "pgid": r.handle.pgid if r.handle else None,
+                "startTicks": r.handle.start_ticks if r.handle else None,
+                "startedAt": r.handle.started_at if r.handle else None,
+                "running": r.running,
+                "restartCount": r.restart_count, "attempts": r.attempts,
+                "exitCode": r.exit_code, "lastState": r.last_state, "state": r.state,
+                "started": r.started,
+            } for r in records},
+    }
+    pod_dir.mkdir(parents=True, exist_ok=True)
+    tmp = _state_path(pod_dir).with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, _state_path(pod_dir))
+
+
+def load_state(pod_dir: Path) -> Obj | None:
+    try:
+        data = json.loads(_state_path(pod_dir).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None

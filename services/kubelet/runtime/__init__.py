@@ -1,0 +1,86 @@
+"""The `ContainerRuntime` seam: what the kubelet needs from whatever runs containers.
+
+Skiff's containers are not images: the default `ProcessRuntime` runs a container's
+`command` + `args` as a local process in its own process group; `FakeRuntime` runs nothing
+(hollow nodes for scale tests). Pod workers only talk to this protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+__all__ = ["ContainerConfig", "ContainerHandle", "ContainerRuntime", "ExecResult"]
+
+
+@dataclass(frozen=True)
+class ContainerConfig:
+    """Everything needed to start one container (one attempt of it)."""
+
+    pod_uid: str
+    namespace: str
+    pod_name: str
+    name: str
+    command: list[str]
+    env: dict[str, str]
+    working_dir: Path
+    log_path: Path
+    image: str = ""
+
+
+@dataclass(eq=False)
+class ContainerHandle:
+    """A running (or finished) container: its process group and when it started.
+
+    `exited` resolves to the exit code (128 + signal when killed by one); for a process
+    re-adopted after a kubelet restart the code is unknown and is `None`.
+    """
+
+    id: str
+    pid: int
+    pgid: int
+    start_ticks: int
+    started_at: float
+    exited: asyncio.Future[int | None] = field(repr=False)
+    signals_sent: list[int] = field(default_factory=list)
+
+    @property
+    def running(self) -> bool:
+        return not self.exited.done()
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str
+    timed_out: bool = False
+
+
+class ContainerRuntime(Protocol):
+    async def start(self, config: ContainerConfig) -> ContainerHandle:
+        """Start the container; raises OSError (e.g. command not found) when it cannot."""
+        ...
+
+    def signal(self, handle: ContainerHandle, sig: int) -> None:
+        """Send `sig` to the container's whole process group (no error if it is gone)."""
+        ...
+
+    def gone(self, handle: ContainerHandle) -> bool:
+        """True once no live process of the container's group remains (PS1)."""
+        ...
+
+    def adopt(self, *, pid: int, pgid: int, start_ticks: int,
+              started_at: float) -> ContainerHandle | None:
+        """Re-attach to a container started by an earlier kubelet (GT8), or None if dead."""
+        ...
+
+    async def exec(self, handle: ContainerHandle | None, config: ContainerConfig,
+                   command: list[str], *, timeout: float) -> ExecResult:
+        """Run `command` "inside" the container (its env, dir and process group)."""
+        ...
+
+    def memory_bytes(self, handle: ContainerHandle) -> int:
+        """Resident memory of the container's processes (eviction signals)."""
+        ...

@@ -1,0 +1,164 @@
+"""The default runtime: a container is `command` + `args` run as a local OS process.
+
+Each container gets its own session and process group (so SIGTERM/SIGKILL reach every
+process it forked), its stdout and stderr appended to a log file, and a pidfd so its exit
+wakes the event loop without polling. The image is not pulled or used: it is recorded in the
+status only. A container started by an earlier kubelet is re-adopted by PID after checking
+its start time in /proc, so a reused PID is never mistaken for it (GT8).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal as signals
+import subprocess
+import time
+from pathlib import Path
+
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
+from skiff.kubelet.runtime.procfs import group_members, read_stat
+
+__all__ = ["ProcessRuntime", "base_environment"]
+
+log = logging.getLogger(__name__)
+
+_INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
+
+
+def base_environment() -> dict[str, str]:
+    """What every container inherits from the node (a process needs PATH to find `sleep`)."""
+    return {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+
+
+def _exit_code(returncode: int | None) -> int | None:
+    if returncode is None:
+        return None
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class ProcessRuntime:
+    def __init__(self) -> None:
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+
+    async def start(self, config: ContainerConfig) -> ContainerHandle:
+        if not config.command:
+            raise OSError(f"container {config.name!r} has no command: Skiff runs "
+                          "`command` + `args` as a process (the image is not run)")
+        config.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(config.log_path, "ab") as logf:
+            popen = subprocess.Popen(
+                config.command, stdout=logf, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, cwd=str(config.working_dir),
+                env={**base_environment(), **config.env}, start_new_session=True)
+        stat = read_stat(popen.pid)
+        self._children[popen.pid] = popen
+        handle = ContainerHandle(
+            id=f"process://{popen.pid}", pid=popen.pid, pgid=popen.pid,
+            start_ticks=stat.start_ticks if stat else 0, started_at=time.time(),
+            exited=asyncio.get_running_loop().create_future())
+        self._watch(handle)
+        return handle
+
+    def adopt(self, *, pid: int, pgid: int, start_ticks: int,
+              started_at: float) -> ContainerHandle | None:
+        stat = read_stat(pid)
+        if stat is None or not stat.alive or stat.start_ticks != start_ticks:
+            return None
+        handle = ContainerHandle(id=f"process://{pid}", pid=pid, pgid=pgid,
+                                 start_ticks=start_ticks, started_at=started_at,
+                                 exited=asyncio.get_running_loop().create_future())
+        self._watch(handle)
+        return handle
+
+    def _watch(self, handle: ContainerHandle) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            fd = os.pidfd_open(handle.pid)
+        except ProcessLookupError:
+            handle.exited.set_result(self._reap(handle.pid))
+            return
+
+        def on_exit() -> None:
+            code = self._reap(handle.pid)
+            if code is None and handle.pid in self._children:
+                return  # not reapable yet; pidfd stays readable, we are called again
+            loop.remove_reader(fd)
+            os.close(fd)
+            if not handle.exited.done():
+                handle.exited.set_result(code)
+
+        loop.add_reader(fd, on_exit)
+
+    def _reap(self, pid: int) -> int | None:
+        popen = self._children.get(pid)
+        if popen is None:
+            return None  # not our child (re-adopted): its exit code is unknown
+        code = popen.poll()
+        if code is not None:
+            del self._children[pid]
+        return _exit_code(code)
+
+    def signal(self, handle: ContainerHandle, sig: int) -> None:
+        handle.signals_sent.append(sig)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(handle.pgid, sig)
+
+    def gone(self, handle: ContainerHandle) -> bool:
+        return handle.exited.done() and not group_members(handle.pgid)
+
+    async def exec(self, handle: ContainerHandle | None, config: ContainerConfig,
+                   command: list[str], *, timeout: float) -> ExecResult:
+        env = {**base_environment(), **config.env}
+        kwargs: dict[str, object] = {"start_new_session": True}
+        if handle is not None and handle.running:
+            kwargs = {"process_group": handle.pgid}
+        try:
+            try:
+                proc = await asyncio.create_subprocess_exec(
+                    *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
+                    **kwargs)  # type: ignore[arg-type]
+            except (PermissionError, subprocess.SubprocessError):
+                # The container's group is gone (or cannot be joined): run on its own.
+                proc = await asyncio.create_subprocess_exec(
+                    *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
+                    stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
+                    start_new_session=True)
+        except OSError as err:
+            return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
+        try:
+            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            return ExecResult(exit_code=137, output="", timed_out=True)
+        except asyncio.CancelledError:
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await asyncio.shield(proc.wait())
+            raise
+        return ExecResult(exit_code=_exit_code(proc.returncode) or 0,
+                          output=out.decode(errors="replace"))
+
+    def memory_bytes(self, handle: ContainerHandle) -> int:
+        return sum(m.rss_bytes for m in group_members(handle.pgid))
+
+
+def signal_number(name: str | None, default: int = signals.SIGTERM) -> int:
+    """`SIGTERM`/`TERM`/`15` → 15 (a container's `lifecycle.stopSignal`)."""
+    if not name:
+        return default
+    text = str(name).upper()
+    if text.isdigit():
+        return int(text)
+    if not text.startswith("SIG"):
+        text = "SIG" + text
+    return int(getattr(signals, text, default))
+
+
+def pod_dir_for(root: Path, uid: str) -> Path:
+    return root / "pods" / uid

@@ -1,0 +1,146 @@
+"""The kubelet's settings: Kubernetes' flag names, every period compressible for tests.
+
+`--node-labels`, `--register-with-taints` and the `--eviction-*` maps take Kubernetes' own
+text formats and are parsed here, so a bad value fails at start-up naming its flag.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass
+
+from skiff.api.quantity import bytes_, cpu_millis
+from skiff.settings import SettingsError, duration, load_settings, parse_duration, setting
+
+__all__ = ["KubeletSettings", "parse_labels", "parse_settings", "parse_taints",
+           "parse_grace_periods"]
+
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+@dataclass(frozen=True)
+class KubeletSettings:
+    apiserver: str = setting("127.0.0.1:6443", help="apiserver host:port")
+    health_port: int = setting(10250, help="gRPC health + log service port on 127.0.0.1 "
+                                           "(0 = none)")
+    log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
+    node_name: str = setting("", help="the Node's name (default: the host name)")
+    root_dir: str = setting("/tmp/skiff/kubelet",
+                            help="pod directories, emptyDir volumes and container logs")
+    node_labels: str = setting("", help="extra node labels, k=v,k2=v2")
+    register_with_taints: str = setting("", help="taints at registration, "
+                                                 "key=value:Effect,...")
+    node_lease_duration_seconds: int = setting(40, help="the node Lease's duration")
+    node_lease_renew_interval: float = duration(
+        0.0, help="how often the Lease is renewed (0 = a quarter of the lease duration, "
+                  "Kubernetes' nodeLeaseRenewIntervalFraction)")
+    node_status_update_frequency: float = duration(
+        10.0, help="how often node status is computed (written when it changed)")
+    node_status_report_frequency: float = duration(
+        300.0, help="node status is written at least this often even when unchanged")
+    sync_frequency: float = duration(60.0, help="resync of every pod worker")
+    container_restart_backoff_base: float = duration(10.0, help="LC3 first restart delay")
+    container_restart_backoff_max: float = duration(300.0, help="LC3 restart delay cap")
+    eviction_hard: str = setting("memory.available<100Mi",
+                                 help="hard eviction thresholds, signal<quantity|%,...")
+    eviction_soft: str = setting("", help="soft eviction thresholds")
+    eviction_soft_grace_period: str = setting("", help="signal=duration,...")
+    eviction_max_pod_grace_period: int = setting(
+        0, help="grace period override for soft evictions (seconds)")
+    eviction_pressure_transition_period: float = duration(
+        300.0, help="how long a pressure condition stays after the threshold clears")
+    eviction_monitoring_interval: float = duration(
+        10.0, help="how often eviction signals are measured (housekeeping interval)")
+    capacity_cpu: str = setting("", help="node cpu capacity (default: the host's cores)")
+    capacity_memory: str = setting("", help="node memory capacity (default: MemTotal)")
+    max_pods: int = setting(110, help="pods capacity")
+    runtime: str = setting("process", help="process (real processes) or fake (hollow)")
+    hollow_nodes: int = setting(0, help="with --runtime fake: host N nodes named "
+                                        "<node-name>-<i> in this process")
+
+    @property
+    def lease_renew_interval(self) -> float:
+        if self.node_lease_renew_interval > 0:
+            return self.node_lease_renew_interval
+        return self.node_lease_duration_seconds * 0.25
+
+    def node_names(self) -> list[str]:
+        base = self.node_name or socket.gethostname().split(".")[0].lower()
+        if self.hollow_nodes > 0:
+            return [f"{base}-{i}" for i in range(self.hollow_nodes)]
+        return [base]
+
+    def cpu_capacity(self) -> str:
+        return self.capacity_cpu or str(os.cpu_count() or 1)
+
+    def memory_capacity(self) -> str:
+        if self.capacity_memory:
+            return self.capacity_memory
+        try:
+            with open("/proc/meminfo") as f:
+                for line in f:
+                    if line.startswith("MemTotal:"):
+                        return f"{int(line.split()[1])}Ki"
+        except OSError:
+            pass
+        return "8Gi"
+
+
+def parse_labels(text: str, *, flag: str = "--node-labels") -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise SettingsError(f"{flag}: {item!r} is not key=value")
+        labels[key] = value
+    return labels
+
+
+def parse_taints(text: str, *, flag: str = "--register-with-taints") -> list[dict[str, str]]:
+    taints: list[dict[str, str]] = []
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        key_value, sep, effect = item.rpartition(":")
+        if not sep or effect not in TAINT_EFFECTS:
+            raise SettingsError(f"{flag}: {item!r} is not key[=value]:Effect with Effect one "
+                                f"of {', '.join(TAINT_EFFECTS)}")
+        key, _, value = key_value.partition("=")
+        taint = {"key": key, "effect": effect}
+        if value:
+            taint["value"] = value
+        taints.append(taint)
+    return taints
+
+
+def parse_grace_periods(text: str, *,
+                        flag: str = "--eviction-soft-grace-period") -> dict[str, float]:
+    periods: dict[str, float] = {}
+    for item in filter(None, (p.strip() for p in text.split(","))):
+        signal, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError(f"{item!r} is not signal=duration")
+            periods[signal] = parse_duration(value)
+        except ValueError as err:
+            raise SettingsError(f"{flag}: {err}") from None
+    return periods
+
+
+def parse_settings(argv: list[str] | None) -> KubeletSettings:
+    settings = load_settings(KubeletSettings, argv, prog="skiff-kubelet",
+                             env_prefix="SKIFF_KUBELET_",
+                             description="Skiff's node agent: runs the pods bound to a node.")
+    parse_labels(settings.node_labels)
+    parse_taints(settings.register_with_taints)
+    parse_grace_periods(settings.eviction_soft_grace_period)
+    if settings.runtime not in ("process", "fake"):
+        raise SettingsError(f"--runtime: {settings.runtime!r} is not process or fake")
+    if settings.hollow_nodes and settings.runtime != "fake":
+        raise SettingsError("--hollow-nodes needs --runtime fake (hollow nodes run no "
+                            "processes)")
+    try:
+        cpu_millis(settings.cpu_capacity())
+        bytes_(settings.memory_capacity())
+    except (ValueError, Exception) as err:
+        raise SettingsError(f"--capacity-cpu/--capacity-memory: {err}") from None
+    return settings

@@ -1,0 +1,188 @@
+"""Fixtures for kubelet tests: a real kubelet process with compressed periods, and helpers
+that read what the pod's own processes recorded."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skiff.api import ApiError, Reason
+from skiff.cli.processes import Process
+from skiff.client import ApiClient
+from skiff.kubelet.records import load_state
+from skiff.kubelet.runtime.procfs import read_stat
+from tests.integration.cluster import Cluster
+
+Obj = dict[str, Any]
+
+RECORDER = str(Path(__file__).with_name("signal_recorder.py"))
+
+# Every period compressed so the whole kubelet suite runs in a few minutes.
+FAST_FLAGS = [
+    "--node-status-update-frequency", "1s", "--node-lease-duration-seconds", "4",
+    "--container-restart-backoff-base", "0.5s", "--container-restart-backoff-max", "2s",
+    "--capacity-cpu", "8", "--capacity-memory", "64Gi", "--eviction-monitoring-interval", "1s",
+]
+
+
+@dataclass
+class Node:
+    name: str
+    process: Process
+    root: Path
+    cluster: Cluster
+
+    @property
+    def health_target(self) -> str:
+        return str(self.process.health_target)  # type: ignore[attr-defined]
+
+
+def start_kubelet(cluster: Cluster, root: Path, *, extra: list[str] | None = None,
+                  name: str | None = None) -> Node:
+    node_name = name or f"node-{uuid.uuid4().hex[:6]}"
+    proc = cluster.add_service(f"kubelet-{node_name}", "skiff.kubelet", [
+        "--node-name", node_name, "--root-dir", str(root / node_name), *FAST_FLAGS,
+        *(extra or [])])
+    return Node(node_name, proc, root / node_name, cluster)
+
+
+async def _drain(cluster: Cluster, node_name: str) -> None:
+    async with ApiClient(cluster.api_target, retry_seconds=10) as api:
+        pods = (await api.list("pods", field_selector=f"spec.nodeName={node_name}"))["items"]
+        for pod in pods:
+            meta = pod["metadata"]
+            with contextlib.suppress(ApiError):
+                await api.delete("pods", meta["name"], meta["namespace"],
+                                 grace_period_seconds=1)
+
+        async def empty() -> bool:
+            left = await api.list("pods", field_selector=f"spec.nodeName={node_name}")
+            return not left["items"]
+
+        await wait_until(empty, timeout=30, interval=0.2, what=f"{node_name} drained")
+
+
+def _kill_leftovers(root: Path) -> None:
+    """Safety net: SIGKILL, by PID, any container process group a pod dir still records."""
+    for state_file in root.glob("pods/*/state.json"):
+        state = load_state(state_file.parent) or {}
+        for entry in (state.get("containers") or {}).values():
+            stat = read_stat(int(entry.get("pid") or 0)) if entry.get("pid") else None
+            if stat is not None and stat.alive and stat.start_ticks == entry.get("startTicks"):
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(int(entry["pgid"]), signal.SIGKILL)
+
+
+async def stop_kubelet(node: Node) -> None:
+    """Drain the node (the kubelet kills and deletes its pods), then stop the kubelet.
+    Stopping a kubelet alone leaves its pods' processes running, as in Kubernetes."""
+    try:
+        if node.process.alive():
+            await _drain(node.cluster, node.name)
+    finally:
+        node.process.stop()
+        _kill_leftovers(node.root)
+
+
+@pytest.fixture(scope="session")
+def node(shared_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
+    """One kubelet for the tests that do not restart it."""
+    n = start_kubelet(shared_cluster, tmp_path_factory.mktemp("kubelet"))
+    yield n
+    asyncio.run(stop_kubelet(n))
+
+
+def recorder(path: Path, *flags: str) -> list[str]:
+    return [sys.executable, RECORDER, str(path), *flags]
+
+
+def events_of(path: Path) -> list[tuple[str, float]]:
+    try:
+        lines = path.read_text().splitlines()
+    except FileNotFoundError:
+        return []
+    return [(w[0], float(w[1])) for w in (ln.split() for ln in lines) if len(w) == 2]
+
+
+def first(path: Path, what: str) -> float | None:
+    return next((t for name, t in events_of(path) if name == what), None)
+
+
+async def wait_until(check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0,
+                     interval: float = 0.05, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check()
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+async def wait_file(path: Path, what: str, *, timeout: float = 20.0) -> float:
+    async def check() -> float | None:
+        return first(path, what)
+    result: float = await wait_until(check, timeout=timeout, what=f"{what} in {path.name}")
+    return result
+
+
+async def get_pod(api: ApiClient, namespace: str, name: str) -> Obj | None:
+    try:
+        return await api.get("pods", name, namespace)
+    except ApiError as err:
+        if err.reason == Reason.NOT_FOUND:
+            return None
+        raise
+
+
+async def wait_phase(api: ApiClient, namespace: str, name: str, phase: str, *,
+                     timeout: float = 20.0) -> Obj:
+    async def check() -> Obj | None:
+        pod = await get_pod(api, namespace, name)
+        return pod if pod and pod.get("status", {}).get("phase") == phase else None
+    result: Obj = await wait_until(check, timeout=timeout, what=f"{name} {phase}")
+    return result
+
+
+async def wait_gone(api: ApiClient, namespace: str, name: str, *,
+                    timeout: float = 20.0) -> None:
+    async def check() -> bool:
+        return await get_pod(api, namespace, name) is None
+    await wait_until(check, timeout=timeout, what=f"{name} deleted")
+
+
+def container_status(pod: Obj, name: str) -> Obj:
+    status = pod.get("status", {})
+    for cs in list(status.get("containerStatuses") or []) + list(
+            status.get("initContainerStatuses") or []):
+        if cs["name"] == name:
+            return dict(cs)
+    raise AssertionError(f"no status for container {name}: {status}")
+
+
+def condition(pod: Obj, type_: str) -> str | None:
+    for c in pod.get("status", {}).get("conditions") or []:
+        if c.get("type") == type_:
+            return str(c.get("status"))
+    return None
+
+
+def pod_manifest(name: str, namespace: str, node: str, containers: list[Obj], *,
+                 grace: int | None = None, **spec: Any) -> Obj:
+    body: Obj = {"nodeName": node, "containers": containers, **spec}
+    if grace is not None:
+        body["terminationGracePeriodSeconds"] = grace
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "namespace": namespace}, "spec": body}

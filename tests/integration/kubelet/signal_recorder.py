@@ -1,0 +1,54 @@
+"""A container process for termination tests: it records, with timestamps, the signals it
+receives and when it died.
+
+`python signal_recorder.py FILE [--exit-on-term] [--exit-code N]` appends `start <t>`, then
+`SIGTERM <t>` (or any catchable stop signal) as they arrive. SIGKILL cannot be caught, so a
+witness process in its own session (it survives the container's process-group kill) waits
+for this process's pipe to close and appends `dead <t>`, then exits.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+WITNESS = (
+    "import sys, time\n"
+    "sys.stdin.buffer.read()\n"
+    "with open(sys.argv[1], 'a') as f:\n"
+    "    f.write(f'dead {time.time()}\\n')\n"
+)
+
+
+def record(path: str, line: str) -> None:
+    with open(path, "a") as f:
+        f.write(f"{line} {time.time()}\n")
+        f.flush()
+
+
+def main() -> None:
+    path = sys.argv[1]
+    exit_on_term = "--exit-on-term" in sys.argv
+    exit_code = int(sys.argv[sys.argv.index("--exit-code") + 1]) if "--exit-code" in sys.argv \
+        else 0
+    witness = subprocess.Popen([sys.executable, "-c", WITNESS, path], stdin=subprocess.PIPE,
+                               start_new_session=True)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        record(path, signal.Signals(signum).name)
+        if exit_on_term:
+            sys.exit(exit_code)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGQUIT):
+        signal.signal(sig, on_signal)
+    record(path, "start")
+    print("recorder started", flush=True)
+    del witness  # keep the pipe open until this process dies
+    while True:
+        signal.pause()
+
+
+if __name__ == "__main__":
+    main()
