@@ -103,9 +103,10 @@ def load_settings(cls: type[T], argv: list[str] | None, *, prog: str, env_prefix
         env = f"{env_prefix}{f.name.upper()}"
         helptext = f.metadata.get("help", "")
         default = f.default if f.default is not dataclasses.MISSING else None
+        text = f"{helptext} (env {env}; default {default!r})".strip()
         parser.add_argument(flag_name(f.name), dest=f.name, default=None,
                             metavar=f.name.upper(),
-                            help=f"{helptext} (env {env}; default {default!r})".strip())
+                            help=text.replace("%", "%%"))  # argparse %-formats help
     ns = parser.parse_args(argv)
     values: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]

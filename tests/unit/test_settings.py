@@ -49,3 +49,15 @@ def test_bad_value_names_the_flag(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         load_settings(_Demo, ["--workers", "many"], prog="demo", env_prefix="SKIFF_DEMO_")
     assert "--workers" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("module", ["skiff.apiserver", "skiff.scheduler",
+                                    "skiff.controller_manager", "skiff.kubelet"])
+def test_every_service_prints_help(module: str) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", module, "--help"], capture_output=True,
+                            text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "--log-level" in result.stdout and "Traceback" not in result.stderr
