@@ -206,7 +206,9 @@ def _line(name: str, proc: Process, address: str) -> str:
 
 
 def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
-    """`skiff down`: SIGTERM every recorded PID (newest first), SIGKILL what remains."""
+    """`skiff down`: stop every recorded PID in reverse start order, each before the next
+    (SIGTERM, then SIGKILL after `timeout`), so a service can still reach the apiserver
+    while it shuts down (e.g. the controller-manager releasing its lease)."""
     state = ClusterState.load(data_dir)
     if state is None:
         raise StartError(f"no cluster state in {data_dir}; nothing to stop "
@@ -216,13 +218,12 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         if pid_alive(comp.pid):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(comp.pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    for comp in reversed(state.components):
-        while pid_alive(comp.pid) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        if pid_alive(comp.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(comp.pid, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+            while pid_alive(comp.pid) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if pid_alive(comp.pid):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(comp.pid, signal.SIGKILL)
         stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
