@@ -85,7 +85,9 @@ def cmd_up(args: argparse.Namespace) -> None:
     def on_signal(*_: Any) -> None:
         stop["flag"] = True
 
+    # Ctrl-C and SIGTERM only set a flag, so wherever they land the cluster is stopped below.
     signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     state = cluster.start(echo=_out)
     try:
         if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):
@@ -93,20 +95,20 @@ def cmd_up(args: argparse.Namespace) -> None:
     except BaseException:
         cluster.stop()
         raise
+    if stop["flag"]:
+        cluster.stop()
+        fail("interrupted while starting; everything that had started was stopped")
     _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
     if args.detach:
         _out("Stop it with `skiff down`.")
         return
     _out("Press Ctrl-C to stop.")
-    try:
-        while not stop["flag"]:
-            dead = [p for p in cluster.processes if not p.alive()]
-            if dead:
-                _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
-                break
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+    while not stop["flag"]:
+        dead = [p for p in cluster.processes if not p.alive()]
+        if dead:
+            _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
+            break
+        time.sleep(0.2)
     _out("\nstopping...")
     cluster.stop()
     _out("stopped.")
@@ -213,7 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     def ns_args(p: argparse.ArgumentParser) -> None:
         p.add_argument("-n", "--namespace", help="namespace (default: default)")
 
+    def data_dir_arg(p: argparse.ArgumentParser) -> None:
+        # Also accepted after the subcommand (`skiff up --data-dir DIR`), as users write it.
+        p.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+
     up = sub.add_parser("up", help="start a local cluster (etcd + every service)")
+    data_dir_arg(up)
     up.add_argument("--nodes", type=int, default=3, help="kubelets to start (node-1..N)")
     up.add_argument("--detach", action="store_true", help="return once ready; leave it "
                                                           "running")
@@ -222,8 +229,10 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--ready-timeout", type=float, default=60.0)
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop a detached cluster, every process by PID")
+    data_dir_arg(down)
     down.set_defaults(func=cmd_down)
     status = sub.add_parser("status", help="every component with PID, address and health")
+    data_dir_arg(status)
     status.set_defaults(func=cmd_status)
 
     apply_p = sub.add_parser("apply", help="create or update objects from YAML")

@@ -1,0 +1,94 @@
+"""`skiff up` with kubelets, as a user meets it: foreground Ctrl-C, logs, crash loops."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from skiff.cli.localcluster import ClusterState, pid_alive
+from tests.integration.test_cli import skiff
+
+CONFIG = """kubelet:
+  containerRestartBackoffBase: 0.5s
+  containerRestartBackoffMax: 1s
+  nodeStatusUpdateFrequency: 1s
+"""
+
+
+def _wait(predicate: object, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():  # type: ignore[operator]
+        assert time.monotonic() < deadline, "condition not reached in time"
+        time.sleep(0.2)
+
+
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    data_dir = tmp_path_factory.mktemp("skiff-node")
+    config = data_dir / "config.yaml"
+    config.write_text(CONFIG)
+    up = skiff(data_dir, "up", "--detach", "--nodes", "1", "--config", str(config))
+    assert up.returncode == 0, up.stderr + up.stdout
+    yield data_dir
+    skiff(data_dir, "down")
+
+
+def test_up_with_a_kubelet_waits_for_node_1_ready(one_node: Path) -> None:
+    nodes = skiff(one_node, "get", "nodes").stdout.splitlines()
+    assert nodes[1].split()[:2] == ["node-1", "Ready"]
+
+
+def test_logs_shows_a_containers_output(one_node: Path) -> None:
+    pod = """apiVersion: v1
+kind: Pod
+metadata: {name: hello}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: busybox, command: [sh, -c, "echo hello from skiff"]}]
+"""
+    assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
+    _wait(lambda: "Completed" in skiff(one_node, "get", "pod", "hello").stdout)
+    logs = skiff(one_node, "logs", "hello")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.strip() == "hello from skiff"
+
+
+def test_lc3_crash_loop_back_off_is_visible_in_get_pods(one_node: Path) -> None:
+    pod = """apiVersion: v1
+kind: Pod
+metadata: {name: crasher}
+spec:
+  containers: [{name: main, image: busybox, command: [sh, -c, "exit 3"]}]
+"""
+    assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
+    _wait(lambda: "CrashLoopBackOff" in skiff(one_node, "get", "pod", "crasher").stdout)
+    describe = skiff(one_node, "describe", "pod", "crasher").stdout
+    assert "Restart Count:" in describe and "Exit Code:    3" in describe
+
+
+def test_up_in_the_foreground_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skiff.cli.main", "up", "--nodes", "0", "--data-dir",
+         str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "SKIFF_SERVER": ""})
+    assert proc.stdout is not None
+    output = []
+    for line in proc.stdout:
+        output.append(line)
+        if "Press Ctrl-C to stop." in line:
+            break
+    state = ClusterState.load(tmp_path)
+    assert state is not None, "".join(output)
+    pids = [c.pid for c in state.components]
+    proc.send_signal(signal.SIGINT)
+    rest, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, rest
+    assert "stopped." in rest
+    assert not any(pid_alive(p) for p in pids)
