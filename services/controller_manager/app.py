@@ -27,6 +27,7 @@ class ControllerManager:
     """`await ControllerManager(settings=...).run(service)`."""
 
     def __init__(self, *, settings: ControllerManagerSettings) -> None:
+        settings.check()
         self.settings = settings
         self.identity = settings.identity
         self.specs: list[ControllerSpec] = select_controllers(settings.controllers)

@@ -82,6 +82,15 @@ class SharedInformers:
     def pod_disruption_budgets(self) -> Informer:
         return self._get("poddisruptionbudgets")
 
+    def persistent_volume_claims(self) -> Informer:
+        return self._get("persistentvolumeclaims")
+
+    def volume_attachments(self) -> Informer:
+        return self._get("volumeattachments")
+
+    def fences(self) -> Informer:
+        return self._get("fences")
+
     async def run(self) -> None:
         """Run every informer asked for so far, until cancelled."""
         self._started = True

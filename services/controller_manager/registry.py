@@ -1,7 +1,7 @@
 """Which controllers exist and how each is built: the `--controllers` flag picks from here.
 
-One entry per controller name (kube-controller-manager's names where it has one). Adding a
-controller — the fencing controller of issue 7 — is one more `ControllerSpec` below.
+One entry per controller name (kube-controller-manager's names where it has one; `fencing`
+is Skiff's own, issue 7). Adding a controller is one more `ControllerSpec` below.
 """
 
 from __future__ import annotations
@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.disruption import DisruptionController
+from skiff.controller_manager.fencing import FencingController
 from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
     TaintEvictionController,
@@ -18,6 +20,7 @@ from skiff.controller_manager.nodelifecycle import (
 from skiff.controller_manager.podgc import PodGCController
 from skiff.controller_manager.replicaset import ReplicaSetController
 from skiff.controller_manager.statefulset import StatefulSetController
+from skiff.controller_manager.volumebinding import VolumeBindingController
 from skiff.settings import SettingsError
 
 
@@ -35,6 +38,10 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
+    ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),
+    ControllerSpec("attachdetach", lambda ctx: [AttachDetachController(context=ctx)]),
+    ControllerSpec("persistentvolume-binder",
+                   lambda ctx: [VolumeBindingController(context=ctx)]),
 )
 
 

@@ -12,9 +12,10 @@ import os
 import socket
 from dataclasses import dataclass
 
-from skiff.settings import duration, load_settings, setting
+from skiff.settings import SettingsError, duration, load_settings, setting
 
 ENV_PREFIX = "SKIFF_CONTROLLER_MANAGER_"
+FENCE_AGENTS = ("power", "network", "storage", "none")
 
 
 def default_identity() -> str:
@@ -47,6 +48,14 @@ class ControllerManagerSettings:
     pod_gc_quarantine_time: float = duration(40.0)
     # Disruption: how long an eviction's entry in status.disruptedPods is honoured.
     pdb_deletion_timeout: float = duration(120.0)
+    # Fencing (SPEC FN1–FN3): how long NodeReady must have been Unknown before a node is
+    # fenced, the agent of nodes without the `skiff.io/fence-agent` annotation, the lowest
+    # pod priority worth fencing for, and how long a Failed Fence stays before it is retried.
+    fencing_delay: float = duration(60.0, help="NodeReady Unknown this long → fence")
+    default_fence_agent: str = setting(
+        "none", help="agent for nodes without skiff.io/fence-agent: power|network|storage|none")
+    fencing_min_priority: int = setting(0, help="fence only for pods of at least this priority")
+    fencing_retry_backoff: float = duration(30.0, help="a Failed Fence is retried after this")
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
     concurrent_statefulset_syncs: int = setting(5)
@@ -54,14 +63,25 @@ class ControllerManagerSettings:
     concurrent_taint_eviction_syncs: int = setting(8)
     concurrent_disruption_syncs: int = setting(2)
     concurrent_gc_syncs: int = setting(1)
+    concurrent_fencing_syncs: int = setting(2)
+    concurrent_attach_detach_syncs: int = setting(5)
 
     @property
     def identity(self) -> str:
         return self.leader_elect_identity or default_identity()
+
+    def check(self) -> None:
+        """Reject values the flags' types cannot: raises SettingsError naming the flag."""
+        if self.default_fence_agent not in FENCE_AGENTS:
+            raise SettingsError(f"--default-fence-agent: {self.default_fence_agent!r} is not "
+                                f"one of {', '.join(FENCE_AGENTS)}")
+        if self.fencing_delay < 0 or self.fencing_retry_backoff < 0:
+            raise SettingsError("--fencing-delay and --fencing-retry-backoff must be >= 0")
 
 
 def parse_settings(argv: list[str] | None = None) -> ControllerManagerSettings:
     return load_settings(ControllerManagerSettings, argv, prog="skiff-controller-manager",
                          env_prefix=ENV_PREFIX,
                          description="Skiff's controller-manager: podgc, node lifecycle, "
-                                     "statefulset, replicaset and disruption controllers.")
+                                     "statefulset, replicaset, disruption, fencing, "
+                                     "attach/detach and volume binding controllers.")

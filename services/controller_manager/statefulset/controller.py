@@ -5,6 +5,11 @@ pods named `<set>-<ordinal>` (label `statefulset.kubernetes.io/pod-name`, hostna
 subdomain, a controller ownerReference) or deletes them gracefully — it never force deletes
 (PS5) — with SuccessfulCreate / SuccessfulDelete Events, then writes `status`. A create
 that meets AlreadyExists means an object with that name is still there, so it waits.
+
+Before a pod is created, each of its `volumeClaimTemplates` becomes the claim
+`<template>-<set>-<ordinal>` (owned by the set, created once, never deleted here: the
+retention policy is Retain), and the pod's volume `<template>` points at it — so the
+replacement of an identity gets the same volume (SPEC SC1).
 """
 
 from __future__ import annotations
@@ -24,7 +29,12 @@ from skiff.controller_manager.statefulset.plan import (
     plan,
     pods_by_ordinal,
 )
-from skiff.controller_manager.workload import owned_pods, owner_key, pod_from_template
+from skiff.controller_manager.workload import (
+    owned_pods,
+    owner_key,
+    owner_reference,
+    pod_from_template,
+)
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +53,37 @@ def stateful_pod(sts: Obj, ordinal: int) -> Obj:
     pod["spec"]["hostname"] = name
     if sts["spec"].get("serviceName"):
         pod["spec"]["subdomain"] = sts["spec"]["serviceName"]
+    claims = {str(t["metadata"]["name"]): str(c["metadata"]["name"])
+              for t, c in zip(claim_templates(sts), stateful_claims(sts, ordinal), strict=True)}
+    volumes = [v for v in pod["spec"].get("volumes") or [] if v.get("name") not in claims]
+    volumes += [{"name": template, "persistentVolumeClaim": {"claimName": claim}}
+                for template, claim in claims.items()]
+    if volumes:
+        pod["spec"]["volumes"] = volumes
     return pod
+
+
+def claim_templates(sts: Obj) -> list[Obj]:
+    return [t for t in (sts.get("spec") or {}).get("volumeClaimTemplates") or []
+            if isinstance(t, dict) and (t.get("metadata") or {}).get("name")]
+
+
+def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
+    """`getPersistentVolumeClaims`: the claims `<template>-<set>-<ordinal>` of one identity,
+    labelled with the set's selector labels and owned by the set."""
+    set_name = sts["metadata"]["name"]
+    selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
+    claims = []
+    for template in claim_templates(sts):
+        tmeta = template["metadata"]
+        claims.append({
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": f"{tmeta['name']}-{set_name}-{ordinal}",
+                         "namespace": sts["metadata"].get("namespace"),
+                         "labels": {**(tmeta.get("labels") or {}), **selector},
+                         "ownerReferences": [owner_reference(sts)]},
+            "spec": copy.deepcopy(template.get("spec") or {})})
+    return claims
 
 
 class StatefulSetController(Controller):
@@ -54,6 +94,7 @@ class StatefulSetController(Controller):
                          workers=context.settings.concurrent_statefulset_syncs)
         self.sets = context.informers.stateful_sets()
         self.pods = context.informers.pods()
+        self.claims = context.informers.persistent_volume_claims()
         self.recorder = context.recorder("statefulset-controller")
         self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
                               on_delete=self._on_set)
@@ -96,6 +137,7 @@ class StatefulSetController(Controller):
         set_name = sts["metadata"]["name"]
         pod_name = f"{set_name}-{action.ordinal}"
         if action.verb is Verb.CREATE:
+            await self.create_claims(sts, action.ordinal)
             try:
                 await self.client.create(stateful_pod(sts, action.ordinal))
             except ApiError as err:
@@ -123,6 +165,27 @@ class StatefulSetController(Controller):
         await self.recorder.event(sts, NORMAL, "SuccessfulDelete",
                                   f"delete Pod {pod_name} in StatefulSet {set_name} "
                                   "successful")
+
+    async def create_claims(self, sts: Obj, ordinal: int) -> None:
+        """`createPersistentVolumeClaims`: the identity's claims, unless they exist."""
+        set_name = sts["metadata"]["name"]
+        for claim in stateful_claims(sts, ordinal):
+            claim_name = claim["metadata"]["name"]
+            if self.claims.store.get(f"{claim['metadata']['namespace']}/{claim_name}"):
+                continue
+            try:
+                await self.client.create(claim)
+            except ApiError as err:
+                if err.reason == Reason.ALREADY_EXISTS:
+                    continue  # kept from an earlier pod of this identity (Retain)
+                await self.recorder.event(sts, WARNING, "FailedCreate",
+                                          f"create Claim {claim_name} for Pod "
+                                          f"{set_name}-{ordinal} in StatefulSet {set_name} "
+                                          f"failed error: {err.message}")
+                raise
+            await self.recorder.event(sts, NORMAL, "SuccessfulCreate",
+                                      f"create Claim {claim_name} for Pod {set_name}-{ordinal} "
+                                      f"in StatefulSet {set_name} success")
 
     async def update_status(self, sts: Obj, pods: list[Obj]) -> None:
         ready = [p for p in pods if is_running_and_ready(p)]

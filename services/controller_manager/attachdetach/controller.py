@@ -1,0 +1,168 @@
+"""The attach/detach controller (SPEC SC1): one node at a time holds a ReadWriteOnce volume.
+
+Keys are volume names (`pvc-<claim uid>`). Attaching is creating the VolumeAttachment of
+that name for the node of the oldest scheduled pod that uses the claim — the create is the
+compare-and-swap, since a second one for the volume meets AlreadyExists — and then setting
+its `status.attached`. While one node holds it, pods that want it elsewhere get a
+FailedAttachVolume "Multi-Attach error" Event and wait. Detaching is deleting the
+attachment with a UID precondition, and happens only when `plan.may_detach` says so: the
+old pod object is gone from the API, or its node is confirmed fenced. Everything is
+recomputed from the caches on each reconcile, so restarts and leader changes are safe.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from skiff.api import ApiError, Reason, is_terminating
+from skiff.client import BY_NAMESPACE, NORMAL, WARNING
+from skiff.controller_manager.attachdetach.plan import (
+    attachment,
+    claim_names,
+    fenced_nodes,
+    is_exclusive,
+    may_detach,
+    node_of,
+    plan_attach,
+    pods_using,
+    volume_name,
+)
+from skiff.controller_manager.controller import Controller, ControllerContext
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+VOLUME_PREFIX = "pvc-"
+
+
+def multi_attach_message(volume: str) -> str:
+    return (f'Multi-Attach error for volume "{volume}" Volume is already exclusively '
+            "attached to one node and can't be attached to another")
+
+
+class AttachDetachController(Controller):
+    name = "attachdetach"
+
+    def __init__(self, *, context: ControllerContext) -> None:
+        super().__init__(context=context,
+                         workers=context.settings.concurrent_attach_detach_syncs)
+        self.pods = context.informers.pods()
+        self.claims = context.informers.persistent_volume_claims()
+        self.attachments = context.informers.volume_attachments()
+        self.fences = context.informers.fences()
+        self.recorder = context.recorder("attachdetach-controller")
+        self.warned: set[tuple[str, str]] = set()  # (pod UID, holder) already told
+        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
+                              on_delete=self._on_pod)
+        self.claims.add_handler(on_add=self._on_claim,
+                                on_update=lambda _o, n: self._on_claim(n),
+                                on_delete=self._on_claim)
+        self.attachments.add_handler(on_add=self._on_attachment,
+                                     on_update=lambda _o, n: self._on_attachment(n),
+                                     on_delete=self._on_attachment)
+        self.fences.add_handler(on_add=self._on_fence, on_update=lambda _o, n: self._on_fence(n),
+                                on_delete=self._on_fence)
+
+    # -- handlers: map every change to the volumes it concerns ---------------------------
+
+    def _on_pod(self, pod: Obj) -> None:
+        ns = pod["metadata"].get("namespace")
+        for name in claim_names(pod):
+            claim = self.claims.store.get(f"{ns}/{name}")
+            if claim is not None:
+                self.enqueue(volume_name(claim))
+
+    def _on_pod_update(self, old: Obj, new: Obj) -> None:
+        self._on_pod(old)
+        self._on_pod(new)
+
+    def _on_claim(self, claim: Obj) -> None:
+        self.enqueue(volume_name(claim))
+
+    def _on_attachment(self, va: Obj) -> None:
+        self.enqueue(str(va["metadata"]["name"]))
+
+    def _on_fence(self, fence: Obj) -> None:
+        node_name = (fence.get("spec") or {}).get("nodeName")
+        for va in self.attachments.store.list():
+            if (va.get("spec") or {}).get("nodeName") == node_name:
+                self.enqueue(str(va["metadata"]["name"]))
+
+    def _claim(self, volume: str) -> Obj | None:
+        uid = volume.removeprefix(VOLUME_PREFIX)
+        return next((c for c in self.claims.store.list()
+                     if str(c["metadata"].get("uid")) == uid), None)
+
+    # -- reconcile -----------------------------------------------------------------------
+
+    async def reconcile(self, key: str) -> float | None:
+        claim = self._claim(key)
+        if claim is None or not is_exclusive(claim):
+            return None  # a deleted claim's attachment stays: nothing proves it unused
+        users = pods_using(claim, self.pods.store.by_index(
+            BY_NAMESPACE, str(claim["metadata"].get("namespace"))))
+        fences = self.fences.store.list()
+        va = self.attachments.store.get(key)
+        if va is not None and is_terminating(va):
+            return None
+        if va is not None:
+            holder = str(va["spec"]["nodeName"])
+            if may_detach(attached_to=holder, users=users, fenced=fenced_nodes(fences)):
+                await self.detach(claim, va)
+                return None
+        else:
+            holder = ""
+        fencing = {str((f.get("spec") or {}).get("nodeName")) for f in fences}
+        decided = plan_attach(attached_to=holder, users=users, fencing=fencing)
+        if decided.node:
+            await self.attach(claim, va, decided.node, users)
+            for pod in decided.waiting:
+                await self.warn_multi_attach(pod, key, decided.node)
+        return None
+
+    async def attach(self, claim: Obj, va: Obj | None, node_name: str,
+                     users: list[Obj]) -> None:
+        volume = volume_name(claim)
+        if va is None:
+            try:
+                va = await self.client.create(attachment(claim, node_name))
+            except ApiError as err:
+                if err.reason == Reason.ALREADY_EXISTS:
+                    return  # another node got it first; its add event brings us back
+                raise
+        if (va.get("status") or {}).get("attached"):
+            return
+        updated = copy.deepcopy(va)
+        updated["status"] = {**(va.get("status") or {}), "attached": True}
+        await self.client.update_status(updated)
+        log.info("attached volume", extra={"volume": volume, "node": node_name})
+        for pod in users:
+            if node_of(pod) == node_name:
+                await self.recorder.event(pod, NORMAL, "SuccessfulAttachVolume",
+                                          f'AttachVolume.Attach succeeded for volume '
+                                          f'"{volume}"')
+
+    async def detach(self, claim: Obj, va: Obj) -> None:
+        volume, holder = volume_name(claim), va["spec"]["nodeName"]
+        try:
+            await self.client.delete("volumeattachments", str(va["metadata"]["name"]),
+                                     uid=va["metadata"].get("uid"))
+        except ApiError as err:
+            if err.reason in (Reason.NOT_FOUND, Reason.CONFLICT):
+                return
+            raise
+        log.info("detached volume", extra={"volume": volume, "node": holder})
+        await self.recorder.event(claim, NORMAL, "SuccessfulDetachVolume",
+                                  f'DetachVolume.Detach succeeded for volume "{volume}" '
+                                  f"from node {holder}")
+
+    async def warn_multi_attach(self, pod: Obj, volume: str, holder: str) -> None:
+        key = (str(pod["metadata"].get("uid")), holder)
+        if key in self.warned:
+            return
+        self.warned.add(key)
+        await self.recorder.event(pod, WARNING, "FailedAttachVolume",
+                                  multi_attach_message(volume))
