@@ -214,6 +214,13 @@ def build_server(service: ApiService, *, address: str) -> tuple[grpc.aio.Server,
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
         ("grpc.so_reuseport", 0),
+        # Accept the clients' keepalive pings (see skiff.client.api) instead of GOAWAY.
+        ("grpc.keepalive_permit_without_calls", 1),
+        ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
+        ("grpc.http2.max_ping_strikes", 0),
+        # And ping clients too, so a partitioned watcher's stream is released.
+        ("grpc.keepalive_time_ms", 20_000),
+        ("grpc.keepalive_timeout_ms", 10_000),
     ])
     handlers: dict[str, grpc.RpcMethodHandler] = {
         name: _unary(name, getattr(service, name))

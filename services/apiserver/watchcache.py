@@ -211,9 +211,10 @@ class WatchCache:
                         told = ev.revision
                         yield ev
                 if loop.time() >= next_bookmark:
-                    # Progress the client could not see (other kinds, filtered objects).
-                    if processed > told and sub.queue.empty():
-                        told = processed
+                    # Progress the client could not see (other kinds, filtered objects), and
+                    # a heartbeat: clients treat a long-silent stream as cut by a partition.
+                    if sub.queue.empty():
+                        told = max(told, processed)
                         yield _bookmark(req.info, told)
                     next_bookmark = loop.time() + self.bookmark_interval
         finally:

@@ -266,3 +266,32 @@ async def _wait_until(predicate: Any, timeout: float = 30.0) -> None:
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError("condition not reached in time")
         await asyncio.sleep(0.05)
+
+
+async def test_as5_informer_recovers_after_a_partition_heals(api: ApiClient,
+                                                             namespace: str) -> None:
+    """A partition drops packets without a reset; the informer must notice the dead
+    stream (keepalive / idle timeout) and resume from its resourceVersion after heal."""
+    from tests.integration.blackhole import Blackhole
+
+    port = int(api.target.rsplit(":", 1)[1])
+    async with Blackhole(port) as hole, ApiClient(hole.target, keepalive_seconds=1,
+                                                  retry_seconds=30) as cut_off:
+        informer = Informer(cut_off, "pods", namespace=namespace, watch_idle_timeout=3,
+                            backoff_max=0.5)
+        task = asyncio.create_task(informer.run())
+        try:
+            await informer.wait_synced(10)
+            await api.create(pod("before", namespace))
+            await _wait_until(lambda: len(informer.store) == 1)
+            hole.cut()
+            await api.create(pod("during", namespace))
+            await asyncio.sleep(1.5)
+            assert len(informer.store) == 1, "a cut connection delivered an event"
+            hole.heal()
+            await api.create(pod("after", namespace))
+            await _wait_until(lambda: len(informer.store) == 3, timeout=20)
+        finally:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task

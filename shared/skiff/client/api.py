@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,17 +46,26 @@ class ApiClient:
     """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
-                 user_agent: str = "skiff") -> None:
+                 user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
         self.target = target.removeprefix("grpc://").removeprefix("http://")
         self.timeout = timeout
         self.retry_seconds = retry_seconds
-        self._channel = grpc.aio.insecure_channel(self.target, options=[
+        self._options = [
             ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
             ("grpc.primary_user_agent", user_agent),
             ("grpc.enable_retries", 0),
-        ])
+            # Our own connection, so `reconnect` really opens a new one.
+            ("grpc.use_local_subchannel_pool", 1),
+            ("grpc.keepalive_time_ms", int(keepalive_seconds * 1000)),
+            ("grpc.keepalive_timeout_ms", int(keepalive_seconds * 1000)),
+            ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.max_pings_without_data", 0),
+        ]
+        self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
+        self._generation = 0
         self._unary: dict[str, Any] = {}
+        self._closed = False
         self.last_warnings: builtins.list[str] = []
 
     async def __aenter__(self) -> ApiClient:
@@ -66,19 +75,46 @@ class ApiClient:
         await self.close()
 
     async def close(self) -> None:
+        self._closed = True
         await self._channel.close()
+
+    async def reconnect(self, *, generation: int | None = None) -> None:
+        """Replace the connection: a network partition drops packets without a reset, so a
+        stream or call on the old connection could wait forever even after the network
+        heals. Calls in flight on the old one fail and are retried on the new one.
+
+        `generation` (from `self.generation`) makes concurrent callers that saw the same
+        dead connection replace it once."""
+        if self._closed or (generation is not None and generation != self._generation):
+            return
+        old = self._channel
+        self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
+        self._generation += 1
+        self._unary = {}
+        await old.close(grace=None)
+
+    @property
+    def generation(self) -> int:
+        return self._generation
 
     # -- transport -----------------------------------------------------------------------
 
     async def call(self, method: str, request: Obj, *, retry: bool = True) -> Obj:
-        stub = self._unary.get(method)
-        if stub is None:
-            stub = self._unary[method] = self._channel.unary_unary(method_path(method))
-
         async def once() -> Obj:
+            generation = self._generation
+            stub = self._unary.get(method)
+            if stub is None:
+                stub = self._unary[method] = self._channel.unary_unary(method_path(method))
             try:
                 data = await stub(encode(request), timeout=self.timeout)
             except grpc.aio.AioRpcError as err:
+                code = err.code()
+                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    await self.reconnect(generation=generation)
+                if code == grpc.StatusCode.CANCELLED and not self._closed:
+                    # Our own reconnect cut it off; the call never reached a verdict.
+                    raise ApiError(Reason.SERVICE_UNAVAILABLE,
+                                   f"connection to {self.target} was replaced") from None
                 raise from_grpc(err, target=self.target) from None
             return decode_map(data)
 
@@ -195,7 +231,7 @@ class ApiClient:
     async def watch(self, resource: str, namespace: str | None = None, *,
                     resource_version: str = "", label_selector: str = "",
                     field_selector: str = "", name: str = "",
-                    allow_bookmarks: bool = True) -> AsyncIterator[WatchEvent]:
+                    allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent, None]:
         """One watch stream. Raises ApiError(Gone) for a compacted resourceVersion and
         ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv."""
         stub = self._channel.unary_stream(method_path("Watch"))
@@ -210,6 +246,9 @@ class ApiClient:
                 msg = decode_map(data)
                 yield WatchEvent(str(msg["type"]), dict(msg["object"]))
         except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.CANCELLED and not self._closed:
+                raise ApiError(Reason.SERVICE_UNAVAILABLE,
+                               f"connection to {self.target} was replaced") from None
             raise from_grpc(err, target=self.target) from None
         finally:
             call.cancel()

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
-from skiff.client.api import ApiClient
+from skiff.client.api import ApiClient, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -111,7 +111,7 @@ class Informer:
                  label_selector: str = "", field_selector: str = "",
                  indexers: dict[str, IndexFunc] | None = None,
                  resync_period: float | None = None, backoff_initial: float = 0.1,
-                 backoff_max: float = 5.0) -> None:
+                 backoff_max: float = 5.0, watch_idle_timeout: float = 60.0) -> None:
         self.client = client
         self.resource = resource
         self.namespace = namespace
@@ -124,6 +124,9 @@ class Informer:
         self._synced = asyncio.Event()
         self._backoff_initial = backoff_initial
         self._backoff_max = backoff_max
+        # The apiserver sends a BOOKMARK every few seconds while the cluster changes; a
+        # stream silent for this long is presumed dead (e.g. cut by a partition) and resumed.
+        self.watch_idle_timeout = watch_idle_timeout
         self.relists = 0
 
     def add_handler(self, *, on_add: Callable[[Obj], None] | None = None,
@@ -191,24 +194,41 @@ class Informer:
         self._synced.set()
 
     async def _watch(self) -> None:
-        async for ev in self.client.watch(self.resource, self.namespace,
-                                          resource_version=self.resource_version,
-                                          label_selector=self.label_selector,
-                                          field_selector=self.field_selector):
-            if ev.type == "BOOKMARK":
-                self.resource_version = ev.resource_version
-                continue
-            obj = ev.object
-            if ev.type == "DELETED":
-                old = self.store.remove(obj)
-                self._notify_delete(old or obj)
-            else:
-                old = self.store.put(obj)
-                if old is None:
-                    self._notify_add(obj)
-                else:
-                    self._notify_update(old, obj)
+        generation = self.client.generation
+        stream = self.client.watch(self.resource, self.namespace,
+                                   resource_version=self.resource_version,
+                                   label_selector=self.label_selector,
+                                   field_selector=self.field_selector)
+        try:
+            while True:
+                try:
+                    ev = await asyncio.wait_for(anext(stream), self.watch_idle_timeout)
+                except StopAsyncIteration:
+                    return
+                except TimeoutError:
+                    log.info("watch silent; reconnecting and resuming", extra={
+                        "resource": self.resource, "resourceVersion": self.resource_version})
+                    await self.client.reconnect(generation=generation)
+                    return
+                self._apply(ev)
+        finally:
+            await stream.aclose()
+
+    def _apply(self, ev: WatchEvent) -> None:
+        if ev.type == "BOOKMARK":
             self.resource_version = ev.resource_version
+            return
+        obj = ev.object
+        if ev.type == "DELETED":
+            old = self.store.remove(obj)
+            self._notify_delete(old or obj)
+        else:
+            old = self.store.put(obj)
+            if old is None:
+                self._notify_add(obj)
+            else:
+                self._notify_update(old, obj)
+        self.resource_version = ev.resource_version
 
     async def _resync_loop(self) -> None:
         assert self.resync_period is not None
