@@ -34,6 +34,7 @@ from skiff.kubelet.settings import (
     parse_settings,
     parse_taints,
 )
+from skiff.kubelet.volumes import VolumeManager
 from skiff.service import Service, run_service
 from skiff.tracing import tracer
 
@@ -53,6 +54,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []
+        volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
+                                if settings.volume_root else root / "volumes")
         for name in names:
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
@@ -61,7 +64,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 backoff=Backoff(initial=settings.container_restart_backoff_base,
                                 maximum=settings.container_restart_backoff_max,
                                 clock=REAL_CLOCK),
-                base_env=base_environment())
+                base_env=base_environment(), volumes=volumes)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
@@ -74,6 +77,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             agent = NodeAgent(
                 api=api, clock=REAL_CLOCK, node_name=name,
                 labels=parse_labels(settings.node_labels),
+                annotations=parse_labels(settings.node_annotations, flag="--node-annotations"),
                 taints=parse_taints(settings.register_with_taints), capacity=capacity,
                 health_port=settings.health_port,
                 lease_duration=settings.node_lease_duration_seconds,
@@ -105,6 +109,14 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                             resync_period=settings.sync_frequency)
         informer.add_handler(on_add=route, on_update=lambda _old, new: route(new),
                              on_delete=route_delete)
+
+        def route_attachment(attachment: dict[str, object]) -> None:
+            for kubelet in kubelets:
+                kubelet.on_volume_attachment(attachment)
+
+        volumes.informer.add_handler(on_add=route_attachment,
+                                     on_update=lambda _old, new: route_attachment(new),
+                                     on_delete=route_attachment)
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.gather(*(a.register() for a in agents))
@@ -113,6 +125,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 delay = random.uniform(0, agent.renew_interval) if len(agents) > 1 else 0.0
                 tasks.append(asyncio.create_task(_delayed(agent.run(), delay),
                                                  name=f"node:{agent.node_name}"))
+            tasks.append(asyncio.create_task(volumes.informer.run(),
+                                             name="volumeattachment-informer"))
             tasks.append(asyncio.create_task(informer.run(), name="pod-informer"))
             await informer.wait_synced()
             for kubelet in kubelets:

@@ -47,6 +47,12 @@ class Kubelet:
         if worker is not None:
             worker.removed()
 
+    def on_volume_attachment(self, _attachment: Obj) -> None:
+        """A VolumeAttachment was added, changed or removed: pods with claims re-check."""
+        for worker in self.workers.values():
+            if worker.uses_claims:
+                worker.volumes_changed()
+
     def _start_worker(self, pod: Obj) -> PodWorker:
         worker = PodWorker(env=self.env, pod=pod)
         uid = worker.uid

@@ -37,6 +37,7 @@ def node_arch() -> str:
 class NodeAgent:
     def __init__(self, *, api: ApiClient, clock: Clock, node_name: str,
                  labels: dict[str, str], taints: list[dict[str, str]],
+                 annotations: dict[str, str] | None = None,
                  capacity: dict[str, str], health_port: int, lease_duration: int,
                  renew_interval: float, status_update_frequency: float,
                  status_report_frequency: float,
@@ -47,6 +48,7 @@ class NodeAgent:
         self.labels = {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux",
                        "kubernetes.io/arch": node_arch(), **labels}
         self.taints = taints
+        self.annotations = dict(annotations or {})
         self.capacity = capacity
         self.health_port = health_port
         self.lease_duration = lease_duration
@@ -82,7 +84,8 @@ class NodeAgent:
     async def register(self) -> None:
         """Create the Node, or adopt an existing one (labels merged, status refreshed)."""
         node: Obj = {"apiVersion": "v1", "kind": "Node",
-                     "metadata": {"name": self.node_name, "labels": dict(self.labels)},
+                     "metadata": {"name": self.node_name, "labels": dict(self.labels),
+                                  "annotations": dict(self.annotations)},
                      "spec": {"taints": list(self.taints)} if self.taints else {}}
         delay = 0.2
         while True:
@@ -95,8 +98,11 @@ class NodeAgent:
                         raise
                     created = await self.api.get("nodes", self.node_name)
                     labels = created["metadata"].setdefault("labels", {})
-                    if any(labels.get(k) != v for k, v in self.labels.items()):
+                    annotations = created["metadata"].setdefault("annotations", {})
+                    if any(labels.get(k) != v for k, v in self.labels.items()) or any(
+                            annotations.get(k) != v for k, v in self.annotations.items()):
                         labels.update(self.labels)
+                        annotations.update(self.annotations)
                         created = await self.api.update(created)
                         self.writes += 1
                 await self._write_status(created)

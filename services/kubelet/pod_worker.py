@@ -42,6 +42,7 @@ from skiff.kubelet.status import (
     ready_conditions,
 )
 from skiff.kubelet.termination import PRESTOP_EXTENSION_SECONDS, KillReason, effective_grace_period
+from skiff.kubelet.volumes import VolumeManager
 from skiff.tracing import start_span_from_object
 
 __all__ = ["PodEnvironment", "PodWorker"]
@@ -51,6 +52,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 _POST_START_TIMEOUT_SECONDS = 30.0  # hooks have no timeout field; bound a hanging one
+_CLAIM_RETRY_SECONDS = 2.0  # a missing claim is looked up again this often
+_LOST_VOLUME_GRACE_SECONDS = 1  # a pod whose storage was taken away stops at once
 
 
 @dataclass
@@ -66,6 +69,7 @@ class PodEnvironment:
     clock: Clock
     tracer: Tracer
     base_env: dict[str, str]
+    volumes: VolumeManager
 
 
 def _rv(obj: Obj) -> int:
@@ -93,6 +97,9 @@ class PodWorker:
         self._status_dirty = asyncio.Event()
         self._removed = False
         self._eviction: tuple[int, str] | None = None
+        self._eviction_reason = "Evicted"
+        self.volumes = env.volumes.for_pod(pod)
+        self._volume_message: str | None = None
         self._evicted = asyncio.get_running_loop().create_future()
         self._terminal = False
         self._init_failed = False
@@ -126,6 +133,14 @@ class PodWorker:
             self._eviction = (override, message)
         self._wake.set()
         return self._evicted
+
+    @property
+    def uses_claims(self) -> bool:
+        return bool(self.volumes.claims)
+
+    def volumes_changed(self) -> None:
+        """A VolumeAttachment changed: re-check this pod's volumes (SC1)."""
+        self._wake.set()
 
     @property
     def terminating(self) -> bool:
@@ -183,6 +198,8 @@ class PodWorker:
 
     async def _sync(self) -> bool:
         """Start what should run now; True when the pod has completed (nothing restarts)."""
+        if self.uses_claims and not await self._volumes_ready():
+            return False
         policy = str(self.pod["spec"].get("restartPolicy", "Always"))
         for r in self.records:
             if r.kind == SIDECAR:
@@ -208,6 +225,42 @@ class PodWorker:
                 await self._maybe_start(r)
         return not any(r.running or r.killing or self._should_restart(r, policy)
                        or not r.has_run() for r in apps)
+
+    async def _volumes_ready(self) -> bool:
+        """SC1: containers start only while every claim's volume is attached to this node;
+        a pod whose volume is taken away while it runs is killed (it lost its storage)."""
+        try:
+            readiness = await self.volumes.check(node_name=self.env.node_name)
+        except ApiError as err:
+            readiness_message = f"cannot check the pod's volumes: {err.message}"
+            log.warning(readiness_message, extra={"pod": f"{self.namespace}/{self.name}"})
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return False
+        if readiness.ready:
+            for name, path in readiness.paths.items():
+                self.dir.link_claim(name, path)
+            self._volume_message = None
+            return True
+        if self.active:
+            message = (f"{readiness.message}; the pod was using it, so it is killed: it lost "
+                       "its storage")
+            self._event(WARNING, "VolumeDetached", message)
+            log.warning("volume taken away from a running pod; killing it",
+                        extra={"pod": f"{self.namespace}/{self.name}", "detail": message})
+            self._eviction_reason = "VolumeDetached"
+            self.evict(override=_LOST_VOLUME_GRACE_SECONDS, message=message)
+            return False
+        for r in self.records:
+            if not r.has_run():
+                r.state = {"waiting": {"reason": "ContainerCreating",
+                                       "message": readiness.message}}
+        if readiness.message != self._volume_message:
+            self._volume_message = readiness.message
+            self._event(WARNING, "FailedAttachVolume", readiness.message)
+            self._status_dirty.set()
+        if readiness.message.startswith("persistentvolumeclaim"):
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+        return False
 
     @staticmethod
     def _should_restart(r: ContainerRecord, policy: str) -> bool:
@@ -500,7 +553,7 @@ class PodWorker:
         if inits:
             status["initContainerStatuses"] = inits
         if self._eviction is not None:
-            status["reason"] = "Evicted"
+            status["reason"] = self._eviction_reason
             status["message"] = self._eviction[1]
             if self._terminal:
                 status["phase"] = self._phase = "Failed"

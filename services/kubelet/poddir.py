@@ -5,7 +5,9 @@ A process cannot mount anything, so Skiff's volumes are directories: each `empty
 `SKIFF_VOLUME_<NAME>` (upper case, `-` → `_`), and each `volumeMount` becomes a symlink
 `<pod dir>/<mountPath without its leading />` → the volume. Containers run in the pod
 directory by default, so `mountPath: /data` is reachable as `data/`. `hostPath` volumes are
-symlinks to the host path. Container logs are `logs/<container>/<restartCount>.log`.
+symlinks to the host path. A `persistentVolumeClaim` volume is a symlink to its shared
+directory `<volume-root>/pvc-<claim uid>`, made only once the volume is attached to this
+node (see `volumes`). Container logs are `logs/<container>/<restartCount>.log`.
 """
 
 from __future__ import annotations
@@ -51,6 +53,8 @@ class PodDir:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if not target.is_symlink():
                     target.symlink_to(str((volume["hostPath"] or {}).get("path", "/")))
+            elif "persistentVolumeClaim" in volume:
+                continue  # linked by link_claim once attached to this node
             else:
                 if "emptyDir" not in volume:
                     log.warning("volume type not supported; using an empty directory",
@@ -64,6 +68,17 @@ class PodDir:
                     continue
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(self.volume_path(str(mount.get("name", ""))))
+
+    def link_claim(self, name: str, target: Path) -> None:
+        """Point volume `name` at its persistent directory (created if new; idempotent)."""
+        target.mkdir(parents=True, exist_ok=True)
+        link = self.volume_path(name)
+        if link.is_symlink() and Path(link.readlink()) == target:
+            return
+        link.parent.mkdir(parents=True, exist_ok=True)
+        if link.is_symlink() or link.exists():
+            link.unlink()
+        link.symlink_to(target)
 
     def working_dir(self, container: Obj) -> Path:
         wd = container.get("workingDir")

@@ -29,6 +29,11 @@ class KubeletSettings:
     root_dir: str = setting("/tmp/skiff/kubelet",
                             help="pod directories, emptyDir volumes and container logs")
     node_labels: str = setting("", help="extra node labels, k=v,k2=v2")
+    node_annotations: str = setting("", help="node annotations at registration, k=v,k2=v2 "
+                                             "(e.g. skiff.io/fence-agent=power)")
+    volume_root: str = setting("", help="persistent volume directories pvc-<claim uid>, "
+                                        "shared by the kubelets of a host (default: "
+                                        "<root-dir>/volumes)")
     register_with_taints: str = setting("", help="taints at registration, "
                                                  "key=value:Effect,...")
     node_lease_duration_seconds: int = setting(40, help="the node Lease's duration")
@@ -131,6 +136,7 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
                              env_prefix="SKIFF_KUBELET_",
                              description="Skiff's node agent: runs the pods bound to a node.")
     parse_labels(settings.node_labels)
+    parse_labels(settings.node_annotations, flag="--node-annotations")
     parse_taints(settings.register_with_taints)
     parse_grace_periods(settings.eviction_soft_grace_period)
     if settings.runtime not in ("process", "fake"):

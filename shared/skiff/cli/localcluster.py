@@ -5,6 +5,13 @@ controller-manager, one kubelet per node) run as child processes on free loopbac
 each with its log under `<data-dir>/logs/`. The cluster's state (PIDs, addresses) is
 written to `<data-dir>/cluster.json`, which is how `skiff down` stops each process by PID
 and how every other command finds the apiserver.
+
+The fence agent (when installed) runs in local mode over the same data dir: it may kill a
+node's kubelet and pods (power fencing, `<data-dir>/fenced/<node>` marks the node) and start
+the kubelet again on unfence, recording the new PID in cluster.json. So a fenced kubelet's
+exit is expected, and stopping the cluster also stops kubelets the fence agent started.
+Every kubelet gets the shared `--volume-root <data-dir>/volumes` and the node annotation
+`skiff.io/fence-agent=power`.
 """
 
 from __future__ import annotations
@@ -33,6 +40,7 @@ from skiff.cli.processes import (
 )
 
 STATE_FILE = "cluster.json"
+FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 ZONES = ("zone-a", "zone-b", "zone-c")
 
 
@@ -87,6 +95,34 @@ def pid_alive(pid: int) -> bool:
         return stat.rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return True
+
+
+def same_process(comp: Component) -> bool:
+    """Whether `comp.pid` is alive and still runs the component's recorded argv (a reused
+    PID is never signalled). Components recorded without argv are trusted by PID."""
+    if not pid_alive(comp.pid):
+        return False
+    if not comp.argv:
+        return True
+    try:
+        raw = Path(f"/proc/{comp.pid}/cmdline").read_bytes()
+    except OSError:
+        return True  # no /proc here: fall back to the PID alone
+    return [p.decode(errors="replace") for p in raw.split(b"\0")[:-1]] == comp.argv
+
+
+def stop_component(comp: Component, *, timeout: float) -> None:
+    """SIGTERM, then SIGKILL after `timeout`, only while it is still the same process."""
+    if not same_process(comp):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(comp.pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while same_process(comp) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if same_process(comp):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(comp.pid, signal.SIGKILL)
 
 
 def service_available(module: str) -> bool:
@@ -178,12 +214,42 @@ class LocalCluster:
             services.append((f"kubelet-{node}", "skiff.kubelet", [
                 "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
                 "--node-labels", labels,
+                "--node-annotations", f"{FENCE_AGENT_ANNOTATION}=power",
+                "--volume-root", str(self.data_dir / "volumes"),
                 *self.config.flags("kubelet", config_dir)]))
+        services.append(("fence-agent", "skiff.fence_agent",
+                         ["--mode", "local", "--data-dir", str(self.data_dir)]))
         return services
+
+    def unexpected_exits(self) -> list[Process]:
+        """Processes that died on their own: not a kubelet the fence agent stopped (its node
+        is marked fenced) or replaced (cluster.json records a newer PID for it)."""
+        state = ClusterState.load(self.data_dir)
+        recorded = {c.name: c.pid for c in state.components} if state else {}
+        dead: list[Process] = []
+        for proc in self.processes:
+            if proc.alive():
+                continue
+            if proc.name.startswith("kubelet-"):
+                node = proc.name.removeprefix("kubelet-")
+                if (self.data_dir / "fenced" / node).exists() or \
+                        recorded.get(proc.name, proc.pid) != proc.pid:
+                    continue
+            dead.append(proc)
+        return dead
+
+    def _stop_adopted(self, timeout: float = 10.0) -> None:
+        """Stop the kubelets the fence agent started again (recorded in cluster.json, not
+        our children), each only if its /proc cmdline is still its recorded argv."""
+        state = ClusterState.load(self.data_dir)
+        ours = {p.pid for p in self.processes}
+        for comp in [c for c in state.components if c.pid not in ours] if state else []:
+            stop_component(comp, timeout=timeout)
 
     def stop(self) -> None:
         for proc in reversed(self.processes):
             proc.stop()
+        self._stop_adopted()
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
 
@@ -215,15 +281,7 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
                          "(was it started with `skiff up --detach`?)")
     stopped = []
     for comp in reversed(state.components):
-        if pid_alive(comp.pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(comp.pid, signal.SIGTERM)
-            deadline = time.monotonic() + timeout
-            while pid_alive(comp.pid) and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if pid_alive(comp.pid):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(comp.pid, signal.SIGKILL)
+        stop_component(comp, timeout=timeout)
         stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()

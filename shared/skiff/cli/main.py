@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import getpass
 import importlib
 import os
 import signal
@@ -104,7 +105,7 @@ def cmd_up(args: argparse.Namespace) -> None:
         return
     _out("Press Ctrl-C to stop.")
     while not stop["flag"]:
-        dead = [p for p in cluster.processes if not p.alive()]
+        dead = cluster.unexpected_exits()
         if dead:
             _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
             break
@@ -184,16 +185,37 @@ def cmd_logs(args: argparse.Namespace) -> None:
         previous=args.previous, out=_out))
 
 
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except (OSError, KeyError):
+        return "unknown user"
+
+
+def cmd_fence(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.fence(
+        api, args.node, agent=args.agent, reason=args.reason,
+        requested_by=f"skiff-cli ({_user()})", out=_out))
+
+
+def cmd_unfence(args: argparse.Namespace) -> None:
+    with_client(args, lambda api: resources.unfence(api, args.node, timeout=args.timeout,
+                                                    out=_out))
+
+
 def cmd_chaos(args: argparse.Namespace) -> None:
     try:
         chaos = importlib.import_module("skiff.cli.chaos")
     except ImportError:
         fail("chaos commands need the compose cluster support (skiff.cli.chaos)")
-    if args.chaos_command == "partition":
-        _out(chaos.partition(args.node, from_component=args.from_component,
-                             project=args.project))
-    else:
-        _out(chaos.heal(args.node, project=args.project))
+    try:
+        if args.chaos_command == "partition":
+            _out(chaos.partition(args.node, from_component=args.from_component,
+                                 project=args.project))
+        else:
+            _out(chaos.heal(args.node, project=args.project))
+    except chaos.ChaosError as err:
+        fail(str(err))
 
 
 # -- parser ------------------------------------------------------------------------------
@@ -291,6 +313,19 @@ def build_parser() -> argparse.ArgumentParser:
     logs_p.add_argument("--tail", type=int)
     logs_p.add_argument("-p", "--previous", action="store_true")
     logs_p.set_defaults(func=cmd_logs)
+
+    fence_p = sub.add_parser("fence", help="fence a node: stop it (power), cut it off "
+                                           "(network) or revoke its volumes (storage)")
+    fence_p.add_argument("node")
+    fence_p.add_argument("--agent", choices=list(resources.FENCE_AGENTS),
+                         help="default: the node's skiff.io/fence-agent annotation")
+    fence_p.add_argument("--reason", help="why (recorded in the Fence)")
+    fence_p.set_defaults(func=cmd_fence)
+    unfence_p = sub.add_parser("unfence", help="give a fenced node back (deletes its Fence "
+                                               "and waits until it is gone)")
+    unfence_p.add_argument("node")
+    unfence_p.add_argument("--timeout", type=float, default=60.0)
+    unfence_p.set_defaults(func=cmd_unfence)
 
     chaos_p = sub.add_parser("chaos", help="inject faults into the compose cluster")
     chaos_sub = chaos_p.add_subparsers(dest="chaos_command", required=True)
