@@ -31,6 +31,7 @@ from skiff.api import (
 )
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
+from skiff.api.pods import set_condition
 from skiff.apiserver import admission, graceful
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.storage import EtcdStorage, KeyValue
@@ -467,7 +468,7 @@ class Registry:
                                         f"pod {name} is already assigned to node "
                                         f'"{pod["spec"]["nodeName"]}"')
             pod["spec"]["nodeName"] = target
-            _set_condition(pod, "PodScheduled", "True", now=self.clock.now())
+            set_condition(pod, "PodScheduled", "True", now=self.clock.now())
             inject_into_object(pod)
             try:
                 return await self.storage.update(storage_key(info, namespace, name), pod,
@@ -548,7 +549,7 @@ class Registry:
             assert pod is not None
             if pod["metadata"].get("deletionTimestamp"):
                 return
-            _set_condition(pod, "DisruptionTarget", "True", now=self.clock.now(),
+            set_condition(pod, "DisruptionTarget", "True", now=self.clock.now(),
                            reason=reason, message=message)
             try:
                 await self.storage.update(storage_key(info, namespace, name), pod,
@@ -623,25 +624,3 @@ def _check_preconditions(info: KindInfo, name: str, cur: KeyValue,
             info.resource, name,
             f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
             f"object meta: {cur.mod_revision}")
-
-
-def _set_condition(pod: Obj, type_: str, status: str, *, now: float, reason: str = "",
-                   message: str = "") -> None:
-    conditions: list[Obj] = pod.setdefault("status", {}).setdefault("conditions", [])
-    for cond in conditions:
-        if cond.get("type") == type_:
-            if cond.get("status") != status:
-                cond["lastTransitionTime"] = rfc3339(now)
-            cond.update(status=status)
-            if reason:
-                cond["reason"] = reason
-            if message:
-                cond["message"] = message
-            return
-    new: Obj = {"type": type_, "status": status, "lastProbeTime": None,
-                "lastTransitionTime": rfc3339(now)}
-    if reason:
-        new["reason"] = reason
-    if message:
-        new["message"] = message
-    conditions.append(new)

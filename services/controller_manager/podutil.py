@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from skiff.api import ApiError, Reason, get_condition, is_pod_terminal, is_terminating
+from skiff.api.pods import set_condition as set_condition
 from skiff.client import ApiClient
-from skiff.clock import parse_rfc3339, rfc3339
+from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
 
@@ -47,32 +48,6 @@ def is_active(pod: Mapping[str, Any]) -> bool:
 def creation_time(obj: Mapping[str, Any]) -> float:
     stamp = (obj.get("metadata") or {}).get("creationTimestamp")
     return parse_rfc3339(stamp) if stamp else 0.0
-
-
-def set_condition(obj: Obj, condition_type: str, status: str, *, now: float,
-                  reason: str = "", message: str = "") -> bool:
-    """Set a condition on `obj` (a copy the caller owns); True when something changed."""
-    conditions: list[Obj] = obj.setdefault("status", {}).setdefault("conditions", [])
-    for cond in conditions:
-        if cond.get("type") != condition_type:
-            continue
-        before = dict(cond)
-        if cond.get("status") != status:
-            cond["lastTransitionTime"] = rfc3339(now)
-        cond["status"] = status
-        if reason:
-            cond["reason"] = reason
-        if message:
-            cond["message"] = message
-        return cond != before
-    new: Obj = {"type": condition_type, "status": status, "lastProbeTime": None,
-                "lastTransitionTime": rfc3339(now)}
-    if reason:
-        new["reason"] = reason
-    if message:
-        new["message"] = message
-    conditions.append(new)
-    return True
 
 
 async def update_pod_status(client: ApiClient, pod: Mapping[str, Any],

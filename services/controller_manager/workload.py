@@ -7,6 +7,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.api import ApiError, Reason
+from skiff.client import ApiClient
 from skiff.controller_manager.informers import controller_ref
 
 Obj = dict[str, Any]
@@ -47,3 +49,19 @@ def owned_pods(pods: list[Obj], owner: Mapping[str, Any]) -> list[Obj]:
     """Pods whose controller reference is this very object (same UID, same namespace)."""
     ns = owner["metadata"].get("namespace")
     return [p for p in pods if p["metadata"].get("namespace") == ns]
+
+
+async def write_status_if_changed(client: ApiClient, owner: Mapping[str, Any],
+                                  status: Obj) -> None:
+    """Merge `status` into the workload's status and write it, unless nothing changed or the
+    object is already gone (ReplicaSet and StatefulSet status alike)."""
+    current = owner.get("status") or {}
+    if all(current.get(k) == v for k, v in status.items()):
+        return
+    updated = copy.deepcopy(dict(owner))
+    updated["status"] = {**current, **status}
+    try:
+        await client.update_status(updated)
+    except ApiError as err:
+        if err.reason != Reason.NOT_FOUND:
+            raise

@@ -11,7 +11,6 @@ Pods are matched by their controller ownerReference UID (adoption of orphans is 
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from typing import Any
 
@@ -27,7 +26,12 @@ from skiff.controller_manager.replicaset.plan import (
     replica_diff,
     slow_start_batches,
 )
-from skiff.controller_manager.workload import owned_pods, owner_key, pod_from_template
+from skiff.controller_manager.workload import (
+    owned_pods,
+    owner_key,
+    pod_from_template,
+    write_status_if_changed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -150,13 +154,4 @@ class ReplicaSetController(Controller):
                                        if is_terminating(p) and not is_pod_terminal(p)),
             "observedGeneration": int(rs["metadata"].get("generation") or 1),
         }
-        current = rs.get("status") or {}
-        if all(current.get(k) == v for k, v in status.items()):
-            return
-        updated = copy.deepcopy(rs)
-        updated["status"] = {**current, **status}
-        try:
-            await self.client.update_status(updated)
-        except ApiError as err:
-            if err.reason != Reason.NOT_FOUND:
-                raise
+        await write_status_if_changed(self.client, rs, status)

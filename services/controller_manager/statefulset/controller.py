@@ -34,6 +34,7 @@ from skiff.controller_manager.workload import (
     owner_key,
     owner_reference,
     pod_from_template,
+    write_status_if_changed,
 )
 
 log = logging.getLogger(__name__)
@@ -198,13 +199,4 @@ class StatefulSetController(Controller):
             "updatedReplicas": len(alive),
             "observedGeneration": int(sts["metadata"].get("generation") or 1),
         }
-        current = sts.get("status") or {}
-        if all(current.get(k) == v for k, v in status.items()):
-            return
-        updated = copy.deepcopy(sts)
-        updated["status"] = {**current, **status}
-        try:
-            await self.client.update_status(updated)
-        except ApiError as err:
-            if err.reason != Reason.NOT_FOUND:
-                raise
+        await write_status_if_changed(self.client, sts, status)

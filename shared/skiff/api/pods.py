@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.clock import rfc3339
+
 Obj = Mapping[str, Any]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
@@ -35,6 +37,32 @@ def is_pod_terminal(pod: Obj) -> bool:
     """The pod's phase is Succeeded or Failed; it will never run again."""
     status = pod.get("status")
     return isinstance(status, Mapping) and status.get("phase") in TERMINAL_PHASES
+
+
+def set_condition(obj: dict[str, Any], condition_type: str, status: str, *, now: float,
+                  reason: str = "", message: str = "") -> bool:
+    """Set a condition on `obj` (a copy the caller owns); True when something changed."""
+    conditions: list[dict[str, Any]] = obj.setdefault("status", {}).setdefault("conditions", [])
+    for cond in conditions:
+        if cond.get("type") != condition_type:
+            continue
+        before = dict(cond)
+        if cond.get("status") != status:
+            cond["lastTransitionTime"] = rfc3339(now)
+        cond["status"] = status
+        if reason:
+            cond["reason"] = reason
+        if message:
+            cond["message"] = message
+        return cond != before
+    new: dict[str, Any] = {"type": condition_type, "status": status, "lastProbeTime": None,
+                "lastTransitionTime": rfc3339(now)}
+    if reason:
+        new["reason"] = reason
+    if message:
+        new["message"] = message
+    conditions.append(new)
+    return True
 
 
 def get_condition(pod: Obj, condition_type: str) -> dict[str, Any] | None:
