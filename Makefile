@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.skiff-installed
 
-.PHONY: up down test lint bench etcd
+.PHONY: up down test lint bench etcd compose-up compose-down
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Skiff needs Python 3.11+"'
@@ -37,6 +37,12 @@ lint: $(STAMP)
 
 test: $(STAMP) etcd lint
 	$(BIN)/pytest -q -p no:cacheprovider
+
+compose-up: $(STAMP)
+	PYTHON=$(BIN)/python deploy/compose/cluster.sh up --offline
+
+compose-down:
+	deploy/compose/cluster.sh down
 
 bench: $(STAMP) etcd
 	$(BIN)/python bench/apiserver.py

@@ -39,6 +39,8 @@ __all__ = ["ChaosError", "heal", "partition"]
 CHAIN = "SKIFF-CHAOS"
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"
+# `docker compose run` containers carry the service label too; only the service's own count.
+NOT_ONE_OFF = "label=com.docker.compose.oneoff=False"
 DOCKER_TIMEOUT_SECONDS = 60.0
 # Where deploy/compose/dockerd.sh puts the socket of the private engine it starts.
 PRIVATE_DOCKER_SOCKET = "/var/lib/skiff-docker/docker.sock"
@@ -164,13 +166,14 @@ def _docker_env() -> dict[str, str]:
 
 def _services(project: str) -> list[str]:
     out = _docker("ps", "-a", "--filter", f"label={PROJECT_LABEL}={project}",
-                  "--format", f'{{{{.Label "{SERVICE_LABEL}"}}}}')
+                  "--filter", NOT_ONE_OFF, "--format", f'{{{{.Label "{SERVICE_LABEL}"}}}}')
     return sorted({line.strip() for line in out.splitlines() if line.strip()})
 
 
 def _container(project: str, service: str) -> dict[str, Any]:
     ids = _docker("ps", "-a", "-q", "--filter", f"label={PROJECT_LABEL}={project}",
-                  "--filter", f"label={SERVICE_LABEL}={service}").split()
+                  "--filter", f"label={SERVICE_LABEL}={service}",
+                  "--filter", NOT_ONE_OFF).split()
     if not ids:
         known = _services(project)
         if not known:

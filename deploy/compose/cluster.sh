@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Bring the compose cluster up or down in one step: engine, wheelhouse, image, compose.
+#
+#   cluster.sh up [--offline]   start (or reuse) a Docker engine, build the wheelhouse and the
+#                               image, `compose up -d`, wait until every service is healthy
+#   cluster.sh down             `compose down -v`, then stop the private engine if one runs
+#
+# --offline (or SKIFF_BASE_IMAGE=...) builds on the debootstrap base of build-base-image.sh
+# instead of pulling python:3.11-slim. The project is $COMPOSE_PROJECT_NAME (default skiff),
+# the apiserver is published on 127.0.0.1:$SKIFF_API_PORT (default 6443), and
+# COMPOSE_PROFILES=tracing SKIFF_OTLP_ENDPOINT=http://jaeger:4317 adds Jaeger.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+export COMPOSE_PROJECT_NAME=${COMPOSE_PROJECT_NAME:-skiff}
+export SKIFF_IMAGE=${SKIFF_IMAGE:-skiff:latest}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+say() { echo "cluster.sh: $*" >&2; }
+
+compose() {
+  if docker compose version >/dev/null 2>&1; then
+    docker compose -f "$here/compose.yaml" "$@"
+  elif command -v docker-compose >/dev/null 2>&1; then
+    docker-compose -f "$here/compose.yaml" "$@"
+  else
+    die "neither 'docker compose' nor 'docker-compose' is installed; apt-get install docker-compose"
+  fi
+}
+
+up() {
+  local offline=0
+  [ "${1:-}" = --offline ] && offline=1
+  DOCKER_HOST=$("$here/dockerd.sh" start)
+  export DOCKER_HOST
+  local base=${SKIFF_BASE_IMAGE:-}
+  if [ -z "$base" ] && [ "$offline" = 1 ]; then
+    base=skiff-base:bookworm
+  fi
+  if [ -n "$base" ]; then
+    "$here/build-base-image.sh" "$base"
+  fi
+  "$here/build-wheelhouse.sh" "$here/wheelhouse"
+  docker build --quiet --build-arg "BASE_IMAGE=${base:-python:3.11-slim}" -t "$SKIFF_IMAGE" \
+    "$here" >/dev/null
+  compose up -d --no-build
+  local label="label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" waiting
+  local deadline=$((SECONDS + 180))
+  while true; do
+    # One `docker inspect` of every container of the project: name and health (or state).
+    # shellcheck disable=SC2046  # one argument per container id
+    waiting=$(docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' \
+      $(docker ps -aq --filter "$label") | awk '$2 != "healthy" {printf " %s(%s)", substr($1, 2), $2}')
+    if [ -z "$waiting" ]; then
+      say "cluster up; export DOCKER_HOST=$DOCKER_HOST; API at 127.0.0.1:${SKIFF_API_PORT:-6443}"
+      return
+    fi
+    [ "$SECONDS" -lt "$deadline" ] || die "not healthy after 3 minutes:$waiting; see: \
+docker compose -p $COMPOSE_PROJECT_NAME logs"
+    sleep 2
+  done
+}
+
+down() {
+  DOCKER_HOST=$("$here/dockerd.sh" host)
+  export DOCKER_HOST
+  compose --profile tracing down -v --remove-orphans
+  "$here/dockerd.sh" stop
+}
+
+case "${1:-}" in
+  up) shift; up "$@" ;;
+  down) down ;;
+  *) die "usage: cluster.sh up [--offline] | down" ;;
+esac

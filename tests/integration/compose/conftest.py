@@ -1,0 +1,226 @@
+"""A Docker engine, Skiff's image built without pulling anything, and a compose project.
+
+The engine: whatever answers already (left exactly as it was), else a private dockerd that
+deploy/compose/dockerd.sh starts and, after the session, stops and cleans up after (docker0,
+iptables chains, FORWARD policy). The image: a debootstrap base (cached by tag, and as a
+tarball in /var/cache/skiff), Skiff from a wheelhouse built from this work tree. Nothing here
+skips: a machine that cannot run Docker fails with what to install.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[3]
+COMPOSE_DIR = REPO / "deploy" / "compose"
+BASE_IMAGE = os.environ.get("SKIFF_BASE_IMAGE", "skiff-base:bookworm")
+TEST_IMAGE = "skiff:compose-test"
+NEEDS = "apt-get install docker.io docker-compose debootstrap iptables"
+
+
+def log(message: str) -> None:
+    print(f"[compose {time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def run(cmd: Sequence[str], *, env: dict[str, str] | None = None, timeout: float = 300,
+        check: bool = True, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a command; on failure fail the test with its output, not a stack of pipes."""
+    try:
+        done = subprocess.run(list(cmd), capture_output=True, text=True, timeout=timeout,
+                              env=env, cwd=cwd, check=False)
+    except FileNotFoundError:
+        pytest.fail(f"{cmd[0]} not found; the compose test needs: {NEEDS}", pytrace=False)
+    except subprocess.TimeoutExpired as err:
+        pytest.fail(f"`{' '.join(cmd)}` did not finish in {timeout:.0f}s:\n{err.stdout!r}\n"
+                    f"{err.stderr!r}", pytrace=False)
+    if check and done.returncode != 0:
+        pytest.fail(f"`{' '.join(cmd)}` failed with exit code {done.returncode}:\n"
+                    f"{done.stdout[-4000:]}\n{done.stderr[-4000:]}", pytrace=False)
+    return done
+
+
+@dataclass(frozen=True)
+class Engine:
+    docker_host: str
+    started_here: bool
+
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**os.environ, "DOCKER_HOST": self.docker_host, **extra}
+
+
+@pytest.fixture(scope="session")
+def docker_engine() -> Iterator[Engine]:
+    if shutil.which("docker") is None:
+        pytest.fail(f"no docker command: the compose test needs a Docker engine; {NEEDS}",
+                    pytrace=False)
+    script = str(COMPOSE_DIR / "dockerd.sh")
+    status = run([script, "status"]).stdout
+    started_here = status.startswith("no engine")
+    if started_here and os.geteuid() != 0:
+        pytest.fail("no Docker engine runs and starting one needs root: run the tests as "
+                    "root or start Docker (and set DOCKER_HOST)", pytrace=False)
+    t0 = time.monotonic()
+    host = run([script, "start"], timeout=120).stdout.strip().splitlines()[-1]
+    log(f"engine {host} ({'started here' if started_here else 'already running'}) "
+        f"in {time.monotonic() - t0:.1f}s")
+    saved = os.environ.get("DOCKER_HOST")
+    os.environ["DOCKER_HOST"] = host  # for skiff.cli.chaos, as a user would export it
+    try:
+        yield Engine(docker_host=host, started_here=started_here)
+    finally:
+        if saved is None:
+            os.environ.pop("DOCKER_HOST", None)
+        else:
+            os.environ["DOCKER_HOST"] = saved
+        if started_here:
+            run([script, "stop"], timeout=120)
+            assert_host_network_clean()
+
+
+def assert_host_network_clean() -> None:
+    """What a private dockerd leaves behind when it is not cleaned up."""
+    links = run(["ip", "-o", "link", "show"]).stdout
+    assert " docker0:" not in links, "docker0 is still there after dockerd.sh stop"
+    for table in ("filter", "nat"):
+        rules = run(["iptables", "-t", table, "-S"], check=False).stdout
+        assert "DOCKER" not in rules, f"DOCKER chains left in iptables {table}:\n{rules}"
+
+
+def compose_command(engine: Engine) -> list[str]:
+    """`docker compose` (v2 plugin) where it exists, else Debian's `docker-compose` (v1)."""
+    if run(["docker", "compose", "version"], env=engine.env(), check=False).returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    pytest.fail(f"neither `docker compose` nor `docker-compose` is installed; {NEEDS}",
+                pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def skiff_image(docker_engine: Engine, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Build TEST_IMAGE the offline way: debootstrap base, then Skiff from a wheelhouse."""
+    env = docker_engine.env(PYTHON=sys.executable)
+    t0 = time.monotonic()
+    run([str(COMPOSE_DIR / "build-base-image.sh"), BASE_IMAGE], env=env, timeout=900)
+    t1 = time.monotonic()
+    log(f"base image {BASE_IMAGE} ready in {t1 - t0:.1f}s")
+    context = tmp_path_factory.mktemp("image-context")
+    shutil.copy(COMPOSE_DIR / "Dockerfile", context / "Dockerfile")
+    shutil.copy(COMPOSE_DIR / "healthcheck.py", context / "healthcheck.py")
+    run([str(COMPOSE_DIR / "build-wheelhouse.sh"), str(context / "wheelhouse")], env=env,
+        timeout=600)
+    t2 = time.monotonic()
+    log(f"wheelhouse built in {t2 - t1:.1f}s")
+    run(["docker", "build", "--quiet", "--build-arg", f"BASE_IMAGE={BASE_IMAGE}",
+         "-t", TEST_IMAGE, str(context)], env=env, timeout=600)
+    log(f"image {TEST_IMAGE} built in {time.monotonic() - t2:.1f}s")
+    return TEST_IMAGE
+
+
+@dataclass
+class ComposeProject:
+    """One `docker compose -p NAME` project of deploy/compose/compose.yaml."""
+
+    engine: Engine
+    image: str
+    name: str = field(default_factory=lambda: f"skiff-test-{uuid.uuid4().hex[:8]}")
+    api_port: int = 0
+    override: Path | None = None
+
+    def __post_init__(self) -> None:
+        from skiff.cli.processes import free_port
+
+        self.api_port = self.api_port or free_port()
+        self.command = compose_command(self.engine)
+
+    def env(self) -> dict[str, str]:
+        env = self.engine.env(SKIFF_IMAGE=self.image, SKIFF_API_PORT=str(self.api_port),
+                              SKIFF_HEALTH_INTERVAL="2s", SKIFF_LOG_LEVEL="INFO")
+        env.pop("COMPOSE_PROFILES", None)
+        env.pop("SKIFF_OTLP_ENDPOINT", None)
+        return env
+
+    def compose(self, *args: str, timeout: float = 300,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        files = ["-f", str(COMPOSE_DIR / "compose.yaml")]
+        if self.override is not None:
+            files += ["-f", str(self.override)]
+        return run([*self.command, "-p", self.name, *files, *args], env=self.env(),
+                   timeout=timeout, check=check, cwd=COMPOSE_DIR)
+
+    def docker(self, *args: str, timeout: float = 120,
+               check: bool = True) -> subprocess.CompletedProcess[str]:
+        return run(["docker", *args], env=self.engine.env(), timeout=timeout, check=check)
+
+    def container(self, service: str) -> str:
+        ids = self.docker("ps", "-q", "--filter", f"label=com.docker.compose.project={self.name}",
+                          "--filter", f"label=com.docker.compose.service={service}").stdout
+        assert ids.split(), f"no running container for {service} in {self.name}"
+        return ids.split()[0]
+
+    def inspect(self, service: str) -> dict[str, Any]:
+        found: list[dict[str, Any]] = json.loads(
+            self.docker("inspect", self.container(service)).stdout)
+        return found[0]
+
+    def address(self, service: str) -> str:
+        """The service's IP address on the project's network."""
+        networks: dict[str, Any] = self.inspect(service)["NetworkSettings"]["Networks"]
+        return str(next(iter(networks.values()))["IPAddress"])
+
+    def health(self, service: str) -> str:
+        fmt = "{{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}"
+        return self.docker("inspect", "-f", fmt, self.container(service)).stdout.strip()
+
+    def wait_healthy(self, services: Sequence[str], *, timeout: float = 180) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            states = {s: self.health(s) for s in services}
+            if all(v == "healthy" for v in states.values()):
+                return
+            if time.monotonic() > deadline:
+                logs = self.compose("logs", "--no-color", "--tail", "30", check=False).stdout
+                pytest.fail(f"not healthy after {timeout:.0f}s: {states}\n{logs[-6000:]}",
+                            pytrace=False)
+            time.sleep(1)
+
+    def can_connect(self, service: str, host: str, port: int, *, timeout: float = 3) -> bool:
+        """Whether `service`'s container can open a TCP connection to host:port."""
+        code = ("import socket, sys\n"
+                f"socket.create_connection(({host!r}, {port}), timeout={timeout}).close()\n")
+        done = self.docker("exec", self.container(service), "python3", "-c", code,
+                           timeout=timeout + 30, check=False)
+        return done.returncode == 0
+
+    def down(self) -> None:
+        self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
+
+
+@pytest.fixture
+def compose_project(docker_engine: Engine, skiff_image: str,
+                    tmp_path: Path) -> Iterator[ComposeProject]:
+    project = ComposeProject(engine=docker_engine, image=skiff_image)
+    try:
+        yield project
+    finally:
+        t0 = time.monotonic()
+        project.down()
+        log(f"compose down in {time.monotonic() - t0:.1f}s")
+        label = f"label=com.docker.compose.project={project.name}"
+        for kind in ("network", "volume"):
+            left = project.docker(kind, "ls", "-q", "--filter", label).stdout.split()
+            assert not left, f"{kind}s of {project.name} left after compose down: {left}"
+        left = project.docker("ps", "-aq", "--filter", label).stdout.split()
+        assert not left, f"containers of {project.name} left after compose down: {left}"
