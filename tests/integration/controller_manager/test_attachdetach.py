@@ -14,6 +14,7 @@ from tests.integration.controller_manager.kubelet_double import (
     KubeletDouble,
     events,
     get_or_none,
+    recorded,
     wait_for,
 )
 
@@ -61,7 +62,10 @@ async def test_sc1_attachment_is_exclusive_and_detached_only_after_the_old_pod_i
                             what="the volume attached to a")
         assert va["spec"] == {"attacher": "skiff.io/local", "nodeName": a.name,
                               "source": {"persistentVolumeName": volume}}
-        assert await events(api, namespace, reason="SuccessfulAttachVolume", name="first")
+        # The Event is written just after the attachment; wait for it rather than race it.
+        await wait_for(lambda: events(api, namespace, reason="SuccessfulAttachVolume",
+                                      name="first"),
+                       timeout=10, what="a SuccessfulAttachVolume Event on the first pod")
 
         # Second pod on b: Multi-Attach, the attachment is not touched.
         await api.create(_pod("second", namespace, "data"))
@@ -84,7 +88,7 @@ async def test_sc1_attachment_is_exclusive_and_detached_only_after_the_old_pod_i
         moved = await wait_for(lambda: _attached_to(api, volume, b.name), timeout=10,
                                what="the volume attached to b")
         assert moved["metadata"]["uid"] != va["metadata"]["uid"]
-        assert await events(api, namespace, reason="SuccessfulDetachVolume", name="data")
+        assert await recorded(api, namespace, reason="SuccessfulDetachVolume", name="data")
 
         # b partitioned with "second" still on it: a third pod on c waits while b's fence
         # is only being applied, and gets the volume once the fence is confirmed.

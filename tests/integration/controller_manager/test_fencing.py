@@ -32,6 +32,7 @@ from tests.integration.controller_manager.kubelet_double import (
     KubeletDouble,
     events,
     get_or_none,
+    recorded,
     wait_for,
 )
 from tests.integration.controller_manager.workloads import stateful_set
@@ -149,7 +150,7 @@ async def test_fn3_pods_are_force_deleted_only_after_the_fence_is_confirmed(
         assert away.name in target["message"] and "power" in target["message"]
         deleted = await events(api, namespace, reason="PodForceDeletedAfterFencing")
         assert [e["involvedObject"]["uid"] for e in deleted] == [old_uid]
-        assert await events(api, "default", reason="FencingConfirmed", name=away.name)
+        assert await recorded(api, "default", reason="FencingConfirmed", name=away.name)
 
         async def pods_deleted() -> bool:
             fence = await api.get("fences", away.name)
@@ -240,7 +241,7 @@ async def test_fn3_fenced_node_stays_cordoned_when_it_returns_until_unfenced(
 
         await wait_for(uncordoned, timeout=10, what="the cordon to be lifted")
         assert await get_or_none(api, "fences", away.name) is None
-        assert await events(api, "default", reason="NodeUnfenced", name=away.name)
+        assert await recorded(api, "default", reason="NodeUnfenced", name=away.name)
 
 
 async def test_fn1_failed_fence_is_retried_after_the_backoff(

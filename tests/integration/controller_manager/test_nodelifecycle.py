@@ -15,8 +15,8 @@ from skiff.clock import parse_rfc3339
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import (
     KubeletDouble,
-    events,
     get_or_none,
+    recorded,
     wait_for,
 )
 from tests.integration.objects import pod
@@ -85,8 +85,8 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
         cond = get_condition(evicted, "DisruptionTarget") or {}
         assert cond.get("reason") == "DeletionByTaintManager"
         assert evicted["metadata"]["deletionGracePeriodSeconds"] == 30  # graceful, PS5
-        assert await events(api, namespace, reason="TaintManagerEviction", name="evicted")
-        assert await events(api, "default", reason="NodeNotReady", name=kubelet.name)
+        assert await recorded(api, namespace, reason="TaintManagerEviction", name="evicted")
+        assert await recorded(api, "default", reason="NodeNotReady", name=kubelet.name)
 
         # While the kubelet is away nobody force deletes: the object stays Terminating.
         await asyncio.sleep(3)

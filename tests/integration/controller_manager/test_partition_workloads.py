@@ -100,7 +100,10 @@ async def test_ps4_replicaset_replaces_a_pod_as_soon_as_it_starts_terminating(
         running = await api.get("pods", new_name, namespace)
         assert old["metadata"].get("deletionTimestamp"), "the old pod is still Terminating"
         assert running["status"]["phase"] == "Running"
-        assert len(await events(api, namespace, reason="SuccessfulCreate")) == 2
+        async def two_creates() -> bool:  # the second Event is written just after its pod
+            return len(await events(api, namespace, reason="SuccessfulCreate")) == 2
+
+        await wait_for(two_creates, timeout=10, what="exactly two SuccessfulCreate Events")
 
         async def status_counts() -> bool:
             rs = await api.get("replicasets", "front", namespace)

@@ -11,8 +11,8 @@ from skiff.api import get_condition, is_pod_terminal
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import (
-    events,
     get_or_none,
+    recorded,
     wait_for,
 )
 from tests.integration.objects import pod
@@ -65,7 +65,7 @@ async def test_ps3_orphaned_pod_goes_after_the_quarantine(
 
     await wait_for(gone, timeout=10, what="the orphaned pod to be force deleted")
     assert await _marked_failed_before_deletion(api, "orphan", namespace)
-    assert await events(api, namespace, reason="DeletionByPodGC", name="orphan")
+    assert await recorded(api, namespace, reason="DeletionByPodGC", name="orphan")
 
 
 async def test_ps3_orphan_check_rereads_the_node(
@@ -97,7 +97,7 @@ async def test_ps3_unscheduled_terminating_pod_is_marked_failed_and_deleted(
         return p["status"]["phase"] == "Failed" and cond.get("reason") == "DeletionByPodGC"
 
     await wait_for(marked, timeout=10, what="the pod to be marked Failed by PodGC")
-    assert await events(api, namespace, reason="DeletionByPodGC", name="unscheduled")
+    assert await recorded(api, namespace, reason="DeletionByPodGC", name="unscheduled")
     stuck = await api.get("pods", "unscheduled", namespace)
     stuck["metadata"]["finalizers"] = []
     await api.update(stuck)
