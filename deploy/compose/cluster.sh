@@ -8,7 +8,8 @@
 # --offline (or SKIFF_BASE_IMAGE=...) builds on the debootstrap base of build-base-image.sh
 # instead of pulling python:3.11-slim. The project is $COMPOSE_PROJECT_NAME (default skiff),
 # the apiserver is published on 127.0.0.1:$SKIFF_API_PORT (default 6443), and
-# COMPOSE_PROFILES=tracing SKIFF_OTLP_ENDPOINT=http://jaeger:4317 adds Jaeger.
+# COMPOSE_PROFILES=tracing SKIFF_OTLP_ENDPOINT=http://jaeger:4317 adds Jaeger. The fence
+# agent gets the socket of the engine DOCKER_HOST names (SKIFF_DOCKER_SOCKET).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,11 +29,20 @@ compose() {
   fi
 }
 
+docker_socket() {  # the fence agent mounts the engine's socket: the one DOCKER_HOST names
+  case "$DOCKER_HOST" in
+    unix://*) export SKIFF_DOCKER_SOCKET=${SKIFF_DOCKER_SOCKET:-${DOCKER_HOST#unix://}} ;;
+    *) say "DOCKER_HOST=$DOCKER_HOST is not a unix socket: the fence agent gets" \
+         "${SKIFF_DOCKER_SOCKET:-/var/run/docker.sock}; set SKIFF_DOCKER_SOCKET if that is wrong" ;;
+  esac
+}
+
 up() {
   local offline=0
   [ "${1:-}" = --offline ] && offline=1
   DOCKER_HOST=$("$here/dockerd.sh" start)
   export DOCKER_HOST
+  docker_socket
   local base=${SKIFF_BASE_IMAGE:-}
   if [ -z "$base" ] && [ "$offline" = 1 ]; then
     base=skiff-base:bookworm
@@ -64,6 +74,7 @@ docker compose -p $COMPOSE_PROJECT_NAME logs"
 down() {
   DOCKER_HOST=$("$here/dockerd.sh" host)
   export DOCKER_HOST
+  docker_socket
   compose --profile tracing down -v --remove-orphans
   "$here/dockerd.sh" stop
 }

@@ -9,8 +9,8 @@ dir), records its new PID in `cluster.json` so `skiff down` still stops it, wait
 health check and only then removes the marker. While fenced, `status` says "not fenced" if
 anything of the node runs again, and the service re-fences it (keep-down).
 
-Docker mode (compose) does the same to the node's container through the Docker engine:
-`docker kill`, confirmed by `docker inspect` reporting it not running; `docker start` to
+Docker mode (compose) does the same to the node's container through the Docker Engine
+API (`docker.DockerEngine`): kill, confirmed by inspecting it not running; start to
 unfence.
 """
 
@@ -26,7 +26,7 @@ from pathlib import Path
 
 from skiff.cli.localcluster import ClusterState, Component, health_of
 from skiff.fence_agent.agent import FenceError, FenceStatus
-from skiff.fence_agent.docker import DockerCli
+from skiff.fence_agent.docker import DockerEngine
 from skiff.fence_agent.localnode import kill_group, kubelet_component, node_processes
 
 __all__ = ["DockerPowerAgent", "LocalPowerAgent"]
@@ -118,9 +118,13 @@ class LocalPowerAgent:
             return f"the kubelet of node {node} is already running (pid {component.pid})"
         log_path = Path(component.log)
         log_path.parent.mkdir(parents=True, exist_ok=True)
+        # A kubelet of a `skiff up --netns` cluster starts again inside its node's namespace
+        # (`ip netns exec` execs it in place: same PID, same /proc cmdline as recorded).
+        argv = (["ip", "netns", "exec", component.netns, *component.argv] if component.netns
+                else component.argv)
         with open(log_path, "ab") as logf:
             popen = subprocess.Popen(
-                component.argv, stdout=logf, stderr=subprocess.STDOUT,
+                argv, stdout=logf, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
                 env={**os.environ, "SKIFF_LOG_FORMAT": "json"})
         self._started[popen.pid] = popen
@@ -153,26 +157,32 @@ class LocalPowerAgent:
 
 
 class DockerPowerAgent:
-    """Power fencing of a compose node: its container is the machine, the engine the BMC."""
+    """Power fencing of a compose node: its container is the machine, the engine the BMC.
 
-    def __init__(self, *, docker: DockerCli, confirm_timeout: float = 30.0) -> None:
+    Keep-down: a kill through the API marks the container as stopped by hand, so the
+    `restart: unless-stopped` policy of the compose file never starts it again (neither
+    right away nor after an engine restart); only `unfence` (or a person) starts it. If
+    something does start it, the fence agent's resync finds it running and kills it again.
+    """
+
+    def __init__(self, *, docker: DockerEngine, confirm_timeout: float = 30.0) -> None:
         self.docker = docker
         self.confirm_timeout = confirm_timeout
 
     async def fence(self, node: str) -> str:
         container = await self.docker.inspect_service(node)
         if container["State"].get("Running"):
-            await self.docker.run("kill", container["Id"])
+            await self.docker.kill(container["Id"])
             what = f"killed container {self.docker.name(container)}"
         else:
             what = f"container {self.docker.name(container)} was already stopped"
         await self._wait_running(node, False)
-        return f"{what}; docker inspect confirms it is not running"
+        return f"{what}; the Docker engine confirms it is not running"
 
     async def unfence(self, node: str) -> str:
         container = await self.docker.inspect_service(node)
         if not container["State"].get("Running"):
-            await self.docker.run("start", container["Id"])
+            await self.docker.start(container["Id"])
         await self._wait_running(node, True)
         return f"started container {self.docker.name(container)} again"
 

@@ -135,13 +135,31 @@ class NodeAgent:
     # -- loops -----------------------------------------------------------------------------
 
     async def run_status(self) -> None:
+        """Every update interval: write the status when it is due, when it changed, or when
+        the stored Node disagrees with it — as Kubernetes' kubelet, which diffs against the
+        Node it GETs: the node lifecycle controller sets Ready Unknown while this kubelet is
+        cut off, and after the partition heals only this write makes the node Ready again
+        (waiting for the report frequency would leave it Unknown for minutes)."""
         while True:
             await self.clock.sleep(self.status_update_frequency)
             due = self.clock.monotonic() - self._last_report >= self.status_report_frequency
-            if due or _without_heartbeats(self._status()) != _without_heartbeats(
+            try:
+                stored = await self.api.get("nodes", self.node_name)
+            except ApiError as err:
+                if err.reason == Reason.NOT_FOUND:
+                    await self.register()  # the Node was deleted: register again
+                else:
+                    log.warning("node status check failed", extra={
+                        "node": self.node_name, "error": err.message})
+                continue
+            status = self._status()
+            mine = _condition_statuses(status)
+            theirs = _condition_statuses(stored.get("status"))
+            overwritten = any(theirs.get(kind) != value for kind, value in mine.items())
+            if due or overwritten or _without_heartbeats(status) != _without_heartbeats(
                     self._last_status):
                 try:
-                    await self._write_status()
+                    await self._write_status(stored)
                 except ApiError as err:
                     if err.reason == Reason.NOT_FOUND:
                         await self.register()  # the Node was deleted: register again
@@ -192,6 +210,12 @@ class NodeAgent:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.run_lease(), name=f"lease:{self.node_name}")
             tg.create_task(self.run_status(), name=f"node-status:{self.node_name}")
+
+
+def _condition_statuses(status: Obj | None) -> dict[str, str]:
+    """type → status of each condition this kubelet reports: what another writer changes."""
+    return {str(c.get("type")): str(c.get("status"))
+            for c in (status or {}).get("conditions") or []}
 
 
 def _without_heartbeats(status: Obj | None) -> Obj | None:

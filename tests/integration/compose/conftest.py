@@ -9,6 +9,7 @@ skips: a machine that cannot run Docker fails with what to install.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import shutil
@@ -22,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from skiff.client import ApiClient
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE_DIR = REPO / "deploy" / "compose"
@@ -148,6 +151,8 @@ class ComposeProject:
     def env(self) -> dict[str, str]:
         env = self.engine.env(SKIFF_IMAGE=self.image, SKIFF_API_PORT=str(self.api_port),
                               SKIFF_HEALTH_INTERVAL="2s", SKIFF_LOG_LEVEL="INFO")
+        if self.engine.docker_host.startswith("unix://"):  # what the fence agent mounts
+            env["SKIFF_DOCKER_SOCKET"] = self.engine.docker_host.removeprefix("unix://")
         env.pop("COMPOSE_PROFILES", None)
         env.pop("SKIFF_OTLP_ENDPOINT", None)
         return env
@@ -169,6 +174,15 @@ class ComposeProject:
                           "--filter", f"label=com.docker.compose.service={service}").stdout
         assert ids.split(), f"no running container for {service} in {self.name}"
         return ids.split()[0]
+
+    def running(self, service: str) -> bool:
+        """Whether the service's container runs (it exists either way: found with -a)."""
+        ids = self.docker("ps", "-aq", "--filter",
+                          f"label=com.docker.compose.project={self.name}", "--filter",
+                          f"label=com.docker.compose.service={service}").stdout.split()
+        assert ids, f"no container at all for {service} in {self.name}"
+        return self.docker("inspect", "-f", "{{.State.Running}}",
+                           ids[0]).stdout.strip() == "true"
 
     def inspect(self, service: str) -> dict[str, Any]:
         found: list[dict[str, Any]] = json.loads(
@@ -206,6 +220,31 @@ class ComposeProject:
 
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
+
+
+async def wait_for(api: ApiClient, what: str, check: Any, *, timeout: float,
+                   interval: float = 1.0) -> Any:
+    """Poll `check(api)` until it returns something truthy; fail saying what never came."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await check(api)
+        if last:
+            return last
+        await asyncio.sleep(interval)
+    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})",
+                pytrace=False)
+
+
+def node_condition(node: dict[str, Any], kind: str = "Ready") -> str:
+    for condition in node.get("status", {}).get("conditions", []):
+        if condition.get("type") == kind:
+            return str(condition.get("status"))
+    return ""
+
+
+def node_ready(node: dict[str, Any]) -> bool:
+    return node_condition(node) == "True"
 
 
 @pytest.fixture

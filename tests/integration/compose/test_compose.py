@@ -20,7 +20,7 @@ import pytest
 
 from skiff.cli import chaos
 from skiff.client import ApiClient
-from tests.integration.compose.conftest import ComposeProject, log, run
+from tests.integration.compose.conftest import ComposeProject, log, node_ready, run, wait_for
 
 NODES = ["node-1", "node-2", "node-3"]
 def pod_manifest(name: str) -> dict[str, Any]:
@@ -47,23 +47,6 @@ def create_pod(project: ComposeProject, name: str, tmp_path: Path) -> str:
 
     asyncio.run(create())
     return "ApiClient (no skiff CLI yet)"
-
-
-async def wait_for(api: ApiClient, what: str, check: Any, *, timeout: float) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await check(api)
-        if last:
-            return last
-        await asyncio.sleep(1)
-    pytest.fail(f"timed out after {timeout:.0f}s waiting for {what} (last: {last!r})",
-                pytrace=False)
-
-
-def node_ready(node: dict[str, Any]) -> bool:
-    conditions = node.get("status", {}).get("conditions", [])
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
 def eventually(check: Any, *, timeout: float = 30) -> bool:
