@@ -20,6 +20,7 @@ import aetcd
 import aetcd.exceptions
 import aetcd.rpc as etcdrpc
 import aetcd.utils
+import grpc
 import tenacity
 
 from skiff.api.errors import ApiError, Reason
@@ -162,7 +163,22 @@ class EtcdStorage:
                 success=self._client._ops_to_requests(success),
                 failure=[],
             )
-            resp = await self._client.kvstub.Txn(request, timeout=self._timeout)
+            try:
+                resp = await self._client.kvstub.Txn(request, timeout=self._timeout)
+            except etcdrpc.AioRpcError as err:
+                if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
+                    # The request may sit in a send buffer of a cut connection and reach
+                    # etcd after the cut heals: say so, and do not stack up retries (the
+                    # compare makes a late duplicate fail harmlessly anyway).
+                    raise ApiError(Reason.SERVICE_UNAVAILABLE,
+                                   f"etcd at {self.endpoint} did not answer within "
+                                   f"{self._timeout:g}s; the write may still be applied "
+                                   "once etcd is reachable again: read the object before "
+                                   "retrying") from None
+                # Unavailable and the like are transient, as in `_range`: retried, then
+                # ServiceUnavailable, never an InternalError.
+                aetcd.exceptions._handle_exception(err)
+                raise
             return bool(resp.succeeded), int(resp.header.revision)
 
         return await self._retry(call)

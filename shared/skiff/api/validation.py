@@ -921,9 +921,31 @@ STATEFULSET_UPDATABLE = ("replicas", "ordinals", "template", "updateStrategy",
                          "minReadySeconds")
 
 
+def _with_claim_volumes(spec: Obj) -> Obj:
+    """The spec as its pods will be: each volumeClaimTemplate a volume of the template (the
+    controller adds them), so a container may mount a claim template by name."""
+    claims = spec.get("volumeClaimTemplates")
+    template = spec.get("template")
+    if not isinstance(claims, list) or not isinstance(template, Mapping) or \
+            not isinstance(template.get("spec"), Mapping):
+        return spec
+    volumes = template["spec"].get("volumes")
+    if volumes is not None and not isinstance(volumes, list):
+        return spec
+    have = {v.get("name") for v in volumes or [] if isinstance(v, Mapping)}
+    extra = [{"name": name, "persistentVolumeClaim": {"claimName": name}}
+             for c in claims if isinstance(c, Mapping)
+             and isinstance(name := (c.get("metadata") or {}).get("name"), str)
+             and name not in have]
+    if not extra:
+        return spec
+    return {**spec, "template": {**template, "spec": {**template["spec"],
+                                                      "volumes": [*(volumes or []), *extra]}}}
+
+
 def _validate_stateful_set(obj: Obj, old: Obj | None) -> list[FieldError]:
     spec, errors = _dict(obj.get("spec"), "spec")
-    errors += _validate_workload_template(spec)
+    errors += _validate_workload_template(_with_claim_volumes(spec))
     errors += _str(spec, "serviceName", "spec.serviceName")
     errors += _enum(spec, "podManagementPolicy", "spec.podManagementPolicy",
                     ["OrderedReady", "Parallel"])

@@ -56,6 +56,7 @@ class Component:
     health: str  # gRPC health target ("" for etcd: HTTP /health)
     log: str
     argv: list[str] = field(default_factory=list)
+    netns: str = ""  # the network namespace it runs in (`skiff up --netns`); "" = the host's
 
 
 @dataclass
@@ -64,6 +65,7 @@ class ClusterState:
     data_dir: str
     components: list[Component]
     started: float
+    netns: dict[str, Any] | None = None  # `skiff up --netns`: its namespaces (cli/netns.py)
 
     def save(self, data_dir: Path) -> None:
         path = data_dir / STATE_FILE
@@ -79,7 +81,7 @@ class ClusterState:
             return None
         return cls(api=raw["api"], data_dir=raw["data_dir"],
                    components=[Component(**c) for c in raw["components"]],
-                   started=raw["started"])
+                   started=raw["started"], netns=raw.get("netns"))
 
 
 def pid_alive(pid: int) -> bool:

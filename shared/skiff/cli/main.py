@@ -17,7 +17,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from skiff.api import ApiError
 from skiff.api import tables as printers
@@ -33,6 +33,9 @@ from skiff.cli.localcluster import (
 )
 from skiff.cli.processes import StartError
 from skiff.client import ApiClient
+
+if TYPE_CHECKING:
+    from skiff.cli.netns import NetnsCluster
 
 
 def _out(text: str) -> None:
@@ -80,7 +83,14 @@ def cmd_up(args: argparse.Namespace) -> None:
     config = ClusterConfig.load(Path(args.config)) if args.config else ClusterConfig()
     if args.nodes < 0:
         fail("--nodes must be 0 or more")
-    cluster = LocalCluster(data_dir, nodes=args.nodes, config=config)
+    cluster: LocalCluster | NetnsCluster
+    if args.netns:
+        from skiff.cli.netns import NetnsCluster, require_netns_support
+
+        require_netns_support()
+        cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config)
+    else:
+        cluster = LocalCluster(data_dir, nodes=args.nodes, config=config)
     stop = {"flag": False}
 
     def on_signal(*_: Any) -> None:
@@ -105,7 +115,7 @@ def cmd_up(args: argparse.Namespace) -> None:
         return
     _out("Press Ctrl-C to stop.")
     while not stop["flag"]:
-        dead = cluster.unexpected_exits()
+        dead = cluster.unexpected_exits() if isinstance(cluster, LocalCluster) else []
         if dead:
             _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
             break
@@ -130,6 +140,13 @@ async def _wait_nodes_ready(target: str, count: int, timeout: float) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> None:
+    state = ClusterState.load(Path(args.data_dir))
+    if state is not None and state.netns:
+        from skiff.cli.netns import destroy_by_state
+
+        for line in destroy_by_state(Path(args.data_dir)):
+            _out(line)
+        return
     for line in stop_by_state(Path(args.data_dir)):
         _out(line)
 
@@ -204,6 +221,19 @@ def cmd_unfence(args: argparse.Namespace) -> None:
 
 
 def cmd_chaos(args: argparse.Namespace) -> None:
+    state = ClusterState.load(Path(args.data_dir))
+    if state is not None and state.netns:  # a `skiff up --netns` cluster: nftables cuts
+        from skiff.cli import netns
+
+        try:
+            topology = netns.topology_of(state)
+            if args.chaos_command == "partition":
+                _out(netns.partition(topology, args.node, args.from_component))
+            else:
+                _out(netns.heal(topology, args.node))
+        except netns.NetnsError as err:
+            fail(str(err))
+        return
     try:
         chaos = importlib.import_module("skiff.cli.chaos")
     except ImportError:
@@ -249,6 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--config", help="YAML with apiserver/scheduler/controllerManager/"
                                      "kubelet sections (Kubernetes setting names)")
     up.add_argument("--ready-timeout", type=float, default=60.0)
+    up.add_argument("--netns", action="store_true",
+                    help="each component on its own network namespace (root only), so "
+                         "`skiff chaos` cuts are real network partitions")
     up.set_defaults(func=cmd_up)
     down = sub.add_parser("down", help="stop a detached cluster, every process by PID")
     data_dir_arg(down)
@@ -327,9 +360,11 @@ def build_parser() -> argparse.ArgumentParser:
     unfence_p.add_argument("--timeout", type=float, default=60.0)
     unfence_p.set_defaults(func=cmd_unfence)
 
-    chaos_p = sub.add_parser("chaos", help="inject faults into the compose cluster")
+    chaos_p = sub.add_parser("chaos", help="inject faults into the compose cluster or a "
+                                           "`skiff up --netns` cluster")
     chaos_sub = chaos_p.add_subparsers(dest="chaos_command", required=True)
-    part = chaos_sub.add_parser("partition", help="cut a node off (docker network)")
+    part = chaos_sub.add_parser("partition", help="cut a node off (docker network, or "
+                                                  "nftables in a --netns cluster)")
     part.add_argument("node")
     part.add_argument("--from", dest="from_component",
                       help="cut it only from this component (e.g. apiserver)")

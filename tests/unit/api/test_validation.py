@@ -470,6 +470,15 @@ def test_ps4_statefulset_selector_is_immutable() -> None:
     assert validate(with_(STS, "spec.replicas", 5), old=STS) == []
 
 
+def test_sc1_statefulset_container_may_mount_a_volume_claim_template() -> None:
+    mounts = [{"name": "data", "mountPath": "/data"}]
+    claim = [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"]}}]
+    mounting = with_(STS, "spec.template.spec.containers[0].volumeMounts", mounts)
+    assert validate(with_(mounting, "spec.volumeClaimTemplates", claim)) == []
+    assert paths(mounting) == [("spec.template.spec.containers[0].volumeMounts[0].name",
+                                "Not found")]
+
+
 def test_as7_replicaset_selector_is_immutable() -> None:
     new = with_(with_(RS, "spec.selector.matchLabels.tier", "x"),
                 "spec.template.metadata.labels.tier", "x")

@@ -1,0 +1,280 @@
+"""Fixtures for the real-partition scenarios (SPEC SC2): a `skiff up --netns` cluster per
+test, a size-1 StatefulSet `db` running the at-most-one checker on an RWO volume, and
+helpers that read the heartbeat log the real pod processes write on the host.
+
+Timings are compressed so every scenario fits in well under a minute: node Leases of 2 s
+renewed every 0.5 s, node-monitor grace 3 s, default unreachable toleration 2 s, fencing
+delay 2 s, a pod grace period of 2 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import sys
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from skiff.api import ApiError, Reason, get_condition
+from skiff.checker.report import overlaps, parse_lines
+from skiff.cli.netns import NetnsCluster
+from skiff.client import ApiClient
+from skiff.kubelet.runtime.procfs import read_stat
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+NAMESPACE = "default"
+GRACE_SECONDS = 3.0  # node-monitor grace period
+TOLERATION_SECONDS = 2
+FENCING_DELAY = 2.0
+LEASE_SECONDS = 2
+TIMINGS: dict[str, list[str]] = {
+    "apiserver": ["--default-unreachable-toleration-seconds", str(TOLERATION_SECONDS),
+                  "--default-not-ready-toleration-seconds", str(TOLERATION_SECONDS),
+                  "--etcd-request-timeout", "2s", "--etcd-retry-seconds", "1"],
+    "scheduler": ["--pod-initial-backoff-seconds", "0.2", "--pod-max-backoff-seconds", "1"],
+    "controller-manager": [
+        "--node-monitor-grace-period", f"{GRACE_SECONDS:g}s", "--node-monitor-period", "500ms",
+        "--node-startup-grace-period", "10s", "--fencing-delay", f"{FENCING_DELAY:g}s",
+        "--pod-gc-period", "1s", "--pod-gc-quarantine-time", "2s",
+        "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
+        "--leader-elect-retry-period", "500ms"],
+    "kubelet": ["--node-lease-duration-seconds", str(LEASE_SECONDS),
+                "--node-lease-renew-interval", "500ms", "--node-status-update-frequency", "1s",
+                "--sync-frequency", "1s"],
+    "fence-agent": ["--resync-period", "0.5s", "--confirm-timeout", "5s"],
+}
+
+
+def _missing() -> str:
+    if sys.platform != "linux":
+        return "network namespaces need Linux"
+    if os.geteuid() != 0:
+        return "real partitions need root (ip netns, nftables)"
+    for tool in ("ip", "nft", "etcd"):
+        if shutil.which(tool) is None:
+            return f"`{tool}` is not installed"
+    return ""
+
+
+@pytest.fixture(autouse=True)
+def _real_partitions_possible() -> None:
+    """Never skip: a machine that cannot cut networks fails these tests, saying why
+    (.ci/run installs iproute2 and nftables; CI runs as root)."""
+    missing = _missing()
+    if missing:
+        pytest.fail(f"SC2 scenarios need real network cuts: {missing}", pytrace=False)
+
+StartCluster = Callable[..., NetnsCluster]
+
+
+@pytest.fixture
+def netns_cluster(tmp_path: Path) -> Iterator[StartCluster]:
+    """`start(**kwargs)` brings up a NetnsCluster (kwargs as NetnsCluster's); every
+    process, namespace and nftables table of it is removed when the test ends."""
+    clusters: list[NetnsCluster] = []
+
+    def start(**kwargs: Any) -> NetnsCluster:
+        extra = {k: list(v) for k, v in TIMINGS.items()}
+        for kind, args in kwargs.pop("extra_args", {}).items():
+            extra.setdefault(kind, []).extend(args)
+        cluster = NetnsCluster(tmp_path / "cluster", extra_args=extra, **kwargs)
+        clusters.append(cluster)
+        cluster.start(echo=lambda _line: None)
+        return cluster
+
+    try:
+        yield start
+    finally:
+        for cluster in clusters:
+            cluster.stop()
+
+
+@pytest.fixture
+async def api_of() -> AsyncIterator[Callable[[NetnsCluster], Awaitable[ApiClient]]]:
+    clients: list[ApiClient] = []
+
+    async def connect(cluster: NetnsCluster) -> ApiClient:
+        client = ApiClient(cluster.api, retry_seconds=10, timeout=5)
+        await client.__aenter__()
+        clients.append(client)
+        return client
+
+    yield connect
+    for client in clients:
+        await client.__aexit__(None, None, None)
+
+
+# -- waiting -----------------------------------------------------------------------------
+
+
+async def wait_for(check: Callable[[], Awaitable[T | None]], *, timeout: float,
+                   what: str, interval: float = 0.2) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+async def get_or_none(api: ApiClient, resource: str, name: str,
+                      namespace: str | None = None) -> Obj | None:
+    try:
+        obj: Obj = await api.get(resource, name, namespace)
+        return obj
+    except ApiError as err:
+        if err.reason == Reason.NOT_FOUND:
+            return None
+        raise
+
+
+# -- the pet -----------------------------------------------------------------------------
+
+
+def heartbeat_log(cluster: NetnsCluster) -> Path:
+    return cluster.data_dir / "heartbeats.log"
+
+
+def db_stateful_set(log: Path, *, grace: int = 2) -> Obj:
+    """A size-1 StatefulSet whose pod is the at-most-one checker on an RWO claim."""
+    return {
+        "apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": {"name": "db", "namespace": NAMESPACE},
+        "spec": {
+            "replicas": 1, "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db"}},
+                "spec": {
+                    "terminationGracePeriodSeconds": grace,
+                    "containers": [{
+                        "name": "db", "image": "skiff/checker",
+                        "command": [sys.executable, "-m", "skiff.checker.heartbeat",
+                                    "--log", str(log), "--volume", "data",
+                                    "--interval", "0.1"],
+                        "env": [
+                            {"name": "POD_NAME", "valueFrom": {
+                                "fieldRef": {"fieldPath": "metadata.name"}}},
+                            {"name": "POD_UID", "valueFrom": {
+                                "fieldRef": {"fieldPath": "metadata.uid"}}}],
+                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{
+                "metadata": {"name": "data"},
+                "spec": {"accessModes": ["ReadWriteOnce"],
+                         "resources": {"requests": {"storage": "1Gi"}}}}]}}
+
+
+async def set_unschedulable(api: ApiClient, node: str, value: bool) -> None:
+    for _ in range(10):
+        obj = await api.get("nodes", node)
+        obj.setdefault("spec", {})["unschedulable"] = value
+        try:
+            await api.update(obj)
+            return
+        except ApiError as err:
+            if err.reason != Reason.CONFLICT:
+                raise
+
+
+async def wait_nodes_ready(api: ApiClient, count: int) -> None:
+    async def ready() -> bool:
+        nodes: list[Obj] = (await api.list("nodes"))["items"]
+        return sum(bool((get_condition(n, "Ready") or {}).get("status") == "True")
+                   for n in nodes) >= count
+    await wait_for(ready, timeout=30, what=f"{count} nodes Ready")
+
+
+async def node_ready_status(api: ApiClient, node: str) -> str:
+    obj = await api.get("nodes", node)
+    return str((get_condition(obj, "Ready") or {}).get("status"))
+
+
+async def running_db(api: ApiClient, *, other_than: str = "", timeout: float = 30) -> Obj:
+    """db-0 Running (with a UID other than `other_than`), once it has beaten."""
+    async def check() -> Obj | None:
+        pod = await get_or_none(api, "pods", "db-0", NAMESPACE)
+        if pod is None or pod["metadata"]["uid"] == other_than:
+            return None
+        if pod["metadata"].get("deletionTimestamp"):
+            return None
+        return pod if pod.get("status", {}).get("phase") == "Running" else None
+    return await wait_for(check, timeout=timeout, what="db-0 Running"
+                          + (f" with a UID other than {other_than}" if other_than else ""))
+
+
+async def start_db_on(api: ApiClient, cluster: NetnsCluster, node: str) -> Obj:
+    """Create `db` with every other node cordoned, so db-0 lands on `node`; uncordon."""
+    await wait_nodes_ready(api, cluster.nodes)
+    others = [f"node-{i}" for i in range(1, cluster.nodes + 1) if f"node-{i}" != node]
+    for other in others:
+        await set_unschedulable(api, other, True)
+    await api.create(db_stateful_set(heartbeat_log(cluster)))
+    pod = await running_db(api)
+    assert pod["spec"]["nodeName"] == node
+    for other in others:
+        await set_unschedulable(api, other, False)
+    await wait_for(lambda: beats_of(cluster, pod["metadata"]["uid"]), timeout=10,
+                   what="db-0's first heartbeat")
+    return pod
+
+
+def log_lines(cluster: NetnsCluster) -> list[str]:
+    try:
+        return heartbeat_log(cluster).read_text().splitlines()
+    except FileNotFoundError:
+        return []
+
+
+async def beats_of(cluster: NetnsCluster, uid: str) -> int:
+    return sum(1 for b in parse_lines(log_lines(cluster)) if b.uid == uid)
+
+
+def uids_in_log(cluster: NetnsCluster) -> list[str]:
+    seen: list[str] = []
+    for b in parse_lines(log_lines(cluster)):
+        if b.uid not in seen:
+            seen.append(b.uid)
+    return seen
+
+
+def assert_no_overlap(cluster: NetnsCluster) -> None:
+    lines = log_lines(cluster)
+    assert lines, "the checker wrote no heartbeat"
+    found = overlaps(lines)
+    assert found == [], f"two processes of one identity were alive at once: {found}"
+
+
+def container_pid(pod: Obj) -> int:
+    status = pod["status"]["containerStatuses"][0]
+    return int(str(status["containerID"]).removeprefix("process://"))
+
+
+def alive(pid: int) -> bool:
+    stat = read_stat(pid)
+    return stat is not None and stat.alive
+
+
+def in_netns(pid: int, netns: str) -> bool:
+    with contextlib.suppress(OSError):
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{netns}").st_ino
+    return False
+
+
+async def fences(api: ApiClient) -> list[Obj]:
+    items: list[Obj] = (await api.list("fences"))["items"]
+    return items
+
+
+async def events(api: ApiClient, *, reason: str, namespace: str | None = None) -> list[Obj]:
+    items: list[Obj] = (await api.list("events", namespace))["items"]
+    return [e for e in items if e.get("reason") == reason]
