@@ -9,6 +9,7 @@ its turn, and it tries a pod's nominated node first.
 
 from __future__ import annotations
 
+import itertools
 import random
 from dataclasses import dataclass
 
@@ -110,11 +111,10 @@ class Algorithm:
             feasible = [nodes[(start + i) % total] for i in range(min(wanted, total))]
             self.next_start_node_index = (start + len(feasible)) % total
             return feasible
-        run = fwk.run_filter_with_nominated_pods
-        for i in range(total):
-            node = nodes[(start + i) % total]
+        run = fwk.filter_runner(state, pod)
+        for node in itertools.chain(nodes[start:], nodes[:start]):
             processed += 1
-            status: Status = run(state, pod, node)
+            status: Status = run(node)
             if status.ok:
                 feasible.append(node)
                 if len(feasible) >= wanted:
@@ -136,15 +136,8 @@ class Algorithm:
         return fwk.run_score(state, pod, nodes)
 
     def select_host(self, scores: list[NodeScore]) -> str:
-        """The highest total; among equals, each is equally likely (reservoir sampling)."""
-        best = scores[0]
-        selected, count = best.name, 1
-        top = best.score
-        for s in scores[1:]:
-            if s.score > top:
-                top, selected, count = s.score, s.name, 1
-            elif s.score == top:
-                count += 1
-                if self.rng.randrange(count) == 0:
-                    selected = s.name
-        return selected
+        """The highest total; among equals, each is equally likely (one draw per cycle
+        instead of Kubernetes' reservoir sampling's draw per tie: the same distribution)."""
+        top = max(s.score for s in scores)
+        best = [s.name for s in scores if s.score == top]
+        return best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]

@@ -2,7 +2,9 @@
 
 Informer events update it one object at a time: nodes, the pods on each node, what they
 request, and per node a count of pods by (namespace, label set) so topology spread counts a
-domain by matching each distinct label set once instead of every pod. A pod the scheduler
+domain by matching each distinct label set once instead of every pod; for the topology
+keys topology spread has asked about it also keeps those counts per domain
+(`topology_domains`), so PreFilter counts a zone without visiting its nodes. A pod the scheduler
 has chosen a node for is *assumed* here before its binding reaches the apiserver, so the
 next cycle already sees its resources; the informer's event later confirms it, and a failed
 binding forgets it. A scheduling cycle runs without awaiting, so it sees one consistent
@@ -12,7 +14,7 @@ state; preemption's dry runs work on `NodeInfo.clone()`s and never touch the cac
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from skiff.scheduler.podinfo import NodeFacts, PodInfo, Resource
@@ -75,6 +77,15 @@ class NodeInfo:
                         self.generation)
 
 
+@dataclass(slots=True, eq=False)
+class TopologyDomain:
+    """One value of a topology key: how many nodes carry it and, over those nodes, the
+    non-terminating pods by (namespace, label set)."""
+
+    nodes: int = 0
+    label_sets: dict[LabelSetKey, int] = field(default_factory=dict)
+
+
 @dataclass(slots=True)
 class _PodState:
     pod: PodInfo
@@ -90,6 +101,9 @@ class Cache:
         self._node_list: list[NodeInfo] | None = None
         self._pods: dict[str, _PodState] = {}
         self.node_generation = 0  # bumps when a node is added, removed or relabelled
+        # topology key → domain value → TopologyDomain, for the keys topology spread has
+        # asked about; kept current by every node and pod event from then on.
+        self._domains: dict[str, dict[str, TopologyDomain]] = {}
 
     # -- reads -------------------------------------------------------------------------
 
@@ -120,15 +134,78 @@ class Cache:
     def __len__(self) -> int:
         return len(self.node_infos())
 
+    def topology_domains(self, key: str) -> Mapping[str, TopologyDomain]:
+        """The domains of topology key `key` over existing nodes, with their pods counted
+        by label set, so topology spread counts a domain without visiting its nodes.
+        The first call for a key builds its index (one pass over the nodes)."""
+        domains = self._domains.get(key)
+        if domains is None:
+            domains = self._domains[key] = {}
+            for info in self.node_infos():
+                self._index_node(info, 1, keys=(key,))
+        return domains
+
+    def nodes_with_label(self, key: str) -> int:
+        """How many existing nodes carry the label `key`."""
+        return sum(d.nodes for d in self.topology_domains(key).values())
+
+    # -- the topology index ------------------------------------------------------------
+
+    def _index_node(self, info: NodeInfo, sign: int, *,
+                    keys: Iterable[str] | None = None) -> None:
+        assert info.facts is not None
+        labels = info.facts.labels
+        for key in self._domains if keys is None else keys:
+            value = labels.get(key)
+            if value is None:
+                continue
+            domains = self._domains[key]
+            domain = domains.get(value)
+            if domain is None:
+                domain = domains[value] = TopologyDomain()
+            domain.nodes += sign
+            counts = domain.label_sets
+            for label_set, n in info.label_sets.items():
+                left = counts.get(label_set, 0) + sign * n
+                if left:
+                    counts[label_set] = left
+                else:
+                    counts.pop(label_set, None)
+            if domain.nodes == 0:
+                del domains[value]
+
+    def _index_pod(self, info: NodeInfo, pod: PodInfo, sign: int) -> None:
+        if info.facts is None or pod.terminating:
+            return
+        labels = info.facts.labels
+        label_set = (pod.namespace, pod.label_set)
+        for key, domains in self._domains.items():
+            value = labels.get(key)
+            if value is None:
+                continue
+            counts = domains[value].label_sets
+            left = counts.get(label_set, 0) + sign
+            if left:
+                counts[label_set] = left
+            else:
+                counts.pop(label_set, None)
+
     # -- nodes -------------------------------------------------------------------------
 
     def add_node(self, facts: NodeFacts) -> None:
         info = self._nodes.get(facts.name)
         if info is None:
-            self._nodes[facts.name] = NodeInfo(facts)
+            info = self._nodes[facts.name] = NodeInfo(facts)
+            if self._domains:
+                self._index_node(info, 1)
         else:
+            relabelled = info.facts is None or info.facts.labels != facts.labels
+            if relabelled and self._domains and info.facts is not None:
+                self._index_node(info, -1)
             info.facts = facts
             info.generation += 1
+            if relabelled and self._domains:
+                self._index_node(info, 1)
         self._node_list = None
         self.node_generation += 1
 
@@ -138,6 +215,8 @@ class Cache:
         info = self._nodes.get(name)
         if info is None:
             return
+        if self._domains and info.facts is not None:
+            self._index_node(info, -1)
         if info.pods:
             info.facts = None  # keep the pods until their deletes arrive
         else:
@@ -152,12 +231,15 @@ class Cache:
         if info is None:
             info = self._nodes[pod.node_name] = NodeInfo(None)
         info.add_pod(pod)
+        if self._domains:
+            self._index_pod(info, pod, 1)
 
     def _unplace(self, pod: PodInfo) -> None:
         info = self._nodes.get(pod.node_name)
         if info is None:
             return
-        info.remove_pod(pod)
+        if info.remove_pod(pod) and self._domains:
+            self._index_pod(info, pod, -1)
         if info.facts is None and not info.pods:
             del self._nodes[pod.node_name]
 

@@ -7,6 +7,7 @@ reference to them (`.pod`, `.node`) for writing back through the API.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -160,8 +161,9 @@ class PodInfo:
         meta = dict(self.pod.get("metadata") or {})
         spec = dict(self.pod.get("spec") or {})
         spec["nodeName"] = node_name
-        info = PodInfo.from_pod({**self.pod, "metadata": meta, "spec": spec})
-        return info
+        # Everything parsed stays the same but the node: no re-parsing of quantities.
+        return dataclasses.replace(self, pod={**self.pod, "metadata": meta, "spec": spec},
+                                   node_name=node_name, extra={})
 
 
 @dataclass(slots=True, frozen=True)

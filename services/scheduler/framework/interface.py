@@ -35,10 +35,11 @@ class Status:
     code: Code = Code.SUCCESS
     reasons: tuple[str, ...] = ()
     plugin: str = ""
+    # Read once per plugin per node in Filter: a slot, not a property.
+    ok: bool = field(init=False, repr=False, compare=False)
 
-    @property
-    def ok(self) -> bool:
-        return self.code in (Code.SUCCESS, Code.SKIP)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "ok", self.code in (Code.SUCCESS, Code.SKIP))
 
     @property
     def rejected(self) -> bool:

@@ -9,12 +9,13 @@ pods (`RunFilterPluginsWithNominatedPods`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
     SUCCESS,
     ClusterEvent,
     Code,
@@ -32,6 +33,8 @@ from skiff.scheduler.framework.interface import (
     error,
 )
 from skiff.scheduler.podinfo import PodInfo
+
+FilterCall = Callable[[CycleState, PodInfo, NodeInfo], Status]
 
 
 class PodNominator(Protocol):
@@ -56,6 +59,14 @@ class Framework:
     events: dict[str, frozenset[ClusterEvent]] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
     nominator: PodNominator = field(default_factory=_NoNominations)
+    _filters: list[tuple[str, FilterCall]] = field(default_factory=list, init=False,
+                                                   repr=False)
+    _filters_of: list[FilterPlugin] | None = field(default=None, init=False, repr=False)
+    _extension_plugins: list[PreFilterExtensions] = field(default_factory=list, init=False,
+                                                          repr=False)
+    _extensions_of: list[PreFilterPlugin] | None = field(default=None, init=False,
+                                                         repr=False)
+    _extensions_len: int = field(default=0, init=False, repr=False)
 
     # -- PreFilter -------------------------------------------------------------------------
 
@@ -69,7 +80,15 @@ class Framework:
         return SUCCESS
 
     def _extensions(self) -> list[PreFilterExtensions]:
-        return [p for p in self.pre_filter_plugins if isinstance(p, PreFilterExtensions)]
+        """The PreFilter plugins with AddPod/RemovePod, found once: an `isinstance`
+        against a runtime Protocol is slow, and preemption asks per victim."""
+        if (self._extensions_of is not self.pre_filter_plugins
+                or self._extensions_len != len(self.pre_filter_plugins)):
+            self._extension_plugins = [p for p in self.pre_filter_plugins
+                                       if isinstance(p, PreFilterExtensions)]
+            self._extensions_of = self.pre_filter_plugins
+            self._extensions_len = len(self.pre_filter_plugins)
+        return self._extension_plugins
 
     def run_pre_filter_add_pod(self, state: CycleState, pod: PodInfo, to_add: PodInfo,
                                node: NodeInfo) -> None:
@@ -85,15 +104,41 @@ class Framework:
 
     # -- Filter ----------------------------------------------------------------------------
 
+    def _filter_calls(self) -> list[tuple[str, FilterCall]]:
+        """(name, bound filter) per plugin, rebuilt when `filter_plugins` is replaced."""
+        if (self._filters_of is not self.filter_plugins
+                or len(self._filters) != len(self.filter_plugins)):
+            self._filters = [(p.name, p.filter) for p in self.filter_plugins]
+            self._filters_of = self.filter_plugins
+        return self._filters
+
     def run_filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         skip = state.skip_filter
-        for plugin in self.filter_plugins:
-            if skip and plugin.name in skip:
+        for name, filter_ in self._filter_calls():
+            if skip and name in skip:
                 continue
-            status = plugin.filter(state, pod, node)
+            status = filter_(state, pod, node)
             if not status.ok:
-                return status.with_plugin(plugin.name)
+                return status.with_plugin(name)
         return SUCCESS
+
+    def filter_runner(self, state: CycleState, pod: PodInfo) -> Callable[[NodeInfo], Status]:
+        """`run_filter_with_nominated_pods` bound to one cycle, for the loop over nodes:
+        the skipped plugins are dropped once, not checked on every node."""
+        skip = state.skip_filter
+        calls = [(name, f) for name, f in self._filter_calls() if name not in skip]
+        nominated_for = self.nominator.nominated_pods_for_node
+        with_nominated = self.run_filter_with_nominated_pods
+
+        def run(node: NodeInfo) -> Status:
+            if nominated_for(node.name):
+                return with_nominated(state, pod, node)
+            for name, filter_ in calls:
+                status = filter_(state, pod, node)
+                if not status.ok:
+                    return status.with_plugin(name)
+            return SUCCESS
+        return run
 
     def run_filter_with_nominated_pods(self, state: CycleState, pod: PodInfo,
                                        node: NodeInfo) -> Status:
@@ -142,19 +187,25 @@ class Framework:
     def run_score(self, state: CycleState, pod: PodInfo,
                   nodes: Sequence[NodeInfo]) -> list[NodeScore]:
         """Weighted sum over score plugins of each plugin's normalized score."""
-        totals = [NodeScore(n.name, 0) for n in nodes]
+        names = [n.name for n in nodes]
+        totals = [0] * len(nodes)
+        skip = state.skip_score
         for plugin, weight in self.score_plugins:
-            if plugin.name in state.skip_score:
+            if plugin.name in skip:
                 continue
-            scores = [NodeScore(n.name, plugin.score(state, pod, n)) for n in nodes]
+            score = plugin.score
+            raw = [score(state, pod, n) for n in nodes]
             if isinstance(plugin, ScoreNormalizer):
+                scores = [NodeScore(name, s) for name, s in zip(names, raw, strict=True)]
                 plugin.normalize_score(state, pod, scores)
-            for total, s in zip(totals, scores, strict=True):
-                if not 0 <= s.score <= 100:
-                    raise ValueError(error(f"plugin {plugin.name} returned an invalid score "
-                                           f"{s.score} for node {s.name}").message)
-                total.score += s.score * weight
-        return totals
+                raw = [s.score for s in scores]
+            if raw and (min(raw) < 0 or max(raw) > MAX_NODE_SCORE):
+                name, bad = next((n, s) for n, s in zip(names, raw, strict=True)
+                                 if not 0 <= s <= MAX_NODE_SCORE)
+                raise ValueError(error(f"plugin {plugin.name} returned an invalid score "
+                                       f"{bad} for node {name}").message)
+            totals = [t + s * weight for t, s in zip(totals, raw, strict=True)]
+        return [NodeScore(name, t) for name, t in zip(names, totals, strict=True)]
 
     @property
     def has_filter_plugins(self) -> bool:

@@ -95,3 +95,54 @@ async def wait_bound(api: ApiClient, name: str, namespace: str = "default",
 async def events_for(api: ApiClient, name: str, namespace: str = "default") -> list[Obj]:
     items = (await api.list("events", namespace))["items"]
     return [e for e in items if e.get("involvedObject", {}).get("name") == name]
+
+
+StartKubelet = Callable[..., None]
+StartControllerManager = Callable[..., None]
+
+
+@pytest.fixture
+def start_kubelet(cluster: Cluster, tmp_path: Path) -> StartKubelet:
+    """`start_kubelet("zone-a", nodes=2, labels={...})`: a real kubelet process with the
+    fake runtime hosting `nodes` hollow nodes `zone-a-0` …; returns once they are
+    registered (the kubelet reports healthy only then). Stopped with the cluster."""
+    def start(name: str, *, nodes: int = 1, labels: dict[str, str] | None = None,
+              cpu: str = "4", memory: str = "8Gi", taints: str = "") -> None:
+        args = ["--runtime", "fake", "--hollow-nodes", str(nodes), "--node-name", name,
+                "--root-dir", str(tmp_path / f"kubelet-{name}"), "--log-level", "WARNING",
+                "--capacity-cpu", cpu, "--capacity-memory", memory, "--max-pods", "110",
+                "--node-lease-renew-interval", "1", "--node-status-update-frequency", "1",
+                "--sync-frequency", "2"]
+        if labels:
+            args += ["--node-labels", ",".join(f"{k}={v}" for k, v in labels.items())]
+        if taints:
+            args += ["--register-with-taints", taints]
+        cluster.add_service(f"kubelet-{name}", "skiff.kubelet", args)
+    return start
+
+
+@pytest.fixture
+def start_controller_manager(cluster: Cluster) -> StartControllerManager:
+    """`start_controller_manager("disruption")`: the real controller-manager running only
+    the named controllers, without leader election."""
+    def start(*controllers: str) -> None:
+        cluster.add_service("controller-manager", "skiff.controller_manager", [
+            "--controllers", ",".join(controllers), "--leader-elect", "false"])
+    return start
+
+
+async def wait_running(api: ApiClient, name: str, namespace: str = "default",
+                       timeout: float = 20.0) -> Obj:
+    """The pod once its kubelet reports it Running; returns the pod."""
+    async def running() -> Obj | None:
+        pod = await get_pod(api, name, namespace)
+        return pod if (pod or {}).get("status", {}).get("phase") == "Running" else None
+    pod: Obj = await wait_for(running, timeout=timeout, what=f"pod {name} to be Running")
+    return pod
+
+
+async def wait_gone(api: ApiClient, name: str, namespace: str = "default",
+                    timeout: float = 20.0) -> None:
+    async def gone() -> bool:
+        return await get_pod(api, name, namespace) is None
+    await wait_for(gone, timeout=timeout, what=f"pod {name} to be deleted")

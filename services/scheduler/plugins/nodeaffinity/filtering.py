@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
+    SKIP,
     SUCCESS,
     ClusterEvent,
     CycleState,
@@ -23,6 +24,11 @@ class NodeAffinityFilter:
 
     def events_to_register(self) -> frozenset[ClusterEvent]:
         return frozenset({ClusterEvent.NODE_ADD, ClusterEvent.NODE_UPDATE})
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        """Skip Filter for a pod with neither nodeSelector nor required affinity (as
+        Kubernetes' PreFilter does): it fits every node."""
+        return SKIP if required_node_matcher(pod) is None else SUCCESS
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
         if node.facts is None:

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from skiff.scheduler.cache import NodeInfo
-from skiff.scheduler.framework.interface import SUCCESS, CycleState, NodeScore, Status
+from skiff.scheduler.framework.interface import SKIP, SUCCESS, CycleState, NodeScore, Status
 from skiff.scheduler.plugins.helpers import NodeMatcher, compile_term, default_normalize_score
 from skiff.scheduler.podinfo import PodInfo
 
@@ -30,6 +30,8 @@ class NodeAffinityScore:
         terms = node_affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []
         preferred = [(int(t.get("weight", 0)), compile_term(t.get("preference") or {}))
                      for t in terms if int(t.get("weight", 0)) != 0]
+        if not preferred:
+            return SKIP  # every node would score 0 (Kubernetes skips Score too)
         state.write(_KEY, _PreScoreState(preferred))
         return SUCCESS
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
+    SKIP,
     SUCCESS,
     ClusterEvent,
     CycleState,
@@ -21,8 +22,12 @@ class NodeName:
     def events_to_register(self) -> frozenset[ClusterEvent]:
         return frozenset({ClusterEvent.NODE_ADD})
 
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        """Skip Filter for a pod that names no node: it fits every node."""
+        return SUCCESS if pod.node_name else SKIP
+
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        wanted = str((pod.pod.get("spec") or {}).get("nodeName") or "")
+        wanted = pod.node_name  # spec.nodeName, parsed once
         if wanted and wanted != node.name:
             return unresolvable(ERR_REASON)
         return SUCCESS

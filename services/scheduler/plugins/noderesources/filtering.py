@@ -44,7 +44,15 @@ class NodeResourcesFitFilter:
                           ClusterEvent.ASSIGNED_POD_DELETE})
 
     def filter(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> Status:
-        if node.facts is None:
+        facts = node.facts
+        if facts is None:
             return error("node not found")
+        # The common case, without building a list of reasons.
+        req = pod.requests
+        if len(node.pods) < facts.allowed_pod_number and (
+                (req.milli_cpu == 0 and req.memory == 0)
+                or (req.milli_cpu <= facts.allocatable.milli_cpu - node.requested.milli_cpu
+                    and req.memory <= facts.allocatable.memory - node.requested.memory)):
+            return SUCCESS
         reasons = insufficient_resources(pod, node)
         return unschedulable(*reasons) if reasons else SUCCESS

@@ -9,6 +9,7 @@ from skiff.scheduler.framework.interface import MAX_NODE_SCORE, CycleState
 from skiff.scheduler.podinfo import PodInfo
 
 DEFAULT_RESOURCE_WEIGHTS = (("cpu", 1), ("memory", 1))
+_WEIGHT_SUM = sum(w for _, w in DEFAULT_RESOURCE_WEIGHTS)
 
 
 def least_requested_score(requested: int, capacity: int) -> int:
@@ -24,10 +25,13 @@ class NodeResourcesFitScore:
         if node.facts is None:
             return 0
         alloc = node.facts.allocatable
-        cpu = least_requested_score(
-            node.non_zero_requested.milli_cpu + pod.non_zero_requests.milli_cpu,
-            alloc.milli_cpu)
-        memory = least_requested_score(
-            node.non_zero_requested.memory + pod.non_zero_requests.memory, alloc.memory)
-        weight_sum = sum(w for _, w in DEFAULT_RESOURCE_WEIGHTS)
-        return (cpu * 1 + memory * 1) // weight_sum
+        # least_requested_score for cpu and memory, inlined: this runs for every node.
+        capacity = alloc.milli_cpu
+        requested = node.non_zero_requested.milli_cpu + pod.non_zero_requests.milli_cpu
+        cpu = (0 if capacity == 0 or requested > capacity
+               else (capacity - requested) * MAX_NODE_SCORE // capacity)
+        capacity = alloc.memory
+        requested = node.non_zero_requested.memory + pod.non_zero_requests.memory
+        memory = (0 if capacity == 0 or requested > capacity
+                  else (capacity - requested) * MAX_NODE_SCORE // capacity)
+        return (cpu * 1 + memory * 1) // _WEIGHT_SUM

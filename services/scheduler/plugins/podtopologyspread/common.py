@@ -165,7 +165,13 @@ def pod_constraints(pod: PodInfo, action: str, args: PodTopologySpreadArgs,
     """The pod's own constraints of `action`, or (TS4) the cluster defaults — only for a
     pod with no constraints at all that a ReplicaSet/StatefulSet owns."""
     if pod.spread_constraints:
-        return filter_constraints(pod.spread_constraints, pod.labels, action)
+        # Parsed once per pod version (selectors included), not once per cycle.
+        memo_key = f"podtopologyspread.{action}"
+        own: list[Constraint] | None = pod.extra.get(memo_key)
+        if own is None:
+            own = pod.extra[memo_key] = filter_constraints(pod.spread_constraints,
+                                                           pod.labels, action)
+        return own
     defaults = args.effective_defaults
     if not defaults:
         return []

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from skiff.scheduler.cache import NodeInfo
+from skiff.scheduler.cache import Cache, NodeInfo
 from skiff.scheduler.framework.interface import (
     SUCCESS,
     CycleState,
@@ -20,8 +20,10 @@ from skiff.scheduler.framework.interface import (
     unresolvable,
     unschedulable,
 )
+from skiff.scheduler.plugins.helpers import required_node_matcher
 from skiff.scheduler.plugins.podtopologyspread.common import (
     DO_NOT_SCHEDULE,
+    HONOR,
     Constraint,
     node_has_all_keys,
 )
@@ -97,7 +99,45 @@ def compute_pre_filter_state(pod: PodInfo, constraints: list[Constraint],
                 continue
             pair = (c.topology_key, facts.labels[c.topology_key])
             counts[pair] = counts.get(pair, 0) + c.count_matching(node, pod.namespace)
+    return with_critical_paths(state)
+
+
+def compute_pre_filter_state_from_domains(pod: PodInfo, constraints: list[Constraint],
+                                          cache: Cache) -> PreFilterState | None:
+    """The same counts from the cache's per-domain index, without visiting nodes — or None
+    when some node might be left out of the counting (the pod's node affinity or taints
+    policy is honored, or a node lacks one of several keys): then nodes must be scanned."""
+    if not constraints:
+        return None
     for c in constraints:
+        if c.node_taints_policy == HONOR:
+            return None
+        if c.node_affinity_policy == HONOR and required_node_matcher(pod) is not None:
+            return None
+    keys = {c.topology_key for c in constraints}
+    if len(keys) > 1:
+        total = len(cache.node_infos())
+        if any(cache.nodes_with_label(key) != total for key in keys):
+            return None
+    state = PreFilterState(constraints=constraints)
+    counts = state.tp_pair_to_match_num
+    namespace = pod.namespace
+    for c in constraints:
+        key = c.topology_key
+        for value, domain in cache.topology_domains(key).items():
+            pair = (key, value)
+            num = counts.get(pair, 0)
+            for (ns, label_set), n in domain.label_sets.items():
+                if ns == namespace and c.matches_labels(label_set):
+                    num += n
+            counts[pair] = num
+    return with_critical_paths(state)
+
+
+def with_critical_paths(state: PreFilterState) -> PreFilterState:
+    """Fill in the two least-loaded domains and the number of domains per key."""
+    counts = state.tp_pair_to_match_num
+    for c in state.constraints:
         state.tp_key_to_critical_paths[c.topology_key] = CriticalPaths()
     for (key, value), num in counts.items():
         state.tp_key_to_critical_paths[key].update(value, num)
@@ -106,9 +146,11 @@ def compute_pre_filter_state(pod: PodInfo, constraints: list[Constraint],
 
 
 class SpreadFiltering:
-    """Mixed into `PodTopologySpread`, which provides `_constraints` and `_all_nodes`."""
+    """Mixed into `PodTopologySpread`, which provides `_constraints`, `_all_nodes` and
+    `cache`."""
 
     name = "PodTopologySpread"
+    cache: Cache
 
     def _constraints(self, pod: PodInfo, action: str) -> list[Constraint]:
         raise NotImplementedError
@@ -118,7 +160,8 @@ class SpreadFiltering:
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
         constraints = self._constraints(pod, DO_NOT_SCHEDULE)
-        s = compute_pre_filter_state(pod, constraints, self._all_nodes())
+        s = (compute_pre_filter_state_from_domains(pod, constraints, self.cache)
+             or compute_pre_filter_state(pod, constraints, self._all_nodes()))
         state.write(PRE_FILTER_STATE_KEY, s)
         if not constraints:
             state.skip_filter.add(self.name)

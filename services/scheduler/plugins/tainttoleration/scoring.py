@@ -35,7 +35,7 @@ class TaintTolerationScore:
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         s: _PreScoreState | None = state.read(_KEY)
         tolerations = s.tolerations if s is not None else ()
-        if node.facts is None:
+        if node.facts is None or not node.facts.taints:
             return 0
         return sum(1 for taint in node.facts.taints if taint.effect == "PreferNoSchedule"
                    and not any(tolerates(t, taint) for t in tolerations))
