@@ -36,3 +36,61 @@ async def test_do3_create_exports_a_span_with_etcd_calls_as_children(tmp_path: P
     # The object carries the trace so the scheduler and kubelet can continue it.
     traceparent = created["metadata"]["annotations"][TRACE_ANNOTATION]
     assert traceparent.split("-")[1] == create.trace_id
+
+
+async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_delete(
+        tmp_path: Path) -> None:
+    """Create: apiserver (etcd calls inside) → scheduler → binding → kubelet start, one trace.
+    Delete: apiserver → kubelet kill, one trace. The context travels on the object."""
+    import asyncio
+
+    from skiff.api import ApiError, Reason
+
+    with OtlpReceiver() as receiver:
+        otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+                "OTEL_BSP_SCHEDULE_DELAY": "100"}
+        cluster = Cluster(tmp_path, apiserver_env=otel)
+        try:
+            cluster.start()
+            cluster.add_service("scheduler", "skiff.scheduler", [], env=otel)
+            cluster.add_service("kubelet-n1", "skiff.kubelet", [
+                "--node-name", "n1", "--root-dir", str(tmp_path / "n1"),
+                "--node-status-update-frequency", "1s"], env=otel)
+            async with ApiClient(cluster.api_target) as api:
+                created = await api.create(pod("traced", "default", grace=2))
+                create_trace = created["metadata"]["annotations"][TRACE_ANNOTATION].split("-")[1]
+                spans = receiver.wait_for(lambda got: any(
+                    s.name == "kubelet.start_pod" and s.trace_id == create_trace
+                    for s in got), timeout=30)
+                deleted = await api.delete("pods", "traced", "default")
+                delete_trace = deleted["object"]["metadata"]["annotations"][
+                    TRACE_ANNOTATION].split("-")[1]
+                spans = receiver.wait_for(lambda got: any(
+                    s.name == "kubelet.kill_pod" and s.trace_id == delete_trace
+                    for s in got), timeout=30)
+                for _ in range(100):  # let the kubelet finish before the cluster stops
+                    try:
+                        await api.get("pods", "traced", "default")
+                    except ApiError as err:
+                        assert err.reason == Reason.NOT_FOUND
+                        break
+                    await asyncio.sleep(0.1)
+        finally:
+            cluster.stop()
+
+    def services(trace: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for s in spans:
+            if s.trace_id == trace:
+                found.setdefault(s.service_name, set()).add(s.name)
+        return found
+
+    create = services(create_trace)
+    assert {"/skiff.v1.Api/Create", "/etcdserverpb.KV/Txn"} <= create["skiff-apiserver"]
+    assert {"scheduler.schedule", "scheduler.bind"} <= create["skiff-scheduler"]
+    assert "/skiff.v1.Api/Bind" in create["skiff-apiserver"]
+    assert "kubelet.start_pod" in create["skiff-kubelet"]
+    delete = services(delete_trace)
+    assert "/skiff.v1.Api/Delete" in delete["skiff-apiserver"]
+    assert "kubelet.kill_pod" in delete["skiff-kubelet"]
+    assert delete_trace != create_trace
