@@ -10,7 +10,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from skiff.api import ApiError
+from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import rfc3339
 from tests.integration.controller_manager.kubelet_double import get_or_none, wait_for
@@ -37,26 +37,43 @@ async def wait_for_fence(api: ApiClient, node: str, *, timeout: float = 15) -> O
 
 
 async def agent_sets_phase(api: ApiClient, node: str, phase: str, message: str = "") -> Obj:
-    """The fence agent's status write: Fencing, then Fenced with `confirmedAt` (or Failed)."""
-    fence = await api.get("fences", node)
-    status = dict(fence.get("status") or {})
-    status["phase"] = phase
-    if message:
-        status["message"] = message
-    if phase == "Fenced":
-        status["confirmedAt"] = rfc3339(time.time())
-    fence["status"] = status
-    return await api.update_status(fence)
+    """The fence agent's status write: Fencing, then Fenced with `confirmedAt` (or Failed).
+
+    Like the real agent it re-reads and retries on Conflict: the controller writes the
+    Fence's status message concurrently."""
+    for _ in range(10):
+        fence = await api.get("fences", node)
+        status = dict(fence.get("status") or {})
+        status["phase"] = phase
+        if message:
+            status["message"] = message
+        if phase == "Fenced":
+            status["confirmedAt"] = rfc3339(time.time())
+        fence["status"] = status
+        try:
+            return await api.update_status(fence)
+        except ApiError as err:
+            if err.reason != Reason.CONFLICT:
+                raise
+    raise AssertionError(f"could not write the Fence of {node}: conflicts kept coming")
 
 
 async def agent_releases(api: ApiClient, node: str) -> None:
-    """The agent powered the node back on: it removes its finalizer from the Fence."""
-    fence = await get_or_none(api, "fences", node)
-    if fence is None:
-        return
-    fence["metadata"]["finalizers"] = [f for f in fence["metadata"].get("finalizers") or []
-                                       if f != FENCE_AGENT]
-    await api.update(fence)
+    """The agent powered the node back on: it removes its finalizer from the Fence
+    (re-reading on Conflict, as the real agent does)."""
+    for _ in range(10):
+        fence = await get_or_none(api, "fences", node)
+        if fence is None:
+            return
+        fence["metadata"]["finalizers"] = [
+            f for f in fence["metadata"].get("finalizers") or [] if f != FENCE_AGENT]
+        try:
+            await api.update(fence)
+            return
+        except ApiError as err:
+            if err.reason != Reason.CONFLICT:
+                raise
+    raise AssertionError(f"could not release the Fence of {node}: conflicts kept coming")
 
 
 async def remove_fence(api: ApiClient, node: str) -> None:
