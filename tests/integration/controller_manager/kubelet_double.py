@@ -78,29 +78,48 @@ class KubeletDouble:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
 
+    async def _write_status(self, resource: str, name: str, namespace: str | None,
+                            mutate: Callable[[Obj], None]) -> Obj:
+        """Read, change and write a status, re-reading on Conflict as a kubelet does:
+        controllers (node lifecycle, taint eviction) write the same objects concurrently."""
+        for _ in range(10):
+            obj = await self.api.get(resource, name, namespace)
+            mutate(obj)
+            try:
+                return await self.api.update_status(obj)
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT:
+                    raise
+        raise AssertionError(f"status of {resource}/{name}: conflicts kept coming")
+
     async def report_ready(self) -> None:
-        node = await self.api.get("nodes", self.name)
-        node["status"]["conditions"] = [c for c in node["status"].get("conditions", [])
-                                        if c.get("type") != "Ready"] + [ready_condition()]
-        await self.api.update_status(node)
+        def ready(node: Obj) -> None:
+            node["status"]["conditions"] = [
+                c for c in node["status"].get("conditions", [])
+                if c.get("type") != "Ready"] + [ready_condition()]
+
+        await self._write_status("nodes", self.name, None, ready)
 
     async def run_pod(self, namespace: str, name: str, *, bind: bool = True) -> Obj:
         """Bind the pod here (if it is not yet) and report it Running and Ready."""
         pod = await self.api.get("pods", name, namespace)
         if bind and not pod["spec"].get("nodeName"):
             await self.api.bind(namespace, name, self.name, uid=pod["metadata"]["uid"])
-            pod = await self.api.get("pods", name, namespace)
         now = rfc3339(time.time())
-        pod["status"].update(phase="Running", conditions=[
-            {"type": "Ready", "status": "True", "lastTransitionTime": now},
-            {"type": "ContainersReady", "status": "True", "lastTransitionTime": now}])
-        return await self.api.update_status(pod)
+
+        def running(p: Obj) -> None:
+            p["status"].update(phase="Running", conditions=[
+                {"type": "Ready", "status": "True", "lastTransitionTime": now},
+                {"type": "ContainersReady", "status": "True", "lastTransitionTime": now}])
+
+        return await self._write_status("pods", name, namespace, running)
 
     async def finish_termination(self, namespace: str, name: str) -> None:
         """GT10: containers exited → terminal phase, then delete with grace 0."""
-        pod = await self.api.get("pods", name, namespace)
-        pod["status"]["phase"] = "Failed"
-        await self.api.update_status(pod)
+        def failed(p: Obj) -> None:
+            p["status"]["phase"] = "Failed"
+
+        pod = await self._write_status("pods", name, namespace, failed)
         await self.api.delete("pods", name, namespace, grace_period_seconds=0,
                               uid=pod["metadata"]["uid"])
 
