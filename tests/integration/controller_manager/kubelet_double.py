@@ -7,12 +7,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import rfc3339, rfc3339_micro
+from tests.integration.waiting import get_or_none as get_or_none
+from tests.integration.waiting import wait_for as wait_for
 
 Obj = dict[str, Any]
 
@@ -124,27 +126,8 @@ class KubeletDouble:
                               uid=pod["metadata"]["uid"])
 
 
-async def wait_for(check: Callable[[], Awaitable[Any]], *, timeout: float,
-                   interval: float = 0.1, what: str = "condition") -> Any:
-    """Poll `check` until it returns something truthy; fail with `what` after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
-async def get_or_none(api: ApiClient, resource: str, name: str,
-                      namespace: str | None = None) -> Obj | None:
-    try:
-        return await api.get(resource, name, namespace)
-    except ApiError as err:
-        if err.reason == Reason.NOT_FOUND:
-            return None
-        raise
 
 
 async def events(api: ApiClient, namespace: str, *, reason: str | None = None,

@@ -9,12 +9,10 @@ delay 2 s, a pod grace period of 2 s.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shutil
 import sys
-import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -26,6 +24,8 @@ from skiff.checker.report import overlaps, parse_lines
 from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
 from skiff.kubelet.runtime.procfs import read_stat
+from tests.integration.waiting import get_or_none as get_or_none
+from tests.integration.waiting import wait_for as wait_for
 
 Obj = dict[str, Any]
 T = TypeVar("T")
@@ -115,27 +115,8 @@ async def api_of() -> AsyncIterator[Callable[[NetnsCluster], Awaitable[ApiClient
 # -- waiting -----------------------------------------------------------------------------
 
 
-async def wait_for(check: Callable[[], Awaitable[T | None]], *, timeout: float,
-                   what: str, interval: float = 0.2) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
-        await asyncio.sleep(interval)
 
 
-async def get_or_none(api: ApiClient, resource: str, name: str,
-                      namespace: str | None = None) -> Obj | None:
-    try:
-        obj: Obj = await api.get(resource, name, namespace)
-        return obj
-    except ApiError as err:
-        if err.reason == Reason.NOT_FOUND:
-            return None
-        raise
 
 
 # -- the pet -----------------------------------------------------------------------------

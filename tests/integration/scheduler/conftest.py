@@ -4,9 +4,7 @@ helpers that create Nodes as a kubelet would register them."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +14,7 @@ from skiff.api import ApiError, Reason
 from skiff.api.testing import make_node
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
+from tests.integration.waiting import wait_for as wait_for
 
 Obj = dict[str, Any]
 StartScheduler = Callable[..., None]
@@ -71,16 +70,6 @@ async def get_pod(api: ApiClient, name: str, namespace: str = "default") -> Obj 
         raise
 
 
-async def wait_for(check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0,
-                   what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await check()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        await asyncio.sleep(0.1)
 
 
 async def wait_bound(api: ApiClient, name: str, namespace: str = "default",
