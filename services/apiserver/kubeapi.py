@@ -12,15 +12,22 @@ from __future__ import annotations
 import copy
 import importlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import yaml
 
 from skiff.api import ApiError, Reason, tables
+from skiff.api.errors import FieldError as ApiFieldError
 from skiff.api.kinds import KINDS, KindInfo
+from skiff.api.selectors import LabelSelector
+from skiff.api.validation import revision_problem
+from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -29,7 +36,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
            "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 
 _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
-                 "Node": ("status",), "ReplicaSet": ("status",), "StatefulSet": ("status",),
+                 "Node": ("status",), "ReplicaSet": ("status", "scale"),
+                 "StatefulSet": ("status", "scale"),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",)}
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
@@ -53,10 +61,13 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                           "shortNames": list(info.short_names)})
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
-                     "eviction": ["create"], "log": ["get"]}[sub]
-            resources.append({"name": f"{info.resource}/{sub}", "singularName": "",
-                              "namespaced": info.namespaced, "kind": info.kind,
-                              "verbs": verbs})
+                     "eviction": ["create"], "log": ["get"],
+                     "scale": ["get", "patch", "update"]}[sub]
+            entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
+                          "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs}
+            if sub == "scale":
+                entry.update(kind="Scale", group="autoscaling", version="v1")
+            resources.append(entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}
 
@@ -133,8 +144,18 @@ class KubeApi:
             return await self._route(req)
         except ApiError as err:
             return _status(err)
-        except (ValueError, KeyError, TypeError) as err:
-            return _status(ApiError.bad_request(f"{type(err).__name__}: {err}"))
+        except (ValueError, KeyError, TypeError, OverflowError):
+            # A body or parameter of an unexpected shape that no validation rule named: say
+            # so without Python's exception text (the log has the traceback).
+            log.exception("malformed request", extra={"method": req.method, "path": req.path})
+            return _status(ApiError.bad_request(
+                f"{req.method} {req.path}: the request has a field of the wrong type or out "
+                "of range; check the object against `kubectl explain`"))
+        except Exception:
+            log.exception("internal error", extra={"method": req.method, "path": req.path})
+            return _status(ApiError(Reason.INTERNAL_ERROR, f"{req.method} {req.path}: an "
+                                    "internal error occurred; the apiserver log has the "
+                                    "details"))
 
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
@@ -225,6 +246,8 @@ class KubeApi:
             return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                   "code": 201, "details": {"name": name}}
                             if evicted["deleted"] else evicted["object"])
+        if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
+            return await self._scale(req, info, namespace or "default", name)
         if sub not in ("", "status"):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":
@@ -244,7 +267,7 @@ class KubeApi:
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
             deleted = await r.delete(info.resource, namespace, name,
                                      grace_period_seconds=None if grace in (None, "")
-                                     else int(grace),
+                                     else _int_param("gracePeriodSeconds", grace),
                                      preconditions=options.get("preconditions"))
             return Response(200, deleted["object"])
         raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{method} is not supported here")
@@ -266,8 +289,9 @@ class KubeApi:
                                   strategic=kind.startswith("application/strategic"))
             patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
-                result = await self.registry.update(info.resource, namespace, patched,
-                                                    subresource=sub)
+                result = await self.registry.update(
+                    info.resource, namespace, patched, subresource=sub,
+                    field_validation=req.query.get("fieldValidation", "Warn"))
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not patch.get("metadata", {}).get(
                         "resourceVersion"):
@@ -275,6 +299,52 @@ class KubeApi:
                 raise
             return Response(200, result.object, headers=_warnings(result.warnings))
         raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the patch")
+
+    async def _scale(self, req: Request, info: KindInfo, namespace: str,
+                     name: str) -> Response:
+        """The `scale` subresource (autoscaling/v1 Scale): `spec.replicas` of a workload,
+        read and written without touching the rest of it (`kubectl scale`)."""
+        current = await self.registry.get(info.resource, namespace, name)
+        if req.method == "GET":
+            return Response(200, _scale_of(current))
+        if req.method not in ("PUT", "PATCH"):
+            raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
+                                                      f"{info.resource}/scale")
+        _refuse_dry_run(req.query)
+        body = _body(req)
+        for _ in range(8):
+            scale = _scale_of(current)
+            if req.method == "PUT":
+                wanted = body
+            else:
+                if not req.header("content-type").startswith(("application/merge-patch",
+                                                              "application/strategic")):
+                    raise ApiError.bad_request("patch the scale subresource with "
+                                               "--type=merge or --type=strategic")
+                wanted = merge_patch(scale, body)
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool):
+                raise ApiError.invalid("Scale", name, [ApiFieldError(
+                    "spec.replicas", "Invalid value", "must be an integer", replicas)],
+                    group="autoscaling")
+            if replicas < 0:
+                raise ApiError.invalid("Scale", name, [ApiFieldError(
+                    "spec.replicas", "Invalid value", "must be greater than or equal to 0",
+                    replicas)], group="autoscaling")
+            requested_rv = (wanted.get("metadata") or {}).get("resourceVersion")
+            updated = copy.deepcopy(current)
+            updated.setdefault("spec", {})["replicas"] = replicas
+            updated["metadata"]["resourceVersion"] = (requested_rv or
+                                                      current["metadata"]["resourceVersion"])
+            try:
+                result = await self.registry.update(info.resource, namespace, updated)
+            except ApiError as err:
+                if err.reason == Reason.CONFLICT and not requested_rv:
+                    current = await self.registry.get(info.resource, namespace, name)
+                    continue
+                raise
+            return Response(200, _scale_of(result.object))
+        raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the scale")
 
     def _maybe_table(self, req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
         if "as=Table" not in req.header("accept"):
@@ -300,6 +370,11 @@ class KubeApi:
     def _watch(self, req: Request, info: KindInfo, namespace: str | None) -> Response:
         q = req.query
         table = "as=Table" in req.header("accept")
+        rv = q.get("resourceVersion", "")
+        if rv not in ("", "0"):  # answer a bad one with a Status, before the stream starts
+            problem = revision_problem(_int_param("resourceVersion", rv))
+            if problem:
+                raise ApiError.bad_request(f"resourceVersion: Invalid value: {rv}: {problem}")
 
         async def events() -> AsyncIterator[Obj]:
             first = True
@@ -345,10 +420,36 @@ class KubeApi:
         return Response(200, str(text), content_type="text/plain")
 
 
+def _scale_of(obj: Obj) -> Obj:
+    meta = obj.get("metadata", {})
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    selector = spec.get("selector")
+    try:
+        text = str(LabelSelector.from_dict(selector)) if selector else ""
+    except ApiError:
+        text = ""
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in meta},
+            "spec": {"replicas": spec.get("replicas", 1)},
+            "status": {"replicas": status.get("replicas", 0), "selector": text}}
+
+
+def _int_param(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ApiError.bad_request(f"{name}: must be an integer")
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError.bad_request(f"{name}: {value!r} is not an integer") from None
+
+
 def _body(req: Request) -> Obj:
     if not req.body:
         raise ApiError.bad_request("request body: required (a Kubernetes object)")
     kind = req.header("content-type")
+    if kind.split(";")[0].strip() == "application/vnd.kubernetes.protobuf":
+        return protobuf.decode(req.body)
     try:
         body = (yaml.safe_load(req.body) if "yaml" in kind else json.loads(req.body))
     except (ValueError, yaml.YAMLError) as err:
