@@ -10,7 +10,6 @@ front, so both see one set of rules.
 from __future__ import annotations
 
 import copy
-import importlib
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -26,6 +25,7 @@ from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.client import logs as kubelet_logs
 
 log = logging.getLogger(__name__)
 
@@ -407,16 +407,29 @@ class KubeApi:
         if not port:
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
                            f'node "{node_name}" does not publish a kubelet endpoint')
-        try:
-            logs = importlib.import_module("skiff.kubelet.logs")
-        except ImportError:
-            raise ApiError(Reason.SERVICE_UNAVAILABLE, "no kubelet in this installation") \
-                from None
         tail = q.get("tailLines")
-        text = await logs.fetch_logs(f"{address}:{port}", namespace, name,
-                                     container=q.get("container") or None,
-                                     tail_lines=int(tail) if tail else None,
-                                     previous=q.get("previous") in ("true", "1"))
+        tail_lines = _int_param("tailLines", tail) if tail else None
+        container = q.get("container") or None
+        target = f"{address}:{port}"
+        if q.get("follow") in ("true", "1"):
+            pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
+                                              tail_lines=tail_lines)
+            # the first piece (or the kubelet's error) before the 200 goes out
+            try:
+                first = await anext(pieces)
+            except StopAsyncIteration:
+                first = ""
+
+            async def stream() -> AsyncIterator[str]:
+                if first:
+                    yield first
+                async for piece in pieces:
+                    yield piece
+
+            return Response(200, stream=stream(), content_type="text/plain")
+        text = await kubelet_logs.fetch_logs(target, namespace, name, container=container,
+                                             tail_lines=tail_lines,
+                                             previous=q.get("previous") in ("true", "1"))
         return Response(200, str(text), content_type="text/plain")
 
 
