@@ -20,6 +20,7 @@ import yaml
 from skiff.api import ApiError, Reason, tables
 from skiff.api.errors import FieldError as ApiFieldError
 from skiff.api.kinds import KINDS, KindInfo
+from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
@@ -283,10 +284,13 @@ class KubeApi:
             raise ApiError(Reason.BAD_REQUEST, "JSON patch is not supported; use "
                            "--type=merge or --type=strategic")
         patch = _body(req)
+        strict = req.query.get("fieldValidation") == "Strict"
         for _ in range(8):
             current = await self.registry.get(info.resource, namespace, name)
             patched = merge_patch(current, patch,
                                   strategic=kind.startswith("application/strategic"))
+            if strict:
+                _refuse_unknown_patched_fields(patched)
             patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
                 result = await self.registry.update(
@@ -470,6 +474,17 @@ def _body(req: Request) -> Obj:
     if not isinstance(body, dict):
         raise ApiError.bad_request("request body must be a JSON object")
     return body
+
+
+def _refuse_unknown_patched_fields(patched: Obj) -> None:
+    """fieldValidation=Strict on PATCH: kube-apiserver answers an Invalid Status about the
+    field `patch`, whose value is the patched object (kubectl prints it that way)."""
+    unknown = prune_unknown_fields(copy.deepcopy(patched))
+    if unknown:
+        listed = ", ".join(f'unknown field "{p}"' for p in unknown)
+        raise ApiError.invalid("", "", [ApiFieldError(
+            "patch", "Invalid value", f"strict decoding error: {listed}",
+            json.dumps(patched, separators=(",", ":")))])
 
 
 def _refuse_dry_run(q: dict[str, str]) -> None:

@@ -140,11 +140,14 @@ class Registry:
             raise ApiError.invalid(info.kind, _name(obj), errors, group=info.group)
 
     @staticmethod
-    def _prune(obj: Obj, field_validation: str) -> list[str]:
+    def _prune(obj: Obj, field_validation: str, info: KindInfo | None = None) -> list[str]:
         unknown = prune_unknown_fields(obj)
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{p}"' for p in unknown)
-            raise ApiError.bad_request(f"strict decoding error: {listed}")
+            # kube-apiserver's decode error wording, as kubectl shows it
+            prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
+                      f"{info.kind}: ") if info is not None else ""
+            raise ApiError.bad_request(f"{prefix}strict decoding error: {listed}")
         if field_validation == "Ignore":
             return []
         return [f'unknown field "{p}"' for p in unknown]
@@ -194,7 +197,7 @@ class Registry:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
-        warnings = self._prune(obj, field_validation)
+        warnings = self._prune(obj, field_validation, info)
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
             raise ApiError.bad_request(
@@ -291,8 +294,10 @@ class Registry:
         _check_revision("revision", revision)
         kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
         if kv is None or kv.obj is None:
-            where = f" at revision {revision}" if revision else ""
-            raise ApiError(Reason.NOT_FOUND, f'{info.resource} "{name}" not found{where}')
+            err = ApiError.not_found(info.resource, name, group=info.group)
+            if revision:
+                err.message += f" at revision {revision}"
+            raise err
         return kv.obj
 
     async def list(self, resource: str, namespace: str | None, *,
@@ -335,7 +340,7 @@ class Registry:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
-        warnings = self._prune(obj, field_validation)
+        warnings = self._prune(obj, field_validation, info)
         name = _name(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
         if subresource not in ("", "status"):

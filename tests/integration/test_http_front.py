@@ -207,9 +207,18 @@ def test_defect9_kubectl_prints_a_too_long_value_like_kubernetes(
                                      '262144 bytes')
 
 
-def test_defect9_patch_honours_strict_field_validation(
+def test_defect9_unknown_field_strict_create_and_patch_answer_like_kubernetes(
         front: tuple[Cluster, int, Path]) -> None:
     _, port, config = front
+    pc = ('{"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", '
+          '"metadata": {"name": "strict"}, "value": 1, "valuex": 2}')
+    created = kubectl(config, "create", "-f", "-", stdin=pc)
+    assert created.returncode != 0
+    assert created.stderr.strip() == (
+        'Error from server (BadRequest): error when creating "STDIN": PriorityClass in version '
+        '"v1" cannot be handled as a PriorityClass: strict decoding error: unknown field '
+        '"valuex"')
+
     assert kubectl(config, "create", "priorityclass", "bronze", "--value=5").returncode == 0
     patch = b'{"valuex": 6}'
     request = (b"PATCH /apis/scheduling.k8s.io/v1/priorityclasses/bronze"
@@ -217,8 +226,13 @@ def test_defect9_patch_honours_strict_field_validation(
                b"Content-Type: application/merge-patch+json\r\n"
                + f"Content-Length: {len(patch)}\r\n\r\n".encode() + patch)
     [(status, raw)] = exchange(port, request)
-    assert status == 400
-    assert json.loads(raw)["message"] == 'strict decoding error: unknown field "valuex"'
+    answer = json.loads(raw)
+    assert (status, answer["reason"]) == (422, "Invalid")
+    assert answer["message"].startswith(' "" is invalid: patch: Invalid value: "{')
+    assert answer["message"].endswith('": strict decoding error: unknown field "valuex"')
+    [cause] = answer["details"]["causes"]
+    assert (cause["field"], cause["reason"]) == ("patch", "FieldValueInvalid")
+    assert '\\"valuex\\":6' in cause["message"]
     # kubectl patch sends no fieldValidation: Kubernetes' default (Warn) applies
     warned = kubectl(config, "patch", "priorityclass", "bronze", "--type=merge",
                      "-p", '{"valuex": 6}')

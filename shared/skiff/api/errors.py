@@ -74,7 +74,7 @@ def go_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, int | float):
         return str(value)
-    return json.dumps(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
