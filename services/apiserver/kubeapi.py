@@ -467,10 +467,22 @@ def _body(req: Request) -> Obj:
     kind = req.header("content-type")
     if kind.split(";")[0].strip() == "application/vnd.kubernetes.protobuf":
         return protobuf.decode(req.body)
-    try:
-        body = (yaml.safe_load(req.body) if "yaml" in kind else json.loads(req.body))
-    except (ValueError, yaml.YAMLError) as err:
-        raise ApiError.bad_request(f"request body is not valid JSON: {err}") from None
+    if "yaml" in kind:
+        try:
+            body = yaml.safe_load(req.body)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise ApiError.bad_request(f"request body is not valid YAML{where}") from None
+    else:
+        try:
+            body = json.loads(req.body)
+        except json.JSONDecodeError as err:
+            raise ApiError.bad_request(f"request body is not valid JSON (line {err.lineno}, "
+                                       f"column {err.colno}: {err.msg.lower()})") from None
+        except ValueError:  # not UTF-8
+            raise ApiError.bad_request("request body is not valid JSON (not UTF-8 text); "
+                                       f"send {kind or 'application/json'} as UTF-8") from None
     if not isinstance(body, dict):
         raise ApiError.bad_request("request body must be a JSON object")
     return body

@@ -51,6 +51,10 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                                  ("values", 3, "[]string")],
     "LabelSelector": [("matchLabels", 1, "map:string"),
                       ("matchExpressions", 2, "[]LabelSelectorRequirement")],
+    "Preconditions": [("uid", 1, "string"), ("resourceVersion", 2, "string")],
+    "DeleteOptions": [("gracePeriodSeconds", 1, "int64"), ("preconditions", 2, "Preconditions"),
+                      ("orphanDependents", 3, "bool"), ("propagationPolicy", 4, "string"),
+                      ("dryRun", 5, "[]string")],
     # core/v1
     "NamespaceSpec": [("finalizers", 1, "[]string")],
     "Namespace": [("metadata", 1, "ObjectMeta"), ("spec", 2, "NamespaceSpec")],
@@ -61,6 +65,7 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                                 ("unhealthyPodEvictionPolicy", 4, "string")],
     "PodDisruptionBudget": [("metadata", 1, "ObjectMeta"),
                             ("spec", 2, "PodDisruptionBudgetSpec")],
+    "Eviction": [("metadata", 1, "ObjectMeta"), ("deleteOptions", 2, "DeleteOptions")],
     # scheduling/v1
     "PriorityClass": [("metadata", 1, "ObjectMeta"), ("value", 2, "int32"),
                       ("globalDefault", 3, "bool"), ("description", 4, "string"),
@@ -71,6 +76,9 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
 KINDS: dict[tuple[str, str], str] = {
     ("v1", "Namespace"): "Namespace",
     ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("policy/v1", "Eviction"): "Eviction",  # kubectl drain
+    ("v1", "DeleteOptions"): "DeleteOptions",  # typed clients' DELETE bodies
+    ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
 }
 

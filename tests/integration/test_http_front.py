@@ -166,6 +166,22 @@ def test_defect4_kubectl_create_namespace_pdb_priorityclass_send_protobuf(
     assert got["spec"]["maxUnavailable"] == "50%"
 
 
+def test_defect4_kubectl_drain_evicts_with_a_protobuf_eviction(
+        front: tuple[Cluster, int, Path]) -> None:
+    _, _, config = front
+    node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}}'
+    pod = ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim"}, "spec": '
+           '{"nodeName": "worker-1", "containers": [{"name": "main", "image": "busybox"}]}}')
+    for manifest in (node, pod):
+        assert kubectl(config, "apply", "-f", "-", stdin=manifest).returncode == 0
+    drained = kubectl(config, "drain", "worker-1", "--force", "--grace-period=0",
+                      "--timeout=60s")
+    assert drained.returncode == 0, drained.stderr
+    assert "pod/victim evicted" in drained.stdout or "pod/victim deleted" in drained.stdout
+    assert "node/worker-1 drained" in drained.stdout
+    assert kubectl(config, "get", "pod", "victim").returncode != 0
+
+
 def test_defect9_kubectl_prints_an_invalid_name_like_kubernetes(
         front: tuple[Cluster, int, Path]) -> None:
     _, port, config = front
