@@ -9,6 +9,7 @@ Kubernetes' 413 `RequestEntityTooLarge` Status.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -23,6 +24,7 @@ from skiff.api import ApiError, Reason
 log = logging.getLogger(__name__)
 
 MAX_BODY = 3 * 1024 * 1024
+DISCONNECT_CHECK_SECONDS = 1.0
 
 
 @dataclass
@@ -114,8 +116,12 @@ async def _stream(raw: web.Request, response: Response) -> web.StreamResponse:
     out.enable_chunked_encoding()
     await out.prepare(raw)
     assert response.stream is not None
+    items = aiter(response.stream)
     try:
-        async for item in response.stream:
+        while True:
+            item = await _next_while_connected(raw, items)
+            if item is _END:
+                break
             if isinstance(item, str):
                 item = item.encode()
             await out.write(item if isinstance(item, bytes)
@@ -129,3 +135,21 @@ async def _stream(raw: web.Request, response: Response) -> web.StreamResponse:
             with contextlib.suppress(Exception):
                 await close()
     return out
+
+
+_END = object()
+
+
+async def _next_while_connected(raw: web.Request, items: AsyncIterator[Any]) -> Any:
+    """The stream's next item, or _END when it ends or the client hangs up while it waits
+    (a quiet watch or `logs -f` must not outlive its client)."""
+    waiting = asyncio.ensure_future(anext(items, _END))
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_CHECK_SECONDS)
+        if done:
+            return waiting.result()
+        if raw.transport is None or raw.transport.is_closing():
+            waiting.cancel()
+            with contextlib.suppress(BaseException):
+                await waiting
+            return _END

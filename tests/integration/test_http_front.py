@@ -315,3 +315,26 @@ def test_defect10_rollout_restart_statefulset_is_refused_not_reported_done(
     assert "spec.template: Forbidden" in restart.stderr
     after = json.loads(kubectl(config, "get", "sts", "db", "-o", "json").stdout)
     assert after["spec"]["template"] == json.loads(before)["spec"]["template"]
+
+
+def test_defect6_kubectl_watch_still_streams_events(front: tuple[Cluster, int, Path]) -> None:
+    _, _, config = front
+    with subprocess.Popen(["kubectl", "--kubeconfig", str(config), "get", "namespaces",
+                           "-w", "--output-watch-events"],
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as watch:
+        try:
+            assert watch.stdout is not None
+            header = watch.stdout.readline()
+            assert header.split()[:2] == ["EVENT", "NAME"], header
+            while "kube-system" not in watch.stdout.readline():
+                pass  # the initial ADDED rows
+            created = kubectl(config, "create", "namespace", "watched")
+            assert created.returncode == 0, created.stderr
+            while True:
+                line = watch.stdout.readline()
+                assert line, "the watch ended early"
+                if "watched" in line:
+                    assert line.split()[:2] == ["ADDED", "watched"]
+                    break
+        finally:
+            watch.kill()
