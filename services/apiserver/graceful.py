@@ -12,6 +12,7 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
+from skiff.api.validation import MAX_GRACE_SECONDS
 from skiff.clock import parse_rfc3339, rfc3339
 
 Obj = dict[str, Any]
@@ -21,7 +22,7 @@ DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 
 def pod_grace_period(pod: Obj, requested: int | None) -> int:
     """GT1: request's gracePeriodSeconds, else the spec's (30); 0 when unscheduled or
-    terminal; a negative period becomes 1."""
+    terminal; a negative period becomes 1, a longer one than a deadline can hold is capped."""
     spec = pod.get("spec", {})
     if requested is not None:
         period = int(requested)
@@ -34,7 +35,8 @@ def pod_grace_period(pod: Obj, requested: int | None) -> int:
         period = 0
     if period < 0:
         period = 1
-    return period
+    # an object stored before validation capped it must still be deletable
+    return min(period, MAX_GRACE_SECONDS)
 
 
 class Action(enum.Enum):

@@ -1,8 +1,10 @@
-"""A small asyncio HTTP/1.1 server for the Kubernetes-compatible front (kubectl).
+"""The HTTP server of the Kubernetes-compatible front (kubectl), on aiohttp.
 
-Just what kubectl needs: keep-alive connections, request bodies by Content-Length,
-responses by Content-Length, and chunked streaming for watches. No new dependency; the
-routing and Kubernetes semantics live in `kubeapi`.
+aiohttp owns HTTP itself: request framing (Content-Length and chunked bodies), keep-alive,
+malformed input, and streamed responses (watch, `logs -f`); it also gives the WebSocket
+and TLS support later features need. This module only adapts aiohttp's request to the small
+`Request` / `Response` pair that `kubeapi` routes, and answers a body over the limit with
+Kubernetes' 413 `RequestEntityTooLarge` Status.
 """
 
 from __future__ import annotations
@@ -14,17 +16,15 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qs, unquote, urlsplit
+
+from aiohttp import web
+
+from skiff.api import ApiError, Reason
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 3 * 1024 * 1024
-REASONS = {200: "OK", 201: "Created", 202: "Accepted", 400: "Bad Request", 403: "Forbidden",
-           404: "Not Found", 405: "Method Not Allowed", 406: "Not Acceptable",
-           409: "Conflict", 410: "Gone", 413: "Request Entity Too Large",
-           415: "Unsupported Media Type", 422: "Unprocessable Entity",
-           429: "Too Many Requests", 500: "Internal Server Error",
-           503: "Service Unavailable", 504: "Gateway Timeout"}
+DISCONNECT_CHECK_SECONDS = 1.0
 
 
 @dataclass
@@ -44,7 +44,8 @@ class Response:
     status: int = 200
     body: Any = None  # JSON-able, or bytes/str with content_type
     content_type: str = "application/json"
-    stream: AsyncIterator[Any] | None = None  # watch: each item one JSON line
+    # watch: each item one JSON line; bytes/str items (logs) are written as they are
+    stream: AsyncIterator[Any] | None = None
     headers: dict[str, str] = field(default_factory=dict)
 
 
@@ -52,105 +53,103 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 
 class HttpServer:
-    def __init__(self, handler: Handler, *, host: str, port: int) -> None:
+    def __init__(self, handler: Handler, *, host: str, port: int,
+                 max_body: int = MAX_BODY) -> None:
         self._handler = handler
         self._host, self._port = host, port
-        self._server: asyncio.Server | None = None
-        self._connections: set[asyncio.Task[None]] = set()
+        self._max_body = max_body
+        self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
-        self._server = await asyncio.start_server(self._serve, self._host, self._port,
-                                                  reuse_address=True)
-        return int(self._server.sockets[0].getsockname()[1])
+        app = web.Application(client_max_size=self._max_body)
+        app.router.add_route("*", "/{tail:.*}", self._serve)
+        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
+                                     shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True)
+        await site.start()
+        return int(self._runner.addresses[0][1])  # what port 0 became
 
     async def stop(self) -> None:
-        if self._server is not None:
-            self._server.close()
-            for task in list(self._connections):
-                task.cancel()
+        if self._runner is not None:
             with contextlib.suppress(Exception):
-                await self._server.wait_closed()
+                await self._runner.cleanup()
+            self._runner = None
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._connections.add(task)
+    async def _serve(self, raw: web.Request) -> web.StreamResponse:
         try:
-            while True:
-                request = await _read_request(reader)
-                if request is None:
-                    return
-                response = await self._handler(request)
-                keep = await _write_response(writer, response)
-                if not keep or request.header("connection").lower() == "close":
-                    return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            return
-        except _BadRequest as err:
-            with contextlib.suppress(Exception):
-                await _write_response(writer, Response(400, {"kind": "Status",
-                                                             "message": str(err)}))
-        finally:
-            self._connections.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+            body = await raw.read()
+        except web.HTTPRequestEntityTooLarge:
+            return _reply(_too_large(self._max_body))
+        query = {k: raw.query.getall(k)[-1] for k in raw.query}
+        request = Request(raw.method.upper(), raw.path, query,
+                          {k.lower(): v for k, v in raw.headers.items()}, body)
+        response = await self._handler(request)
+        if response.stream is None:
+            return _reply(response)
+        return await _stream(raw, response)
 
 
-class _BadRequest(Exception):
-    pass
+def _too_large(limit: int) -> Response:
+    err = ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
+                   f"the request body is larger than the limit of {limit} bytes")
+    return Response(err.code, err.to_status())
 
 
-async def _read_request(reader: asyncio.StreamReader) -> Request | None:
-    line = await reader.readline()
-    if not line:
-        return None
-    try:
-        method, target, _version = line.decode("latin-1").rstrip("\r\n").split(" ", 2)
-    except ValueError:
-        raise _BadRequest("malformed request line") from None
-    headers: dict[str, str] = {}
-    while True:
-        raw = await reader.readline()
-        if raw in (b"\r\n", b"\n", b""):
-            break
-        name, _, value = raw.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    length = int(headers.get("content-length") or 0)
-    if length > MAX_BODY:
-        raise _BadRequest(f"request body is {length} bytes; the limit is {MAX_BODY}")
-    body = await reader.readexactly(length) if length else b""
-    url = urlsplit(target)
-    query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
-    return Request(method.upper(), unquote(url.path), query, headers, body)
+def _headers(response: Response) -> dict[str, str]:
+    return {"Content-Type": response.content_type, "Cache-Control": "no-cache, private",
+            **response.headers}
 
 
-async def _write_response(writer: asyncio.StreamWriter, response: Response) -> bool:
-    status_line = f"HTTP/1.1 {response.status} {REASONS.get(response.status, 'OK')}\r\n"
-    headers = {"Content-Type": response.content_type, "Cache-Control": "no-cache, private",
-               **response.headers}
-    if response.stream is not None:
-        headers["Transfer-Encoding"] = "chunked"
-        writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-                      + "\r\n").encode("latin-1"))
-        await writer.drain()
-        try:
-            async for item in response.stream:
-                data = json.dumps(item).encode() + b"\n"
-                writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
-                await writer.drain()
-        finally:
-            with contextlib.suppress(Exception):
-                writer.write(b"0\r\n\r\n")
-                await writer.drain()
-        return False
+def _reply(response: Response) -> web.Response:
     if isinstance(response.body, bytes):
         data = response.body
     elif isinstance(response.body, str):
         data = response.body.encode()
     else:
         data = json.dumps(response.body).encode()
-    headers["Content-Length"] = str(len(data))
-    writer.write((status_line + "".join(f"{k}: {v}\r\n" for k, v in headers.items())
-                  + "\r\n").encode("latin-1") + data)
-    await writer.drain()
-    return True
+    return web.Response(status=response.status, body=data, headers=_headers(response))
+
+
+async def _stream(raw: web.Request, response: Response) -> web.StreamResponse:
+    out = web.StreamResponse(status=response.status, headers=_headers(response))
+    out.enable_chunked_encoding()
+    await out.prepare(raw)
+    assert response.stream is not None
+    items = aiter(response.stream)
+    try:
+        while True:
+            item = await _next_while_connected(raw, items)
+            if item is _END:
+                break
+            if isinstance(item, str):
+                item = item.encode()
+            await out.write(item if isinstance(item, bytes)
+                            else json.dumps(item).encode() + b"\n")
+        await out.write_eof()
+    except (ConnectionError, RuntimeError):
+        pass  # the client went away (kubectl Ctrl-C); nothing is left to tell it
+    finally:
+        close = getattr(response.stream, "aclose", None)
+        if close is not None:
+            with contextlib.suppress(Exception):
+                await close()
+    return out
+
+
+_END = object()
+
+
+async def _next_while_connected(raw: web.Request, items: AsyncIterator[Any]) -> Any:
+    """The stream's next item, or _END when it ends or the client hangs up while it waits
+    (a quiet watch or `logs -f` must not outlive its client)."""
+    waiting = asyncio.ensure_future(anext(items, _END))
+    while True:
+        done, _ = await asyncio.wait({waiting}, timeout=DISCONNECT_CHECK_SECONDS)
+        if done:
+            return waiting.result()
+        if raw.transport is None or raw.transport.is_closing():
+            waiting.cancel()
+            with contextlib.suppress(BaseException):
+                await waiting
+            return _END

@@ -10,17 +10,25 @@ front, so both see one set of rules.
 from __future__ import annotations
 
 import copy
-import importlib
 import json
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 import yaml
 
 from skiff.api import ApiError, Reason, tables
+from skiff.api.errors import FieldError as ApiFieldError
 from skiff.api.kinds import KINDS, KindInfo
+from skiff.api.schema import prune_unknown_fields
+from skiff.api.selectors import LabelSelector
+from skiff.api.validation import revision_problem
+from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.client import logs as kubelet_logs
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
@@ -29,7 +37,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
            "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 
 _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
-                 "Node": ("status",), "ReplicaSet": ("status",), "StatefulSet": ("status",),
+                 "Node": ("status",), "ReplicaSet": ("status", "scale"),
+                 "StatefulSet": ("status", "scale"),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",)}
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
@@ -53,10 +62,13 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                           "shortNames": list(info.short_names)})
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
-                     "eviction": ["create"], "log": ["get"]}[sub]
-            resources.append({"name": f"{info.resource}/{sub}", "singularName": "",
-                              "namespaced": info.namespaced, "kind": info.kind,
-                              "verbs": verbs})
+                     "eviction": ["create"], "log": ["get"],
+                     "scale": ["get", "patch", "update"]}[sub]
+            entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
+                          "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs}
+            if sub == "scale":
+                entry.update(kind="Scale", group="autoscaling", version="v1")
+            resources.append(entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}
 
@@ -133,8 +145,18 @@ class KubeApi:
             return await self._route(req)
         except ApiError as err:
             return _status(err)
-        except (ValueError, KeyError, TypeError) as err:
-            return _status(ApiError.bad_request(f"{type(err).__name__}: {err}"))
+        except (ValueError, KeyError, TypeError, OverflowError):
+            # A body or parameter of an unexpected shape that no validation rule named: say
+            # so without Python's exception text (the log has the traceback).
+            log.exception("malformed request", extra={"method": req.method, "path": req.path})
+            return _status(ApiError.bad_request(
+                f"{req.method} {req.path}: the request has a field of the wrong type or out "
+                "of range; check the object against `kubectl explain`"))
+        except Exception:
+            log.exception("internal error", extra={"method": req.method, "path": req.path})
+            return _status(ApiError(Reason.INTERNAL_ERROR, f"{req.method} {req.path}: an "
+                                    "internal error occurred; the apiserver log has the "
+                                    "details"))
 
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
@@ -225,6 +247,8 @@ class KubeApi:
             return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                   "code": 201, "details": {"name": name}}
                             if evicted["deleted"] else evicted["object"])
+        if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
+            return await self._scale(req, info, namespace or "default", name)
         if sub not in ("", "status"):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":
@@ -244,7 +268,7 @@ class KubeApi:
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
             deleted = await r.delete(info.resource, namespace, name,
                                      grace_period_seconds=None if grace in (None, "")
-                                     else int(grace),
+                                     else _int_param("gracePeriodSeconds", grace),
                                      preconditions=options.get("preconditions"))
             return Response(200, deleted["object"])
         raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{method} is not supported here")
@@ -260,14 +284,18 @@ class KubeApi:
             raise ApiError(Reason.BAD_REQUEST, "JSON patch is not supported; use "
                            "--type=merge or --type=strategic")
         patch = _body(req)
+        strict = req.query.get("fieldValidation") == "Strict"
         for _ in range(8):
             current = await self.registry.get(info.resource, namespace, name)
             patched = merge_patch(current, patch,
                                   strategic=kind.startswith("application/strategic"))
+            if strict:
+                _refuse_unknown_patched_fields(patched)
             patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
             try:
-                result = await self.registry.update(info.resource, namespace, patched,
-                                                    subresource=sub)
+                result = await self.registry.update(
+                    info.resource, namespace, patched, subresource=sub,
+                    field_validation=req.query.get("fieldValidation", "Warn"))
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not patch.get("metadata", {}).get(
                         "resourceVersion"):
@@ -275,6 +303,52 @@ class KubeApi:
                 raise
             return Response(200, result.object, headers=_warnings(result.warnings))
         raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the patch")
+
+    async def _scale(self, req: Request, info: KindInfo, namespace: str,
+                     name: str) -> Response:
+        """The `scale` subresource (autoscaling/v1 Scale): `spec.replicas` of a workload,
+        read and written without touching the rest of it (`kubectl scale`)."""
+        current = await self.registry.get(info.resource, namespace, name)
+        if req.method == "GET":
+            return Response(200, _scale_of(current))
+        if req.method not in ("PUT", "PATCH"):
+            raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
+                                                      f"{info.resource}/scale")
+        _refuse_dry_run(req.query)
+        body = _body(req)
+        for _ in range(8):
+            scale = _scale_of(current)
+            if req.method == "PUT":
+                wanted = body
+            else:
+                if not req.header("content-type").startswith(("application/merge-patch",
+                                                              "application/strategic")):
+                    raise ApiError.bad_request("patch the scale subresource with "
+                                               "--type=merge or --type=strategic")
+                wanted = merge_patch(scale, body)
+            replicas = (wanted.get("spec") or {}).get("replicas")
+            if not isinstance(replicas, int) or isinstance(replicas, bool):
+                raise ApiError.invalid("Scale", name, [ApiFieldError(
+                    "spec.replicas", "Invalid value", "must be an integer", replicas)],
+                    group="autoscaling")
+            if replicas < 0:
+                raise ApiError.invalid("Scale", name, [ApiFieldError(
+                    "spec.replicas", "Invalid value", "must be greater than or equal to 0",
+                    replicas)], group="autoscaling")
+            requested_rv = (wanted.get("metadata") or {}).get("resourceVersion")
+            updated = copy.deepcopy(current)
+            updated.setdefault("spec", {})["replicas"] = replicas
+            updated["metadata"]["resourceVersion"] = (requested_rv or
+                                                      current["metadata"]["resourceVersion"])
+            try:
+                result = await self.registry.update(info.resource, namespace, updated)
+            except ApiError as err:
+                if err.reason == Reason.CONFLICT and not requested_rv:
+                    current = await self.registry.get(info.resource, namespace, name)
+                    continue
+                raise
+            return Response(200, _scale_of(result.object))
+        raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the scale")
 
     def _maybe_table(self, req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
         if "as=Table" not in req.header("accept"):
@@ -300,6 +374,11 @@ class KubeApi:
     def _watch(self, req: Request, info: KindInfo, namespace: str | None) -> Response:
         q = req.query
         table = "as=Table" in req.header("accept")
+        rv = q.get("resourceVersion", "")
+        if rv not in ("", "0"):  # answer a bad one with a Status, before the stream starts
+            problem = revision_problem(_int_param("resourceVersion", rv))
+            if problem:
+                raise ApiError.bad_request(f"resourceVersion: Invalid value: {rv}: {problem}")
 
         async def events() -> AsyncIterator[Obj]:
             first = True
@@ -332,30 +411,92 @@ class KubeApi:
         if not port:
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
                            f'node "{node_name}" does not publish a kubelet endpoint')
-        try:
-            logs = importlib.import_module("skiff.kubelet.logs")
-        except ImportError:
-            raise ApiError(Reason.SERVICE_UNAVAILABLE, "no kubelet in this installation") \
-                from None
         tail = q.get("tailLines")
-        text = await logs.fetch_logs(f"{address}:{port}", namespace, name,
-                                     container=q.get("container") or None,
-                                     tail_lines=int(tail) if tail else None,
-                                     previous=q.get("previous") in ("true", "1"))
+        tail_lines = _int_param("tailLines", tail) if tail else None
+        container = q.get("container") or None
+        target = f"{address}:{port}"
+        if q.get("follow") in ("true", "1"):
+            pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
+                                              tail_lines=tail_lines)
+            # the first piece (or the kubelet's error) before the 200 goes out
+            try:
+                first = await anext(pieces)
+            except StopAsyncIteration:
+                first = ""
+
+            async def stream() -> AsyncIterator[str]:
+                if first:
+                    yield first
+                async for piece in pieces:
+                    yield piece
+
+            return Response(200, stream=stream(), content_type="text/plain")
+        text = await kubelet_logs.fetch_logs(target, namespace, name, container=container,
+                                             tail_lines=tail_lines,
+                                             previous=q.get("previous") in ("true", "1"))
         return Response(200, str(text), content_type="text/plain")
+
+
+def _scale_of(obj: Obj) -> Obj:
+    meta = obj.get("metadata", {})
+    spec, status = obj.get("spec") or {}, obj.get("status") or {}
+    selector = spec.get("selector")
+    try:
+        text = str(LabelSelector.from_dict(selector)) if selector else ""
+    except ApiError:
+        text = ""
+    return {"kind": "Scale", "apiVersion": "autoscaling/v1",
+            "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion",
+                                              "creationTimestamp") if k in meta},
+            "spec": {"replicas": spec.get("replicas", 1)},
+            "status": {"replicas": status.get("replicas", 0), "selector": text}}
+
+
+def _int_param(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ApiError.bad_request(f"{name}: must be an integer")
+    try:
+        return int(value)
+    except ValueError:
+        raise ApiError.bad_request(f"{name}: {value!r} is not an integer") from None
 
 
 def _body(req: Request) -> Obj:
     if not req.body:
         raise ApiError.bad_request("request body: required (a Kubernetes object)")
     kind = req.header("content-type")
-    try:
-        body = (yaml.safe_load(req.body) if "yaml" in kind else json.loads(req.body))
-    except (ValueError, yaml.YAMLError) as err:
-        raise ApiError.bad_request(f"request body is not valid JSON: {err}") from None
+    if kind.split(";")[0].strip() == "application/vnd.kubernetes.protobuf":
+        return protobuf.decode(req.body)
+    if "yaml" in kind:
+        try:
+            body = yaml.safe_load(req.body)
+        except yaml.YAMLError as err:
+            mark = getattr(err, "problem_mark", None)
+            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+            raise ApiError.bad_request(f"request body is not valid YAML{where}") from None
+    else:
+        try:
+            body = json.loads(req.body)
+        except json.JSONDecodeError as err:
+            raise ApiError.bad_request(f"request body is not valid JSON (line {err.lineno}, "
+                                       f"column {err.colno}: {err.msg.lower()})") from None
+        except ValueError:  # not UTF-8
+            raise ApiError.bad_request("request body is not valid JSON (not UTF-8 text); "
+                                       f"send {kind or 'application/json'} as UTF-8") from None
     if not isinstance(body, dict):
         raise ApiError.bad_request("request body must be a JSON object")
     return body
+
+
+def _refuse_unknown_patched_fields(patched: Obj) -> None:
+    """fieldValidation=Strict on PATCH: kube-apiserver answers an Invalid Status about the
+    field `patch`, whose value is the patched object (kubectl prints it that way)."""
+    unknown = prune_unknown_fields(copy.deepcopy(patched))
+    if unknown:
+        listed = ", ".join(f'unknown field "{p}"' for p in unknown)
+        raise ApiError.invalid("", "", [ApiFieldError(
+            "patch", "Invalid value", f"strict decoding error: {listed}",
+            json.dumps(patched, separators=(",", ":")))])
 
 
 def _refuse_dry_run(q: dict[str, str]) -> None:

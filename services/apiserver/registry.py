@@ -32,6 +32,7 @@ from skiff.api import (
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.pods import set_condition
+from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, graceful
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.storage import EtcdStorage, KeyValue
@@ -114,7 +115,7 @@ class Registry:
             raise ApiError.bad_request(f"a name is required to address a {info.kind}")
         kv, _ = await self.storage.get(storage_key(info, namespace, name))
         if kv is None or kv.obj is None:
-            raise ApiError.not_found(info.resource, name)
+            raise ApiError.not_found(info.resource, name, group=info.group)
         return kv
 
     async def _retry_conflicts(self, fn: Callable[[], Awaitable[T]]) -> T:
@@ -136,14 +137,17 @@ class Registry:
     def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None) -> None:
         errors = validate(obj, old=old)
         if errors:
-            raise ApiError.invalid(info.kind, _name(obj), errors)
+            raise ApiError.invalid(info.kind, _name(obj), errors, group=info.group)
 
     @staticmethod
-    def _prune(obj: Obj, field_validation: str) -> list[str]:
+    def _prune(obj: Obj, field_validation: str, info: KindInfo | None = None) -> list[str]:
         unknown = prune_unknown_fields(obj)
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{p}"' for p in unknown)
-            raise ApiError.bad_request(f"strict decoding error: {listed}")
+            # kube-apiserver's decode error wording, as kubectl shows it
+            prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
+                      f"{info.kind}: ") if info is not None else ""
+            raise ApiError.bad_request(f"{prefix}strict decoding error: {listed}")
         if field_validation == "Ignore":
             return []
         return [f'unknown field "{p}"' for p in unknown]
@@ -193,7 +197,7 @@ class Registry:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
-        warnings = self._prune(obj, field_validation)
+        warnings = self._prune(obj, field_validation, info)
         meta = obj["metadata"]
         if meta.get("resourceVersion"):
             raise ApiError.bad_request(
@@ -219,7 +223,8 @@ class Registry:
             stored = await self.storage.create(key, obj)
         except ApiError as err:
             if err.reason == Reason.ALREADY_EXISTS:
-                raise ApiError.already_exists(info.resource, meta["name"]) from None
+                raise ApiError.already_exists(info.resource, meta["name"],
+                                               group=info.group) from None
             raise
         return Result(stored, warnings)
 
@@ -286,10 +291,13 @@ class Registry:
                   revision: int = 0) -> Obj:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
+        _check_revision("revision", revision)
         kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
         if kv is None or kv.obj is None:
-            where = f" at revision {revision}" if revision else ""
-            raise ApiError(Reason.NOT_FOUND, f'{info.resource} "{name}" not found{where}')
+            err = ApiError.not_found(info.resource, name, group=info.group)
+            if revision:
+                err.message += f" at revision {revision}"
+            raise err
         return kv.obj
 
     async def list(self, resource: str, namespace: str | None, *,
@@ -299,6 +307,7 @@ class Registry:
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector)
         ns = namespace if info.namespaced else None
+        _check_revision("revision", revision)
         kvs, rev = await self.storage.list(storage_prefix(info, ns), revision=revision)
         items = [kv.obj for kv in kvs if kv.obj is not None
                  and labels.matches(kv.obj.get("metadata", {}).get("labels"))
@@ -312,7 +321,7 @@ class Registry:
         namespace = self._namespace(info, namespace)
         versions = await self.storage.history(storage_key(info, namespace, name))
         if not versions:
-            raise ApiError.not_found(info.resource, name)
+            raise ApiError.not_found(info.resource, name, group=info.group)
         items = []
         for kv in versions:
             if kv.obj is None:
@@ -331,7 +340,7 @@ class Registry:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
-        warnings = self._prune(obj, field_validation)
+        warnings = self._prune(obj, field_validation, info)
         name = _name(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
         if subresource not in ("", "status"):
@@ -410,6 +419,11 @@ class Registry:
         key = storage_key(info, namespace, name)
         if grace_period_seconds is not None and not isinstance(grace_period_seconds, int):
             raise ApiError.bad_request("gracePeriodSeconds: must be an integer")
+        if grace_period_seconds is not None:
+            problem = grace_period_problem(grace_period_seconds)
+            if problem:
+                raise ApiError.bad_request(f"gracePeriodSeconds: Invalid value: "
+                                           f"{grace_period_seconds}: {problem}")
 
         async def attempt() -> Obj:
             cur = await self._get_kv(info, namespace, name)
@@ -591,8 +605,15 @@ class Registry:
                 raise ApiError.bad_request(
                     f"resourceVersion: {resource_version!r} is not a valid resource "
                     "version; use one from a list or a previous watch event") from None
+            _check_revision("resourceVersion", after)
         async for ev in self.cache.watch(request, after):
             yield ev
+
+
+def _check_revision(name: str, value: int) -> None:
+    problem = revision_problem(value)
+    if problem:
+        raise ApiError.bad_request(f"{name}: Invalid value: {value}: {problem}")
 
 
 class _Retry(Exception):

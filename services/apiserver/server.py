@@ -177,8 +177,7 @@ async def _abort(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> 
 def _internal(method: str, err: BaseException) -> ApiError:
     log.exception("unexpected error in %s", method, exc_info=err)
     return ApiError(Reason.INTERNAL_ERROR,
-                    f"internal error in {method}: {type(err).__name__}: {err}; "
-                    "see the apiserver log")
+                    f"internal error in {method}; the apiserver log has the details")
 
 
 def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:

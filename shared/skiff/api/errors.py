@@ -8,6 +8,7 @@ Kubernetes' `metav1.StatusReason`, and a user reads a message that names the fie
 from __future__ import annotations
 
 import enum
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,6 +29,7 @@ class Reason(enum.StrEnum):
     SERVICE_UNAVAILABLE = "ServiceUnavailable"
     INTERNAL_ERROR = "InternalError"
     METHOD_NOT_ALLOWED = "MethodNotAllowed"
+    UNSUPPORTED_MEDIA_TYPE = "UnsupportedMediaType"
 
 
 HTTP_CODES: dict[Reason, int] = {
@@ -44,7 +46,35 @@ HTTP_CODES: dict[Reason, int] = {
     Reason.SERVICE_UNAVAILABLE: 503,
     Reason.INTERNAL_ERROR: 500,
     Reason.METHOD_NOT_ALLOWED: 405,
+    Reason.UNSUPPORTED_MEDIA_TYPE: 415,
 }
+
+# apimachinery's field.ErrorType: the text a message shows -> the cause `reason`.
+CAUSE_TYPES: dict[str, str] = {
+    "Not found": "FieldValueNotFound",
+    "Required value": "FieldValueRequired",
+    "Duplicate value": "FieldValueDuplicate",
+    "Invalid value": "FieldValueInvalid",
+    "Unsupported value": "FieldValueNotSupported",
+    "Forbidden": "FieldValueForbidden",
+    "Too long": "FieldValueTooLong",
+    "Too many": "FieldValueTooMany",
+    "Too few": "FieldValueTooFew",
+    "Too short": "FieldValueTooShort",
+    "Internal error": "InternalError",
+}
+_TYPE_BY_CAUSE = {v: k for k, v in CAUSE_TYPES.items()}
+_SHOWS_VALUE = ("Invalid value", "Unsupported value", "Not found", "Duplicate value",
+                "Too many", "Too few")
+
+
+def go_value(value: Any) -> str:
+    """A bad value as Kubernetes prints it: strings quoted, numbers bare, the rest JSON."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, ensure_ascii=False)
 
 
 @dataclass(frozen=True)
@@ -56,15 +86,21 @@ class FieldError:
     detail: str = ""
     value: Any = None
 
-    def __str__(self) -> str:
-        text = f"{self.path}: {self.type}"
-        if self.type in ("Invalid value", "Unsupported value", "Forbidden", "Too long") and (
-            self.value is not None
-        ):
-            text += f": {self.value!r}"
+    @property
+    def cause_type(self) -> str:
+        return CAUSE_TYPES.get(self.type, "FieldValueInvalid")
+
+    def body(self) -> str:
+        """The message without the field path (apimachinery's `ErrorBody`)."""
+        text = self.type
+        if self.type in _SHOWS_VALUE and self.value is not None:
+            text += f": {go_value(self.value)}"
         if self.detail:
-            text += f": {self.detail}"
+            text = f"{text}: {self.detail}" if text else self.detail
         return text
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.body()}"
 
 
 def required(path: str, detail: str = "") -> FieldError:
@@ -89,7 +125,8 @@ def duplicate(path: str, value: Any) -> FieldError:
 
 
 def too_long(path: str, value: Any, limit: int) -> FieldError:
-    return FieldError(path, "Too long", f"must have at most {limit} bytes", None)
+    unit = "byte" if limit == 1 else "bytes"
+    return FieldError(path, "Too long", f"may not be more than {limit} {unit}", None)
 
 
 @dataclass
@@ -100,6 +137,10 @@ class ApiError(Exception):
     message: str
     causes: list[FieldError] = field(default_factory=list)
     retry_after_seconds: int | None = None
+    # Status.details: what the error is about (kind is a resource or a Kind, as in Kubernetes)
+    name: str = ""
+    group: str = ""
+    kind: str = ""
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
@@ -123,10 +164,12 @@ class ApiError(Exception):
             "code": self.code,
         }
         details: dict[str, Any] = {}
+        for key, value in (("name", self.name), ("group", self.group), ("kind", self.kind)):
+            if value:
+                details[key] = value
         if self.causes:
             details["causes"] = [
-                {"reason": "Field" + c.type.split()[0].capitalize(), "message": str(c),
-                 "field": c.path}
+                {"reason": c.cause_type, "message": c.body(), "field": c.path}
                 for c in self.causes
             ]
         if self.retry_after_seconds is not None:
@@ -143,41 +186,63 @@ class ApiError(Exception):
             reason = Reason.INTERNAL_ERROR
         details = status.get("details") or {}
         causes = [
-            FieldError(c.get("field", ""), "", c.get("message", ""))
+            _cause(c.get("field", ""), c.get("reason", ""), c.get("message", ""))
             for c in details.get("causes", [])
         ]
         return cls(reason, str(status.get("message", "")), causes,
-                   details.get("retryAfterSeconds"))
+                   details.get("retryAfterSeconds"), name=details.get("name", ""),
+                   group=details.get("group", ""), kind=details.get("kind", ""))
 
-    # Constructors named like apimachinery's errors.NewXxx.
+    # Constructors named like apimachinery's errors.NewXxx; `group` qualifies the resource
+    # or kind the way Kubernetes prints it (`priorityclasses.scheduling.k8s.io "x"`).
     @classmethod
-    def not_found(cls, resource: str, name: str) -> ApiError:
-        return cls(Reason.NOT_FOUND, f'{resource} "{name}" not found')
+    def not_found(cls, resource: str, name: str, *, group: str = "") -> ApiError:
+        return cls(Reason.NOT_FOUND, f'{_qualified(resource, group)} "{name}" not found',
+                   name=name, group=group, kind=resource)
 
     @classmethod
-    def already_exists(cls, resource: str, name: str) -> ApiError:
-        return cls(Reason.ALREADY_EXISTS, f'{resource} "{name}" already exists')
+    def already_exists(cls, resource: str, name: str, *, group: str = "") -> ApiError:
+        return cls(Reason.ALREADY_EXISTS,
+                   f'{_qualified(resource, group)} "{name}" already exists',
+                   name=name, group=group, kind=resource)
 
     @classmethod
-    def conflict(cls, resource: str, name: str, why: str) -> ApiError:
+    def conflict(cls, resource: str, name: str, why: str, *, group: str = "") -> ApiError:
         return cls(
             Reason.CONFLICT,
-            f'Operation cannot be fulfilled on {resource} "{name}": {why}',
+            f'Operation cannot be fulfilled on {_qualified(resource, group)} "{name}": {why}',
+            name=name, group=group, kind=resource,
         )
 
     @classmethod
-    def invalid(cls, kind: str, name: str, causes: list[FieldError]) -> ApiError:
-        joined = ", ".join(str(c) for c in causes)
-        return cls(Reason.INVALID, f'{kind} "{name}" is invalid: {joined}', list(causes))
+    def invalid(cls, kind: str, name: str, causes: list[FieldError], *,
+                group: str = "") -> ApiError:
+        texts = list(dict.fromkeys(str(c) for c in causes))
+        joined = texts[0] if len(texts) == 1 else "[" + ", ".join(texts) + "]"
+        message = f'{_qualified(kind, group)} "{name}" is invalid'
+        return cls(Reason.INVALID, f"{message}: {joined}" if texts else message,
+                   list(causes), name=name, group=group, kind=kind)
 
     @classmethod
     def bad_request(cls, message: str) -> ApiError:
         return cls(Reason.BAD_REQUEST, message)
 
     @classmethod
-    def forbidden(cls, resource: str, name: str, why: str) -> ApiError:
-        return cls(Reason.FORBIDDEN, f'{resource} "{name}" is forbidden: {why}')
+    def forbidden(cls, resource: str, name: str, why: str, *, group: str = "") -> ApiError:
+        return cls(Reason.FORBIDDEN, f'{_qualified(resource, group)} "{name}" is forbidden: '
+                                     f"{why}", name=name, group=group, kind=resource)
 
     @classmethod
     def gone(cls, message: str) -> ApiError:
         return cls(Reason.GONE, message)
+
+
+def _qualified(resource: str, group: str) -> str:
+    return f"{resource}.{group}" if group else resource
+
+
+def _cause(path: str, reason: str, body: str) -> FieldError:
+    """A cause read back from a Status: the body already holds type, value and detail."""
+    kind = _TYPE_BY_CAUSE.get(reason, "")
+    return FieldError(path, "", body, None) if not kind else FieldError(
+        path, kind, body.removeprefix(kind).removeprefix(": "), None)

@@ -56,9 +56,16 @@ def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+# The longest grace period Kubernetes can turn into a deadline: seconds that still fit a Go
+# time.Duration (int64 nanoseconds), about 292 years. Longer ones cannot be served.
+MAX_GRACE_SECONDS = INT64_MAX // 10**9
+
+
 def _int(obj: Obj, key: str, path: str, *, minimum: int | None = None,
-         detail: str | None = None) -> list[FieldError]:
-    """An optional integer field: must be an int (not bool, not str) and at least `minimum`."""
+         maximum: int = INT64_MAX, detail: str | None = None) -> list[FieldError]:
+    """An optional integer field: an int (not bool, not str) in [`minimum`, `maximum`]; every
+    integer field of the API is an int64 at most."""
     if key not in obj or obj[key] is None:
         return []
     value = obj[key]
@@ -66,7 +73,28 @@ def _int(obj: Obj, key: str, path: str, *, minimum: int | None = None,
         return [invalid(path, value, "must be an integer")]
     if minimum is not None and value < minimum:
         return [invalid(path, value, detail or f"must be greater than or equal to {minimum}")]
+    if value < INT64_MIN:
+        return [invalid(path, value, "must fit in a 64-bit signed integer")]
+    if value > maximum:
+        return [invalid(path, value, "must fit in a 64-bit signed integer"
+                        if maximum == INT64_MAX else f"must be less than or equal to {maximum}")]
     return []
+
+
+def grace_period_problem(value: int) -> str | None:
+    """Why a requested deletion grace period cannot be served, or None."""
+    if value > MAX_GRACE_SECONDS:
+        return f"must be less than or equal to {MAX_GRACE_SECONDS}"
+    if value < INT64_MIN:
+        return "must fit in a 64-bit signed integer"
+    return None
+
+
+def revision_problem(value: int) -> str | None:
+    """Why a resourceVersion/revision number cannot name an etcd revision, or None."""
+    if value < 0 or value > INT64_MAX:
+        return f"must be between 0 and {INT64_MAX}"
+    return None
 
 
 def _str(obj: Obj, key: str, path: str) -> list[FieldError]:
@@ -208,7 +236,7 @@ def _validate_metadata(obj: Obj, kind: str, path: str, *, namespaced: bool,
         else:
             errors += [invalid(fpath, finalizer, p) for p in qualified_name_problems(finalizer)]
     errors += _int(meta, "deletionGracePeriodSeconds", f"{path}.deletionGracePeriodSeconds",
-                   minimum=0)
+                   minimum=0, maximum=MAX_GRACE_SECONDS)
     errors += _int(meta, "generation", f"{path}.generation", minimum=0)
     return errors
 
@@ -311,7 +339,8 @@ def validate_pod_spec(spec_value: Any, path: str) -> list[FieldError]:
 
     grace = spec.get("terminationGracePeriodSeconds")
     errors += _int(spec, "terminationGracePeriodSeconds",
-                   f"{path}.terminationGracePeriodSeconds", minimum=0)
+                   f"{path}.terminationGracePeriodSeconds", minimum=0,
+                   maximum=MAX_GRACE_SECONDS)
     pod_grace = grace if _is_int(grace) and grace >= 0 else None
 
     containers, errs = _list(spec.get("containers"), f"{path}.containers")
@@ -603,7 +632,7 @@ def _validate_probe(value: Any, path: str, which: str) -> list[FieldError]:
                                   "must not be set for readinessProbes"))
         else:
             errors += _int(probe, "terminationGracePeriodSeconds", tpath, minimum=1,
-                           detail="must be greater than 0")
+                           maximum=MAX_GRACE_SECONDS, detail="must be greater than 0")
     return errors
 
 
@@ -985,6 +1014,11 @@ def _validate_stateful_set(obj: Obj, old: Obj | None) -> list[FieldError]:
                 "'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
                 "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden; "
                 "changed: " + ", ".join(f"spec.{k}" for k in changed)))
+        if spec.get("template") != old_spec.get("template"):
+            # Never accept what would be reported as rolled out while no pod changes.
+            errors.append(forbidden(
+                "spec.template", "Skiff does not roll StatefulSet pods to a new template "
+                "yet; delete and re-create the StatefulSet to change its pods"))
     return errors
 
 

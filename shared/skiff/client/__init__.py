@@ -11,9 +11,10 @@ from skiff.client.informer import (
     index_by_node_name,
     object_key,
 )
+from skiff.client.logs import pod_logs
 
 __all__ = [
     "ApiClient", "WatchEvent", "EventRecorder", "NORMAL", "WARNING", "BY_NAMESPACE",
     "BY_NODE_NAME", "Indexer", "Informer",
-    "index_by_namespace", "index_by_node_name", "object_key",
+    "index_by_namespace", "index_by_node_name", "object_key", "pod_logs",
 ]

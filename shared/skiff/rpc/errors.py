@@ -27,6 +27,7 @@ GRPC_CODES: dict[Reason, grpc.StatusCode] = {
     Reason.SERVICE_UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
     Reason.INTERNAL_ERROR: grpc.StatusCode.INTERNAL,
     Reason.METHOD_NOT_ALLOWED: grpc.StatusCode.UNIMPLEMENTED,
+    Reason.UNSUPPORTED_MEDIA_TYPE: grpc.StatusCode.INVALID_ARGUMENT,
 }
 
 _REASON_BY_CODE: dict[grpc.StatusCode, Reason] = {

@@ -1,0 +1,195 @@
+"""Kubernetes' protobuf request bodies (`application/vnd.kubernetes.protobuf`), as JSON objects.
+
+kubectl's imperative commands (`create namespace`, `create pdb`, `create priorityclass`, ...)
+send built-in kinds in Kubernetes' protobuf encoding: the 4 bytes `k8s\\0`, then a
+`runtime.Unknown` envelope (apiVersion, kind, raw bytes), the raw bytes being the kind's
+message from its `generated.proto`.
+
+No maintained package on PyPI, npm or Debian ships Python bindings for those messages
+(PyPI `k8s-proto` stopped in 2019 with core/v1 only, and its generated code needs a
+protobuf runtime older than 4.21), and Skiff may not vendor Kubernetes' .proto files. So
+Skiff declares, in its own compact table below, the field numbers of the messages it serves
+(the public wire contract, as `kubectl explain` documents the field names), builds protobuf
+descriptors from that table, and lets the maintained `protobuf` runtime do the decoding.
+A kind not in the table is answered with 415, which tells the client to send JSON.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+
+from skiff.api import ApiError, Reason
+
+MAGIC = b"k8s\x00"
+_PACKAGE = "skiff.kubewire"
+
+# message -> fields as (json name, field number, type). A type is a scalar ("string",
+# "int32", "int64", "bool", "bytes") or a message of this table; "[]" marks a repeated
+# field and "map:" a map from string keys.
+_MESSAGES: dict[str, list[tuple[str, int, str]]] = {
+    "TypeMeta": [("apiVersion", 1, "string"), ("kind", 2, "string")],
+    "Unknown": [("typeMeta", 1, "TypeMeta"), ("raw", 2, "bytes"),
+                ("contentEncoding", 3, "string"), ("contentType", 4, "string")],
+    "Time": [("seconds", 1, "int64"), ("nanos", 2, "int32")],
+    "IntOrString": [("type", 1, "int64"), ("intVal", 2, "int32"), ("strVal", 3, "string")],
+    "OwnerReference": [("kind", 1, "string"), ("name", 3, "string"), ("uid", 4, "string"),
+                       ("apiVersion", 5, "string"), ("controller", 6, "bool"),
+                       ("blockOwnerDeletion", 7, "bool")],
+    "ObjectMeta": [("name", 1, "string"), ("generateName", 2, "string"),
+                   ("namespace", 3, "string"), ("uid", 5, "string"),
+                   ("resourceVersion", 6, "string"), ("generation", 7, "int64"),
+                   ("creationTimestamp", 8, "Time"), ("deletionTimestamp", 9, "Time"),
+                   ("deletionGracePeriodSeconds", 10, "int64"),
+                   ("labels", 11, "map:string"), ("annotations", 12, "map:string"),
+                   ("ownerReferences", 13, "[]OwnerReference"),
+                   ("finalizers", 14, "[]string")],
+    "LabelSelectorRequirement": [("key", 1, "string"), ("operator", 2, "string"),
+                                 ("values", 3, "[]string")],
+    "LabelSelector": [("matchLabels", 1, "map:string"),
+                      ("matchExpressions", 2, "[]LabelSelectorRequirement")],
+    "Preconditions": [("uid", 1, "string"), ("resourceVersion", 2, "string")],
+    "DeleteOptions": [("gracePeriodSeconds", 1, "int64"), ("preconditions", 2, "Preconditions"),
+                      ("orphanDependents", 3, "bool"), ("propagationPolicy", 4, "string"),
+                      ("dryRun", 5, "[]string")],
+    # core/v1
+    "NamespaceSpec": [("finalizers", 1, "[]string")],
+    "Namespace": [("metadata", 1, "ObjectMeta"), ("spec", 2, "NamespaceSpec")],
+    # policy/v1
+    "PodDisruptionBudgetSpec": [("minAvailable", 1, "IntOrString"),
+                                ("selector", 2, "LabelSelector"),
+                                ("maxUnavailable", 3, "IntOrString"),
+                                ("unhealthyPodEvictionPolicy", 4, "string")],
+    "PodDisruptionBudget": [("metadata", 1, "ObjectMeta"),
+                            ("spec", 2, "PodDisruptionBudgetSpec")],
+    "Eviction": [("metadata", 1, "ObjectMeta"), ("deleteOptions", 2, "DeleteOptions")],
+    # scheduling/v1
+    "PriorityClass": [("metadata", 1, "ObjectMeta"), ("value", 2, "int32"),
+                      ("globalDefault", 3, "bool"), ("description", 4, "string"),
+                      ("preemptionPolicy", 5, "string")],
+}
+
+# (apiVersion, kind) -> the message of its body
+KINDS: dict[tuple[str, str], str] = {
+    ("v1", "Namespace"): "Namespace",
+    ("policy/v1", "PodDisruptionBudget"): "PodDisruptionBudget",
+    ("policy/v1", "Eviction"): "Eviction",  # kubectl drain
+    ("v1", "DeleteOptions"): "DeleteOptions",  # typed clients' DELETE bodies
+    ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+}
+
+_SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,
+            "int64": FieldDescriptor.TYPE_INT64, "bool": FieldDescriptor.TYPE_BOOL,
+            "bytes": FieldDescriptor.TYPE_BYTES}
+
+
+def _set_type(f: descriptor_pb2.FieldDescriptorProto, type_name: str) -> None:
+    if type_name in _SCALARS:
+        f.type = _SCALARS[type_name]
+    else:
+        f.type = FieldDescriptor.TYPE_MESSAGE
+        f.type_name = f".{_PACKAGE}.{type_name}"
+
+
+def _build_pool() -> descriptor_pool.DescriptorPool:
+    file = descriptor_pb2.FileDescriptorProto(name="skiff_kubewire.proto", package=_PACKAGE,
+                                              syntax="proto2")
+    for name, fields in _MESSAGES.items():
+        msg = file.message_type.add(name=name)
+        for json_name, number, type_name in fields:
+            f = msg.field.add(name=json_name, number=number, json_name=json_name)
+            f.label = FieldDescriptor.LABEL_OPTIONAL
+            if type_name.startswith("map:"):
+                entry_name = json_name[0].upper() + json_name[1:] + "Entry"
+                entry = msg.nested_type.add(name=entry_name)
+                entry.options.map_entry = True
+                key = entry.field.add(name="key", number=1, json_name="key")
+                key.label = FieldDescriptor.LABEL_OPTIONAL
+                key.type = FieldDescriptor.TYPE_STRING
+                value = entry.field.add(name="value", number=2, json_name="value")
+                value.label = FieldDescriptor.LABEL_OPTIONAL
+                _set_type(value, type_name.removeprefix("map:"))
+                f.label = FieldDescriptor.LABEL_REPEATED
+                f.type = FieldDescriptor.TYPE_MESSAGE
+                f.type_name = f".{_PACKAGE}.{name}.{entry_name}"
+            elif type_name.startswith("[]"):
+                f.label = FieldDescriptor.LABEL_REPEATED
+                _set_type(f, type_name.removeprefix("[]"))
+            else:
+                _set_type(f, type_name)
+    pool = descriptor_pool.DescriptorPool()
+    pool.Add(file)
+    return pool
+
+
+_POOL = _build_pool()
+
+
+def _message(name: str) -> message.Message:
+    cls = message_factory.GetMessageClass(_POOL.FindMessageTypeByName(f"{_PACKAGE}.{name}"))
+    return cls()
+
+
+def _repeated(field: FieldDescriptor) -> bool:
+    flag = getattr(field, "is_repeated", None)  # protobuf >= 5.29; `label` before
+    if flag is not None:
+        return bool(flag)
+    return bool(field.label == FieldDescriptor.LABEL_REPEATED)
+
+
+def _to_json(msg: message.Message) -> Any:
+    """A decoded message as Kubernetes' JSON: the special wire types (Time, IntOrString)
+    become their JSON forms, and int64 stays a number."""
+    desc: Descriptor = msg.DESCRIPTOR
+    if desc.name == "Time":
+        seconds = getattr(msg, "seconds")  # noqa: B009
+        return dt.datetime.fromtimestamp(seconds, dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if desc.name == "IntOrString":
+        return getattr(msg, "strVal") if getattr(msg, "type") == 1 \
+            else getattr(msg, "intVal")  # noqa: B009
+    out: dict[str, Any] = {}
+    for field, value in msg.ListFields():
+        if field.message_type is not None and field.message_type.GetOptions().map_entry:
+            value_field = field.message_type.fields_by_name["value"]
+            out[field.name] = {k: _to_json(v) if value_field.message_type else v
+                               for k, v in value.items()}
+        elif _repeated(field):
+            out[field.name] = [_to_json(v) if field.message_type else v for v in value]
+        elif field.message_type is not None:
+            out[field.name] = _to_json(value)
+        else:
+            out[field.name] = value
+    return out
+
+
+def decode(body: bytes) -> dict[str, Any]:
+    """One Kubernetes protobuf request body as the JSON object it stands for."""
+    if not body.startswith(MAGIC):
+        raise ApiError.bad_request("request body: a Kubernetes protobuf body starts with "
+                                   "the bytes 'k8s\\x00'")
+    envelope = _message("Unknown")
+    try:
+        envelope.ParseFromString(body[len(MAGIC):])
+    except message.DecodeError:
+        raise ApiError.bad_request("request body is not a valid Kubernetes protobuf "
+                                   "envelope (runtime.Unknown)") from None
+    meta = getattr(envelope, "typeMeta")  # noqa: B009
+    api_version, kind = meta.apiVersion, meta.kind
+    name = KINDS.get((api_version, kind))
+    if name is None:
+        raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE,
+                       f"the body of {kind or 'an object'} ({api_version or 'no apiVersion'})"
+                       " cannot be sent as application/vnd.kubernetes.protobuf; "
+                       "send application/json")
+    obj = _message(name)
+    try:
+        obj.ParseFromString(getattr(envelope, "raw"))  # noqa: B009
+    except message.DecodeError:
+        raise ApiError.bad_request(f"request body is not a valid {kind} in Kubernetes' "
+                                   "protobuf encoding") from None
+    decoded: dict[str, Any] = {"apiVersion": api_version, "kind": kind, **_to_json(obj)}
+    return decoded
