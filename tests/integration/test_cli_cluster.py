@@ -92,3 +92,77 @@ def test_up_in_the_foreground_stops_everything_on_ctrl_c(tmp_path: Path) -> None
     assert proc.returncode == 0, rest
     assert "stopped." in rest
     assert not any(pid_alive(p) for p in pids)
+
+
+SLEEPER_POD = """apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  containers: [{{name: main, image: busybox, command: [sh, -c, "sleep {seconds}; true"]}}]
+"""
+
+
+def _sleepers(seconds: int) -> list[int]:
+    """PIDs of live `sleep <seconds>` processes (the pods' forked children)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().split(b"\0")[:-1]
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if argv == [b"sleep", str(seconds).encode()] and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_defect1_down_ends_every_pod_process_and_says_how_many(tmp_path: Path) -> None:
+    """Issue 10 defect 1 (and 11: the hint names the data dir): `skiff down` leaves no pod
+    process running and prints how many process groups it ended."""
+    data_dir = tmp_path / "cluster"
+    other = tmp_path / "elsewhere"  # SKIFF_DATA_DIR points away: --data-dir is what counts
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    up = skiff(other, "up", "--detach", "--nodes", "1", "--config", str(config),
+               "--data-dir", str(data_dir))
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        assert f"skiff down --data-dir {data_dir}" in up.stdout
+        for name in ("sleeper-a", "sleeper-b"):
+            applied = skiff(other, "apply", "--data-dir", str(data_dir), "-f", "-",
+                            stdin=SLEEPER_POD.format(name=name, seconds=7777))
+            assert applied.returncode == 0, applied.stderr
+        _wait(lambda: len(_sleepers(7777)) == 2)
+    finally:
+        down = skiff(other, "down", "--data-dir", str(data_dir))
+    assert down.returncode == 0, down.stderr
+    assert _sleepers(7777) == []
+    assert "ended 2 container process groups" in down.stdout, down.stdout
+
+
+def test_defect1_ctrl_c_on_foreground_up_ends_every_pod_process(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(CONFIG)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "skiff.cli.main", "up", "--nodes", "1", "--config",
+         str(config), "--data-dir", str(tmp_path)], stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True, env={**os.environ, "SKIFF_SERVER": ""})
+    assert proc.stdout is not None
+    output = []
+    try:
+        for line in proc.stdout:
+            output.append(line)
+            if "Press Ctrl-C to stop." in line:
+                break
+        applied = skiff(tmp_path, "apply", "-f", "-",
+                        stdin=SLEEPER_POD.format(name="sleeper", seconds=7778))
+        assert applied.returncode == 0, applied.stderr + "".join(output)
+        _wait(lambda: len(_sleepers(7778)) == 1)
+    finally:
+        proc.send_signal(signal.SIGINT)
+        rest, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, rest
+    assert "ended 1 container process group" in rest, rest
+    assert _sleepers(7778) == []
