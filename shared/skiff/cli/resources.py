@@ -77,26 +77,40 @@ def load_documents(source: str, stdin_text: Callable[[], str]) -> list[Obj]:
 
 
 async def apply(api: ApiClient, docs: list[Obj], *, namespace: str | None, out: Out) -> None:
+    """Apply each document; one that fails is reported and the rest still applied (as
+    kubectl does); a CliError listing every failure is raised at the end."""
+    failures: list[str] = []
     for doc in docs:
-        info = kind_of(str(doc["kind"]))
-        meta = doc.setdefault("metadata", {})
-        if info.namespaced and not meta.get("namespace"):
-            meta["namespace"] = namespace or "default"
-        ref = f"{info.kind.lower()}/{meta.get('name', '')}"
         try:
-            await api.create(doc)
-            verb = "created"
+            await _apply_one(api, doc, namespace=namespace, out=out)
         except ApiError as err:
-            if err.reason != Reason.ALREADY_EXISTS:
-                raise
-            current = await api.get(info.resource, meta["name"], meta.get("namespace"))
-            updated = await api.update(_merge_for_apply(current, doc))
-            same = (updated["metadata"]["resourceVersion"]
-                    == current["metadata"]["resourceVersion"])
-            verb = "unchanged" if same else "configured"
-        for warning in api.last_warnings:
-            out(f"Warning: {warning}")
-        out(f"{ref} {verb}")
+            failures.append(f"Error from server ({err.reason}): {err.message}")
+        except CliError as err:
+            failures.append(str(err) if str(err).startswith("error") else f"error: {err}")
+    if failures:
+        raise CliError("\n".join(failures))
+
+
+async def _apply_one(api: ApiClient, doc: Obj, *, namespace: str | None, out: Out) -> None:
+    info = kind_of(str(doc["kind"]))
+    meta = doc.setdefault("metadata", {})
+    if info.namespaced and not meta.get("namespace"):
+        meta["namespace"] = namespace or "default"
+    ref = f"{info.kind.lower()}/{meta.get('name', '')}"
+    try:
+        await api.create(doc)
+        verb = "created"
+    except ApiError as err:
+        if err.reason != Reason.ALREADY_EXISTS:
+            raise
+        current = await api.get(info.resource, meta["name"], meta.get("namespace"))
+        updated = await api.update(_merge_for_apply(current, doc))
+        same = (updated["metadata"]["resourceVersion"]
+                == current["metadata"]["resourceVersion"])
+        verb = "unchanged" if same else "configured"
+    for warning in api.last_warnings:
+        out(f"Warning: {warning}")
+    out(f"{ref} {verb}")
 
 
 def _merge_for_apply(current: Obj, desired: Obj) -> Obj:
@@ -128,23 +142,55 @@ def _dump(obj: Obj, fmt: str) -> str:
     return str(yaml.safe_dump(obj, sort_keys=False)).rstrip()
 
 
+def kinds_of(names: str) -> list[KindInfo]:
+    """`pc,pdb` → each kind, as kubectl takes comma lists of resources and short names."""
+    parts = [p for p in names.split(",") if p.strip()]
+    if not parts:
+        raise CliError(f"no resource type in {names!r}; e.g. `skiff get pods`")
+    return [kind_of(p.strip()) for p in parts]
+
+
+def _qualified(info: KindInfo) -> str:
+    """`priorityclass.scheduling.k8s.io` (kubectl's prefix when it prints several kinds)."""
+    return f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+
+
+class AlignedRows:
+    """Rows printed over time under one header, aligned like kubectl's watch output: the
+    first batch sets the column widths (a longer cell later just pushes its row out)."""
+
+    def __init__(self, headers: list[str]) -> None:
+        self.headers = headers
+        self.widths: list[int] | None = None
+
+    def lines(self, rows: list[list[str]]) -> list[str]:
+        lines = []
+        if self.widths is None:
+            self.widths = [max(len(r[i]) for r in [self.headers, *rows])
+                           for i in range(len(self.headers))]
+            rows = [self.headers, *rows]
+        for row in rows:
+            lines.append("   ".join(cell.ljust(self.widths[i])
+                                    for i, cell in enumerate(row)).rstrip())
+        return lines
+
+
 async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | None,
               all_namespaces: bool, output: str, watch: bool, at_revision: int,
               selector: str, out: Out) -> None:
-    info = kind_of(kind)
+    kinds = kinds_of(kind)
+    if len(kinds) > 1:
+        if watch:
+            raise CliError("watch is only supported on one resource type at a time; "
+                           f"run `skiff get {kinds[0].resource} -w` for each")
+        await _get_many(api, kinds, name, namespace=namespace, all_namespaces=all_namespaces,
+                        output=output, at_revision=at_revision, selector=selector, out=out)
+        return
+    info = kinds[0]
     ns = None if all_namespaces else _ns(info, namespace)
     wide = output == "wide"
     ns_column = all_namespaces and info.namespaced
-    if name:
-        obj = await api.get(info.resource, name, ns, revision=at_revision)
-        items = [obj]
-        rv = obj["metadata"].get("resourceVersion", "")
-    else:
-        listed = await api.list(info.resource, ns, label_selector=selector,
-                                revision=at_revision)
-        items = sorted(listed["items"], key=lambda o: (o["metadata"].get("namespace", ""),
-                                                       o["metadata"]["name"]))
-        rv = listed["metadata"]["resourceVersion"]
+    items, rv = await _read(api, info, name, ns, at_revision=at_revision, selector=selector)
     if output in ("yaml", "json"):
         if name:
             out(_dump(items[0], output))
@@ -154,23 +200,70 @@ async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | N
     elif output == "name":
         for obj in items:
             out(f"{info.kind.lower()}/{obj['metadata']['name']}")
-    else:
-        if not items and not watch:
-            where = f" in {ns} namespace" if ns else ""
-            out(f"No resources found{where}.")
-        elif items:
-            out(printers.render(items, info.kind, wide=wide, namespace_column=ns_column))
+    elif not items and not watch:
+        where = f" in {ns} namespace" if ns else ""
+        out(f"No resources found{where}.")
+    columns = printers.columns_for(info.kind, wide=wide, namespace_column=ns_column)
+    rows = AlignedRows([header for header, _ in columns])
+    if items and output not in ("yaml", "json", "name"):
+        out("\n".join(rows.lines([[fn(o) for _, fn in columns] for o in items])))
     if not watch:
         return
-    headers_printed = bool(items)
     async for ev in api.watch(info.resource, ns, resource_version=str(rv),
                               label_selector=selector, name=name or ""):
         if ev.type == "BOOKMARK":
             continue
-        text = printers.render([ev.object], info.kind, wide=wide,
-                               namespace_column=ns_column, headers=not headers_printed)
-        headers_printed = True
-        out(text)
+        if output in ("yaml", "json"):
+            out(_dump(ev.object, output))
+        elif output == "name":
+            out(f"{info.kind.lower()}/{ev.object['metadata']['name']}")
+        else:
+            out("\n".join(rows.lines([[fn(ev.object) for _, fn in columns]])))
+
+
+async def _read(api: ApiClient, info: KindInfo, name: str | None, ns: str | None, *,
+                at_revision: int, selector: str) -> tuple[list[Obj], str]:
+    if name:
+        obj = await api.get(info.resource, name, ns, revision=at_revision)
+        return [obj], str(obj["metadata"].get("resourceVersion", ""))
+    listed = await api.list(info.resource, ns, label_selector=selector, revision=at_revision)
+    items = sorted(listed["items"], key=lambda o: (o["metadata"].get("namespace", ""),
+                                                   o["metadata"]["name"]))
+    return items, str(listed["metadata"]["resourceVersion"])
+
+
+async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
+                    namespace: str | None, all_namespaces: bool, output: str,
+                    at_revision: int, selector: str, out: Out) -> None:
+    """`skiff get pc,pdb`: one table per kind, names prefixed with the kind, a blank line
+    between tables (kubectl's layout); -o yaml/json gives one List of everything."""
+    every: list[Obj] = []
+    tables: list[str] = []
+    for info in kinds:
+        ns = None if all_namespaces else _ns(info, namespace)
+        items, _rv = await _read(api, info, name, ns, at_revision=at_revision,
+                                 selector=selector)
+        every += items
+        if output == "name":
+            tables += [f"{_qualified(info)}/{o['metadata']['name']}" for o in items]
+        elif items and output not in ("yaml", "json"):
+            columns = printers.columns_for(info.kind, wide=output == "wide",
+                                           namespace_column=all_namespaces and info.namespaced)
+            prefix = _qualified(info) + "/"
+            rows = [[prefix + fn(o) if header == "NAME" else fn(o) for header, fn in columns]
+                    for o in items]
+            tables.append(printers.table(rows, [header for header, _ in columns]))
+    if output in ("yaml", "json"):
+        out(_dump({"apiVersion": "v1", "kind": "List", "items": every,
+                   "metadata": {"resourceVersion": ""}}, output))
+    elif output == "name":
+        for line in tables:
+            out(line)
+    elif tables:
+        out("\n\n".join(tables))
+    else:
+        ns = None if all_namespaces else (namespace or "default")
+        out(f"No resources found{f' in {ns} namespace' if ns else ''}.")
 
 
 # -- describe ----------------------------------------------------------------------------
