@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import skiff
-
 from skiff.api.errors import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import Clock, rfc3339, rfc3339_micro
