@@ -166,3 +166,52 @@ def test_defect1_ctrl_c_on_foreground_up_ends_every_pod_process(tmp_path: Path) 
     assert proc.returncode == 0, rest
     assert "ended 1 container process group" in rest, rest
     assert _sleepers(7778) == []
+
+
+def test_defect5_logs_follow_streams_until_the_container_exits(one_node: Path) -> None:
+    """Issue 10 defect 5 (CLI): `skiff logs -f` prints lines as the container writes them
+    and returns by itself once the container exited."""
+    pod = """apiVersion: v1
+kind: Pod
+metadata: {name: talker}
+spec:
+  restartPolicy: Never
+  containers: [{name: main, image: busybox,
+                command: [sh, -c, "echo one; sleep 2; echo two; sleep 2; echo three"]}]
+"""
+    assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
+    _wait(lambda: "Running" in skiff(one_node, "get", "pod", "talker").stdout)
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "skiff.cli.main", "logs", "-f", "talker"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SKIFF_DATA_DIR": str(one_node), "SKIFF_SERVER": ""})
+    out, err = follow.communicate(timeout=60)
+    assert follow.returncode == 0, err
+    assert out.splitlines() == ["one", "two", "three"], out + err
+
+
+def test_defect5_logs_follow_stops_on_ctrl_c_without_a_traceback(one_node: Path) -> None:
+    pod = """apiVersion: v1
+kind: Pod
+metadata: {name: ticker}
+spec:
+  containers: [{name: main, image: busybox,
+                command: [sh, -c, "echo tick; sleep 3600"]}]
+"""
+    assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
+    _wait(lambda: "Running" in skiff(one_node, "get", "pod", "ticker").stdout)
+    follow = subprocess.Popen(
+        [sys.executable, "-m", "skiff.cli.main", "logs", "ticker", "--follow"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SKIFF_DATA_DIR": str(one_node), "SKIFF_SERVER": ""})
+    assert follow.stdout is not None
+    try:
+        assert follow.stdout.readline() == "tick\n"
+        assert follow.poll() is None  # still following: the container still runs
+    finally:
+        follow.send_signal(signal.SIGINT)
+        _, err = follow.communicate(timeout=30)
+    assert follow.returncode == 130
+    assert "Traceback" not in err
+    assert skiff(one_node, "delete", "pod", "ticker", "--grace-period=0", "--force"
+                 ).returncode == 0

@@ -207,7 +207,7 @@ def cmd_label(args: argparse.Namespace) -> None:
 def cmd_logs(args: argparse.Namespace) -> None:
     with_client(args, lambda api: resources.logs(
         api, args.pod, namespace=args.namespace, container=args.container, tail=args.tail,
-        previous=args.previous, out=_out))
+        previous=args.previous, follow=args.follow, out=_out))
 
 
 def _user() -> str:
@@ -363,6 +363,8 @@ def build_parser() -> argparse.ArgumentParser:
     logs_p.add_argument("-c", "--container")
     logs_p.add_argument("--tail", type=int)
     logs_p.add_argument("-p", "--previous", action="store_true")
+    logs_p.add_argument("-f", "--follow", action="store_true",
+                        help="stream new lines until the container exits (or Ctrl-C)")
     logs_p.set_defaults(func=cmd_logs)
 
     fence_p = add("fence", help="fence a node: stop it (power), cut it off "

@@ -20,6 +20,7 @@ import yaml
 from skiff.api import ApiError, Reason, lookup
 from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
+from skiff.cli import logfollow
 from skiff.cli.config import yaml_problem
 from skiff.client import ApiClient
 
@@ -557,7 +558,11 @@ async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
 
 
 async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
-               container: str | None, tail: int | None, previous: bool, out: Out) -> None:
+               container: str | None, tail: int | None, previous: bool, out: Out,
+               follow: bool = False, poll_seconds: float = 0.5) -> None:
+    """A container's log; with `follow`, new lines as they are written until the container
+    exits (or Ctrl-C), as `kubectl logs -f`. `--previous` shows an exited attempt, so it
+    is never followed (kubectl prints it and returns, too)."""
     pod = await api.get("pods", pod_name, namespace or "default")
     node_name = pod.get("spec", {}).get("nodeName")
     if not node_name:
@@ -573,7 +578,39 @@ async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
         kubelet_logs = importlib.import_module("skiff.kubelet.logs")
     except ImportError:
         raise CliError("this installation has no kubelet; logs are not available") from None
-    text = await kubelet_logs.fetch_logs(
-        f"{address}:{port}", pod["metadata"]["namespace"], pod_name, container=container,
-        tail_lines=tail, previous=previous)
-    out(text.rstrip("\n"))
+    target = f"{address}:{port}"
+    ns = pod["metadata"]["namespace"]
+    if not follow or previous:
+        text = await kubelet_logs.fetch_logs(target, ns, pod_name, container=container,
+                                             tail_lines=tail, previous=previous)
+        out(text.rstrip("\n"))
+        return
+    lines = _LineWriter(out)
+    try:
+        async for piece in logfollow.stream(target, ns, pod_name, container=container,
+                                            tail_lines=tail):
+            lines.write(piece)
+    except logfollow.NotServed:
+        # An older kubelet without the streaming call: poll its log and the pod's status.
+        await logfollow.poll(api, kubelet_logs.fetch_logs, target, pod, container=container,
+                             tail_lines=tail, write=lines.write, interval=poll_seconds)
+    finally:
+        lines.flush()
+
+
+class _LineWriter:
+    """Prints whole lines as pieces of a log arrive (a piece may end mid-line)."""
+
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.pending = ""
+
+    def write(self, piece: str) -> None:
+        *complete, self.pending = (self.pending + piece).split("\n")
+        for line in complete:
+            self.out(line)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out(self.pending)
+            self.pending = ""
