@@ -215,3 +215,20 @@ spec:
     assert "Traceback" not in err
     assert skiff(one_node, "delete", "pod", "ticker", "--grace-period=0", "--force"
                  ).returncode == 0
+
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+def test_defect12_the_tours_get_nodes_shows_the_zones_it_promises(one_node: Path) -> None:
+    """Issue 10 defect 12: the README tour's `skiff get nodes` line, run as written, shows
+    the zones its comment promises."""
+    line = next(ln for ln in README.read_text().splitlines()
+                if ln.startswith("skiff get nodes"))
+    command, _, promise = line.partition("#")
+    assert "zone-a" in promise
+    shown = skiff(one_node, *command.split()[1:])
+    assert shown.returncode == 0, shown.stderr
+    header, row = shown.stdout.splitlines()[:2]
+    assert header.split()[-1] == "ZONE"
+    assert row.split()[0] == "node-1" and row.split()[-1] == "zone-a"

@@ -179,7 +179,8 @@ def cmd_get(args: argparse.Namespace) -> None:
     with_client(args, lambda api: resources.get(
         api, args.kind, args.name, namespace=args.namespace,
         all_namespaces=args.all_namespaces, output=args.output, watch=args.watch,
-        at_revision=args.at_revision, selector=args.selector, out=_out))
+        at_revision=args.at_revision, selector=args.selector, labels=args.label_columns,
+        out=_out))
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
@@ -322,6 +323,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                                "name"])
     get_p.add_argument("-w", "--watch", action="store_true")
     get_p.add_argument("-l", "--selector", default="", help="label selector")
+    get_p.add_argument("-L", "--label-columns", action="append", default=[], metavar="KEY",
+                       help="a column with each object's value of this label (e.g. "
+                            "-L topology.kubernetes.io/zone); comma lists and repeats work")
     get_p.add_argument("--at-revision", type=int, default=0,
                        help="read as of this etcd revision (time travel)")
     get_p.set_defaults(func=cmd_get)

@@ -176,16 +176,35 @@ class AlignedRows:
         return lines
 
 
+def label_columns(keys: list[str]) -> list[printers.Column]:
+    """`-L topology.kubernetes.io/zone` → a ZONE column with each object's label value, as
+    kubectl's --label-columns (header: the key's last segment, upper case)."""
+    columns: list[printers.Column] = []
+    for key in [k.strip() for spec in keys for k in spec.split(",") if k.strip()]:
+        def value(o: Obj, key: str = key) -> str:
+            return str((o.get("metadata", {}).get("labels") or {}).get(key, ""))
+        columns.append((key.rsplit("/", 1)[-1].upper(), value))
+    return columns
+
+
+def _columns(info: KindInfo, *, wide: bool, namespace_column: bool,
+             labels: list[str]) -> list[printers.Column]:
+    return printers.columns_for(info.kind, wide=wide,
+                                namespace_column=namespace_column) + label_columns(labels)
+
+
 async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | None,
               all_namespaces: bool, output: str, watch: bool, at_revision: int,
-              selector: str, out: Out) -> None:
+              selector: str, out: Out, labels: list[str] | None = None) -> None:
+    labels = labels or []
     kinds = kinds_of(kind)
     if len(kinds) > 1:
         if watch:
             raise CliError("watch is only supported on one resource type at a time; "
                            f"run `skiff get {kinds[0].resource} -w` for each")
         await _get_many(api, kinds, name, namespace=namespace, all_namespaces=all_namespaces,
-                        output=output, at_revision=at_revision, selector=selector, out=out)
+                        output=output, at_revision=at_revision, selector=selector, out=out,
+                        labels=labels)
         return
     info = kinds[0]
     ns = None if all_namespaces else _ns(info, namespace)
@@ -204,7 +223,7 @@ async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | N
     elif not items and not watch:
         where = f" in {ns} namespace" if ns else ""
         out(f"No resources found{where}.")
-    columns = printers.columns_for(info.kind, wide=wide, namespace_column=ns_column)
+    columns = _columns(info, wide=wide, namespace_column=ns_column, labels=labels)
     rows = AlignedRows([header for header, _ in columns])
     if items and output not in ("yaml", "json", "name"):
         out("\n".join(rows.lines([[fn(o) for _, fn in columns] for o in items])))
@@ -235,7 +254,7 @@ async def _read(api: ApiClient, info: KindInfo, name: str | None, ns: str | None
 
 async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
                     namespace: str | None, all_namespaces: bool, output: str,
-                    at_revision: int, selector: str, out: Out) -> None:
+                    at_revision: int, selector: str, out: Out, labels: list[str]) -> None:
     """`skiff get pc,pdb`: one table per kind, names prefixed with the kind, a blank line
     between tables (kubectl's layout); -o yaml/json gives one List of everything."""
     every: list[Obj] = []
@@ -248,8 +267,9 @@ async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
         if output == "name":
             tables += [f"{_qualified(info)}/{o['metadata']['name']}" for o in items]
         elif items and output not in ("yaml", "json"):
-            columns = printers.columns_for(info.kind, wide=output == "wide",
-                                           namespace_column=all_namespaces and info.namespaced)
+            columns = _columns(info, wide=output == "wide",
+                               namespace_column=all_namespaces and info.namespaced,
+                               labels=labels)
             prefix = _qualified(info) + "/"
             rows = [[prefix + fn(o) if header == "NAME" else fn(o) for header, fn in columns]
                     for o in items]
