@@ -69,8 +69,9 @@ def system_info() -> Obj:
     machineID is /etc/machine-id; systemUUID is the firmware's
     /sys/class/dmi/id/product_uuid when readable (usually root only, absent in many VMs and
     containers), else a UUID derived from the machine id (stable for the host, but not the
-    firmware's). Skiff runs containers as processes, so the runtime is `skiff://<version>`;
-    there is no kube-proxy, so kubeProxyVersion is empty (as Kubernetes 1.32 leaves it)."""
+    firmware's). Skiff runs containers as processes, so the runtime is `skiff://<version>`.
+    kubeProxyVersion is the kubelet's own version, as Kubernetes 1.32's kubelet reports it
+    (the field is deprecated, KEP-4004; it never described a running kube-proxy)."""
     machine_id = _first_line("/etc/machine-id", "/var/lib/dbus/machine-id")
     system_uuid = _first_line("/sys/class/dmi/id/product_uuid").lower()
     if not system_uuid:
@@ -84,7 +85,7 @@ def system_info() -> Obj:
         "osImage": _os_image(),
         "containerRuntimeVersion": f"skiff://{skiff.__version__}",
         "kubeletVersion": f"skiff-{skiff.__version__}",
-        "kubeProxyVersion": "",
+        "kubeProxyVersion": f"skiff-{skiff.__version__}",
         "operatingSystem": os.uname().sysname.lower(),
         "architecture": node_arch(),
     }

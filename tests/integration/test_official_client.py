@@ -75,7 +75,7 @@ def test_defect3_list_node_deserializes_node_info_with_true_values(
     assert info.operating_system == "linux"
     assert info.architecture and info.system_uuid and info.os_image
     assert info.container_runtime_version.startswith("skiff://")
-    assert info.kubelet_version and info.kube_proxy_version == ""
+    assert info.kubelet_version and info.kube_proxy_version == info.kubelet_version
 
 
 def test_defect3_a_pods_whole_life_through_the_official_client(
