@@ -404,8 +404,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = build_parser()
     args, unknown = parser.parse_known_args(argv)
     if unknown:
-        # Report it with the usage of the subcommand the user typed, as kubectl does.
-        usage: argparse.ArgumentParser = getattr(args, "usage_parser", parser)
+        # Report it with the usage of the subcommand it was given to, as kubectl does.
+        words = list(sys.argv[1:] if argv is None else argv)
+        command_at = words.index(args.command) if args.command in words else len(words)
+        before = any(word in unknown for word in words[:command_at])
+        usage: argparse.ArgumentParser = parser if before else getattr(
+            args, "usage_parser", parser)
         usage.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         args.func(args)
