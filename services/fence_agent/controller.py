@@ -148,7 +148,7 @@ class FenceController:
         await self._set_status(fence, phase=FENCED, message=f"{done}; {confirmed.message}",
                                confirmed=True)
         self._event(fence, NORMAL, "Fenced", f"node {node} fenced: {done}")
-        log.info("node fenced", extra={"node": node, "agent": agent_name, "message": done})
+        log.info("node fenced", extra={"node": node, "agent": agent_name, "detail": done})
 
     async def _keep_down(self, fence: Obj) -> None:
         node = str(fence["spec"]["nodeName"])
@@ -205,7 +205,7 @@ class FenceController:
                 if err.reason != Reason.CONFLICT:
                     raise
                 fence = await self.api.get("fences", fence["metadata"]["name"])
-        log.info("node unfenced", extra={"node": node, "message": message})
+        log.info("node unfenced", extra={"node": node, "detail": message})
 
     async def _set_status(self, fence: Obj, *, phase: str, message: str,
                           confirmed: bool = False) -> Obj:

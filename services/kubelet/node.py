@@ -12,15 +12,19 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import os
 import platform
+import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import Clock, rfc3339, rfc3339_micro
 
-__all__ = ["NodeAgent", "node_arch"]
+__all__ = ["NodeAgent", "node_arch", "system_info"]
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +36,59 @@ LEASE_NAMESPACE = "kube-node-lease"
 def node_arch() -> str:
     machine = platform.machine().lower()
     return {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm"}.get(machine, machine)
+
+
+def _first_line(*paths: str) -> str:
+    for path in paths:
+        try:
+            line = Path(path).read_text().strip().splitlines()[0].strip()
+        except (OSError, IndexError):
+            continue
+        if line:
+            return line
+    return ""
+
+
+def _os_image() -> str:
+    """PRETTY_NAME of /etc/os-release (what Kubernetes' kubelet reports as osImage)."""
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        try:
+            lines = Path(path).read_text().splitlines()
+        except OSError:
+            continue
+        for line in lines:
+            key, _, value = line.partition("=")
+            if key.strip() == "PRETTY_NAME":
+                return value.strip().strip('"').strip("'")
+    return f"{platform.system()} {platform.release()}".strip()
+
+
+def system_info() -> Obj:
+    """`status.nodeInfo` with true values for this host, every field Kubernetes sets.
+
+    machineID is /etc/machine-id; systemUUID is the firmware's
+    /sys/class/dmi/id/product_uuid when readable (usually root only, absent in many VMs and
+    containers), else a UUID derived from the machine id (stable for the host, but not the
+    firmware's). Skiff runs containers as processes, so the runtime is `skiff://<version>`.
+    kubeProxyVersion is the kubelet's own version, as Kubernetes 1.32's kubelet reports it
+    (the field is deprecated, KEP-4004; it never described a running kube-proxy)."""
+    machine_id = _first_line("/etc/machine-id", "/var/lib/dbus/machine-id")
+    system_uuid = _first_line("/sys/class/dmi/id/product_uuid").lower()
+    if not system_uuid:
+        system_uuid = str(uuid.uuid5(uuid.NAMESPACE_OID,
+                                     f"skiff-system-uuid:{machine_id or platform.node()}"))
+    return {
+        "machineID": machine_id,
+        "systemUUID": system_uuid,
+        "bootID": _first_line("/proc/sys/kernel/random/boot_id"),
+        "kernelVersion": platform.release(),
+        "osImage": _os_image(),
+        "containerRuntimeVersion": f"skiff://{skiff.__version__}",
+        "kubeletVersion": f"skiff-{skiff.__version__}",
+        "kubeProxyVersion": f"skiff-{skiff.__version__}",
+        "operatingSystem": os.uname().sysname.lower(),
+        "architecture": node_arch(),
+    }
 
 
 class NodeAgent:
@@ -60,6 +117,7 @@ class NodeAgent:
         self._last_status: Obj | None = None
         self._last_report = 0.0
         self._ready_since = rfc3339(clock.now())
+        self._system_info = system_info()
 
     # -- registration ----------------------------------------------------------------------
 
@@ -76,9 +134,7 @@ class NodeAgent:
             "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
                           {"type": "Hostname", "address": self.node_name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.health_port}},
-            "nodeInfo": {"kubeletVersion": "skiff-0.1.0", "operatingSystem": "linux",
-                         "architecture": node_arch(), "containerRuntimeVersion": "skiff-process",
-                         "kernelVersion": platform.release()},
+            "nodeInfo": dict(self._system_info),
         }
 
     async def register(self) -> None:

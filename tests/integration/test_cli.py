@@ -145,3 +145,95 @@ def test_down_stops_every_process_by_pid(tmp_path: Path) -> None:
     assert down.returncode == 0
     assert not any(pid_alive(p) for p in pids)
     assert ClusterState.load(tmp_path) is None
+
+
+# -- issue 10 defect 11: CLI inconsistencies ----------------------------------------------
+
+
+def test_defect11_data_dir_works_after_every_subcommand(cluster_dir: Path,
+                                                        tmp_path: Path) -> None:
+    away = {"SKIFF_DATA_DIR": str(tmp_path / "no-cluster-here")}
+    at = ("--data-dir", str(cluster_dir))
+    pod = POD.replace("name: web", "name: datadir").replace("    madeUpField: 1\n", "")
+    runs = [
+        skiff(cluster_dir, "apply", "-f", "-", *at, stdin=pod, env=away),
+        skiff(cluster_dir, "get", "pods", *at, env=away),
+        skiff(cluster_dir, "describe", "pod", "datadir", *at, env=away),
+        skiff(cluster_dir, "label", "pod", "datadir", "x=y", *at, env=away),
+        skiff(cluster_dir, "history", "pod", "datadir", *at, env=away),
+        skiff(cluster_dir, "delete", "pod", "datadir", "--grace-period=0", "--force", *at,
+              env=away),
+        skiff(cluster_dir, "status", *at, env=away),
+    ]
+    for run in runs:
+        assert run.returncode == 0, run.args[3:] + [run.stderr]
+
+
+def test_defect11_a_subcommand_error_prints_that_subcommands_usage(tmp_path: Path) -> None:
+    for args, usage in [(["get", "pods", "--bogus"], "usage: skiff get"),
+                        (["apply", "-f", "x.yaml", "--nope"], "usage: skiff apply"),
+                        (["delete", "pod", "x", "--frob"], "usage: skiff delete")]:
+        result = skiff(tmp_path, *args)
+        assert result.returncode == 2
+        assert result.stderr.startswith(usage), result.stderr
+        assert "unrecognized arguments" in result.stderr
+
+
+def test_defect11_get_takes_comma_lists_and_short_names(cluster_dir: Path) -> None:
+    objects = """apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: defect11-high}
+value: 1000
+---
+apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: defect11-pdb}
+spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
+"""
+    applied = skiff(cluster_dir, "apply", "-f", "-", stdin=objects)
+    assert applied.returncode == 0, applied.stderr
+    both = skiff(cluster_dir, "get", "pc,pdb")
+    assert both.returncode == 0, both.stderr
+    tables = both.stdout.split("\n\n")
+    assert len(tables) == 2, both.stdout
+    assert tables[0].splitlines()[0].split()[:2] == ["NAME", "VALUE"]
+    assert "priorityclass.scheduling.k8s.io/defect11-high" in tables[0]
+    assert "poddisruptionbudget.policy/defect11-pdb" in tables[1]
+    for short, name in [("po", "web"), ("pc", "defect11-high"), ("pdb", "defect11-pdb")]:
+        assert name in skiff(cluster_dir, "get", short).stdout
+
+
+def test_defect11_watch_rows_are_aligned_to_the_first_batch(cluster_dir: Path) -> None:
+    ns = "defect11-watch"
+    first = f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {ns}}}\n---\n" + POD.replace(
+        "name: web", "name: a-pod-with-a-rather-long-name").replace("    madeUpField: 1\n", "")
+    assert skiff(cluster_dir, "apply", "-f", "-", "-n", ns, stdin=first).returncode == 0
+    watch = subprocess.Popen(
+        [sys.executable, "-m", "skiff.cli.main", "get", "pods", "-n", ns, "-w"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "SKIFF_DATA_DIR": str(cluster_dir), "SKIFF_SERVER": ""})
+    try:
+        assert watch.stdout is not None
+        header = watch.stdout.readline()
+        assert watch.stdout.readline().startswith("a-pod-with-a-rather-long-name")
+        short = POD.replace("name: web", "name: p1").replace("    madeUpField: 1\n", "")
+        assert skiff(cluster_dir, "apply", "-f", "-", "-n", ns, stdin=short).returncode == 0
+        row = watch.stdout.readline()
+    finally:
+        watch.kill()
+        watch.communicate()
+    assert row.startswith("p1 "), row
+    assert row.index("0/1") == header.index("READY")
+    assert row.index("Pending") == header.index("STATUS")
+
+
+def test_defect11_apply_continues_past_a_failing_document(cluster_dir: Path) -> None:
+    docs = "\n---\n".join(
+        POD.replace("name: web", f"name: {name}").replace("    madeUpField: 1\n", "")
+        for name in ("defect11-first", "Bad_Name", "defect11-third"))
+    result = skiff(cluster_dir, "apply", "-f", "-", stdin=docs)
+    assert result.returncode != 0
+    assert "pod/defect11-first created" in result.stdout
+    assert "pod/defect11-third created" in result.stdout
+    assert "Error from server (Invalid)" in result.stderr and "Bad_Name" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.cli.config import ClusterConfig
+from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
     Process,
     StartError,
@@ -248,12 +249,20 @@ class LocalCluster:
         for comp in [c for c in state.components if c.pid not in ours] if state else []:
             stop_component(comp, timeout=timeout)
 
-    def stop(self) -> None:
+    def stop(self) -> str:
+        """Stop every service, then end the pods' process groups (the kubelets leave them
+        running when they stop); returns how many pod groups were ended, as one line."""
+        state = ClusterState.load(self.data_dir)
+        roots = kubelet_root_dirs(self.data_dir, [
+            c.argv for c in (state.components if state else self.components)
+            if c.name.startswith("kubelet-")])
         for proc in reversed(self.processes):
             proc.stop()
         self._stop_adopted()
+        ended = end_pod_groups(roots)
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
+        return summary(ended)
 
 
 def write_kubeconfig(data_dir: Path, server: str) -> Path:
@@ -282,9 +291,13 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         raise StartError(f"no cluster state in {data_dir}; nothing to stop "
                          "(was it started with `skiff up --detach`?)")
     stopped = []
+    roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
+                                         if c.name.startswith("kubelet-")])
     for comp in reversed(state.components):
         stop_component(comp, timeout=timeout)
         stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
+    # The kubelets leave their containers running when they stop; the cluster does not.
+    stopped.append(summary(end_pod_groups(roots)))
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return stopped

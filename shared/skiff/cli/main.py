@@ -12,6 +12,7 @@ import asyncio
 import getpass
 import importlib
 import os
+import shlex
 import signal
 import sys
 import time
@@ -107,11 +108,11 @@ def cmd_up(args: argparse.Namespace) -> None:
         cluster.stop()
         raise
     if stop["flag"]:
-        cluster.stop()
+        _out(cluster.stop())
         fail("interrupted while starting; everything that had started was stopped")
     _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
     if args.detach:
-        _out("Stop it with `skiff down`.")
+        _out(f"Stop it with `{_down_command(data_dir)}`.")
         return
     _out("Press Ctrl-C to stop.")
     while not stop["flag"]:
@@ -121,8 +122,15 @@ def cmd_up(args: argparse.Namespace) -> None:
             break
         time.sleep(0.2)
     _out("\nstopping...")
-    cluster.stop()
+    _out(cluster.stop())
     _out("stopped.")
+
+
+def _down_command(data_dir: Path) -> str:
+    """`skiff down`, with `--data-dir` when the cluster is not in the default data dir."""
+    if data_dir.resolve() == default_data_dir().resolve():
+        return "skiff down"
+    return f"skiff down --data-dir {shlex.quote(str(data_dir))}"
 
 
 async def _wait_nodes_ready(target: str, count: int, timeout: float) -> None:
@@ -171,7 +179,8 @@ def cmd_get(args: argparse.Namespace) -> None:
     with_client(args, lambda api: resources.get(
         api, args.kind, args.name, namespace=args.namespace,
         all_namespaces=args.all_namespaces, output=args.output, watch=args.watch,
-        at_revision=args.at_revision, selector=args.selector, out=_out))
+        at_revision=args.at_revision, selector=args.selector, labels=args.label_columns,
+        out=_out))
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
@@ -199,7 +208,7 @@ def cmd_label(args: argparse.Namespace) -> None:
 def cmd_logs(args: argparse.Namespace) -> None:
     with_client(args, lambda api: resources.logs(
         api, args.pod, namespace=args.namespace, container=args.container, tail=args.tail,
-        previous=args.previous, out=_out))
+        previous=args.previous, follow=args.follow, out=_out))
 
 
 def _user() -> str:
@@ -268,11 +277,23 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-n", "--namespace", help="namespace (default: default)")
 
     def data_dir_arg(p: argparse.ArgumentParser) -> None:
-        # Also accepted after the subcommand (`skiff up --data-dir DIR`), as users write it.
+        # Also accepted after any subcommand (`skiff get pods --data-dir DIR`), as users
+        # write it; the top-level value stands when it is not given there.
         p.add_argument("--data-dir", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p.add_argument("--server", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        p.add_argument("--request-timeout", type=float, default=argparse.SUPPRESS,
+                       help=argparse.SUPPRESS)
 
-    up = sub.add_parser("up", help="start a local cluster (etcd + every service)")
-    data_dir_arg(up)
+    def add_to(subs: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        p: argparse.ArgumentParser = subs.add_parser(name, **kwargs)
+        data_dir_arg(p)
+        p.set_defaults(usage_parser=p)  # its errors print its own usage, not skiff's
+        return p
+
+    def add(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return add_to(sub, name, **kwargs)
+
+    up = add("up", help="start a local cluster (etcd + every service)")
     up.add_argument("--nodes", type=int, default=3, help="kubelets to start (node-1..N)")
     up.add_argument("--detach", action="store_true", help="return once ready; leave it "
                                                           "running")
@@ -283,19 +304,17 @@ def build_parser() -> argparse.ArgumentParser:
                     help="each component on its own network namespace (root only), so "
                          "`skiff chaos` cuts are real network partitions")
     up.set_defaults(func=cmd_up)
-    down = sub.add_parser("down", help="stop a detached cluster, every process by PID")
-    data_dir_arg(down)
+    down = add("down", help="stop a detached cluster, every process by PID")
     down.set_defaults(func=cmd_down)
-    status = sub.add_parser("status", help="every component with PID, address and health")
-    data_dir_arg(status)
+    status = add("status", help="every component with PID, address and health")
     status.set_defaults(func=cmd_status)
 
-    apply_p = sub.add_parser("apply", help="create or update objects from YAML")
+    apply_p = add("apply", help="create or update objects from YAML")
     apply_p.add_argument("-f", "--filename", required=True, help="file, or - for stdin")
     ns_args(apply_p)
     apply_p.set_defaults(func=cmd_apply)
 
-    get_p = sub.add_parser("get", help="list or show objects")
+    get_p = add("get", help="list or show objects")
     get_p.add_argument("kind")
     get_p.add_argument("name", nargs="?")
     ns_args(get_p)
@@ -304,17 +323,20 @@ def build_parser() -> argparse.ArgumentParser:
                                                                "name"])
     get_p.add_argument("-w", "--watch", action="store_true")
     get_p.add_argument("-l", "--selector", default="", help="label selector")
+    get_p.add_argument("-L", "--label-columns", action="append", default=[], metavar="KEY",
+                       help="a column with each object's value of this label (e.g. "
+                            "-L topology.kubernetes.io/zone); comma lists and repeats work")
     get_p.add_argument("--at-revision", type=int, default=0,
                        help="read as of this etcd revision (time travel)")
     get_p.set_defaults(func=cmd_get)
 
-    describe_p = sub.add_parser("describe", help="an object with conditions, states, events")
+    describe_p = add("describe", help="an object with conditions, states, events")
     describe_p.add_argument("kind")
     describe_p.add_argument("name")
     ns_args(describe_p)
     describe_p.set_defaults(func=cmd_describe)
 
-    delete_p = sub.add_parser("delete", help="delete objects (gracefully by default)")
+    delete_p = add("delete", help="delete objects (gracefully by default)")
     delete_p.add_argument("kind")
     delete_p.add_argument("names", nargs="+", metavar="NAME")
     ns_args(delete_p)
@@ -325,13 +347,13 @@ def build_parser() -> argparse.ArgumentParser:
                           help="wait until the object is gone")
     delete_p.set_defaults(func=cmd_delete)
 
-    history_p = sub.add_parser("history", help="every version of an object in etcd's log")
+    history_p = add("history", help="every version of an object in etcd's log")
     history_p.add_argument("kind")
     history_p.add_argument("name")
     ns_args(history_p)
     history_p.set_defaults(func=cmd_history)
 
-    label_p = sub.add_parser("label", help="set (key=value) or remove (key-) labels")
+    label_p = add("label", help="set (key=value) or remove (key-) labels")
     label_p.add_argument("kind")
     label_p.add_argument("name")
     label_p.add_argument("labels", nargs="+")
@@ -339,37 +361,39 @@ def build_parser() -> argparse.ArgumentParser:
     label_p.add_argument("--overwrite", action="store_true")
     label_p.set_defaults(func=cmd_label)
 
-    logs_p = sub.add_parser("logs", help="a pod container's output")
+    logs_p = add("logs", help="a pod container's output")
     logs_p.add_argument("pod")
     ns_args(logs_p)
     logs_p.add_argument("-c", "--container")
     logs_p.add_argument("--tail", type=int)
     logs_p.add_argument("-p", "--previous", action="store_true")
+    logs_p.add_argument("-f", "--follow", action="store_true",
+                        help="stream new lines until the container exits (or Ctrl-C)")
     logs_p.set_defaults(func=cmd_logs)
 
-    fence_p = sub.add_parser("fence", help="fence a node: stop it (power), cut it off "
+    fence_p = add("fence", help="fence a node: stop it (power), cut it off "
                                            "(network) or revoke its volumes (storage)")
     fence_p.add_argument("node")
     fence_p.add_argument("--agent", choices=list(resources.FENCE_AGENTS),
                          help="default: the node's skiff.io/fence-agent annotation")
     fence_p.add_argument("--reason", help="why (recorded in the Fence)")
     fence_p.set_defaults(func=cmd_fence)
-    unfence_p = sub.add_parser("unfence", help="give a fenced node back (deletes its Fence "
+    unfence_p = add("unfence", help="give a fenced node back (deletes its Fence "
                                                "and waits until it is gone)")
     unfence_p.add_argument("node")
     unfence_p.add_argument("--timeout", type=float, default=60.0)
     unfence_p.set_defaults(func=cmd_unfence)
 
-    chaos_p = sub.add_parser("chaos", help="inject faults into the compose cluster or a "
+    chaos_p = add("chaos", help="inject faults into the compose cluster or a "
                                            "`skiff up --netns` cluster")
     chaos_sub = chaos_p.add_subparsers(dest="chaos_command", required=True)
-    part = chaos_sub.add_parser("partition", help="cut a node off (docker network, or "
+    part = add_to(chaos_sub, "partition", help="cut a node off (docker network, or "
                                                   "nftables in a --netns cluster)")
     part.add_argument("node")
     part.add_argument("--from", dest="from_component",
                       help="cut it only from this component (e.g. apiserver)")
     part.add_argument("--project", default="skiff", help="compose project name")
-    heal = chaos_sub.add_parser("heal", help="undo partitions (of one node, or all)")
+    heal = add_to(chaos_sub, "heal", help="undo partitions (of one node, or all)")
     heal.add_argument("node", nargs="?")
     heal.add_argument("--project", default="skiff")
     chaos_p.set_defaults(func=cmd_chaos)
@@ -377,7 +401,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        # Report it with the usage of the subcommand it was given to, as kubectl does.
+        words = list(sys.argv[1:] if argv is None else argv)
+        command_at = words.index(args.command) if args.command in words else len(words)
+        before = any(word in unknown for word in words[:command_at])
+        usage: argparse.ArgumentParser = parser if before else getattr(
+            args, "usage_parser", parser)
+        usage.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         args.func(args)
     except ApiError as err:

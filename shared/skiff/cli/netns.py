@@ -68,6 +68,7 @@ from skiff.cli.localcluster import (
     stop_component,
     write_kubeconfig,
 )
+from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
     Process,
     StartError,
@@ -354,9 +355,12 @@ def destroy_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     if state is None or not state.netns:
         raise NetnsError(f"no netns cluster state in {data_dir}")
     lines = []
+    roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
+                                         if c.name.startswith("kubelet-")])
     for comp in reversed(state.components):
         stop_component(comp, timeout=timeout)
         lines.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
+    lines.append(summary(end_pod_groups(roots)))
     for netns in destroy(Topology.from_json(state.netns)):
         lines.append(f"{'netns':<22} {netns} deleted")
     with contextlib.suppress(OSError):
@@ -716,19 +720,25 @@ class NetnsCluster:
 
     # -- stop ----------------------------------------------------------------------------
 
-    def stop(self) -> None:
-        """Stop everything and delete every namespace this cluster made (idempotent)."""
+    def stop(self) -> str:
+        """Stop everything (the pods' process groups too) and delete every namespace this
+        cluster made (idempotent); returns how many pod groups were ended, as one line."""
         for pub in self.published:
             pub.sock.close()
         state = ClusterState.load(self.data_dir)
-        for comp in reversed(state.components if state else self.components):
+        components = state.components if state else self.components
+        roots = kubelet_root_dirs(self.data_dir, [c.argv for c in components
+                                                  if c.name.startswith("kubelet-")])
+        for comp in reversed(components):
             stop_component(comp, timeout=5)
         for proc in reversed(self.processes):
             proc.stop(timeout=5)
+        ended = end_pod_groups(roots)
         if self.topology is not None:
             destroy(self.topology)
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
+        return summary(ended)
 
 
 def _etcd_argv(data_dir: Path, ip: str) -> list[str]:

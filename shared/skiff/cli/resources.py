@@ -20,6 +20,7 @@ import yaml
 from skiff.api import ApiError, Reason, lookup
 from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
+from skiff.cli import logfollow
 from skiff.cli.config import yaml_problem
 from skiff.client import ApiClient
 
@@ -77,26 +78,40 @@ def load_documents(source: str, stdin_text: Callable[[], str]) -> list[Obj]:
 
 
 async def apply(api: ApiClient, docs: list[Obj], *, namespace: str | None, out: Out) -> None:
+    """Apply each document; one that fails is reported and the rest still applied (as
+    kubectl does); a CliError listing every failure is raised at the end."""
+    failures: list[str] = []
     for doc in docs:
-        info = kind_of(str(doc["kind"]))
-        meta = doc.setdefault("metadata", {})
-        if info.namespaced and not meta.get("namespace"):
-            meta["namespace"] = namespace or "default"
-        ref = f"{info.kind.lower()}/{meta.get('name', '')}"
         try:
-            await api.create(doc)
-            verb = "created"
+            await _apply_one(api, doc, namespace=namespace, out=out)
         except ApiError as err:
-            if err.reason != Reason.ALREADY_EXISTS:
-                raise
-            current = await api.get(info.resource, meta["name"], meta.get("namespace"))
-            updated = await api.update(_merge_for_apply(current, doc))
-            same = (updated["metadata"]["resourceVersion"]
-                    == current["metadata"]["resourceVersion"])
-            verb = "unchanged" if same else "configured"
-        for warning in api.last_warnings:
-            out(f"Warning: {warning}")
-        out(f"{ref} {verb}")
+            failures.append(f"Error from server ({err.reason}): {err.message}")
+        except CliError as err:
+            failures.append(str(err) if str(err).startswith("error") else f"error: {err}")
+    if failures:
+        raise CliError("\n".join(failures))
+
+
+async def _apply_one(api: ApiClient, doc: Obj, *, namespace: str | None, out: Out) -> None:
+    info = kind_of(str(doc["kind"]))
+    meta = doc.setdefault("metadata", {})
+    if info.namespaced and not meta.get("namespace"):
+        meta["namespace"] = namespace or "default"
+    ref = f"{info.kind.lower()}/{meta.get('name', '')}"
+    try:
+        await api.create(doc)
+        verb = "created"
+    except ApiError as err:
+        if err.reason != Reason.ALREADY_EXISTS:
+            raise
+        current = await api.get(info.resource, meta["name"], meta.get("namespace"))
+        updated = await api.update(_merge_for_apply(current, doc))
+        same = (updated["metadata"]["resourceVersion"]
+                == current["metadata"]["resourceVersion"])
+        verb = "unchanged" if same else "configured"
+    for warning in api.last_warnings:
+        out(f"Warning: {warning}")
+    out(f"{ref} {verb}")
 
 
 def _merge_for_apply(current: Obj, desired: Obj) -> Obj:
@@ -128,23 +143,74 @@ def _dump(obj: Obj, fmt: str) -> str:
     return str(yaml.safe_dump(obj, sort_keys=False)).rstrip()
 
 
+def kinds_of(names: str) -> list[KindInfo]:
+    """`pc,pdb` → each kind, as kubectl takes comma lists of resources and short names."""
+    parts = [p for p in names.split(",") if p.strip()]
+    if not parts:
+        raise CliError(f"no resource type in {names!r}; e.g. `skiff get pods`")
+    return [kind_of(p.strip()) for p in parts]
+
+
+def _qualified(info: KindInfo) -> str:
+    """`priorityclass.scheduling.k8s.io` (kubectl's prefix when it prints several kinds)."""
+    return f"{info.kind.lower()}.{info.group}" if info.group else info.kind.lower()
+
+
+class AlignedRows:
+    """Rows printed over time under one header, aligned like kubectl's watch output: the
+    first batch sets the column widths (a longer cell later just pushes its row out)."""
+
+    def __init__(self, headers: list[str]) -> None:
+        self.headers = headers
+        self.widths: list[int] | None = None
+
+    def lines(self, rows: list[list[str]]) -> list[str]:
+        lines = []
+        if self.widths is None:
+            self.widths = [max(len(r[i]) for r in [self.headers, *rows])
+                           for i in range(len(self.headers))]
+            rows = [self.headers, *rows]
+        for row in rows:
+            lines.append("   ".join(cell.ljust(self.widths[i])
+                                    for i, cell in enumerate(row)).rstrip())
+        return lines
+
+
+def label_columns(keys: list[str]) -> list[printers.Column]:
+    """`-L topology.kubernetes.io/zone` → a ZONE column with each object's label value, as
+    kubectl's --label-columns (header: the key's last segment, upper case)."""
+    columns: list[printers.Column] = []
+    for key in [k.strip() for spec in keys for k in spec.split(",") if k.strip()]:
+        def value(o: Obj, key: str = key) -> str:
+            return str((o.get("metadata", {}).get("labels") or {}).get(key, ""))
+        columns.append((key.rsplit("/", 1)[-1].upper(), value))
+    return columns
+
+
+def _columns(info: KindInfo, *, wide: bool, namespace_column: bool,
+             labels: list[str]) -> list[printers.Column]:
+    return printers.columns_for(info.kind, wide=wide,
+                                namespace_column=namespace_column) + label_columns(labels)
+
+
 async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | None,
               all_namespaces: bool, output: str, watch: bool, at_revision: int,
-              selector: str, out: Out) -> None:
-    info = kind_of(kind)
+              selector: str, out: Out, labels: list[str] | None = None) -> None:
+    labels = labels or []
+    kinds = kinds_of(kind)
+    if len(kinds) > 1:
+        if watch:
+            raise CliError("watch is only supported on one resource type at a time; "
+                           f"run `skiff get {kinds[0].resource} -w` for each")
+        await _get_many(api, kinds, name, namespace=namespace, all_namespaces=all_namespaces,
+                        output=output, at_revision=at_revision, selector=selector, out=out,
+                        labels=labels)
+        return
+    info = kinds[0]
     ns = None if all_namespaces else _ns(info, namespace)
     wide = output == "wide"
     ns_column = all_namespaces and info.namespaced
-    if name:
-        obj = await api.get(info.resource, name, ns, revision=at_revision)
-        items = [obj]
-        rv = obj["metadata"].get("resourceVersion", "")
-    else:
-        listed = await api.list(info.resource, ns, label_selector=selector,
-                                revision=at_revision)
-        items = sorted(listed["items"], key=lambda o: (o["metadata"].get("namespace", ""),
-                                                       o["metadata"]["name"]))
-        rv = listed["metadata"]["resourceVersion"]
+    items, rv = await _read(api, info, name, ns, at_revision=at_revision, selector=selector)
     if output in ("yaml", "json"):
         if name:
             out(_dump(items[0], output))
@@ -154,23 +220,71 @@ async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | N
     elif output == "name":
         for obj in items:
             out(f"{info.kind.lower()}/{obj['metadata']['name']}")
-    else:
-        if not items and not watch:
-            where = f" in {ns} namespace" if ns else ""
-            out(f"No resources found{where}.")
-        elif items:
-            out(printers.render(items, info.kind, wide=wide, namespace_column=ns_column))
+    elif not items and not watch:
+        where = f" in {ns} namespace" if ns else ""
+        out(f"No resources found{where}.")
+    columns = _columns(info, wide=wide, namespace_column=ns_column, labels=labels)
+    rows = AlignedRows([header for header, _ in columns])
+    if items and output not in ("yaml", "json", "name"):
+        out("\n".join(rows.lines([[fn(o) for _, fn in columns] for o in items])))
     if not watch:
         return
-    headers_printed = bool(items)
     async for ev in api.watch(info.resource, ns, resource_version=str(rv),
                               label_selector=selector, name=name or ""):
         if ev.type == "BOOKMARK":
             continue
-        text = printers.render([ev.object], info.kind, wide=wide,
-                               namespace_column=ns_column, headers=not headers_printed)
-        headers_printed = True
-        out(text)
+        if output in ("yaml", "json"):
+            out(_dump(ev.object, output))
+        elif output == "name":
+            out(f"{info.kind.lower()}/{ev.object['metadata']['name']}")
+        else:
+            out("\n".join(rows.lines([[fn(ev.object) for _, fn in columns]])))
+
+
+async def _read(api: ApiClient, info: KindInfo, name: str | None, ns: str | None, *,
+                at_revision: int, selector: str) -> tuple[list[Obj], str]:
+    if name:
+        obj = await api.get(info.resource, name, ns, revision=at_revision)
+        return [obj], str(obj["metadata"].get("resourceVersion", ""))
+    listed = await api.list(info.resource, ns, label_selector=selector, revision=at_revision)
+    items = sorted(listed["items"], key=lambda o: (o["metadata"].get("namespace", ""),
+                                                   o["metadata"]["name"]))
+    return items, str(listed["metadata"]["resourceVersion"])
+
+
+async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
+                    namespace: str | None, all_namespaces: bool, output: str,
+                    at_revision: int, selector: str, out: Out, labels: list[str]) -> None:
+    """`skiff get pc,pdb`: one table per kind, names prefixed with the kind, a blank line
+    between tables (kubectl's layout); -o yaml/json gives one List of everything."""
+    every: list[Obj] = []
+    tables: list[str] = []
+    for info in kinds:
+        ns = None if all_namespaces else _ns(info, namespace)
+        items, _rv = await _read(api, info, name, ns, at_revision=at_revision,
+                                 selector=selector)
+        every += items
+        if output == "name":
+            tables += [f"{_qualified(info)}/{o['metadata']['name']}" for o in items]
+        elif items and output not in ("yaml", "json"):
+            columns = _columns(info, wide=output == "wide",
+                               namespace_column=all_namespaces and info.namespaced,
+                               labels=labels)
+            prefix = _qualified(info) + "/"
+            rows = [[prefix + fn(o) if header == "NAME" else fn(o) for header, fn in columns]
+                    for o in items]
+            tables.append(printers.table(rows, [header for header, _ in columns]))
+    if output in ("yaml", "json"):
+        out(_dump({"apiVersion": "v1", "kind": "List", "items": every,
+                   "metadata": {"resourceVersion": ""}}, output))
+    elif output == "name":
+        for line in tables:
+            out(line)
+    elif tables:
+        out("\n\n".join(tables))
+    else:
+        ns = None if all_namespaces else (namespace or "default")
+        out(f"No resources found{f' in {ns} namespace' if ns else ''}.")
 
 
 # -- describe ----------------------------------------------------------------------------
@@ -464,7 +578,11 @@ async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
 
 
 async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
-               container: str | None, tail: int | None, previous: bool, out: Out) -> None:
+               container: str | None, tail: int | None, previous: bool, out: Out,
+               follow: bool = False, poll_seconds: float = 0.5) -> None:
+    """A container's log; with `follow`, new lines as they are written until the container
+    exits (or Ctrl-C), as `kubectl logs -f`. `--previous` shows an exited attempt, so it
+    is never followed (kubectl prints it and returns, too)."""
     pod = await api.get("pods", pod_name, namespace or "default")
     node_name = pod.get("spec", {}).get("nodeName")
     if not node_name:
@@ -480,7 +598,39 @@ async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
         kubelet_logs = importlib.import_module("skiff.kubelet.logs")
     except ImportError:
         raise CliError("this installation has no kubelet; logs are not available") from None
-    text = await kubelet_logs.fetch_logs(
-        f"{address}:{port}", pod["metadata"]["namespace"], pod_name, container=container,
-        tail_lines=tail, previous=previous)
-    out(text.rstrip("\n"))
+    target = f"{address}:{port}"
+    ns = pod["metadata"]["namespace"]
+    if not follow or previous:
+        text = await kubelet_logs.fetch_logs(target, ns, pod_name, container=container,
+                                             tail_lines=tail, previous=previous)
+        out(text.rstrip("\n"))
+        return
+    lines = _LineWriter(out)
+    try:
+        async for piece in logfollow.stream(target, ns, pod_name, container=container,
+                                            tail_lines=tail):
+            lines.write(piece)
+    except logfollow.NotServed:
+        # An older kubelet without the streaming call: poll its log and the pod's status.
+        await logfollow.poll(api, kubelet_logs.fetch_logs, target, pod, container=container,
+                             tail_lines=tail, write=lines.write, interval=poll_seconds)
+    finally:
+        lines.flush()
+
+
+class _LineWriter:
+    """Prints whole lines as pieces of a log arrive (a piece may end mid-line)."""
+
+    def __init__(self, out: Out) -> None:
+        self.out = out
+        self.pending = ""
+
+    def write(self, piece: str) -> None:
+        *complete, self.pending = (self.pending + piece).split("\n")
+        for line in complete:
+            self.out(line)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.out(self.pending)
+            self.pending = ""

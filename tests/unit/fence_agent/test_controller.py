@@ -209,3 +209,21 @@ async def test_unknown_agent_fails_with_a_clear_message() -> None:
     fence = api.fences["node-1"]
     assert fence["status"]["phase"] == "Failed"
     assert "no 'storage' agent" in fence["status"]["message"]
+
+
+async def test_defect8_fence_and_unfence_log_without_a_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 10 defect 8: `extra={"message": ...}` made every fence/unfence log line raise
+    KeyError ("Attempt to overwrite 'message' in LogRecord") once INFO was enabled."""
+    caplog.set_level("INFO", logger="skiff.fence_agent")
+    api, agent = FakeApi(), FakeAgent()
+    api.put(make_fence("node-1"))
+    fc, _ = controller(api, agent)
+    await fc.reconcile("node-1")
+    api.delete("node-1")
+    await fc.reconcile("node-1")
+    await settle()
+    logged = {r.getMessage(): r for r in caplog.records}
+    assert getattr(logged["node fenced"], "detail", None) == "powered off node-1"
+    assert getattr(logged["node unfenced"], "detail", None) == "powered on node-1"
+    assert not [r for r in caplog.records if r.exc_info or r.levelname == "ERROR"]

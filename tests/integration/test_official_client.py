@@ -1,0 +1,156 @@
+"""Issue 10 defect 3: the official Kubernetes Python client (`kubernetes` on PyPI) drives a
+pod's whole life against the kubeconfig `skiff up` writes, with a real kubelet running the
+pod as a process: list nodes, create, watch from the list's resourceVersion, read the log,
+patch, 409 on a stale replace, 422 on an invalid name, graceful delete."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config, watch
+from kubernetes.client.rest import ApiException
+
+CONFIG = """kubelet:
+  nodeStatusUpdateFrequency: 1s
+"""
+NAMESPACE = "default"
+
+
+def skiff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "skiff.cli.main", *args], text=True,
+                          capture_output=True, timeout=180,
+                          env={**os.environ, "SKIFF_DATA_DIR": str(data_dir),
+                               "SKIFF_SERVER": ""})
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]:
+    data_dir = tmp_path_factory.mktemp("official-client")
+    (data_dir / "config.yaml").write_text(CONFIG)
+    up = skiff(data_dir, "up", "--detach", "--nodes", "1", "--config",
+               str(data_dir / "config.yaml"))
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        api_client = config.new_client_from_config(config_file=str(data_dir / "kubeconfig"))
+        with api_client:
+            yield client.CoreV1Api(api_client)
+    finally:
+        skiff(data_dir, "down")
+
+
+def until(predicate: Any, what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def pod_manifest(name: str, command: list[str]) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels={"app": "official"}),
+        spec=client.V1PodSpec(
+            termination_grace_period_seconds=30,
+            containers=[client.V1Container(name="main", image="busybox", command=command)]))
+
+
+def test_defect3_list_node_deserializes_node_info_with_true_values(
+        core: client.CoreV1Api) -> None:
+    nodes = core.list_node()
+    assert [n.metadata.name for n in nodes.items] == ["node-1"]
+    info = nodes.items[0].status.node_info
+    assert info.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    assert info.machine_id == Path("/etc/machine-id").read_text().strip()
+    assert info.kernel_version == os.uname().release
+    assert info.operating_system == "linux"
+    assert info.architecture and info.system_uuid and info.os_image
+    assert info.container_runtime_version.startswith("skiff://")
+    assert info.kubelet_version and info.kube_proxy_version == info.kubelet_version
+
+
+def test_defect3_a_pods_whole_life_through_the_official_client(
+        core: client.CoreV1Api) -> None:
+    listed = core.list_namespaced_pod(NAMESPACE, label_selector="app=official")
+    events: list[tuple[str, str, str]] = []
+    stream = watch.Watch()
+
+    failures: list[BaseException] = []
+
+    def watch_pods() -> None:
+        try:
+            watch_events()
+        except BaseException as err:  # reported by the test, not lost in the thread
+            failures.append(err)
+
+    def watch_events() -> None:
+        for ev in stream.stream(core.list_namespaced_pod, NAMESPACE,
+                                label_selector="app=official",
+                                resource_version=listed.metadata.resource_version,
+                                timeout_seconds=120):
+            pod = ev["object"]
+            events.append((ev["type"], pod.metadata.name, pod.status.phase or ""))
+            if (ev["type"], pod.metadata.name) == ("DELETED", "life"):
+                return  # the generator's close ends the request
+
+    watcher = threading.Thread(target=watch_pods, daemon=True)
+    watcher.start()
+    try:
+        created = core.create_namespaced_pod(NAMESPACE, pod_manifest(
+            "life", ["sh", "-c", "echo hello from the official client; sleep 3600"]))
+        assert created.metadata.resource_version
+        until(lambda: ("ADDED", "life", "Pending") in events or
+              any(e[:2] == ("ADDED", "life") for e in events), "ADDED")
+        until(lambda: core.read_namespaced_pod("life", NAMESPACE).status.phase == "Running",
+              "the pod Running")
+        until(lambda: any(e[0] == "MODIFIED" and e[1] == "life" for e in events),
+              "MODIFIED")
+
+        log = until(lambda: core.read_namespaced_pod_log("life", NAMESPACE),
+                    "the container's log")
+        assert log == "hello from the official client\n"
+
+        patched = core.patch_namespaced_pod("life", NAMESPACE,
+                                            {"metadata": {"labels": {"tier": "front"}}})
+        assert patched.metadata.labels == {"app": "official", "tier": "front"}
+
+        stale = created  # resourceVersion from before the patch
+        stale.metadata.labels = {"app": "official", "tier": "back"}
+        with pytest.raises(ApiException) as conflict:
+            core.replace_namespaced_pod("life", NAMESPACE, stale)
+        assert conflict.value.status == 409
+
+        with pytest.raises(ApiException) as invalid:
+            core.create_namespaced_pod(NAMESPACE, pod_manifest("Bad_Name", ["true"]))
+        assert invalid.value.status == 422
+
+        deleted = core.delete_namespaced_pod("life", NAMESPACE)
+        assert deleted.metadata.deletion_timestamp is not None
+        terminating = core.read_namespaced_pod("life", NAMESPACE)
+        assert terminating.metadata.deletion_timestamp is not None
+
+        def gone() -> bool:
+            try:
+                core.read_namespaced_pod("life", NAMESPACE)
+            except ApiException as err:
+                return err.status == 404
+            return False
+
+        until(gone, "the pod gone after its graceful delete")
+        until(lambda: any(e[:2] == ("DELETED", "life") for e in events), "DELETED")
+        watcher.join(30)
+        assert not watcher.is_alive()
+        assert failures == [], events
+    finally:
+        if watcher.is_alive():  # a failure above: unblock it (the client shuts the socket)
+            stream.stop()
+            watcher.join(30)
