@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import importlib
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -20,9 +19,8 @@ import yaml
 from skiff.api import ApiError, Reason, lookup
 from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
-from skiff.cli import logfollow
 from skiff.cli.config import yaml_problem
-from skiff.client import ApiClient
+from skiff.client import ApiClient, pod_logs
 
 Obj = dict[str, Any]
 Out = Callable[[str], None]
@@ -579,41 +577,16 @@ async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
 
 async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
                container: str | None, tail: int | None, previous: bool, out: Out,
-               follow: bool = False, poll_seconds: float = 0.5) -> None:
+               follow: bool = False) -> None:
     """A container's log; with `follow`, new lines as they are written until the container
     exits (or Ctrl-C), as `kubectl logs -f`. `--previous` shows an exited attempt, so it
     is never followed (kubectl prints it and returns, too)."""
-    pod = await api.get("pods", pod_name, namespace or "default")
-    node_name = pod.get("spec", {}).get("nodeName")
-    if not node_name:
-        raise CliError(f'pod "{pod_name}" is not scheduled to a node yet; no logs')
-    node = await api.get("nodes", node_name)
-    status = node.get("status", {})
-    port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
-    address = next((a["address"] for a in status.get("addresses", [])
-                    if a.get("type") == "InternalIP"), "127.0.0.1")
-    if not port:
-        raise CliError(f'node "{node_name}" does not publish a kubelet endpoint')
-    try:
-        kubelet_logs = importlib.import_module("skiff.kubelet.logs")
-    except ImportError:
-        raise CliError("this installation has no kubelet; logs are not available") from None
-    target = f"{address}:{port}"
-    ns = pod["metadata"]["namespace"]
-    if not follow or previous:
-        text = await kubelet_logs.fetch_logs(target, ns, pod_name, container=container,
-                                             tail_lines=tail, previous=previous)
-        out(text.rstrip("\n"))
-        return
     lines = _LineWriter(out)
     try:
-        async for piece in logfollow.stream(target, ns, pod_name, container=container,
-                                            tail_lines=tail):
+        async for piece in pod_logs(api, pod_name, namespace or "default",
+                                    container=container, tail_lines=tail, previous=previous,
+                                    follow=follow and not previous):
             lines.write(piece)
-    except logfollow.NotServed:
-        # An older kubelet without the streaming call: poll its log and the pod's status.
-        await logfollow.poll(api, kubelet_logs.fetch_logs, target, pod, container=container,
-                             tail_lines=tail, write=lines.write, interval=poll_seconds)
     finally:
         lines.flush()
 
