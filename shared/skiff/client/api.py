@@ -48,6 +48,10 @@ class ApiClient:
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
         self.target = target.removeprefix("grpc://").removeprefix("http://")
+        if "," in self.target and not self.target.startswith(("ipv4:", "ipv6:", "dns:")):
+            # `127.0.0.1:P1,127.0.0.1:P2` (several apiservers): gRPC's own address list
+            # with pick_first, which moves on to the next address when one fails.
+            self.target = "ipv4:" + self.target
         self.timeout = timeout
         self.retry_seconds = retry_seconds
         self._options = [
