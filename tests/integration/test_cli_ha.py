@@ -6,6 +6,8 @@ and a `skiff down` that leaves nothing behind. Back-off and kubelet timings are 
 from __future__ import annotations
 
 import asyncio
+import shutil
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -100,6 +102,17 @@ def test_issue11_pod_created_through_the_cli_runs(ha: Path) -> None:
     applied = skiff(ha, "apply", "-f", "-", stdin=POD.format(name="ha-pod"))
     assert applied.returncode == 0, applied.stderr
     _wait(lambda: "Running" in skiff(ha, "get", "pod", "ha-pod").stdout, what="pod Running")
+
+
+def test_issue11_kubeconfig_has_one_context_per_apiserver(ha: Path) -> None:
+    kubectl = shutil.which("kubectl")
+    assert kubectl, "kubectl is not installed: .ci/run installs Debian's kubernetes-client"
+    for context in ("skiff", "skiff-apiserver-2"):
+        done = subprocess.run([kubectl, "--kubeconfig", str(ha / "kubeconfig"), "--context",
+                               context, "get", "pod", "ha-pod"], capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        assert "ha-pod" in done.stdout
 
 
 @pytest.mark.timeout(300)
