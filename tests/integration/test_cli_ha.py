@@ -149,6 +149,25 @@ def test_issue11_chaos_stop_keeps_a_member_down_until_start(ha: Path) -> None:
     assert int(status(ha)["apiserver-1"]["RESTARTS"]) == restarts + 1
 
 
+@pytest.mark.timeout(300)
+def test_issue11_chaos_kill_the_etcd_leader_it_rejoins_under_one_leader(ha: Path) -> None:
+    def leaders() -> list[str]:
+        return [n for n, r in status(ha).items() if n.startswith("etcd-") and
+                r["ROLE"] == "leader"]
+
+    _wait(lambda: len(leaders()) == 1, what="one etcd leader")
+    old = leaders()[0]
+    killed = skiff(ha, "chaos", "kill", old)
+    assert killed.returncode == 0, killed.stderr
+    # Back as a follower of a leader the others elected; writes go on.
+    _wait(lambda: (rows := status(ha))[old]["RESTARTS"] == "1" and
+          rows[old]["HEALTH"] == "healthy" and
+          sorted(r["ROLE"] for n, r in rows.items() if n.startswith("etcd-")) ==
+          ["follower", "follower", "leader"], what=f"{old} back in a cluster with a leader")
+    created = skiff(ha, "apply", "-f", "-", stdin=POD.format(name="after-etcd-kill"))
+    assert created.returncode == 0, created.stderr
+
+
 def test_issue11_chaos_names_an_unknown_member_clearly(ha: Path) -> None:
     done = skiff(ha, "chaos", "kill", "etcd-9")
     assert done.returncode != 0
