@@ -94,11 +94,15 @@ def cmd_up(args: argparse.Namespace) -> None:
     if args.nodes < 0:
         fail("--nodes must be 0 or more")
     cluster: LocalCluster | NetnsCluster
-    if args.ha and args.netns:
-        fail("--ha and --netns cannot be combined yet; use one of them")
     if args.restart_backoff <= 0 or args.restart_backoff_max < args.restart_backoff:
         fail("--restart-backoff must be > 0 and --restart-backoff-max at least as long")
-    if args.ha:
+    if args.ha and args.netns:
+        from skiff.cli.netns import require_netns_support
+        from skiff.cli.netns_ha import NetnsHaCluster
+
+        require_netns_support()
+        cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config)
+    elif args.ha:
         from skiff.cli.topology import HaCluster
 
         cluster = HaCluster(data_dir, nodes=args.nodes, config=config)
@@ -129,22 +133,18 @@ def cmd_up(args: argparse.Namespace) -> None:
         fail("interrupted while starting; everything that had started was stopped")
     _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
     backoff = Backoff(args.restart_backoff, args.restart_backoff_max)
-    supervised = isinstance(cluster, LocalCluster) and not state.netns
+    # What dies comes back (cli/supervisor.py): a supervisor process when detached, else
+    # this one, recorded so that `skiff down` stops it first.
     if args.detach:
-        if supervised:
-            state.supervisor_pid = spawn_detached(data_dir, backoff)
-            state.save(data_dir)
+        state.supervisor_pid = spawn_detached(data_dir, backoff)
+        state.save(data_dir)
         _out("Stop it with `skiff down`.")
         return
     _out("Press Ctrl-C to stop.")
-    if supervised:
-        assert isinstance(cluster, LocalCluster)
-        state.supervisor_pid = os.getpid()  # so `skiff down` stops this process first
-        state.save(data_dir)
-        Supervisor(data_dir, backoff, echo=_err,
-                   children=list(cluster.processes)).run(lambda: stop["flag"])
-    while not stop["flag"]:
-        time.sleep(0.2)
+    state.supervisor_pid = os.getpid()
+    state.save(data_dir)
+    Supervisor(data_dir, backoff, echo=_err,
+               children=list(cluster.processes)).run(lambda: stop["flag"])
     _out("\nstopping...")
     cluster.stop()
     _out("stopped.")
@@ -168,6 +168,10 @@ def cmd_down(args: argparse.Namespace) -> None:
     state = ClusterState.load(Path(args.data_dir))
     if state is not None and state.netns:
         from skiff.cli.netns import destroy_by_state
+        from skiff.cli.supervisor import stop_supervisor
+
+        for line in stop_supervisor(state.supervisor_pid, timeout=10.0):
+            _out(line)
 
         for line in destroy_by_state(Path(args.data_dir)):
             _out(line)

@@ -112,7 +112,10 @@ def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
     `skiff up --ha`), keeping its data in `<data_dir>/<name>` then."""
     client = f"http://127.0.0.1:{client_port}"
     peer = f"http://127.0.0.1:{peer_port}"
-    clustered = ["--initial-cluster-token", cluster_token] if cluster_token else []
+    # Pre-vote (etcd 3.5's default): a member back from a partition does not depose the
+    # leader with the terms it ran up alone.
+    clustered = ["--initial-cluster-token", cluster_token, "--pre-vote"] \
+        if cluster_token else []
     return Process(name, [
         find_etcd(), "--name", member,
         "--data-dir", str(data_dir / (name if initial_cluster else "etcd")),

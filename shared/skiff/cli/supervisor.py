@@ -86,6 +86,12 @@ def held_down(data_dir: Path, comp: Component) -> bool:
     return node != comp.name and (data_dir / "fenced" / node).exists()
 
 
+def restartable(comp: Component) -> bool:
+    """Recorded with its argv, and not a --netns gateway (it holds sockets handed over
+    by `skiff up`, which a new process cannot get back)."""
+    return bool(comp.argv) and not (comp.name == "gateway" and "skiff.cli.netns" in comp.argv)
+
+
 @dataclass
 class Supervisor:
     data_dir: Path
@@ -112,7 +118,7 @@ class Supervisor:
                     self._crashes.pop(comp.name, None)
                 continue
             self._up_since.pop(comp.name, None)
-            if held_down(self.data_dir, comp) or not comp.argv:
+            if held_down(self.data_dir, comp) or not restartable(comp):
                 self._due.pop(comp.name, None)
                 self._crashes.pop(comp.name, None)  # a stop is not a crash
                 continue
@@ -133,7 +139,12 @@ class Supervisor:
             if state is None or current is None or same_process(current) or \
                     held_down(self.data_dir, current):
                 return  # replaced (e.g. by the fence agent) or held meanwhile
-            proc = Process(current.name, current.argv, Path(current.log), env=current.env)
+            argv = current.argv
+            if current.netns:  # `skiff up --netns`: back into its host's namespace
+                from skiff.cli.netns import ns_exec
+
+                argv = ns_exec(current.netns, argv)
+            proc = Process(current.name, argv, Path(current.log), env=current.env)
             proc.start()
             assert proc.pid is not None
             self.children.append(proc)
@@ -180,7 +191,7 @@ def _is_supervisor(pid: int) -> bool:
 
 def stop_supervisor(pid: int, *, timeout: float) -> list[str]:
     """SIGTERM the supervisor (SIGKILL after `timeout`), if that PID still is one."""
-    if not pid_alive(pid) or not _is_supervisor(pid):
+    if pid <= 0 or not pid_alive(pid) or not _is_supervisor(pid):
         return []
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)
@@ -248,9 +259,6 @@ def _load(data_dir: Path) -> ClusterState:
     state = ClusterState.load(data_dir)
     if state is None:
         raise MemberError(f"no cluster in {data_dir}; start one with `skiff up`")
-    if state.netns:
-        raise MemberError("kill/stop/start work on a `skiff up` cluster without --netns; "
-                          "a --netns cluster is not supervised")
     return state
 
 
