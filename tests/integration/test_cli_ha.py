@@ -209,3 +209,71 @@ def test_issue11_plain_up_restarts_a_killed_apiserver(tmp_path: Path) -> None:
     finally:
         down = skiff(tmp_path, "down")
     assert down.returncode == 0, down.stderr
+
+
+NETNS_CONFIG = """controllerManager:
+  leaderElectLeaseDuration: 3s
+  leaderElectRenewDeadline: 2s
+  leaderElectRetryPeriod: 0.5s
+"""
+
+
+def _published(data_dir: Path, name: str) -> str:
+    state = ClusterState.load(data_dir)
+    assert state is not None
+    return next(c.address for c in state.components if c.name == name)
+
+
+@pytest.mark.timeout(420)
+def test_issue11_chaos_partition_inside_the_control_plane_of_up_ha_netns(
+        tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text(NETNS_CONFIG)
+    up = skiff(tmp_path, "up", "--ha", "--netns", "--detach", "--nodes", "0", "--config",
+               str(config))
+    assert up.returncode == 0, up.stderr + up.stdout
+    try:
+        # A minority etcd member loses its leader; the other two keep theirs.
+        _wait(lambda: [r["ROLE"] for n, r in status(tmp_path).items()
+                       if n.startswith("etcd-")].count("leader") == 1, what="an etcd leader")
+        if status(tmp_path)["etcd-3"]["ROLE"] == "leader":  # make etcd-3 the minority
+            assert skiff(tmp_path, "chaos", "kill", "etcd-3").returncode == 0
+            _wait(lambda: status(tmp_path)["etcd-3"]["ROLE"] == "follower",
+                  what="etcd-3 a follower")
+        cut = skiff(tmp_path, "chaos", "partition", "etcd-3")
+        assert cut.returncode == 0, cut.stderr
+        _wait(lambda: (rows := status(tmp_path))["etcd-3"]["ROLE"] == "no-leader" and
+              sorted(rows[n]["ROLE"] for n in ("etcd-1", "etcd-2")) == ["follower", "leader"],
+              what="etcd-3 without a leader, the majority with one")
+        assert skiff(tmp_path, "chaos", "heal", "etcd-3").returncode == 0
+        _wait(lambda: status(tmp_path)["etcd-3"]["ROLE"] == "follower",
+              what="etcd-3 back as a follower")
+
+        # apiserver-1 cut from every etcd member: writes through it fail cleanly, apiserver-2
+        # serves.
+        cut = skiff(tmp_path, "chaos", "partition", "apiserver-1", "--from", "etcd")
+        assert cut.returncode == 0, cut.stderr
+        pod = POD.format(name="cut-off")
+        through_1 = skiff(tmp_path, "--server", _published(tmp_path, "apiserver-1"),
+                          "--request-timeout", "5", "apply", "-f", "-", stdin=pod)
+        assert through_1.returncode != 0
+        assert through_1.stderr.startswith("Error from server ("), through_1.stderr
+        assert "Traceback" not in through_1.stderr
+        through_2 = skiff(tmp_path, "--server", _published(tmp_path, "apiserver-2"),
+                          "apply", "-f", "-", stdin=pod)
+        assert through_2.returncode == 0, through_2.stderr
+        assert skiff(tmp_path, "chaos", "heal", "apiserver-1").returncode == 0
+
+        # The controller-manager leader cut from both apiservers: the other takes over.
+        _wait(lambda: sorted(r["ROLE"] for n, r in status(tmp_path).items()
+                             if n.startswith("controller-manager-")) == ["leader", "standby"],
+              what="a controller-manager leader")
+        leader = next(n for n, r in status(tmp_path).items()
+                      if n.startswith("controller-manager-") and r["ROLE"] == "leader")
+        cut = skiff(tmp_path, "chaos", "partition", leader, "--from", "apiserver")
+        assert cut.returncode == 0, cut.stderr
+        _wait(lambda: status(tmp_path)[leader]["ROLE"] == "standby",
+              what=f"the other controller-manager taking over from {leader}")
+    finally:
+        down = skiff(tmp_path, "down")
+    assert down.returncode == 0, down.stderr

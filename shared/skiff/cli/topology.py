@@ -186,7 +186,7 @@ async def etcd_role(comp: Component) -> str:
     except (aetcd.exceptions.ClientError, OSError, TimeoutError, ValueError):
         return ""
     if status.leader is None:
-        return "no leader"
+        return "no-leader"  # cut off from a quorum, or electing
     return "leader" if status.leader.name == _flag(comp, "--name") else "follower"
 
 
