@@ -37,6 +37,7 @@ from skiff.cli.supervisor import (
     Backoff,
     MemberError,
     Supervisor,
+    clear_stopped,
     kill_member,
     spawn_detached,
     start_member,
@@ -121,6 +122,9 @@ def cmd_up(args: argparse.Namespace) -> None:
     # Ctrl-C and SIGTERM only set a flag, so wherever they land the cluster is stopped below.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if not (running := ClusterState.load(data_dir)) or \
+            not any(pid_alive(c.pid) for c in running.components):
+        clear_stopped(data_dir)  # a new cluster starts with nothing held down
     state = cluster.start(echo=_out)
     try:
         if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):

@@ -66,6 +66,13 @@ def stopped_marker(data_dir: Path, name: str) -> Path:
     return data_dir / STOPPED_DIR / name
 
 
+def clear_stopped(data_dir: Path) -> None:
+    """Forget `skiff chaos stop` hold-downs of an earlier cluster in this data dir."""
+    stopped = data_dir / STOPPED_DIR
+    for marker in stopped.glob("*") if stopped.is_dir() else []:
+        marker.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def state_lock(data_dir: Path) -> Iterator[None]:
     """Serialises read-modify-write of cluster.json among Skiff's CLI processes."""

@@ -69,3 +69,13 @@ def test_issue11_second_crash_waits_for_the_back_off(tmp_path: Path) -> None:
     for proc in sup.children:
         assert proc.popen is not None
         proc.popen.wait(10)
+
+
+def test_issue11_a_new_cluster_forgets_earlier_chaos_stops(tmp_path: Path) -> None:
+    from skiff.cli.supervisor import clear_stopped
+
+    stopped_marker(tmp_path, "etcd-2").parent.mkdir(parents=True)
+    stopped_marker(tmp_path, "etcd-2").touch()
+    clear_stopped(tmp_path)
+    assert not stopped_marker(tmp_path, "etcd-2").exists()
+    clear_stopped(tmp_path / "never-used")  # nothing to forget: no error
