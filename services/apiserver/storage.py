@@ -76,7 +76,10 @@ class EtcdStorage:
 
     def __init__(self, endpoint: str, *, request_timeout: float = 5.0,
                  retry_seconds: float = 10.0) -> None:
-        host, _, port = endpoint.removeprefix("http://").rpartition(":")
+        # `--etcd-servers` may list every member; until this client fails over between
+        # them it talks to the first (`skiff up --ha` puts each apiserver's own first).
+        first = endpoint.split(",")[0].strip()
+        host, _, port = first.removeprefix("http://").rpartition(":")
         self.endpoint = endpoint
         self._client = aetcd.Client(host=host or "127.0.0.1", port=int(port),
                                     timeout=int(max(1, request_timeout)))

@@ -51,7 +51,8 @@ def test_up_prints_one_line_per_component_and_status_lists_them(cluster_dir: Pat
     status = skiff(cluster_dir, "status")
     assert status.returncode == 0, status.stderr
     lines = status.stdout.splitlines()
-    assert lines[0].split() == ["NAME", "PID", "ADDRESS", "HEALTH", "LOG"]
+    assert lines[0].split() == ["NAME", "PID", "ADDRESS", "HEALTH", "ROLE", "RESTARTS",
+                                "LOG"]
     rows = {line.split()[0]: line.split() for line in lines[1:]}
     assert rows["etcd"][3] == "healthy" and rows["apiserver"][3] == "healthy"
 

@@ -58,6 +58,8 @@ class Component:
     log: str
     argv: list[str] = field(default_factory=list)
     netns: str = ""  # the network namespace it runs in (`skiff up --netns`); "" = the host's
+    env: dict[str, str] = field(default_factory=dict)  # what it runs with besides os.environ
+    restarts: int = 0  # times the supervisor (cli/supervisor.py) started it again
 
 
 @dataclass
@@ -67,6 +69,7 @@ class ClusterState:
     components: list[Component]
     started: float
     netns: dict[str, Any] | None = None  # `skiff up --netns`: its namespaces (cli/netns.py)
+    supervisor_pid: int = 0  # `skiff up --detach`: the process restarting what dies
 
     def save(self, data_dir: Path) -> None:
         path = data_dir / STATE_FILE
@@ -82,7 +85,8 @@ class ClusterState:
             return None
         return cls(api=raw["api"], data_dir=raw["data_dir"],
                    components=[Component(**c) for c in raw["components"]],
-                   started=raw["started"], netns=raw.get("netns"))
+                   started=raw["started"], netns=raw.get("netns"),
+                   supervisor_pid=int(raw.get("supervisor_pid") or 0))
 
 
 def pid_alive(pid: int) -> bool:
@@ -148,7 +152,7 @@ class LocalCluster:
         assert proc.pid is not None
         self.processes.append(proc)
         self.components.append(Component(proc.name, proc.pid, address, health,
-                                         str(proc.log_path), proc.argv))
+                                         str(proc.log_path), proc.argv, env=proc.env))
 
     def start(self, *, echo: Any = print) -> ClusterState:
         running = ClusterState.load(self.data_dir)
@@ -291,6 +295,11 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         raise StartError(f"no cluster state in {data_dir}; nothing to stop "
                          "(was it started with `skiff up --detach`?)")
     stopped = []
+    if state.supervisor_pid:  # first, so that nothing stopped below is started again
+        from skiff.cli.supervisor import stop_supervisor
+
+        stopped += stop_supervisor(state.supervisor_pid, timeout=timeout)
+        state = ClusterState.load(data_dir) or state  # with the PIDs it started last
     roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
                                          if c.name.startswith("kubelet-")])
     for comp in reversed(state.components):
@@ -325,10 +334,22 @@ async def health_of(comp: Component) -> str:
     return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "starting"
 
 
-def status_rows(state: ClusterState) -> list[list[str]]:
-    async def collect() -> list[str]:
-        return list(await asyncio.gather(*(health_of(c) for c in state.components)))
+STATUS_COLUMNS = ["NAME", "PID", "ADDRESS", "HEALTH", "ROLE", "RESTARTS", "LOG"]
 
-    healths = asyncio.run(collect())
-    return [[c.name, str(c.pid), c.address, h, c.log]
+
+def status_rows(state: ClusterState) -> list[list[str]]:
+    """One row per component (STATUS_COLUMNS): a component `skiff chaos stop` holds down
+    is `stopped`; ROLE from skiff.cli.topology (etcd leader/follower, Lease holders)."""
+    from skiff.cli.supervisor import stopped_marker
+    from skiff.cli.topology import roles
+
+    async def collect() -> tuple[list[str], dict[str, str]]:
+        healths = asyncio.gather(*(health_of(c) for c in state.components))
+        return list(await healths), await roles(state)
+
+    healths, role_of = asyncio.run(collect())
+    data_dir = Path(state.data_dir)
+    return [[c.name, str(c.pid), c.address,
+             "stopped" if h == "exited" and stopped_marker(data_dir, c.name).exists() else h,
+             role_of.get(c.name, "") or "-", str(c.restarts), c.log]
             for c, h in zip(state.components, healths, strict=True)]

@@ -25,6 +25,7 @@ from skiff.api import tables as printers
 from skiff.cli import resources
 from skiff.cli.config import ClusterConfig, ConfigError
 from skiff.cli.localcluster import (
+    STATUS_COLUMNS,
     ClusterState,
     LocalCluster,
     default_data_dir,
@@ -33,6 +34,16 @@ from skiff.cli.localcluster import (
     stop_by_state,
 )
 from skiff.cli.processes import StartError
+from skiff.cli.supervisor import (
+    Backoff,
+    MemberError,
+    Supervisor,
+    clear_stopped,
+    kill_member,
+    spawn_detached,
+    start_member,
+    stop_member,
+)
 from skiff.client import ApiClient
 
 if TYPE_CHECKING:
@@ -85,7 +96,19 @@ def cmd_up(args: argparse.Namespace) -> None:
     if args.nodes < 0:
         fail("--nodes must be 0 or more")
     cluster: LocalCluster | NetnsCluster
-    if args.netns:
+    if args.restart_backoff <= 0 or args.restart_backoff_max < args.restart_backoff:
+        fail("--restart-backoff must be > 0 and --restart-backoff-max at least as long")
+    if args.ha and args.netns:
+        from skiff.cli.netns import require_netns_support
+        from skiff.cli.netns_ha import NetnsHaCluster
+
+        require_netns_support()
+        cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config)
+    elif args.ha:
+        from skiff.cli.topology import HaCluster
+
+        cluster = HaCluster(data_dir, nodes=args.nodes, config=config)
+    elif args.netns:
         from skiff.cli.netns import NetnsCluster, require_netns_support
 
         require_netns_support()
@@ -100,6 +123,9 @@ def cmd_up(args: argparse.Namespace) -> None:
     # Ctrl-C and SIGTERM only set a flag, so wherever they land the cluster is stopped below.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if not (running := ClusterState.load(data_dir)) or \
+            not any(pid_alive(c.pid) for c in running.components):
+        clear_stopped(data_dir)  # a new cluster starts with nothing held down
     state = cluster.start(echo=_out)
     try:
         if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):
@@ -111,16 +137,19 @@ def cmd_up(args: argparse.Namespace) -> None:
         _out(cluster.stop())
         fail("interrupted while starting; everything that had started was stopped")
     _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
+    backoff = Backoff(args.restart_backoff, args.restart_backoff_max)
+    # What dies comes back (cli/supervisor.py): a supervisor process when detached, else
+    # this one, recorded so that `skiff down` stops it first.
     if args.detach:
+        state.supervisor_pid = spawn_detached(data_dir, backoff)
+        state.save(data_dir)
         _out(f"Stop it with `{_down_command(data_dir)}`.")
         return
     _out("Press Ctrl-C to stop.")
-    while not stop["flag"]:
-        dead = cluster.unexpected_exits() if isinstance(cluster, LocalCluster) else []
-        if dead:
-            _err(f"{dead[0].name} exited; see {dead[0].log_path}:\n{dead[0].tail()}")
-            break
-        time.sleep(0.2)
+    state.supervisor_pid = os.getpid()
+    state.save(data_dir)
+    Supervisor(data_dir, backoff, echo=_err,
+               children=list(cluster.processes)).run(lambda: stop["flag"])
     _out("\nstopping...")
     _out(cluster.stop())
     _out("stopped.")
@@ -151,6 +180,10 @@ def cmd_down(args: argparse.Namespace) -> None:
     state = ClusterState.load(Path(args.data_dir))
     if state is not None and state.netns:
         from skiff.cli.netns import destroy_by_state
+        from skiff.cli.supervisor import stop_supervisor
+
+        for line in stop_supervisor(state.supervisor_pid, timeout=10.0):
+            _out(line)
 
         for line in destroy_by_state(Path(args.data_dir)):
             _out(line)
@@ -163,7 +196,11 @@ def cmd_status(args: argparse.Namespace) -> None:
     state = ClusterState.load(Path(args.data_dir))
     if state is None or not any(pid_alive(c.pid) for c in state.components):
         fail(f"no running cluster in {args.data_dir}; start one with `skiff up`")
-    _out(printers.table(status_rows(state), ["NAME", "PID", "ADDRESS", "HEALTH", "LOG"]))
+    _out(printers.table(status_rows(state), STATUS_COLUMNS))
+
+
+MEMBER_COMMANDS: dict[str, Callable[[Path, str], str]] = {
+    "kill": kill_member, "stop": stop_member, "start": start_member}
 
 
 # -- resource commands -------------------------------------------------------------------
@@ -230,6 +267,12 @@ def cmd_unfence(args: argparse.Namespace) -> None:
 
 
 def cmd_chaos(args: argparse.Namespace) -> None:
+    if args.chaos_command in MEMBER_COMMANDS:
+        try:
+            _out(MEMBER_COMMANDS[args.chaos_command](Path(args.data_dir), args.member))
+        except MemberError as err:
+            fail(str(err))
+        return
     state = ClusterState.load(Path(args.data_dir))
     if state is not None and state.netns:  # a `skiff up --netns` cluster: nftables cuts
         from skiff.cli import netns
@@ -300,6 +343,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--config", help="YAML with apiserver/scheduler/controllerManager/"
                                      "kubelet sections (Kubernetes setting names)")
     up.add_argument("--ready-timeout", type=float, default=60.0)
+    up.add_argument("--ha", action="store_true",
+                    help="a replicated control plane: 3 etcd members, 2 apiservers, "
+                         "2 schedulers, 2 controller-managers")
+    up.add_argument("--restart-backoff", type=float, default=10.0, metavar="SECONDS",
+                    help="wait before restarting a component that died again (doubles "
+                         "each time; the first restart is at once)")
+    up.add_argument("--restart-backoff-max", type=float, default=300.0, metavar="SECONDS")
     up.add_argument("--netns", action="store_true",
                     help="each component on its own network namespace (root only), so "
                          "`skiff chaos` cuts are real network partitions")
@@ -396,6 +446,12 @@ def build_parser() -> argparse.ArgumentParser:
     heal = add_to(chaos_sub, "heal", help="undo partitions (of one node, or all)")
     heal.add_argument("node", nargs="?")
     heal.add_argument("--project", default="skiff")
+    for verb, text in (("kill", "SIGKILL a member; the supervisor starts it again"),
+                       ("stop", "stop a member; it stays down until `chaos start`"),
+                       ("start", "start a member `chaos stop` stopped")):
+        member_p = add_to(chaos_sub, verb, help=text)
+        member_p.add_argument("member", help="a NAME from `skiff status` (etcd-1, "
+                                             "apiserver-2, scheduler-1, node-1, ...)")
     chaos_p.set_defaults(func=cmd_chaos)
     return parser
 

@@ -90,7 +90,10 @@ CUT_COMMENT = "skiff-cut"
 CLONE_NEWNET = 0x40000000
 # Host addresses: control plane from .10, nodes from .101.
 FIXED_HOSTS = {"etcd": 10, "apiserver": 11, "scheduler": 12, "controller-manager": 13,
-               "controller-manager-2": 14}
+               "controller-manager-2": 14,
+               # `skiff up --ha --netns` (cli/topology.py): every replica on its own host.
+               "etcd-1": 21, "etcd-2": 22, "etcd-3": 23, "apiserver-1": 31, "apiserver-2": 32,
+               "scheduler-1": 41, "scheduler-2": 42, "controller-manager-1": 51}
 NODE_BASE = 100
 
 
@@ -299,8 +302,12 @@ def _add_cut(topology: Topology, here: Host, peer: Host, comment: str) -> bool:
 def partition(topology: Topology, a: str, b: str | None = None) -> str:
     """Cut host `a` from host `b`, or from every other host of the cluster."""
     here = topology.host(a)
-    peers = [topology.host(b)] if b is not None else \
-        [h for h in topology.hosts.values() if h.name != a]
+    # `--from etcd` in an --ha cluster: every replica (etcd-1, etcd-2, ...) but `a` itself.
+    group = [h for n, h in topology.hosts.items()
+             if b is not None and b not in topology.hosts and n != a and
+             n.startswith(f"{b}-") and n[len(b) + 1:].isdigit()]
+    peers = group or ([topology.host(b)] if b is not None else
+                      [h for h in topology.hosts.values() if h.name != a])
     if b == a:
         raise NetnsError(f"cannot partition {a} from itself; name another component")
     added = 0

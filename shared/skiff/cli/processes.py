@@ -106,14 +106,23 @@ class Process:
 
 
 def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
-                 name: str = "etcd") -> Process:
+                 name: str = "etcd", member: str = "skiff", initial_cluster: str = "",
+                 cluster_token: str = "") -> Process:
+    """One etcd member; alone by default, or one of `initial_cluster` (`name=peerURL,...`,
+    `skiff up --ha`), keeping its data in `<data_dir>/<name>` then."""
     client = f"http://127.0.0.1:{client_port}"
     peer = f"http://127.0.0.1:{peer_port}"
+    # Pre-vote (etcd 3.5's default): a member back from a partition does not depose the
+    # leader with the terms it ran up alone.
+    clustered = ["--initial-cluster-token", cluster_token, "--pre-vote"] \
+        if cluster_token else []
     return Process(name, [
-        find_etcd(), "--name", "skiff", "--data-dir", str(data_dir / "etcd"),
+        find_etcd(), "--name", member,
+        "--data-dir", str(data_dir / (name if initial_cluster else "etcd")),
         "--listen-client-urls", client, "--advertise-client-urls", client,
         "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-        "--initial-cluster", f"skiff={peer}", "--initial-cluster-state", "new",
+        "--initial-cluster", initial_cluster or f"{member}={peer}",
+        "--initial-cluster-state", "new", *clustered,
         "--logger", "zap", "--log-outputs", "stderr",
         "--quota-backend-bytes", str(2 * 1024**3),
     ], data_dir / "logs" / f"{name}.log")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import ipaddress
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -42,12 +43,27 @@ def _namespace_for(resource: str, namespace: str | None) -> str | None:
     return namespace
 
 
+def _address_list(targets: str) -> str:
+    """`127.0.0.1:P1,127.0.0.1:P2` (several apiservers) as gRPC's own address list, whose
+    pick_first policy moves on to the next address when one fails; names that are not IPv4
+    addresses cannot go in such a list, and then the first is used."""
+    hosts = [t.strip().rpartition(":")[0] for t in targets.split(",")]
+    try:
+        for host in hosts:
+            ipaddress.IPv4Address(host)
+    except ValueError:
+        return targets.split(",")[0].strip()
+    return "ipv4:" + ",".join(t.strip() for t in targets.split(","))
+
+
 class ApiClient:
     """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
         self.target = target.removeprefix("grpc://").removeprefix("http://")
+        if "," in self.target and not self.target.startswith(("ipv4:", "ipv6:", "dns:")):
+            self.target = _address_list(self.target)
         self.timeout = timeout
         self.retry_seconds = retry_seconds
         self._options = [

@@ -1,0 +1,81 @@
+"""The supervisor's CrashLoopBackOff schedule and hold-downs (pure logic, fake clock)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skiff.cli.localcluster import ClusterState, Component
+from skiff.cli.supervisor import Backoff, Supervisor, stopped_marker
+
+
+@pytest.mark.parametrize(("crashes", "delay"), [
+    pytest.param(1, 0.0, id="first restart at once"),
+    pytest.param(2, 10.0, id="then 10s"),
+    pytest.param(3, 20.0, id="doubling"),
+    pytest.param(6, 160.0, id="160s"),
+    pytest.param(7, 300.0, id="capped at 300s"),
+    pytest.param(20, 300.0, id="stays capped"),
+])
+def test_issue11_restart_backoff_is_crash_loop_back_off(crashes: int, delay: float) -> None:
+    assert Backoff().delay(crashes) == delay
+
+
+def _dead_component(data_dir: Path, name: str) -> None:
+    comp = Component(name, pid=2**22 + 12345, address="", health="", log=str(
+        data_dir / f"{name}.log"), argv=["/bin/true"])
+    ClusterState(api="", data_dir=str(data_dir), components=[comp], started=0).save(data_dir)
+
+
+def test_issue11_supervisor_leaves_a_chaos_stopped_member_down(tmp_path: Path) -> None:
+    _dead_component(tmp_path, "apiserver-1")
+    stopped_marker(tmp_path, "apiserver-1").parent.mkdir(parents=True)
+    stopped_marker(tmp_path, "apiserver-1").touch()
+    lines: list[str] = []
+    Supervisor(tmp_path, echo=lines.append).tick()
+    state = ClusterState.load(tmp_path)
+    assert state is not None and state.components[0].restarts == 0 and lines == []
+
+
+def test_issue11_supervisor_leaves_a_fenced_kubelet_to_the_fence_agent(
+        tmp_path: Path) -> None:
+    _dead_component(tmp_path, "kubelet-node-2")
+    (tmp_path / "fenced").mkdir()
+    (tmp_path / "fenced" / "node-2").touch()
+    Supervisor(tmp_path, echo=lambda _: None).tick()
+    state = ClusterState.load(tmp_path)
+    assert state is not None and state.components[0].restarts == 0
+
+
+def test_issue11_second_crash_waits_for_the_back_off(tmp_path: Path) -> None:
+    now = [100.0]
+    _dead_component(tmp_path, "scheduler-1")
+    sup = Supervisor(tmp_path, Backoff(10, 300), echo=lambda _: None, clock=lambda: now[0])
+    sup.tick()  # first crash: restarted at once (/bin/true exits again at once)
+    first = ClusterState.load(tmp_path)
+    assert first is not None and first.components[0].restarts == 1
+    for proc in sup.children:
+        assert proc.popen is not None
+        proc.popen.wait(10)
+    now[0] += 1
+    sup.tick()  # second crash: due in 10 s
+    waiting = ClusterState.load(tmp_path)
+    assert waiting is not None and waiting.components[0].restarts == 1
+    now[0] += 10
+    sup.tick()
+    again = ClusterState.load(tmp_path)
+    assert again is not None and again.components[0].restarts == 2
+    for proc in sup.children:
+        assert proc.popen is not None
+        proc.popen.wait(10)
+
+
+def test_issue11_a_new_cluster_forgets_earlier_chaos_stops(tmp_path: Path) -> None:
+    from skiff.cli.supervisor import clear_stopped
+
+    stopped_marker(tmp_path, "etcd-2").parent.mkdir(parents=True)
+    stopped_marker(tmp_path, "etcd-2").touch()
+    clear_stopped(tmp_path)
+    assert not stopped_marker(tmp_path, "etcd-2").exists()
+    clear_stopped(tmp_path / "never-used")  # nothing to forget: no error
