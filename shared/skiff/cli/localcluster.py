@@ -228,23 +228,6 @@ class LocalCluster:
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
         return services
 
-    def unexpected_exits(self) -> list[Process]:
-        """Processes that died on their own: not a kubelet the fence agent stopped (its node
-        is marked fenced) or replaced (cluster.json records a newer PID for it)."""
-        state = ClusterState.load(self.data_dir)
-        recorded = {c.name: c.pid for c in state.components} if state else {}
-        dead: list[Process] = []
-        for proc in self.processes:
-            if proc.alive():
-                continue
-            if proc.name.startswith("kubelet-"):
-                node = proc.name.removeprefix("kubelet-")
-                if (self.data_dir / "fenced" / node).exists() or \
-                        recorded.get(proc.name, proc.pid) != proc.pid:
-                    continue
-            dead.append(proc)
-        return dead
-
     def _stop_adopted(self, timeout: float = 10.0) -> None:
         """Stop the kubelets the fence agent started again (recorded in cluster.json, not
         our children), each only if its /proc cmdline is still its recorded argv."""
