@@ -3,12 +3,19 @@
 Unary calls retry with exponential backoff (tenacity) while the apiserver is unavailable, up
 to `retry_seconds`; API errors (NotFound, Conflict, Invalid, ...) are raised at once as
 `ApiError`. `watch` is one stream from a resourceVersion; informers resume it themselves.
+
+The target may name several apiservers, comma-separated (`127.0.0.1:6443,127.0.0.1:6444`,
+as every `--apiserver` flag, `--server` and `SKIFF_SERVER` accept): the client talks to one
+at a time and moves to the next when that one is unreachable or answers ServiceUnavailable
+or Timeout (e.g. it lost etcd). Every apiserver serves the same etcd revisions, so a watch
+resumed on another one from the last resourceVersion loses and repeats nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -20,9 +27,21 @@ from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, encode, from_grpc, method_path
 
+log = logging.getLogger(__name__)
+
 Obj = dict[str, Any]
 
 _RETRYABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
+
+
+def parse_targets(target: str) -> list[str]:
+    """`"grpc://a:1, b:2"` → `["a:1", "b:2"]`: the apiservers of a comma-separated list."""
+    targets = [t.strip().removeprefix("grpc://").removeprefix("http://")
+               for t in target.split(",")]
+    targets = [t for t in targets if t]
+    if not targets:
+        raise ValueError(f"no apiserver address in {target!r} (want HOST:PORT[,HOST:PORT...])")
+    return targets
 
 
 @dataclass(frozen=True)
@@ -43,11 +62,15 @@ def _namespace_for(resource: str, namespace: str | None) -> str | None:
 
 
 class ApiClient:
-    """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`."""
+    """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`.
+
+    `ApiClient("127.0.0.1:6443,127.0.0.1:6444")` fails over between two apiservers."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
-        self.target = target.removeprefix("grpc://").removeprefix("http://")
+        self.targets = parse_targets(target)
+        self._index = 0
+        self.failovers = 0
         self.timeout = timeout
         self.retry_seconds = retry_seconds
         self._options = [
@@ -78,15 +101,27 @@ class ApiClient:
         self._closed = True
         await self._channel.close()
 
+    @property
+    def target(self) -> str:
+        """The apiserver in use now."""
+        return self.targets[self._index]
+
     async def reconnect(self, *, generation: int | None = None) -> None:
         """Replace the connection: a network partition drops packets without a reset, so a
         stream or call on the old connection could wait forever even after the network
-        heals. Calls in flight on the old one fail and are retried on the new one.
+        heals. Calls in flight on the old one fail and are retried on the new one. With
+        several apiservers the new connection goes to the next one.
 
         `generation` (from `self.generation`) makes concurrent callers that saw the same
         dead connection replace it once."""
         if self._closed or (generation is not None and generation != self._generation):
             return
+        if len(self.targets) > 1:
+            old_target = self.target
+            self._index = (self._index + 1) % len(self.targets)
+            self.failovers += 1
+            log.warning("apiserver unavailable; failing over",
+                        extra={"from": old_target, "to": self.target})
         old = self._channel
         self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
         self._generation += 1
@@ -99,6 +134,21 @@ class ApiClient:
 
     # -- transport -----------------------------------------------------------------------
 
+    async def _failed(self, err: grpc.aio.AioRpcError, generation: int) -> ApiError:
+        """The ApiError for a failed call or stream; moves to the next apiserver (or, with
+        one, reconnects after a deadline) when this one looks unavailable."""
+        code = err.code()
+        target = self.target
+        if code == grpc.StatusCode.CANCELLED and not self._closed:
+            # Our own reconnect cut it off; the call never reached a verdict.
+            return ApiError(Reason.SERVICE_UNAVAILABLE,
+                            f"connection to {target} was replaced")
+        api_err = from_grpc(err, target=target)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED or (
+                len(self.targets) > 1 and api_err.reason in _RETRYABLE):
+            await self.reconnect(generation=generation)
+        return api_err
+
     async def call(self, method: str, request: Obj, *, retry: bool = True) -> Obj:
         async def once() -> Obj:
             generation = self._generation
@@ -108,14 +158,7 @@ class ApiClient:
             try:
                 data = await stub(encode(request), timeout=self.timeout)
             except grpc.aio.AioRpcError as err:
-                code = err.code()
-                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    await self.reconnect(generation=generation)
-                if code == grpc.StatusCode.CANCELLED and not self._closed:
-                    # Our own reconnect cut it off; the call never reached a verdict.
-                    raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                                   f"connection to {self.target} was replaced") from None
-                raise from_grpc(err, target=self.target) from None
+                raise await self._failed(err, generation) from None
             return decode_map(data)
 
         if not retry:
@@ -234,6 +277,7 @@ class ApiClient:
                     allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent, None]:
         """One watch stream. Raises ApiError(Gone) for a compacted resourceVersion and
         ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv."""
+        generation = self._generation
         stub = self._channel.unary_stream(method_path("Watch"))
         call = stub(encode({
             "resource": resource, "namespace": _namespace_for(resource, namespace),
@@ -246,9 +290,6 @@ class ApiClient:
                 msg = decode_map(data)
                 yield WatchEvent(str(msg["type"]), dict(msg["object"]))
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.CANCELLED and not self._closed:
-                raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                               f"connection to {self.target} was replaced") from None
-            raise from_grpc(err, target=self.target) from None
+            raise await self._failed(err, generation) from None
         finally:
             call.cancel()
