@@ -26,12 +26,16 @@ import tenacity
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, encode, from_grpc, method_path
+from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
 _RETRYABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
+# Every write to these carries the leader epoch (see skiff.rpc.epoch), as do bindings and
+# deletes with grace 0.
+FENCED_RESOURCES = frozenset({"fences", "volumeattachments"})
 
 
 def parse_targets(target: str) -> list[str]:
@@ -90,6 +94,9 @@ class ApiClient:
         self._unary: dict[str, Any] = {}
         self._closed = False
         self.last_warnings: builtins.list[str] = []
+        # Set by a LeaderElector while this client's owner leads: destructive writes then
+        # carry it and the apiserver refuses them once another leader took the Lease.
+        self.leader_epoch: LeaderEpoch | None = None
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -149,14 +156,23 @@ class ApiClient:
             await self.reconnect(generation=generation)
         return api_err
 
-    async def call(self, method: str, request: Obj, *, retry: bool = True) -> Obj:
+    def _fenced(self, fenced: bool) -> tuple[tuple[str, str], ...] | None:
+        epoch = self.leader_epoch
+        if not fenced or epoch is None:
+            return None
+        return ((EPOCH_METADATA, epoch.encode()),)
+
+    async def call(self, method: str, request: Obj, *, retry: bool = True,
+                   fenced: bool = False) -> Obj:
+        """One RPC; `fenced` sends the leader epoch (if any) for the apiserver to check."""
         async def once() -> Obj:
             generation = self._generation
             stub = self._unary.get(method)
             if stub is None:
                 stub = self._unary[method] = self._channel.unary_unary(method_path(method))
             try:
-                data = await stub(encode(request), timeout=self.timeout)
+                data = await stub(encode(request), timeout=self.timeout,
+                                  metadata=self._fenced(fenced))
             except grpc.aio.AioRpcError as err:
                 raise await self._failed(err, generation) from None
             return decode_map(data)
@@ -189,7 +205,8 @@ class ApiClient:
         ns = namespace or obj.get("metadata", {}).get("namespace")
         resp = await self.call("Create", {
             "resource": resource, "namespace": _namespace_for(resource, ns), "object": obj,
-            "options": {"fieldValidation": field_validation}})
+            "options": {"fieldValidation": field_validation}},
+            fenced=resource in FENCED_RESOURCES)
         self.last_warnings = list(resp.get("warnings", []))
         return dict(resp["object"])
 
@@ -214,7 +231,8 @@ class ApiClient:
         resp = await self.call("Update", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
-            "object": obj, "options": {"fieldValidation": field_validation}})
+            "object": obj, "options": {"fieldValidation": field_validation}},
+            fenced=resource in FENCED_RESOURCES)
         return dict(resp["object"])
 
     async def update_status(self, obj: Obj) -> Obj:
@@ -222,7 +240,7 @@ class ApiClient:
         resp = await self.call("UpdateStatus", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
-            "object": obj})
+            "object": obj}, fenced=resource in FENCED_RESOURCES)
         return dict(resp["object"])
 
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
@@ -238,7 +256,8 @@ class ApiClient:
             options["preconditions"] = preconditions
         return await self.call("Delete", {
             "resource": resource, "namespace": _namespace_for(resource, namespace),
-            "name": name, "options": options})
+            "name": name, "options": options},
+            fenced=grace_period_seconds == 0 or resource in FENCED_RESOURCES)
 
     async def bind(self, namespace: str, name: str, node_name: str, *,
                    uid: str | None = None) -> Obj:
@@ -248,7 +267,7 @@ class ApiClient:
         if uid:
             binding["metadata"]["uid"] = uid
         resp = await self.call("Bind", {"namespace": namespace, "name": name,
-                                        "object": binding})
+                                        "object": binding}, fenced=True)
         return dict(resp["object"])
 
     async def evict(self, namespace: str, name: str, *,
