@@ -5,12 +5,19 @@ resourceVersion is a Conflict and a create of an existing key is AlreadyExists. 
 msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on read.
 Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
 Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
+
+Leader fencing (Skiff's addition, see skiff.rpc.epoch): while `leader_epoch` is set for the
+request, every transaction first reads the Lease it names, refuses (403 Forbidden) unless the
+Lease still has that holder and leaseTransitions, and adds a compare on the Lease key's
+mod_revision, so the check and the write are one atomic etcd transaction. A compare that
+failed only because the leader renewed in between is retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -24,12 +31,19 @@ import grpc
 import tenacity
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.kinds import REGISTRY_PREFIX
 from skiff.rpc import codec
+from skiff.rpc.epoch import LeaderEpoch
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Obj = dict[str, Any]
+
+# The fencing token of the request being served (set by the gRPC front), or None.
+leader_epoch: contextvars.ContextVar[LeaderEpoch | None] = contextvars.ContextVar(
+    "leader_epoch", default=None)
+_EPOCH_ATTEMPTS = 10
 
 _TRANSIENT = (
     aetcd.exceptions.ConnectionFailedError,
@@ -156,6 +170,42 @@ class EtcdStorage:
 
     async def _txn(self, compare: builtins.list[Any],
                    success: builtins.list[Any]) -> tuple[bool, int]:
+        epoch = leader_epoch.get()
+        if epoch is None:
+            return await self._txn_once(compare, success)
+        lease_key = f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}".encode()
+        tx = self._client.transactions
+        for _ in range(_EPOCH_ATTEMPTS):
+            lease_revision = await self._check_epoch(epoch)
+            ok, revision = await self._txn_once(
+                [*compare, tx.mod(lease_key) == lease_revision], success)
+            if ok:
+                return ok, revision
+            lease, _ = await self.get(lease_key.decode())
+            if lease is not None and lease.mod_revision == lease_revision:
+                return ok, revision  # the object's own compare failed
+            # The Lease changed in between (a renewal, or a new leader): check again.
+        raise ApiError(Reason.CONFLICT,
+                       f"{epoch.describe()} kept changing during the write; retry")
+
+    async def _check_epoch(self, epoch: LeaderEpoch) -> int:
+        """The Lease's mod_revision if it still names this leader's term, else Forbidden."""
+        lease, _ = await self.get(f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}")
+        spec = ((lease.obj or {}).get("spec") or {}) if lease is not None else {}
+        holder = str(spec.get("holderIdentity") or "")
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if lease is None or holder != epoch.holder or transitions != epoch.transitions:
+            now = (f"held by {holder!r} with leaseTransitions {transitions}" if holder else
+                   f"held by nobody (leaseTransitions {transitions})" if lease is not None
+                   else "gone")
+            raise ApiError(
+                Reason.FORBIDDEN,
+                f"write refused by leader fencing: it carries the epoch of {epoch.describe()}, "
+                f"but that Lease is now {now}; a deposed leader may not write")
+        return lease.mod_revision
+
+    async def _txn_once(self, compare: builtins.list[Any],
+                        success: builtins.list[Any]) -> tuple[bool, int]:
         async def call() -> tuple[bool, int]:
             await self._client.connect()
             request = etcdrpc.TxnRequest(

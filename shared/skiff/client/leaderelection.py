@@ -127,7 +127,7 @@ class LeaderElector:
                 if create_err.reason == Reason.ALREADY_EXISTS:
                     return False
                 raise
-            self._observe(record)
+            self._hold(record)
             return True
         old = LeaderElectionRecord.from_lease(lease)
         if old != self._observed:
@@ -153,8 +153,15 @@ class LeaderElector:
             if err.reason in (Reason.CONFLICT, Reason.NOT_FOUND):
                 return False
             raise
-        self._observe(record)
+        self._hold(record)
         return True
+
+    def _hold(self, record: LeaderElectionRecord) -> None:
+        """We hold the lease as `record` says: our destructive writes carry this term."""
+        self._observe(record)
+        c = self.config
+        self.client.leader_epoch = LeaderEpoch(c.namespace, c.name, c.identity,
+                                               record.lease_transitions)
 
     def _observe(self, record: LeaderElectionRecord) -> None:
         self._observed = record
@@ -195,9 +202,6 @@ class LeaderElector:
         while True:
             if await self._attempt(c.retry_period):
                 self._last_renew = self.clock.monotonic()
-                transitions = self._observed.lease_transitions if self._observed else 0
-                self.client.leader_epoch = LeaderEpoch(c.namespace, c.name, c.identity,
-                                                       transitions)
                 return
             await self.clock.sleep(c.retry_period * (1 + random.random() * JITTER_FACTOR))
 
