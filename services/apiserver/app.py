@@ -31,7 +31,8 @@ log = logging.getLogger("skiff.apiserver")
 
 @dataclass(frozen=True)
 class ApiServerSettings:
-    etcd_servers: str = setting("http://127.0.0.1:2379", help="etcd client URL")
+    etcd_servers: str = setting("http://127.0.0.1:2379", help="etcd client URL, or several "
+                                "comma-separated (members of one cluster)")
     bind_address: str = setting("127.0.0.1", help="address to serve gRPC on")
     secure_port: int = setting(6443, help="gRPC port (0 picks a free one; see --port-file)")
     port_file: str = setting("", help="write the bound port to this file once serving")

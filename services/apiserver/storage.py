@@ -90,21 +90,49 @@ class EtcdStorage:
 
     def __init__(self, endpoint: str, *, request_timeout: float = 5.0,
                  retry_seconds: float = 10.0) -> None:
-        host, _, port = endpoint.removeprefix("http://").rpartition(":")
-        self.endpoint = endpoint
-        self._client = aetcd.Client(host=host or "127.0.0.1", port=int(port),
-                                    timeout=int(max(1, request_timeout)))
+        # `--etcd-servers` may list several members, comma-separated, as kube-apiserver's:
+        # requests go to one and move to the next when it fails or cannot reach a quorum.
+        self.endpoints = [e.strip() for e in endpoint.split(",") if e.strip()]
+        if not self.endpoints:
+            raise ValueError(f"--etcd-servers: no etcd URL in {endpoint!r}")
+        self._index = 0
         self._timeout = request_timeout
         self._retry_seconds = retry_seconds
+        self._client = self._new_client()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def endpoint(self) -> str:
+        """The etcd member in use now."""
+        return self.endpoints[self._index]
+
+    def _new_client(self) -> aetcd.Client:
+        host, _, port = self.endpoint.removeprefix("http://").rpartition(":")
+        return aetcd.Client(host=host or "127.0.0.1", port=int(port),
+                            timeout=int(max(1, self._timeout)))
+
+    def _failover(self, failed: aetcd.Client) -> None:
+        """Move to the next etcd member after `failed` (if still in use) did not answer."""
+        if len(self.endpoints) < 2 or failed is not self._client:
+            return
+        old = self.endpoint
+        self._index = (self._index + 1) % len(self.endpoints)
+        self._client = self._new_client()
+        log.warning("etcd member unavailable; using the next one",
+                    extra={"from": old, "to": self.endpoint})
+        task = asyncio.get_running_loop().create_task(failed.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def connect(self) -> None:
-        await self._retry(self._client.connect)
+        await self._retry(lambda: self._client.connect())
 
     async def close(self) -> None:
         await self._client.close()
 
     async def _retry(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run one etcd call, retrying transport failures with backoff for a bounded time."""
+        """Run one etcd call, retrying transport failures with backoff for a bounded time
+        (on the next member when there are several)."""
         try:
             async for attempt in tenacity.AsyncRetrying(
                 retry=tenacity.retry_if_exception_type(_TRANSIENT),
@@ -113,11 +141,25 @@ class EtcdStorage:
                 reraise=True,
             ):
                 with attempt:
-                    return await call()
+                    client = self._client
+                    try:
+                        return await call()
+                    except _TRANSIENT:
+                        self._failover(client)
+                        raise
+        except aetcd.exceptions.ConnectionTimeoutError:
+            raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(
+                f"did not answer within {self._timeout:g}s")) from None
         except _TRANSIENT as err:
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                           f"etcd at {self.endpoint} is unavailable: {err}") from None
+                           self._unavailable(f"is unavailable ({err or 'no connection'})")
+                           ) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unavailable(self, what: str) -> str:
+        members = ", ".join(self.endpoints)
+        return (f"etcd at {members} {what}: writes and consistent reads need a quorum "
+                "(a majority of etcd members); retry later or use another apiserver")
 
     async def _range(self, key: str, *, prefix: bool, revision: int = 0,
                      count_only: bool = False) -> Any:
@@ -207,24 +249,27 @@ class EtcdStorage:
     async def _txn_once(self, compare: builtins.list[Any],
                         success: builtins.list[Any]) -> tuple[bool, int]:
         async def call() -> tuple[bool, int]:
-            await self._client.connect()
+            client, endpoint = self._client, self.endpoint
+            await client.connect()
             request = etcdrpc.TxnRequest(
                 compare=[c.build_message() for c in compare],
-                success=self._client._ops_to_requests(success),
+                success=client._ops_to_requests(success),
                 failure=[],
             )
             try:
-                resp = await self._client.kvstub.Txn(request, timeout=self._timeout)
+                resp = await client.kvstub.Txn(request, timeout=self._timeout)
             except etcdrpc.AioRpcError as err:
                 if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                     # The request may sit in a send buffer of a cut connection and reach
                     # etcd after the cut heals: say so, and do not stack up retries (the
                     # compare makes a late duplicate fail harmlessly anyway).
+                    self._failover(client)
                     raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                                   f"etcd at {self.endpoint} did not answer within "
-                                   f"{self._timeout:g}s; the write may still be applied "
-                                   "once etcd is reachable again: read the object before "
-                                   "retrying") from None
+                                   f"etcd at {endpoint} did not answer within "
+                                   f"{self._timeout:g}s (a write needs a quorum of etcd "
+                                   "members); the write may still be applied once etcd is "
+                                   "reachable again: read the object before retrying"
+                                   ) from None
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError.
                 aetcd.exceptions._handle_exception(err)

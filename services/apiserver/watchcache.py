@@ -7,6 +7,11 @@ a dedicated etcd watch from R+1, which is still exact (etcd's log is the event l
 answers Gone when R has been compacted. Watchers have bounded queues: one that falls too far
 behind is closed and resumes from its last revision, as Kubernetes does.
 
+A watch from a revision newer than the cache has seen (the client came from another
+apiserver, or this one's etcd member is behind) waits up to `too_large_wait` for the cache to
+reach it, as Kubernetes does, then fails with Timeout "Too large resource version" so the
+client resumes elsewhere instead of waiting on a cache that may be cut off from the quorum.
+
 Label and field selectors are applied per watcher with Kubernetes' transition rules: an
 object that stops matching is sent as DELETED, one that starts matching as ADDED.
 """
@@ -102,8 +107,9 @@ class WatchCache:
     """Keeps one etcd watch on /registry/ and a window of recent events."""
 
     def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
-                 bookmark_interval: float = 10.0) -> None:
+                 bookmark_interval: float = 10.0, too_large_wait: float = 3.0) -> None:
         self._storage = storage
+        self.too_large_wait = too_large_wait
         self._capacity = capacity
         self.bookmark_interval = bookmark_interval
         self._window: collections.deque[RawEvent] = collections.deque()
@@ -178,6 +184,12 @@ class WatchCache:
     async def watch(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
         """Every change of `req` with revision > `after`, in order, plus bookmarks."""
         await self.ready()
+        if after > self.revision and not await self.wait_for_revision(after,
+                                                                      self.too_large_wait):
+            raise ApiError(Reason.TIMEOUT, (
+                f"Too large resource version: {after}, current: {self.revision}: this "
+                "apiserver's watch cache is behind (is its etcd member cut off from the "
+                "quorum?); retry, or use another apiserver"))
         if after < self._window_start:
             async for ev in self._watch_etcd(req, after):
                 yield ev
