@@ -44,6 +44,9 @@ Obj = dict[str, Any]
 leader_epoch: contextvars.ContextVar[LeaderEpoch | None] = contextvars.ContextVar(
     "leader_epoch", default=None)
 _EPOCH_ATTEMPTS = 10
+# What etcd answers, with a code aetcd does not map, when it cannot reach a quorum in time.
+_QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
+                  "leader changed", "unhealthy cluster", "timed out waiting for read index")
 
 _TRANSIENT = (
     aetcd.exceptions.ConnectionFailedError,
@@ -70,6 +73,13 @@ class RawEvent:
     obj: Obj | None  # the new value (None on DELETE)
     prev: Obj | None  # the previous value when etcd still has it
     created: bool  # PUT that created the key
+
+
+def _transient(err: BaseException) -> bool:
+    if isinstance(err, _TRANSIENT):
+        return True
+    return isinstance(err, aetcd.exceptions.ClientError) and any(
+        text in str(err) for text in _QUORUM_ERRORS)
 
 
 def decode_value(value: bytes, mod_revision: int) -> Obj:
@@ -135,7 +145,7 @@ class EtcdStorage:
         (on the next member when there are several)."""
         try:
             async for attempt in tenacity.AsyncRetrying(
-                retry=tenacity.retry_if_exception_type(_TRANSIENT),
+                retry=tenacity.retry_if_exception(_transient),
                 wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
                 stop=tenacity.stop_after_delay(self._retry_seconds),
                 reraise=True,
@@ -144,13 +154,16 @@ class EtcdStorage:
                     client = self._client
                     try:
                         return await call()
-                    except _TRANSIENT:
-                        self._failover(client)
+                    except aetcd.exceptions.ClientError as err:
+                        if _transient(err):
+                            self._failover(client)
                         raise
         except aetcd.exceptions.ConnectionTimeoutError:
             raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(
                 f"did not answer within {self._timeout:g}s")) from None
-        except _TRANSIENT as err:
+        except aetcd.exceptions.ClientError as err:
+            if not _transient(err):
+                raise
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
                            self._unavailable(f"is unavailable ({err or 'no connection'})")
                            ) from None

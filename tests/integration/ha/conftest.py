@@ -73,7 +73,8 @@ class HaCluster:
         proc = service_process(name, "skiff.apiserver", [
             "--etcd-servers", self.etcd_endpoint(etcd_member), "--secure-port", str(port),
             "--etcd-retry-seconds", "2", "--etcd-request-timeout", "2",
-            "--watch-bookmark-interval", "1", *(args or [])],
+            "--watch-bookmark-interval", "1", "--watch-quorum-check-interval", "1",
+            *(args or [])],
             log_dir=self.root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
         self.apiservers.append(proc)
         self.api_ports.append(port)

@@ -121,7 +121,8 @@ async def test_issue11_watch_on_a_lagging_apiserver_fails_instead_of_hanging(
     stream that looks current."""
     ha_cluster.start_etcd_cluster(3)
     ha_cluster.add_apiserver(etcd_member=0)
-    ha_cluster.add_apiserver(etcd_member=2)
+    # Its quorum monitor off: this test is about the revision check alone.
+    ha_cluster.add_apiserver(etcd_member=2, args=["--watch-quorum-check-interval", "1h"])
     ns = f"t-{uuid.uuid4().hex[:8]}"
     async with ApiClient(ha_cluster.api_target(0), retry_seconds=30) as first, \
             ApiClient(ha_cluster.api_target(1), retry_seconds=1) as lagging:
@@ -147,3 +148,59 @@ async def test_issue11_watch_on_a_lagging_apiserver_fails_instead_of_hanging(
         ev = await asyncio.wait_for(anext(stream), 60)
         await stream.aclose()
         assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "later")
+
+
+async def test_issue11_watches_on_an_etcd_minority_are_closed_not_left_looking_current(
+        ha_cluster: HaCluster) -> None:
+    """A watch served by an apiserver whose etcd member lost the quorum ends with
+    ServiceUnavailable (so its client moves on) instead of sending bookmarks forever; new
+    watches are refused until the quorum is back, then resume from the same revision."""
+    ha_cluster.start_etcd_cluster(3)
+    ha_cluster.add_apiserver(etcd_member=0)
+    ns = f"t-{uuid.uuid4().hex[:8]}"
+    async with ApiClient(ha_cluster.api_target(0), retry_seconds=1, timeout=20) as api:
+        await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        rv = (await api.create(_lease("before", ns)))["metadata"]["resourceVersion"]
+        stream = api.watch("leases", ns, resource_version=rv)
+        for member in ha_cluster.etcd[1:]:
+            member.signal(signal.SIGSTOP)
+        try:
+            with pytest.raises(ApiError) as closed:
+                async with asyncio.timeout(60):
+                    async for ev in stream:
+                        assert ev.type == "BOOKMARK", "no event the quorum did not commit"
+            assert closed.value.reason == Reason.SERVICE_UNAVAILABLE
+            assert "cannot confirm its watch cache is current" in closed.value.message
+            with pytest.raises(ApiError) as refused:
+                await anext(api.watch("leases", ns, resource_version=rv))
+            assert refused.value.reason == Reason.SERVICE_UNAVAILABLE
+        finally:
+            for member in ha_cluster.etcd[1:]:
+                member.signal(signal.SIGCONT)
+
+        async def write_after() -> bool:
+            try:
+                await api.create(_lease("after", ns))
+            except ApiError as err:
+                if err.reason in UNAVAILABLE:
+                    return False
+                if err.reason != Reason.ALREADY_EXISTS:
+                    raise
+            return True
+
+        async def resumed() -> bool:
+            try:
+                async with asyncio.timeout(5):
+                    resume = api.watch("leases", ns, resource_version=rv)
+                    try:
+                        ev = await anext(resume)
+                        while ev.type == "BOOKMARK":
+                            ev = await anext(resume)
+                    finally:
+                        await resume.aclose()
+            except (ApiError, TimeoutError):
+                return False
+            return ev.object["metadata"]["name"] == "after"
+
+        await wait_for(write_after, timeout=60, interval=0.5, what="writes again")
+        await wait_for(resumed, timeout=60, interval=1, what="watches served again")
