@@ -102,10 +102,17 @@ async def test_issue11_apiserver_with_every_etcd_member_moves_off_a_frozen_one(
     ha_cluster.add_apiserver(args=["--etcd-servers", members])
     ns = f"t-{uuid.uuid4().hex[:8]}"
     async with ApiClient(ha_cluster.api_target(0), retry_seconds=60, timeout=20) as api:
-        await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+        created = await api.create({"apiVersion": "v1", "kind": "Namespace",
+                                    "metadata": {"name": ns}})
         ha_cluster.etcd[0].signal(signal.SIGSTOP)  # the first member, the one in use
         try:
             await api.create(_lease("while-etcd-1-frozen", ns))
+            # The watch cache follows the new member too.
+            stream = api.watch("leases", ns,
+                               resource_version=created["metadata"]["resourceVersion"])
+            ev = await asyncio.wait_for(anext(stream), 60)
+            await stream.aclose()
+            assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "while-etcd-1-frozen")
             got = await api.get("leases", "while-etcd-1-frozen", ns)
             assert got["spec"]["holderIdentity"] == "while-etcd-1-frozen"
             items = (await api.list("leases", ns))["items"]
