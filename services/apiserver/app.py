@@ -31,7 +31,8 @@ log = logging.getLogger("skiff.apiserver")
 
 @dataclass(frozen=True)
 class ApiServerSettings:
-    etcd_servers: str = setting("http://127.0.0.1:2379", help="etcd client URL")
+    etcd_servers: str = setting("http://127.0.0.1:2379", help="etcd client URL, or several "
+                                "comma-separated (members of one cluster)")
     bind_address: str = setting("127.0.0.1", help="address to serve gRPC on")
     secure_port: int = setting(6443, help="gRPC port (0 picks a free one; see --port-file)")
     port_file: str = setting("", help="write the bound port to this file once serving")
@@ -40,6 +41,9 @@ class ApiServerSettings:
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
+    watch_quorum_check_interval: float = duration(
+        5.0, help="how often the watch cache confirms with a quorum read that it is current "
+                  "(watches are closed while it cannot)")
     default_not_ready_toleration_seconds: int = setting(300)
     default_unreachable_toleration_seconds: int = setting(300)
     etcd_request_timeout: float = duration(5.0)
@@ -69,7 +73,8 @@ class ApiServer:
         storage = EtcdStorage(s.etcd_servers, request_timeout=s.etcd_request_timeout,
                               retry_seconds=s.etcd_retry_seconds)
         cache = WatchCache(storage, capacity=s.watch_cache_size,
-                           bookmark_interval=s.watch_bookmark_interval)
+                           bookmark_interval=s.watch_bookmark_interval,
+                           quorum_check_interval=s.watch_quorum_check_interval)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
@@ -81,6 +86,7 @@ class ApiServer:
             async with asyncio.TaskGroup() as tg:
                 await self._wait_for_etcd(storage, registry)
                 cache_task = tg.create_task(cache.run(), name="watch-cache")
+                monitor_task = tg.create_task(cache.monitor(), name="watch-cache-monitor")
                 await cache.ready()
                 lookups_task = tg.create_task(registry.run_lookups(), name="lookups")
                 http = None
@@ -102,6 +108,7 @@ class ApiServer:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
                 lookups_task.cancel()
+                monitor_task.cancel()
                 cache_task.cancel()
         finally:
             await server.stop(0)

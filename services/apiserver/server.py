@@ -18,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.storage import leader_epoch
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
     MAX_OBJECT_BYTES,
@@ -27,6 +28,7 @@ from skiff.rpc import (
     encode,
     to_grpc,
 )
+from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
 log = logging.getLogger(__name__)
 
@@ -180,9 +182,20 @@ def _internal(method: str, err: BaseException) -> ApiError:
                     f"internal error in {method}; the apiserver log has the details")
 
 
+def _leader_epoch(context: grpc.aio.ServicerContext[Any, Any]) -> LeaderEpoch | None:
+    """The fencing token a leader-elected client sent (skiff.rpc.epoch), if any."""
+    for key, value in context.invocation_metadata() or ():
+        if key == EPOCH_METADATA:
+            text = value.decode() if isinstance(value, bytes) else str(value)
+            return LeaderEpoch.decode(text)
+    return None
+
+
 def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:
     async def handler(data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
         try:
+            # Every etcd write this request makes is checked against the epoch (storage).
+            leader_epoch.set(_leader_epoch(context))
             return encode(await fn(_decode_request(data)))
         except ApiError as err:
             await _abort(context, err)

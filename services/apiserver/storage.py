@@ -5,12 +5,19 @@ resourceVersion is a Conflict and a create of an existing key is AlreadyExists. 
 msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on read.
 Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
 Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
+
+Leader fencing (Skiff's addition, see skiff.rpc.epoch): while `leader_epoch` is set for the
+request, every transaction first reads the Lease it names, refuses (403 Forbidden) unless the
+Lease still has that holder and leaseTransitions, and adds a compare on the Lease key's
+mod_revision, so the check and the write are one atomic etcd transaction. A compare that
+failed only because the leader renewed in between is retried.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
+import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -24,12 +31,22 @@ import grpc
 import tenacity
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.kinds import REGISTRY_PREFIX
 from skiff.rpc import codec
+from skiff.rpc.epoch import LeaderEpoch
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Obj = dict[str, Any]
+
+# The fencing token of the request being served (set by the gRPC front), or None.
+leader_epoch: contextvars.ContextVar[LeaderEpoch | None] = contextvars.ContextVar(
+    "leader_epoch", default=None)
+_EPOCH_ATTEMPTS = 10
+# What etcd answers, with a code aetcd does not map, when it cannot reach a quorum in time.
+_QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
+                  "leader changed", "unhealthy cluster", "timed out waiting for read index")
 
 _TRANSIENT = (
     aetcd.exceptions.ConnectionFailedError,
@@ -58,6 +75,13 @@ class RawEvent:
     created: bool  # PUT that created the key
 
 
+def _transient(err: BaseException) -> bool:
+    if isinstance(err, _TRANSIENT):
+        return True
+    return isinstance(err, aetcd.exceptions.ClientError) and any(
+        text in str(err) for text in _QUORUM_ERRORS)
+
+
 def decode_value(value: bytes, mod_revision: int) -> Obj:
     obj = codec.decode_map(value)
     obj.setdefault("metadata", {})["resourceVersion"] = str(mod_revision)
@@ -76,37 +100,79 @@ class EtcdStorage:
 
     def __init__(self, endpoint: str, *, request_timeout: float = 5.0,
                  retry_seconds: float = 10.0) -> None:
-        # `--etcd-servers` may list every member; until this client fails over between
-        # them it talks to the first (`skiff up --ha` puts each apiserver's own first).
-        first = endpoint.split(",")[0].strip()
-        host, _, port = first.removeprefix("http://").rpartition(":")
-        self.endpoint = endpoint
-        self._client = aetcd.Client(host=host or "127.0.0.1", port=int(port),
-                                    timeout=int(max(1, request_timeout)))
+        # `--etcd-servers` may list several members, comma-separated, as kube-apiserver's:
+        # requests go to one and move to the next when it fails or cannot reach a quorum.
+        self.endpoints = [e.strip() for e in endpoint.split(",") if e.strip()]
+        if not self.endpoints:
+            raise ValueError(f"--etcd-servers: no etcd URL in {endpoint!r}")
+        self._index = 0
         self._timeout = request_timeout
         self._retry_seconds = retry_seconds
+        self._client = self._new_client()
+        self._closing: set[asyncio.Task[None]] = set()
+
+    @property
+    def endpoint(self) -> str:
+        """The etcd member in use now."""
+        return self.endpoints[self._index]
+
+    def _new_client(self) -> aetcd.Client:
+        host, _, port = self.endpoint.removeprefix("http://").rpartition(":")
+        return aetcd.Client(host=host or "127.0.0.1", port=int(port),
+                            timeout=int(max(1, self._timeout)))
+
+    def _failover(self, failed: aetcd.Client) -> None:
+        """Move to the next etcd member after `failed` (if still in use) did not answer."""
+        if len(self.endpoints) < 2 or failed is not self._client:
+            return
+        old = self.endpoint
+        self._index = (self._index + 1) % len(self.endpoints)
+        self._client = self._new_client()
+        log.warning("etcd member unavailable; using the next one",
+                    extra={"from": old, "to": self.endpoint})
+        task = asyncio.get_running_loop().create_task(failed.close())
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
 
     async def connect(self) -> None:
-        await self._retry(self._client.connect)
+        await self._retry(lambda: self._client.connect())
 
     async def close(self) -> None:
         await self._client.close()
 
     async def _retry(self, call: Callable[[], Awaitable[T]]) -> T:
-        """Run one etcd call, retrying transport failures with backoff for a bounded time."""
+        """Run one etcd call, retrying transport failures with backoff for a bounded time
+        (on the next member when there are several)."""
         try:
             async for attempt in tenacity.AsyncRetrying(
-                retry=tenacity.retry_if_exception_type(_TRANSIENT),
+                retry=tenacity.retry_if_exception(_transient),
                 wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
                 stop=tenacity.stop_after_delay(self._retry_seconds),
                 reraise=True,
             ):
                 with attempt:
-                    return await call()
-        except _TRANSIENT as err:
+                    client = self._client
+                    try:
+                        return await call()
+                    except aetcd.exceptions.ClientError as err:
+                        if _transient(err):
+                            self._failover(client)
+                        raise
+        except aetcd.exceptions.ConnectionTimeoutError:
+            raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(
+                f"did not answer within {self._timeout:g}s")) from None
+        except aetcd.exceptions.ClientError as err:
+            if not _transient(err):
+                raise
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                           f"etcd at {self.endpoint} is unavailable: {err}") from None
+                           self._unavailable(f"is unavailable ({err or 'no connection'})")
+                           ) from None
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _unavailable(self, what: str) -> str:
+        members = ", ".join(self.endpoints)
+        return (f"etcd at {members} {what}: writes and consistent reads need a quorum "
+                "(a majority of etcd members); retry later or use another apiserver")
 
     async def _range(self, key: str, *, prefix: bool, revision: int = 0,
                      count_only: bool = False) -> Any:
@@ -159,25 +225,64 @@ class EtcdStorage:
 
     async def _txn(self, compare: builtins.list[Any],
                    success: builtins.list[Any]) -> tuple[bool, int]:
+        epoch = leader_epoch.get()
+        if epoch is None:
+            return await self._txn_once(compare, success)
+        lease_key = f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}".encode()
+        tx = self._client.transactions
+        for _ in range(_EPOCH_ATTEMPTS):
+            lease_revision = await self._check_epoch(epoch)
+            ok, revision = await self._txn_once(
+                [*compare, tx.mod(lease_key) == lease_revision], success)
+            if ok:
+                return ok, revision
+            lease, _ = await self.get(lease_key.decode())
+            if lease is not None and lease.mod_revision == lease_revision:
+                return ok, revision  # the object's own compare failed
+            # The Lease changed in between (a renewal, or a new leader): check again.
+        raise ApiError(Reason.CONFLICT,
+                       f"{epoch.describe()} kept changing during the write; retry")
+
+    async def _check_epoch(self, epoch: LeaderEpoch) -> int:
+        """The Lease's mod_revision if it still names this leader's term, else Forbidden."""
+        lease, _ = await self.get(f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}")
+        spec = ((lease.obj or {}).get("spec") or {}) if lease is not None else {}
+        holder = str(spec.get("holderIdentity") or "")
+        transitions = int(spec.get("leaseTransitions") or 0)
+        if lease is None or holder != epoch.holder or transitions != epoch.transitions:
+            now = (f"held by {holder!r} with leaseTransitions {transitions}" if holder else
+                   f"held by nobody (leaseTransitions {transitions})" if lease is not None
+                   else "gone")
+            raise ApiError(
+                Reason.FORBIDDEN,
+                f"write refused by leader fencing: it carries the epoch of {epoch.describe()}, "
+                f"but that Lease is now {now}; a deposed leader may not write")
+        return lease.mod_revision
+
+    async def _txn_once(self, compare: builtins.list[Any],
+                        success: builtins.list[Any]) -> tuple[bool, int]:
         async def call() -> tuple[bool, int]:
-            await self._client.connect()
+            client, endpoint = self._client, self.endpoint
+            await client.connect()
             request = etcdrpc.TxnRequest(
                 compare=[c.build_message() for c in compare],
-                success=self._client._ops_to_requests(success),
+                success=client._ops_to_requests(success),
                 failure=[],
             )
             try:
-                resp = await self._client.kvstub.Txn(request, timeout=self._timeout)
+                resp = await client.kvstub.Txn(request, timeout=self._timeout)
             except etcdrpc.AioRpcError as err:
                 if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                     # The request may sit in a send buffer of a cut connection and reach
                     # etcd after the cut heals: say so, and do not stack up retries (the
                     # compare makes a late duplicate fail harmlessly anyway).
+                    self._failover(client)
                     raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                                   f"etcd at {self.endpoint} did not answer within "
-                                   f"{self._timeout:g}s; the write may still be applied "
-                                   "once etcd is reachable again: read the object before "
-                                   "retrying") from None
+                                   f"etcd at {endpoint} did not answer within "
+                                   f"{self._timeout:g}s (a write needs a quorum of etcd "
+                                   "members); the write may still be applied once etcd is "
+                                   "reachable again: read the object before retrying"
+                                   ) from None
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError.
                 aetcd.exceptions._handle_exception(err)

@@ -7,6 +7,18 @@ a dedicated etcd watch from R+1, which is still exact (etcd's log is the event l
 answers Gone when R has been compacted. Watchers have bounded queues: one that falls too far
 behind is closed and resumes from its last revision, as Kubernetes does.
 
+A watch from a revision newer than the cache has seen (the client came from another
+apiserver, or this one's etcd member is behind) waits up to `too_large_wait` for the cache to
+reach it, as Kubernetes does, then fails with Timeout "Too large resource version" so the
+client resumes elsewhere instead of waiting on a cache that may be cut off from the quorum.
+
+`monitor()` confirms the cache's currency every `quorum_check_interval`: a quorum
+(linearizable) read of etcd's revision, then a wait for the cache to reach it. When the read
+fails (this apiserver's etcd member lost the quorum, or etcd is gone), every watch is closed
+with ServiceUnavailable and new ones are refused until a read succeeds again: the stream
+would otherwise stay open with bookmarks that look current while it can see nothing the
+majority commits, and its clients would never move to another apiserver.
+
 Label and field selectors are applied per watcher with Kubernetes' transition rules: an
 object that stops matching is sent as DELETED, one that starts matching as ADDED.
 """
@@ -102,8 +114,12 @@ class WatchCache:
     """Keeps one etcd watch on /registry/ and a window of recent events."""
 
     def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
-                 bookmark_interval: float = 10.0) -> None:
+                 bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
+                 quorum_check_interval: float = 5.0) -> None:
         self._storage = storage
+        self.too_large_wait = too_large_wait
+        self.quorum_check_interval = quorum_check_interval
+        self.unavailable: ApiError | None = None  # set while currency cannot be confirmed
         self._capacity = capacity
         self.bookmark_interval = bookmark_interval
         self._window: collections.deque[RawEvent] = collections.deque()
@@ -144,6 +160,39 @@ class WatchCache:
     async def ready(self) -> None:
         await self._ready.wait()
 
+    async def monitor(self) -> None:
+        """Confirm forever that the cache follows etcd's quorum (see the module doc)."""
+        await self.ready()
+        while True:
+            await asyncio.sleep(self.quorum_check_interval)
+            try:
+                revision = await self._storage.current_revision()
+            except Exception as err:  # never let a failed check take the apiserver down
+                why = (err.message if isinstance(err, ApiError)
+                       else "a quorum read of etcd failed (see the apiserver log)")
+                if self.unavailable is None:
+                    log.warning("etcd quorum unreachable; closing watches",
+                                extra={"revision": self.revision, "error": str(err)})
+                self.unavailable = ApiError(Reason.SERVICE_UNAVAILABLE, (
+                    f"this apiserver cannot confirm its watch cache is current: {why}; "
+                    "watch again from your last resourceVersion (on another apiserver if "
+                    "you have one)"))
+                self._fail_watchers(self.unavailable)
+                continue
+            if not await self.wait_for_revision(revision, self.too_large_wait):
+                log.warning("watch cache behind etcd",
+                            extra={"revision": self.revision, "etcdRevision": revision})
+                continue
+            if self.unavailable is not None:
+                log.info("etcd quorum reachable again; serving watches",
+                         extra={"revision": self.revision})
+            self.unavailable = None
+
+    def _fail_watchers(self, err: ApiError) -> None:
+        for sub in self._subscribers:
+            sub.queue.put_nowait(err)
+        self._subscribers.clear()
+
     def _append(self, raw: RawEvent) -> None:
         self._window.append(raw)
         self.revision = raw.revision
@@ -178,6 +227,14 @@ class WatchCache:
     async def watch(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
         """Every change of `req` with revision > `after`, in order, plus bookmarks."""
         await self.ready()
+        if self.unavailable is not None:
+            raise self.unavailable
+        if after > self.revision and not await self.wait_for_revision(after,
+                                                                      self.too_large_wait):
+            raise ApiError(Reason.TIMEOUT, (
+                f"Too large resource version: {after}, current: {self.revision}: this "
+                "apiserver's watch cache is behind (is its etcd member cut off from the "
+                "quorum?); retry, or use another apiserver"))
         if after < self._window_start:
             async for ev in self._watch_etcd(req, after):
                 yield ev

@@ -3,6 +3,8 @@ environment variables, and an optional KubeSchedulerConfiguration file (`--confi
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass
 
 from skiff.settings import duration, load_settings, setting
@@ -10,7 +12,8 @@ from skiff.settings import duration, load_settings, setting
 
 @dataclass(frozen=True)
 class SchedulerSettings:
-    apiserver: str = setting("127.0.0.1:6443", help="apiserver gRPC address")
+    apiserver: str = setting("127.0.0.1:6443", help="apiserver gRPC address, or several "
+                                                    "comma-separated to fail over between")
     health_port: int = setting(10259, help="gRPC health port (0 = no health server)")
     bind_address: str = setting("127.0.0.1", help="address the health server listens on")
     log_level: str = setting("INFO")
@@ -26,6 +29,18 @@ class SchedulerSettings:
     percentage_of_nodes_to_score: int = setting(
         0, help="stop filtering after this % of nodes fit (0 = Kubernetes' adaptive default)")
     parallel_binds: int = setting(16, help="bindings in flight at once")
+    # Leader election, as kube-scheduler's flags and defaults.
+    leader_elect: bool = setting(True, help="schedule only while holding the Lease")
+    leader_elect_lease_duration: float = duration(15.0)
+    leader_elect_renew_deadline: float = duration(10.0)
+    leader_elect_retry_period: float = duration(2.0)
+    leader_elect_identity: str = setting("", help="holder identity (default hostname_pid)")
+    leader_elect_resource_name: str = setting("kube-scheduler")
+    leader_elect_resource_namespace: str = setting("kube-system")
+
+    @property
+    def identity(self) -> str:
+        return self.leader_elect_identity or f"{socket.gethostname()}_{os.getpid()}"
 
 
 DEFAULTS = SchedulerSettings()

@@ -3,13 +3,19 @@
 Unary calls retry with exponential backoff (tenacity) while the apiserver is unavailable, up
 to `retry_seconds`; API errors (NotFound, Conflict, Invalid, ...) are raised at once as
 `ApiError`. `watch` is one stream from a resourceVersion; informers resume it themselves.
+
+The target may name several apiservers, comma-separated (`127.0.0.1:6443,127.0.0.1:6444`,
+as every `--apiserver` flag, `--server` and `SKIFF_SERVER` accept): the client talks to one
+at a time and moves to the next when that one is unreachable or answers ServiceUnavailable
+or Timeout (e.g. it lost etcd). Every apiserver serves the same etcd revisions, so a watch
+resumed on another one from the last resourceVersion loses and repeats nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import builtins
-import ipaddress
+import logging
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +26,26 @@ import tenacity
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, encode, from_grpc, method_path
+from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
+
+log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
 _RETRYABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
+# Every write to these carries the leader epoch (see skiff.rpc.epoch), as do bindings and
+# deletes with grace 0.
+FENCED_RESOURCES = frozenset({"fences", "volumeattachments"})
+
+
+def parse_targets(target: str) -> list[str]:
+    """`"grpc://a:1, b:2"` → `["a:1", "b:2"]`: the apiservers of a comma-separated list."""
+    targets = [t.strip().removeprefix("grpc://").removeprefix("http://")
+               for t in target.split(",")]
+    targets = [t for t in targets if t]
+    if not targets:
+        raise ValueError(f"no apiserver address in {target!r} (want HOST:PORT[,HOST:PORT...])")
+    return targets
 
 
 @dataclass(frozen=True)
@@ -43,27 +65,16 @@ def _namespace_for(resource: str, namespace: str | None) -> str | None:
     return namespace
 
 
-def _address_list(targets: str) -> str:
-    """`127.0.0.1:P1,127.0.0.1:P2` (several apiservers) as gRPC's own address list, whose
-    pick_first policy moves on to the next address when one fails; names that are not IPv4
-    addresses cannot go in such a list, and then the first is used."""
-    hosts = [t.strip().rpartition(":")[0] for t in targets.split(",")]
-    try:
-        for host in hosts:
-            ipaddress.IPv4Address(host)
-    except ValueError:
-        return targets.split(",")[0].strip()
-    return "ipv4:" + ",".join(t.strip() for t in targets.split(","))
-
-
 class ApiClient:
-    """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`."""
+    """`async with ApiClient("127.0.0.1:6443") as api: await api.get("pods", "p", "default")`.
+
+    `ApiClient("127.0.0.1:6443,127.0.0.1:6444")` fails over between two apiservers."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
-        self.target = target.removeprefix("grpc://").removeprefix("http://")
-        if "," in self.target and not self.target.startswith(("ipv4:", "ipv6:", "dns:")):
-            self.target = _address_list(self.target)
+        self.targets = parse_targets(target)
+        self._index = 0
+        self.failovers = 0
         self.timeout = timeout
         self.retry_seconds = retry_seconds
         self._options = [
@@ -83,6 +94,9 @@ class ApiClient:
         self._unary: dict[str, Any] = {}
         self._closed = False
         self.last_warnings: builtins.list[str] = []
+        # Set by a LeaderElector while this client's owner leads: destructive writes then
+        # carry it and the apiserver refuses them once another leader took the Lease.
+        self.leader_epoch: LeaderEpoch | None = None
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -94,15 +108,27 @@ class ApiClient:
         self._closed = True
         await self._channel.close()
 
+    @property
+    def target(self) -> str:
+        """The apiserver in use now."""
+        return self.targets[self._index]
+
     async def reconnect(self, *, generation: int | None = None) -> None:
         """Replace the connection: a network partition drops packets without a reset, so a
         stream or call on the old connection could wait forever even after the network
-        heals. Calls in flight on the old one fail and are retried on the new one.
+        heals. Calls in flight on the old one fail and are retried on the new one. With
+        several apiservers the new connection goes to the next one.
 
         `generation` (from `self.generation`) makes concurrent callers that saw the same
         dead connection replace it once."""
         if self._closed or (generation is not None and generation != self._generation):
             return
+        if len(self.targets) > 1:
+            old_target = self.target
+            self._index = (self._index + 1) % len(self.targets)
+            self.failovers += 1
+            log.warning("apiserver unavailable; failing over",
+                        extra={"from": old_target, "to": self.target})
         old = self._channel
         self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
         self._generation += 1
@@ -115,23 +141,40 @@ class ApiClient:
 
     # -- transport -----------------------------------------------------------------------
 
-    async def call(self, method: str, request: Obj, *, retry: bool = True) -> Obj:
+    async def _failed(self, err: grpc.aio.AioRpcError, generation: int) -> ApiError:
+        """The ApiError for a failed call or stream; moves to the next apiserver (or, with
+        one, reconnects after a deadline) when this one looks unavailable."""
+        code = err.code()
+        target = self.target
+        if code == grpc.StatusCode.CANCELLED and not self._closed:
+            # Our own reconnect cut it off; the call never reached a verdict.
+            return ApiError(Reason.SERVICE_UNAVAILABLE,
+                            f"connection to {target} was replaced")
+        api_err = from_grpc(err, target=target)
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED or (
+                len(self.targets) > 1 and api_err.reason in _RETRYABLE):
+            await self.reconnect(generation=generation)
+        return api_err
+
+    def _fenced(self, fenced: bool) -> tuple[tuple[str, str], ...] | None:
+        epoch = self.leader_epoch
+        if not fenced or epoch is None:
+            return None
+        return ((EPOCH_METADATA, epoch.encode()),)
+
+    async def call(self, method: str, request: Obj, *, retry: bool = True,
+                   fenced: bool = False) -> Obj:
+        """One RPC; `fenced` sends the leader epoch (if any) for the apiserver to check."""
         async def once() -> Obj:
             generation = self._generation
             stub = self._unary.get(method)
             if stub is None:
                 stub = self._unary[method] = self._channel.unary_unary(method_path(method))
             try:
-                data = await stub(encode(request), timeout=self.timeout)
+                data = await stub(encode(request), timeout=self.timeout,
+                                  metadata=self._fenced(fenced))
             except grpc.aio.AioRpcError as err:
-                code = err.code()
-                if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-                    await self.reconnect(generation=generation)
-                if code == grpc.StatusCode.CANCELLED and not self._closed:
-                    # Our own reconnect cut it off; the call never reached a verdict.
-                    raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                                   f"connection to {self.target} was replaced") from None
-                raise from_grpc(err, target=self.target) from None
+                raise await self._failed(err, generation) from None
             return decode_map(data)
 
         if not retry:
@@ -162,7 +205,8 @@ class ApiClient:
         ns = namespace or obj.get("metadata", {}).get("namespace")
         resp = await self.call("Create", {
             "resource": resource, "namespace": _namespace_for(resource, ns), "object": obj,
-            "options": {"fieldValidation": field_validation}})
+            "options": {"fieldValidation": field_validation}},
+            fenced=resource in FENCED_RESOURCES)
         self.last_warnings = list(resp.get("warnings", []))
         return dict(resp["object"])
 
@@ -187,7 +231,8 @@ class ApiClient:
         resp = await self.call("Update", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
-            "object": obj, "options": {"fieldValidation": field_validation}})
+            "object": obj, "options": {"fieldValidation": field_validation}},
+            fenced=resource in FENCED_RESOURCES)
         return dict(resp["object"])
 
     async def update_status(self, obj: Obj) -> Obj:
@@ -195,7 +240,7 @@ class ApiClient:
         resp = await self.call("UpdateStatus", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
-            "object": obj})
+            "object": obj}, fenced=resource in FENCED_RESOURCES)
         return dict(resp["object"])
 
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
@@ -211,7 +256,8 @@ class ApiClient:
             options["preconditions"] = preconditions
         return await self.call("Delete", {
             "resource": resource, "namespace": _namespace_for(resource, namespace),
-            "name": name, "options": options})
+            "name": name, "options": options},
+            fenced=grace_period_seconds == 0 or resource in FENCED_RESOURCES)
 
     async def bind(self, namespace: str, name: str, node_name: str, *,
                    uid: str | None = None) -> Obj:
@@ -221,7 +267,7 @@ class ApiClient:
         if uid:
             binding["metadata"]["uid"] = uid
         resp = await self.call("Bind", {"namespace": namespace, "name": name,
-                                        "object": binding})
+                                        "object": binding}, fenced=True)
         return dict(resp["object"])
 
     async def evict(self, namespace: str, name: str, *,
@@ -250,6 +296,7 @@ class ApiClient:
                     allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent, None]:
         """One watch stream. Raises ApiError(Gone) for a compacted resourceVersion and
         ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv."""
+        generation = self._generation
         stub = self._channel.unary_stream(method_path("Watch"))
         call = stub(encode({
             "resource": resource, "namespace": _namespace_for(resource, namespace),
@@ -262,9 +309,6 @@ class ApiClient:
                 msg = decode_map(data)
                 yield WatchEvent(str(msg["type"]), dict(msg["object"]))
         except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.CANCELLED and not self._closed:
-                raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                               f"connection to {self.target} was replaced") from None
-            raise from_grpc(err, target=self.target) from None
+            raise await self._failed(err, generation) from None
         finally:
             call.cancel()
