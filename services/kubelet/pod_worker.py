@@ -291,6 +291,8 @@ class PodWorker:
                 # LC2: the crash is published as state.terminated before anything replaces
                 # it (kubectl shows Error/Completed, then CrashLoopBackOff).
                 await self._write_status()
+                if self.terminating:
+                    return  # termination was requested meanwhile: nothing starts
             key = (self.uid, r.name)
             finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
             if self.env.backoff.in_backoff_since(key, finished):
@@ -509,6 +511,7 @@ class PodWorker:
             self._stop_probes(r, keep_readiness=True)  # GT12: readiness keeps running
         if not self.active:
             return
+        self._pre_stop_started.clear()  # hooks of earlier (probe) kills do not count
         period = self._effective_grace_period(current=0)
         pod_name = f"{self.namespace}/{self.name}"
         if self._removed:
