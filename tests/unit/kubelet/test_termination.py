@@ -87,6 +87,9 @@ def test_gt6_override_applies_before_prestop(pod: dict[str, Any], reason: KillRe
     pytest.param(_pod(), 0, 0, 30, id="override-0-alone-falls-back-to-spec"),
     pytest.param(_pod(spec=None), 0, None, 1, id="never-below-1"),
     pytest.param(_pod(deletion=0, spec=0), 0, None, 1, id="zero-becomes-1"),
+    pytest.param(_pod(deletion=0), 0, None, 30, id="gt3-force-deleted-pod-gets-its-spec-period"),
+    pytest.param(_pod(deletion=0), 30, None, 30, id="gt3-force-deletion-does-not-shorten"),
+    pytest.param(_pod(deletion=1), 60, None, 1, id="delete-now-shortens-a-60s-termination"),
 ])
 def test_gt7_effective_grace_period(pod: dict[str, Any], current: int, override: int | None,
                                     expected: int) -> None:
