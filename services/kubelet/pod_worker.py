@@ -673,7 +673,9 @@ class PodWorker:
             if self._eviction_reason == "Evicted":
                 status["conditions"] = _with_disruption_target(
                     status["conditions"], message=self._eviction[1], now=self.env.clock.now())
-            if self._terminal:
+            # Kubernetes' generateAPIPodStatus fails a pod whose active deadline passed at
+            # once (ShouldEvict), while its containers are still being killed.
+            if self._terminal or self._eviction_reason == "DeadlineExceeded":
                 status["phase"] = self._phase = "Failed"
         return status
 
