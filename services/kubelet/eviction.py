@@ -2,9 +2,11 @@
 
 `memory.available` = node memory capacity − the resident memory of every pod's processes
 (Skiff has no cgroups; the pods' measured RSS stands in for the working set). Hard
-thresholds evict at once with a gracePeriodOverride of 0, soft ones after their grace
-period with `--eviction-max-pod-grace-period`; at most one pod per monitoring interval;
-the MemoryPressure node condition stays for the transition period. Other signals
+thresholds evict at once with a gracePeriodOverride of 1 s (Kubernetes ≥ 1.31: 0 would mean
+"no override"), soft ones after their grace period with `--eviction-max-pod-grace-period`;
+at most one pod per monitoring interval; critical pods (static, mirror, or priority
+≥ 2000000000) are never evicted; the MemoryPressure node condition stays for the
+transition period. Other signals
 (nodefs.*, pid.*) are accepted in the flags and not measured.
 """
 
@@ -27,13 +29,31 @@ from skiff.settings import SettingsError
 if TYPE_CHECKING:
     from skiff.kubelet.kubelet import Kubelet
 
-__all__ = ["EvictionManager", "PodUsage", "Threshold", "parse_thresholds",
-           "rank_for_eviction"]
+__all__ = ["IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS", "EvictionManager", "PodUsage",
+           "Threshold", "is_critical_pod", "parse_thresholds", "rank_for_eviction"]
 
 log = logging.getLogger(__name__)
 
 MEMORY_AVAILABLE = "memory.available"
 _THRESHOLD = re.compile(r"^([a-z.]+)<(\S+)$")
+# Kubernetes' immediateEvictionGracePeriodSeconds: the hard-eviction override (≥ 1.31).
+IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1
+# scheduling.SystemCriticalPriority: system-cluster-critical and above.
+SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
+_CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
+_CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
+
+
+def is_critical_pod(pod: dict[str, Any]) -> bool:
+    """Kubernetes' `IsCriticalPod`: a static pod (config source other than the API), a
+    mirror pod, or a pod whose priority is at least system-cluster-critical's."""
+    annotations = (pod.get("metadata") or {}).get("annotations") or {}
+    source = annotations.get(_CONFIG_SOURCE_ANNOTATION)
+    if (source is not None and source != "api") or _CONFIG_MIRROR_ANNOTATION in annotations:
+        return True
+    priority = (pod.get("spec") or {}).get("priority")
+    return isinstance(priority, int) and not isinstance(priority, bool) and \
+        priority >= SYSTEM_CRITICAL_PRIORITY
 
 
 @dataclass(frozen=True)
@@ -73,6 +93,7 @@ class PodUsage:
     usage: int
     requests: int
     priority: int
+    critical: bool = False  # counts towards the node's usage, never evicted
 
 
 def rank_for_eviction(pods: Sequence[PodUsage]) -> list[PodUsage]:
@@ -123,7 +144,8 @@ class EvictionManager:
                        if r.handle is not None and r.running)
             result[uid] = PodUsage(key=uid, usage=used,
                                    requests=pod_requests_memory(worker.pod),
-                                   priority=int(worker.pod["spec"].get("priority") or 0))
+                                   priority=int(worker.pod["spec"].get("priority") or 0),
+                                   critical=is_critical_pod(worker.pod))
         return result
 
     async def run(self) -> None:
@@ -152,10 +174,15 @@ class EvictionManager:
         if was != self.under_pressure():
             self._pressure_since = rfc3339(self.clock.now())
         threshold = hard[0] if hard else soft[0] if soft else None
-        if threshold is None or not usage:
+        candidates = [u for u in usage.values() if not u.critical]
+        if threshold is None or not candidates:
+            if threshold is not None:
+                log.warning("under node pressure, but every pod is critical; evicting none",
+                            extra={"available": available})
             return
-        override = 0 if hard else self.max_pod_grace_period
-        victim = rank_for_eviction(list(usage.values()))[0]
+        override = IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS if hard else \
+            self.max_pod_grace_period
+        victim = rank_for_eviction(candidates)[0]
         worker = self.kubelet.workers.get(victim.key)
         if worker is None:
             return

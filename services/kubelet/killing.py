@@ -1,9 +1,11 @@
 """Stopping one container, as Kubernetes' `killContainer` does, in named steps (GT4–GT6, GT9).
 
-grace period (GT4) → preStop, its run time subtracted, abandoned when the period ends
-(GT5) → wait for this container's turn (sidecars after the main containers, in reverse
-order, GT9) → the 2 s minimum or an eviction override (GT6) → stop signal → SIGKILL to the
-whole process group when the remaining period ends → wait until it is gone.
+grace period (GT4), replaced first by a gracePeriodOverride (the pod worker's effective
+period or an eviction's, GT6/GT7) → preStop, bounded by that period, its run time
+subtracted, abandoned when the period ends (GT5) → wait for this container's turn (sidecars
+after the main containers, in reverse order, GT9) → the 2 s minimum, applied last (GT6) →
+stop signal → SIGKILL to the whole process group when the remaining period ends → wait
+until it is gone. This is the order of Kubernetes ≥ 1.28 `killContainer`.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 
 from skiff.kubelet.records import SIDECAR, ContainerRecord
 from skiff.kubelet.runtime import ContainerRuntime
-from skiff.kubelet.termination import KillReason, container_grace_period, grace_after_prestop
+from skiff.kubelet.termination import KillReason, grace_after_prestop, kill_grace_period
 
 __all__ = ["TerminationOrdering", "kill_container"]
 
@@ -76,7 +78,7 @@ async def kill_container(record: ContainerRecord, *, pod: Obj, runtime: Containe
         return
     record.killing = True
     try:
-        grace: float = container_grace_period(pod, record.spec, reason)
+        grace: float = kill_grace_period(pod, record.spec, reason, override=override)
         lifecycle = record.spec.get("lifecycle") or {}
         if lifecycle.get("preStop") and grace > 0 and not skip_pre_stop:
             start = time.monotonic()
@@ -84,7 +86,7 @@ async def kill_container(record: ContainerRecord, *, pod: Obj, runtime: Containe
             grace -= time.monotonic() - start
         if ordering is not None and grace > 0:
             grace -= await ordering.wait_for_turn(record.name, grace)
-        grace = grace_after_prestop(grace, 0.0, override=override)
+        grace = grace_after_prestop(grace, 0.0)
         log.info("stopping container", extra={
             "pod": f"{pod['metadata'].get('namespace')}/{pod['metadata'].get('name')}",
             "container": record.name, "reason": reason.value, "signal": stop_signal,

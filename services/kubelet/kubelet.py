@@ -96,7 +96,7 @@ class Kubelet:
                                                    f"{pod['metadata']['name']}",
                                             "uid": entry.name})
             worker = self._start_worker(pod)
-            worker.removed()
+            worker.removed(orphan=True)
             count += 1
         return count
 

@@ -26,7 +26,7 @@ from opentelemetry.trace import Tracer
 from skiff.api.errors import ApiError, Reason
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder
 from skiff.client.backoff import Backoff
-from skiff.clock import Clock, rfc3339
+from skiff.clock import Clock, parse_rfc3339, rfc3339
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
@@ -54,6 +54,11 @@ Obj = dict[str, Any]
 _POST_START_TIMEOUT_SECONDS = 30.0  # hooks have no timeout field; bound a hanging one
 _CLAIM_RETRY_SECONDS = 2.0  # a missing claim is looked up again this often
 _LOST_VOLUME_GRACE_SECONDS = 1  # a pod whose storage was taken away stops at once
+# Kubernetes' pod workers kill pods found only in the runtime (no spec known) with 1 s.
+_ORPHAN_GRACE_SECONDS = 1
+_DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
+_LOST_CONTAINER_MESSAGE = ("The container could not be located when the kubelet restarted. "
+                           "The container used to be Running")
 
 
 @dataclass
@@ -96,7 +101,8 @@ class PodWorker:
         self._wake = asyncio.Event()
         self._status_dirty = asyncio.Event()
         self._removed = False
-        self._eviction: tuple[int, str] | None = None
+        self._orphan = False
+        self._eviction: tuple[int | None, str] | None = None
         self._eviction_reason = "Evicted"
         self.volumes = env.volumes.for_pod(pod)
         self._volume_message: str | None = None
@@ -110,6 +116,8 @@ class PodWorker:
         self._started_events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._timer: asyncio.TimerHandle | None = None
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._pre_stop_started: set[str] = set()
         self.task: asyncio.Task[None] | None = None
 
     # -- inputs ----------------------------------------------------------------------------
@@ -122,9 +130,14 @@ class PodWorker:
         self._wake.set()
         self._status_dirty.set()
 
-    def removed(self) -> None:
-        """The pod object is gone from the API (force deleted, or deleted by us)."""
+    def removed(self, *, orphan: bool = False) -> None:
+        """The pod object is gone from the API (force deleted, or deleted by us).
+
+        `orphan`: only the pod's processes are known (found at start-up with no pod in the
+        API); Kubernetes kills such runtime-only pods with a 1 s period and no hooks.
+        """
         self._removed = True
+        self._orphan = self._orphan or orphan
         self._wake.set()
 
     def evict(self, *, override: int, message: str) -> asyncio.Future[None]:
@@ -171,8 +184,9 @@ class PodWorker:
                     t.cancel()
             for t in self._background:
                 t.cancel()
-            if self._timer is not None:
-                self._timer.cancel()
+            for timer in (self._timer, self._deadline_timer):
+                if timer is not None:
+                    timer.cancel()
             status_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await status_task
@@ -181,6 +195,8 @@ class PodWorker:
         first = True
         while not self.terminating:
             self._wake.clear()
+            if self._active_deadline_exceeded():
+                return
             if first:
                 with start_span_from_object(self.env.tracer, "kubelet.start_pod", self.pod,
                                             attributes={"pod": f"{self.namespace}/{self.name}",
@@ -271,10 +287,17 @@ class PodWorker:
     async def _maybe_start(self, r: ContainerRecord) -> None:
         """Start `r` now, or wait out its CrashLoopBackOff (LC3)."""
         if r.has_run():
+            if r.state.get("terminated"):
+                # LC2: the crash is published as state.terminated before anything replaces
+                # it (kubectl shows Error/Completed, then CrashLoopBackOff).
+                await self._write_status()
+                if self.terminating:
+                    return  # termination was requested meanwhile: nothing starts
             key = (self.uid, r.name)
             finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
             if self.env.backoff.in_backoff_since(key, finished):
                 delay = self.env.backoff.get(key)
+                self._retire_termination(r)
                 r.state = {"waiting": {
                     "reason": "CrashLoopBackOff",
                     "message": f"back-off {delay:g}s restarting failed container={r.name} "
@@ -304,9 +327,14 @@ class PodWorker:
             log_path=self.dir.log_path(r.name, r.restart_count),
             image=str(spec.get("image", "")))
 
-    async def _start_container(self, r: ContainerRecord) -> None:
+    @staticmethod
+    def _retire_termination(r: ContainerRecord) -> None:
+        """LC2: lastState holds the latest termination, once state moves on from it."""
         if r.state.get("terminated"):
             r.last_state = {"terminated": r.state["terminated"]}
+
+    async def _start_container(self, r: ContainerRecord) -> None:
+        self._retire_termination(r)
         config = self._config(r)
         r.image = config.image
         try:
@@ -366,7 +394,8 @@ class PodWorker:
             if r.spec.get(kind):
                 worker = ProbeWorker(record=r, kind=kind, run=run,
                                      on_change=self._on_probe_change,
-                                     on_failure=self._on_probe_failure, started=started)
+                                     on_failure=self._on_probe_failure, started=started,
+                                     clock=self.env.clock)
                 tasks.append(asyncio.create_task(worker.run(), name=f"probe:{r.name}:{kind}"))
         self._probes[r.name] = tasks
 
@@ -430,10 +459,18 @@ class PodWorker:
         """GT5: run preStop for at most the period; a failing or hanging hook is logged and
         abandoned (never retried) so termination goes on."""
         hook = r.spec["lifecycle"]["preStop"]
+        self._pre_stop_started.add(r.name)
         task = asyncio.create_task(run_handler(
             hook, container=r.spec, runtime=self.env.runtime, handle=r.handle,
             config=self._config(r), timeout=grace + PRESTOP_EXTENSION_SECONDS))
-        done, _ = await asyncio.wait({task}, timeout=grace)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=grace)
+        except asyncio.CancelledError:
+            # Termination restarts with a shorter period: the hook runs on, bounded by its
+            # own timeout, and is not started again.
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
+            raise
         if not done:
             self._event(WARNING, "FailedPreStopHook",
                         f"PreStop hook for container {r.name} did not finish within the "
@@ -446,34 +483,112 @@ class PodWorker:
             self._event(WARNING, "FailedPreStopHook",
                         f"PreStop hook for container {r.name} failed: {result.message}")
 
+    def _kill_reason(self) -> tuple[KillReason, bool]:
+        """Why the pod's containers are killed, and whether preStop hooks are skipped."""
+        if self._orphan:
+            return KillReason.ORPHANED, True
+        if self._eviction is not None:
+            return KillReason.EVICTION, False
+        return KillReason.POD_TERMINATION, False
+
+    def _effective_grace_period(self, *, current: int) -> int:
+        """GT7 for this pod now. A force-deleted pod's last known object carries no usable
+        period (0 counts as none), so, as Kubernetes 1.32's kubelet does, its spec's
+        terminationGracePeriodSeconds applies and preStop runs; a pod found only on disk
+        (no spec) gets 1 s."""
+        if self._orphan:
+            return _ORPHAN_GRACE_SECONDS
+        override = self._eviction[0] if self._eviction is not None else None
+        return effective_grace_period(self.pod, current=current, override=override)
+
     async def _terminate(self) -> None:
-        """Stop every container of the pod (GT4–GT9)."""
-        if self._removed:
-            reason, override, skip = KillReason.ORPHANED, 1, True
-            log.warning("pod was force deleted while its processes run; killing them now",
-                        extra={"pod": f"{self.namespace}/{self.name}", "uid": self.uid})
-            if self.active:
-                self._event(WARNING, "Killing", "Pod was deleted from the API while its "
-                            "containers were running (force deletion); killing them")
-        elif self._eviction is not None:
-            reason, skip = KillReason.EVICTION, False
-            override = effective_grace_period(self.pod, override=self._eviction[0])
-        else:
-            reason, override, skip = KillReason.POD_TERMINATION, None, False
+        """Stop every container of the pod (GT4–GT9). The pod-level period (GT7) is the
+        gracePeriodOverride of every container kill; a shorter period arriving meanwhile
+        (a second DELETE, `kubectl delete --now`) restarts the kill with it, as
+        Kubernetes' pod workers do."""
+        reason, skip = self._kill_reason()
         for r in self.records:
             self._stop_probes(r, keep_readiness=True)  # GT12: readiness keeps running
-        ordering = TerminationOrdering(self.records)
-        running = [r for r in self.records if r.running]
-        if not running:
+        if not self.active:
             return
+        self._pre_stop_started.clear()  # hooks of earlier (probe) kills do not count
+        period = self._effective_grace_period(current=0)
+        pod_name = f"{self.namespace}/{self.name}"
+        if self._removed:
+            log.warning("pod was deleted from the API while its processes run; killing them",
+                        extra={"pod": pod_name, "uid": self.uid, "gracePeriod": period})
+            self._event(WARNING, "Killing", "Pod was deleted from the API while its "
+                        "containers were running (force deletion); stopping them (grace "
+                        f"period {period}s)")
+        elif reason is KillReason.POD_TERMINATION:
+            self._event(NORMAL, "Killing", f"Stopping containers (grace period {period}s)")
         with start_span_from_object(self.env.tracer, "kubelet.kill_pod", self.pod,
-                                    attributes={"pod": f"{self.namespace}/{self.name}",
-                                                "reason": reason.value}):
-            if reason is KillReason.POD_TERMINATION:
-                self._event(NORMAL, "Killing", "Stopping containers (grace period "
-                            f"{self.pod['metadata'].get('deletionGracePeriodSeconds')}s)")
-            await asyncio.gather(*(self._kill(r, reason, override=override, ordering=ordering,
-                                              skip_pre_stop=skip) for r in running))
+                                    attributes={"pod": pod_name, "reason": reason.value}):
+            while True:
+                running = [r for r in self.records if r.running]
+                if not running:
+                    return
+                ordering = TerminationOrdering(self.records)
+                kill = asyncio.ensure_future(asyncio.gather(*(
+                    self._kill(r, reason, override=period, ordering=ordering,
+                               skip_pre_stop=skip or r.name in self._pre_stop_started)
+                    for r in running)))
+                shorter = await self._wait_for_shorter_period(kill, period)
+                if shorter is None:
+                    return
+                kill.cancel()
+                await asyncio.wait({kill})
+                log.info("grace period shortened during termination; restarting the kill",
+                         extra={"pod": pod_name, "from": period, "to": shorter})
+                self._event(NORMAL, "Killing", "Stopping containers with a shorter grace "
+                            f"period ({shorter}s, was {period}s)")
+                period = shorter
+
+    async def _wait_for_shorter_period(self, kill: asyncio.Future[Any],
+                                       period: int) -> int | None:
+        """Wait for `kill`; on every pod update, recompute the effective period and return
+        it as soon as it is shorter than `period` (Kubernetes: the period only decreases).
+        None once `kill` finished."""
+        while not kill.done():
+            self._wake.clear()
+            waker = asyncio.create_task(self._wake.wait())
+            try:
+                await asyncio.wait({kill, waker}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waker.cancel()
+            if kill.done():
+                break
+            shorter = self._effective_grace_period(current=period)
+            if shorter < period:
+                return shorter
+        kill.result()
+        return None
+
+    def _active_deadline_exceeded(self) -> bool:
+        """`activeDeadlineSeconds` (Kubernetes' activeDeadlineHandler): once the pod has
+        been active that long since its startTime, it fails with reason DeadlineExceeded
+        and its containers are killed with its grace period. Before then, wake at the
+        deadline (the field may be shortened by an update)."""
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
+            self._deadline_timer = None
+        deadline = self.pod.get("spec", {}).get("activeDeadlineSeconds")
+        if deadline is None or isinstance(deadline, bool) or self._start_time is None:
+            return False
+        try:
+            remaining = parse_rfc3339(self._start_time) + int(deadline) - self.env.clock.now()
+        except (TypeError, ValueError):
+            return False
+        if remaining > 0:
+            self._deadline_timer = asyncio.get_running_loop().call_later(
+                remaining, self._wake.set)
+            return False
+        log.info("pod exceeded its active deadline; failing it",
+                 extra={"pod": f"{self.namespace}/{self.name}", "deadline": deadline})
+        self._eviction_reason = "DeadlineExceeded"
+        self._eviction = (None, _DEADLINE_EXCEEDED_MESSAGE)
+        self._status_dirty.set()
+        return True
 
     async def _finish(self) -> None:
         """GT10 + PS1: terminal phase, then (if deleted) delete with period 0 once every
@@ -555,7 +670,12 @@ class PodWorker:
         if self._eviction is not None:
             status["reason"] = self._eviction_reason
             status["message"] = self._eviction[1]
-            if self._terminal:
+            if self._eviction_reason == "Evicted":
+                status["conditions"] = _with_disruption_target(
+                    status["conditions"], message=self._eviction[1], now=self.env.clock.now())
+            # Kubernetes' generateAPIPodStatus fails a pod whose active deadline passed at
+            # once (ShouldEvict), while its containers are still being killed.
+            if self._terminal or self._eviction_reason == "DeadlineExceeded":
                 status["phase"] = self._phase = "Failed"
         return status
 
@@ -618,10 +738,18 @@ class PodWorker:
                     pid=int(entry["pid"]), pgid=int(entry["pgid"]),
                     start_ticks=int(entry["startTicks"]), started_at=float(entry["startedAt"]))
                 if handle is None:
-                    r.exit_code, r.state = 137, {"terminated": {
+                    # Kubernetes (convertToAPIContainerStatuses): a container that was
+                    # running and can no longer be found is waiting again, with its lost
+                    # run as lastState ContainerStatusUnknown (exit code 137).
+                    r.exit_code = 137
+                    r.finished_at = self.env.clock.now()
+                    r.last_state = {"terminated": {
                         "exitCode": 137, "reason": "ContainerStatusUnknown",
-                        "message": "The container could not be located when the kubelet "
-                                   "restarted", "finishedAt": rfc3339(self.env.clock.now())}}
+                        "message": _LOST_CONTAINER_MESSAGE,
+                        "finishedAt": rfc3339(self.env.clock.now())}}
+                    r.state = {"waiting": {"reason": "PodInitializing"
+                                           if self.pod["spec"].get("initContainers")
+                                           else "ContainerCreating"}}
             if handle is not None:
                 log.info("re-adopted a running container", extra={
                     "pod": f"{self.namespace}/{self.name}", "container": r.name,
@@ -646,3 +774,14 @@ class PodWorker:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _with_disruption_target(conditions: list[Obj], *, message: str, now: float) -> list[Obj]:
+    """GT11: a pod the kubelet evicts for node pressure carries DisruptionTarget=True,
+    reason TerminationByKubelet (Kubernetes' eviction manager)."""
+    if any(c.get("type") == "DisruptionTarget" and c.get("status") == "True"
+           for c in conditions):
+        return conditions
+    return [c for c in conditions if c.get("type") != "DisruptionTarget"] + [{
+        "type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet",
+        "message": message, "lastProbeTime": None, "lastTransitionTime": rfc3339(now)}]

@@ -19,6 +19,7 @@ __all__ = [
     "container_grace_period",
     "effective_grace_period",
     "grace_after_prestop",
+    "kill_grace_period",
 ]
 
 Obj = Mapping[str, Any]
@@ -77,19 +78,24 @@ def container_grace_period(pod: Obj, container: Obj, reason: KillReason) -> int:
     return period
 
 
-def grace_after_prestop(period: float, prestop_seconds: float, *,
-                        override: int | None = None) -> float:
+def kill_grace_period(pod: Obj, container: Obj, reason: KillReason, *,
+                      override: int | None = None) -> int:
+    """GT4 + GT6 (Kubernetes ≥ 1.28 `killContainer`): the period a container kill starts
+    from. A gracePeriodOverride (the pod worker's effective period, or an eviction's)
+    replaces the GT4 period *before* preStop runs, so preStop is bounded by it."""
+    if override is not None:
+        return override
+    return container_grace_period(pod, container, reason)
+
+
+def grace_after_prestop(period: float, prestop_seconds: float) -> float:
     """GT5 + GT6: what is left for stop signal → SIGKILL after a preStop hook ran.
 
-    The hook's run time is subtracted; the result is never below the 2 s minimum, unless a
-    gracePeriodOverride (eviction) says otherwise, in which case the override is used.
+    The hook's run time is subtracted; the result is never below the 2 s minimum
+    (`minimumGracePeriodInSeconds`), whatever override started the kill: the minimum is
+    applied last, as in Kubernetes ≥ 1.28.
     """
-    remaining = period - prestop_seconds
-    if remaining < MINIMUM_GRACE_PERIOD_SECONDS:
-        remaining = MINIMUM_GRACE_PERIOD_SECONDS
-    if override is not None:
-        remaining = override
-    return remaining
+    return max(period - prestop_seconds, float(MINIMUM_GRACE_PERIOD_SECONDS))
 
 
 def effective_grace_period(pod: Obj, *, current: int = 0,

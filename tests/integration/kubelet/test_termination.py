@@ -190,23 +190,6 @@ async def test_gt12_readiness_is_probed_while_the_pod_terminates(
     await wait_gone(api, namespace, "p", timeout=15)
 
 
-async def test_force_deleted_pod_processes_are_killed_promptly(
-        api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
-    path = tmp_path / "signals"
-    await _run(api, namespace, node, path, grace=30, lifecycle=_sleep_hook(20))
-    t0 = time.time()
-    result = await api.delete("pods", "p", namespace, grace_period_seconds=0)
-    assert result["deleted"] is True  # GT3: gone from the API at once
-    dead = await wait_file(path, "dead") - t0
-    assert dead <= 2.5, f"force-deleted pod's process lived {dead:.2f}s"
-
-    async def event() -> bool:
-        events = (await api.list("events", namespace))["items"]
-        return any(e["reason"] == "Killing" and "force" in e["message"] for e in events)
-
-    await wait_until(event, what="a Killing event for the force-deleted pod")
-
-
 async def test_gt8_kubelet_killed_during_termination_restarts_the_full_period(
         api: ApiClient, namespace: str, shared_cluster: Cluster, tmp_path: Path) -> None:
     node = start_kubelet(shared_cluster, tmp_path)

@@ -12,6 +12,7 @@ from skiff.kubelet.termination import (
     container_grace_period,
     effective_grace_period,
     grace_after_prestop,
+    kill_grace_period,
 )
 
 LIVENESS = {"exec": {"command": ["true"]}, "terminationGracePeriodSeconds": 7}
@@ -50,17 +51,30 @@ def test_gt4_probe_without_its_own_period_uses_the_spec() -> None:
     assert container_grace_period(pod, container, KillReason.LIVENESS_PROBE) == 9
 
 
-@pytest.mark.parametrize(("period", "prestop", "override", "expected"), [
-    pytest.param(5, 3, None, 2, id="gt5-prestop-subtracted"),
-    pytest.param(10, 3, None, 7, id="gt5-plenty-left"),
-    pytest.param(5, 4, None, 2, id="gt6-minimum-2s"),
-    pytest.param(3, 3, None, 2, id="gt5-hanging-prestop-gets-2s-more"),
-    pytest.param(30, 0, 0, 0, id="gt6-override-below-minimum"),
-    pytest.param(30, 10, 15, 15, id="override-replaces-the-remainder"),
+@pytest.mark.parametrize(("period", "prestop", "expected"), [
+    pytest.param(5, 3, 2, id="gt5-prestop-subtracted"),
+    pytest.param(10, 3, 7, id="gt5-plenty-left"),
+    pytest.param(5, 4, 2, id="gt6-minimum-2s"),
+    pytest.param(3, 3, 2, id="gt5-hanging-prestop-gets-2s-more"),
+    pytest.param(1, 0, 2, id="gt6-minimum-applies-after-an-override-of-1"),
 ])
-def test_gt5_gt6_grace_after_prestop(period: float, prestop: float, override: int | None,
-                                     expected: float) -> None:
-    assert grace_after_prestop(period, prestop, override=override) == expected
+def test_gt5_gt6_grace_after_prestop(period: float, prestop: float, expected: float) -> None:
+    assert grace_after_prestop(period, prestop) == expected
+
+
+@pytest.mark.parametrize(("pod", "reason", "override", "expected"), [
+    pytest.param(_pod(), KillReason.EVICTION, 1, 1, id="hard-eviction-override-first"),
+    pytest.param(_pod(), KillReason.EVICTION, 5, 5, id="soft-eviction-override-first"),
+    pytest.param(_pod(deletion=20), KillReason.POD_TERMINATION, 8, 8,
+                 id="pod-worker-period-replaces-deletion-period"),
+    pytest.param(_pod(), KillReason.LIVENESS_PROBE, None, 7, id="no-override-gt4"),
+])
+def test_gt6_override_applies_before_prestop(pod: dict[str, Any], reason: KillReason,
+                                             override: int | None, expected: int) -> None:
+    """Kubernetes ≥ 1.28 killContainer: the override replaces the GT4 period first, so the
+    preStop hook is bounded by it; the 2 s minimum comes last (grace_after_prestop)."""
+    container = pod["spec"]["containers"][0]
+    assert kill_grace_period(pod, container, reason, override=override) == expected
 
 
 @pytest.mark.parametrize(("pod", "current", "override", "expected"), [
@@ -73,6 +87,9 @@ def test_gt5_gt6_grace_after_prestop(period: float, prestop: float, override: in
     pytest.param(_pod(), 0, 0, 30, id="override-0-alone-falls-back-to-spec"),
     pytest.param(_pod(spec=None), 0, None, 1, id="never-below-1"),
     pytest.param(_pod(deletion=0, spec=0), 0, None, 1, id="zero-becomes-1"),
+    pytest.param(_pod(deletion=0), 0, None, 30, id="gt3-force-deleted-pod-gets-its-spec-period"),
+    pytest.param(_pod(deletion=0), 30, None, 30, id="gt3-force-deletion-does-not-shorten"),
+    pytest.param(_pod(deletion=1), 60, None, 1, id="delete-now-shortens-a-60s-termination"),
 ])
 def test_gt7_effective_grace_period(pod: dict[str, Any], current: int, override: int | None,
                                     expected: int) -> None:
