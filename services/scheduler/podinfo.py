@@ -25,37 +25,88 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 
 
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+_NOT_SCALAR = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS, "storage"})
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Kubernetes' `IsScalarResourceName`: extended resources (`example.com/gpu`),
+    hugepages-*, attachable-volumes-* and prefixed native resources."""
+    if name in _NOT_SCALAR:
+        return False
+    return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Kubernetes' `IsExtendedResourceName`: a domain-prefixed name outside
+    kubernetes.io/ (and not a quota `requests.` name)."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
 @dataclass(slots=True)
 class Resource:
+    """Kubernetes' `framework.Resource`: cpu (millicores), memory and ephemeral storage
+    (bytes), and the scalar resources (extended, hugepages) by name."""
+
     milli_cpu: int = 0
     memory: int = 0
+    ephemeral_storage: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Resource) -> None:
         self.milli_cpu += other.milli_cpu
         self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        if other.scalar:
+            for name, value in other.scalar.items():
+                self.scalar[name] = self.scalar.get(name, 0) + value
 
     def sub(self, other: Resource) -> None:
         self.milli_cpu -= other.milli_cpu
         self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        if other.scalar:
+            for name, value in other.scalar.items():
+                self.scalar[name] = self.scalar.get(name, 0) - value
 
     def copy(self) -> Resource:
-        return Resource(self.milli_cpu, self.memory)
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage,
+                        dict(self.scalar) if self.scalar else {})
+
+    @classmethod
+    def from_list(cls, resources: Mapping[str, Any]) -> Resource:
+        """A `ResourceList` (`{"cpu": "500m", "example.com/gpu": "1"}`), parsed."""
+        out = cls()
+        for name, quantity in resources.items():
+            if name == CPU:
+                out.milli_cpu = cpu_millis(quantity)
+            elif name == MEMORY:
+                out.memory = bytes_(quantity)
+            elif name == EPHEMERAL_STORAGE:
+                out.ephemeral_storage = bytes_(quantity)
+            elif is_scalar_resource_name(name):
+                out.scalar[name] = bytes_(quantity)
+        return out
 
 
 def _container_requests(container: Obj) -> tuple[Resource, Resource]:
     """(requests, non-zero requests for scoring) of one container."""
     requests = ((container.get("resources") or {}).get("requests") or {})
-    cpu = requests.get("cpu")
-    mem = requests.get("memory")
-    actual = Resource(cpu_millis(cpu) if cpu is not None else 0,
-                      bytes_(mem) if mem is not None else 0)
-    non_zero = Resource(actual.milli_cpu if cpu is not None else DEFAULT_MILLI_CPU_REQUEST,
-                        actual.memory if mem is not None else DEFAULT_MEMORY_REQUEST)
+    actual = Resource.from_list(requests) if requests else Resource()
+    non_zero = Resource(actual.milli_cpu if CPU in requests else DEFAULT_MILLI_CPU_REQUEST,
+                        actual.memory if MEMORY in requests else DEFAULT_MEMORY_REQUEST)
     return actual, non_zero
 
 
 def _max(a: Resource, b: Resource) -> Resource:
-    return Resource(max(a.milli_cpu, b.milli_cpu), max(a.memory, b.memory))
+    scalar = dict(a.scalar)
+    for name, value in b.scalar.items():
+        scalar[name] = max(scalar.get(name, 0), value)
+    return Resource(max(a.milli_cpu, b.milli_cpu), max(a.memory, b.memory),
+                    max(a.ephemeral_storage, b.ephemeral_storage), scalar)
 
 
 def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
@@ -85,10 +136,9 @@ def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
     result, result_nz = _max(total, init_max), _max(total_nz, init_max_nz)
     overhead = spec.get("overhead") or {}
     if overhead:
-        extra = Resource(cpu_millis(overhead["cpu"]) if "cpu" in overhead else 0,
-                         bytes_(overhead["memory"]) if "memory" in overhead else 0)
+        extra = Resource.from_list(overhead)
         result.add(extra)
-        result_nz.add(extra)
+        result_nz.add(Resource(extra.milli_cpu, extra.memory))
     return result, result_nz
 
 
@@ -196,7 +246,6 @@ class NodeFacts:
             taints=tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""),
                                str(t.get("effect", ""))) for t in spec.get("taints") or []),
             unschedulable=bool(spec.get("unschedulable")),
-            allocatable=Resource(cpu_millis(alloc["cpu"]) if "cpu" in alloc else 0,
-                                 bytes_(alloc["memory"]) if "memory" in alloc else 0),
+            allocatable=Resource.from_list(alloc),
             allowed_pod_number=int(parse_quantity(alloc["pods"])) if "pods" in alloc else 0,
         )

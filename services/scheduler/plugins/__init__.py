@@ -10,7 +10,7 @@ from skiff.scheduler.framework.runtime import Framework
 from skiff.scheduler.plugins.defaultpreemption import DefaultPreemption
 from skiff.scheduler.plugins.nodeaffinity import NodeAffinity
 from skiff.scheduler.plugins.nodename import NodeName
-from skiff.scheduler.plugins.noderesources import NodeResourcesFit
+from skiff.scheduler.plugins.noderesources import NodeResourcesFit, NodeResourcesFitArgs
 from skiff.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from skiff.scheduler.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from skiff.scheduler.plugins.tainttoleration import TaintToleration
@@ -32,7 +32,8 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         "NodeName": lambda args, handle, fwk: NodeName(),
         "TaintToleration": lambda args, handle, fwk: TaintToleration(),
         "NodeAffinity": lambda args, handle, fwk: NodeAffinity(),
-        "NodeResourcesFit": lambda args, handle, fwk: NodeResourcesFit(),
+        "NodeResourcesFit": lambda args, handle, fwk: NodeResourcesFit(
+            args=NodeResourcesFitArgs.from_dict(args)),
         "PodTopologySpread": lambda args, handle, fwk: PodTopologySpread(
             cache=handle.cache, args=PodTopologySpreadArgs.from_dict(args),
             owners=handle.owners),
