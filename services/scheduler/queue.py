@@ -84,11 +84,23 @@ class Nominator:
         return self._node_of.get(key, "")
 
 
+_BOOKKEEPING_METADATA = ("resourceVersion", "generation", "managedFields", "finalizers")
+
+
 def pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Anything but status and bookkeeping metadata changed (Kubernetes' isPodUpdated)."""
-    def strip(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-        meta = pod.get("metadata") or {}
-        return (pod.get("spec"), meta.get("labels"), meta.get("annotations"))
+    """Kubernetes 1.32 `isPodUpdated`: the pod changed in anything but its status (save
+    `status.resourceClaimStatuses`), resourceVersion, generation, managedFields and
+    finalizers — so a new owner reference or annotation retries an unschedulable pod,
+    while a kubelet's or the scheduler's own status write does not."""
+    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in pod.items() if k != "status"}
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
+                if k not in _BOOKKEEPING_METADATA}
+        out["metadata"] = meta
+        claims = (pod.get("status") or {}).get("resourceClaimStatuses")
+        if claims:
+            out["status"] = {"resourceClaimStatuses": claims}
+        return out
     return strip(old) != strip(new)
 
 
