@@ -27,6 +27,7 @@ from skiff.scheduler.framework import ClusterEvent, Code, CycleState, FitError, 
 from skiff.scheduler.framework.registry import Handle, build_framework
 from skiff.scheduler.plugins import in_tree_registry
 from skiff.scheduler.podinfo import NodeFacts, PodInfo
+from skiff.scheduler.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from skiff.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from skiff.scheduler.settings import SchedulerSettings
 from skiff.tracing import start_span_from_object, tracer
@@ -39,7 +40,6 @@ POD_SCHEDULED = "PodScheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_SCHEDULING_GATED = "SchedulingGated"
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def _node_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -292,20 +292,23 @@ class Scheduler:
     async def _handle_fit_error(self, qpi: QueuedPodInfo, fwk: Framework, state: CycleState,
                                 fit: FitError, cycle: int) -> None:
         pod = qpi.pod
-        nominated = ""
+        nominated: str | None = None  # None: leave the nomination; "": clear it
         if fwk.has_post_filter_plugins:
             result, status = await fwk.run_post_filter(state, pod, fit.diagnosis.node_to_status)
             if status.code == Code.ERROR:
                 log.warning("preemption failed", extra={"pod": pod.key, "error": status.message})
             elif status.message:
                 fit.diagnosis.post_filter_msg = status.message
-            if result is not None and result.nominated_node_name:
+            if result is not None:
                 nominated = result.nominated_node_name
         qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
         await self._handle_failure(qpi, str(fit), cycle=cycle, nominated=nominated)
 
     async def _handle_failure(self, qpi: QueuedPodInfo, message: str, *, cycle: int,
-                              nominated: str = "", reason: str = REASON_UNSCHEDULABLE) -> None:
+                              nominated: str | None = None,
+                              reason: str = REASON_UNSCHEDULABLE) -> None:
+        """Requeue the pod, record why, and set or clear (`nominated == ""`) its
+        nominated node; None leaves the nomination as it is."""
         pod = qpi.pod
         current = self.pods.store.get(pod.key)
         if current is None or (current.get("spec") or {}).get("nodeName"):
@@ -317,13 +320,16 @@ class Scheduler:
             self.queue.add_to_backoff(qpi)
         if nominated:
             self.queue.nominator.add_nominated(pod, nominated)
+        elif nominated == "":
+            # Evaluator.Preempt found no candidate: the old nomination is stale.
+            self.queue.nominator.delete_nominated(pod)
         log.info("pod is unschedulable", extra={"pod": pod.key, "why": message,
                                                   "nominatedNode": nominated})
         await self.recorder.event(dict(current), WARNING, "FailedScheduling", message)
         await self.update_pod_status(
             pod, condition={"type": POD_SCHEDULED, "status": "False", "reason": reason,
                             "message": message},
-            nominated_node_name=nominated or None)
+            nominated_node_name=nominated)
 
     async def _bind(self, qpi: QueuedPodInfo, node_name: str) -> None:
         pod = qpi.pod
@@ -395,7 +401,7 @@ class Scheduler:
         grace period, and a Preempted event."""
         fwk_name = preemptor.scheduler_name
         await self.update_pod_status(victim, condition={
-            "type": DISRUPTION_TARGET, "status": "True", "reason": "PreemptionByScheduler",
+            "type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER,
             "message": f"{fwk_name}: preempting to accommodate a higher priority pod"})
         try:
             await self.client.delete("pods", victim.name, victim.namespace, uid=victim.uid)

@@ -164,6 +164,10 @@ class FilterPlugin(Protocol):
 
 @dataclass(frozen=True)
 class PostFilterResult:
+    """What PostFilter decided about the pod's nomination (Kubernetes' NominatingInfo in
+    ModeOverride): the node to nominate, or "" to clear a stale nomination. No result
+    at all (None) leaves the nomination as it is."""
+
     nominated_node_name: str = ""
 
 

@@ -162,15 +162,22 @@ class Framework:
     async def run_post_filter(self, state: CycleState, pod: PodInfo,
                               statuses: dict[str, Status]
                               ) -> tuple[PostFilterResult | None, Status]:
+        """The first success wins; a rejecting plugin's result (e.g. preemption clearing
+        a stale nomination) is kept, as Kubernetes' RunPostFilterPlugins does."""
         last: Status = Status(Code.UNSCHEDULABLE)
+        kept: PostFilterResult | None = None
         for plugin in self.post_filter_plugins:
             result, status = await plugin.post_filter(state, pod, statuses)
             if status.ok:
                 return result, status
             if status.code == Code.ERROR:
                 return None, status.with_plugin(plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status.with_plugin(plugin.name)
+            if result is not None:
+                kept = result
             last = status.with_plugin(plugin.name)
-        return None, last
+        return kept, last
 
     # -- PreScore / Score --------------------------------------------------------------------
 
