@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from skiff.api import ApiError, Reason, is_pod_terminal
+from skiff.api import ApiError, LabelSelector, Reason, is_pod_terminal
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.scheduler.algorithm import Algorithm, NoNodesAvailable
@@ -89,10 +89,11 @@ class Scheduler:
         self.pdbs = Informer(client, "poddisruptionbudgets")
         self.replica_sets = Informer(client, "replicasets")
         self.stateful_sets = Informer(client, "statefulsets")
+        self.namespaces = Informer(client, "namespaces")
         self.recorder = EventRecorder(client, component="default-scheduler", clock=clock)
         self.rng = rng or random.Random()
         handle = Handle(cache=self.cache, nominator=self.queue.nominator, owners=self,
-                        pdbs=self, actions=self, rng=self.rng, now=clock.now)
+                        namespaces=self, pdbs=self, actions=self, rng=self.rng, now=clock.now)
         registry = in_tree_registry()
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: build_framework(p, registry=registry, handle=handle,
@@ -114,6 +115,18 @@ class Scheduler:
     def get_owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         informer = self.replica_sets if kind == "ReplicaSet" else self.stateful_sets
         return informer.store.get(f"{namespace}/{name}")
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self.namespaces.store.get(name)
+        if namespace is None:
+            return None
+        labels: Mapping[str, str] = (namespace.get("metadata") or {}).get("labels") or {}
+        return labels
+
+    def namespaces_matching(self, selector: LabelSelector) -> frozenset[str]:
+        return frozenset(str((ns.get("metadata") or {}).get("name") or "")
+                         for ns in self.namespaces.store.list()
+                         if selector.matches((ns.get("metadata") or {}).get("labels") or {}))
 
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self.pdbs.store.list())
@@ -141,6 +154,14 @@ class Scheduler:
         self.stateful_sets.add_handler(
             on_add=lambda obj: self._move(ClusterEvent.OWNER_CHANGE),
             on_update=lambda old, new: self._move(ClusterEvent.OWNER_CHANGE))
+        self.namespaces.add_handler(
+            on_add=lambda obj: self._move(ClusterEvent.NAMESPACE_CHANGE),
+            on_update=lambda old, new: self._on_namespace_update(old, new))
+
+    def _on_namespace_update(self, old: Obj, new: Obj) -> None:
+        if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get(
+                "labels"):
+            self._move(ClusterEvent.NAMESPACE_CHANGE)
 
     def _move(self, event: ClusterEvent) -> None:
         self.queue.move_all_to_active_or_backoff(event)
@@ -203,7 +224,8 @@ class Scheduler:
     # -- run -------------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event, *, on_ready: Any = None) -> None:
-        informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets)
+        informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets,
+                     self.namespaces)
         flush = min(1.0, self.settings.pod_initial_backoff_seconds)
         try:
             async with asyncio.TaskGroup() as tg:

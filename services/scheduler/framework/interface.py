@@ -116,6 +116,7 @@ class ClusterEvent(enum.StrEnum):
     ASSIGNED_POD_DELETE = "AssignedPodDelete"
     PDB_CHANGE = "PodDisruptionBudgetChange"
     OWNER_CHANGE = "OwnerChange"  # a ReplicaSet/StatefulSet (default spread selectors)
+    NAMESPACE_CHANGE = "NamespaceChange"  # namespace labels (pod affinity namespaceSelector)
 
 
 ALL_EVENTS = frozenset(ClusterEvent)

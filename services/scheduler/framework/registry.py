@@ -29,6 +29,7 @@ class Handle:
     cache: Any
     nominator: Any
     owners: Any = None
+    namespaces: Any = None
     pdbs: Any = None
     actions: Any = None
     rng: Any = None
@@ -37,15 +38,19 @@ class Handle:
 
 PluginFactory = Callable[[Mapping[str, Any], Handle, Framework], object]
 
-# Kubernetes' default plugins in their default order, with default score weights.
+# Kubernetes' (1.32) default plugins in their default order, with default score weights.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeUnschedulable", 0),
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    ("NodePorts", 0),
     ("NodeResourcesFit", 1),
     ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
 )
 
 _POINTS: dict[str, type] = {

@@ -8,9 +8,16 @@ from typing import Any
 from skiff.scheduler.framework.registry import Handle, PluginFactory
 from skiff.scheduler.framework.runtime import Framework
 from skiff.scheduler.plugins.defaultpreemption import DefaultPreemption
+from skiff.scheduler.plugins.imagelocality import ImageLocality
+from skiff.scheduler.plugins.interpodaffinity import InterPodAffinity, InterPodAffinityArgs
 from skiff.scheduler.plugins.nodeaffinity import NodeAffinity
 from skiff.scheduler.plugins.nodename import NodeName
-from skiff.scheduler.plugins.noderesources import NodeResourcesFit, NodeResourcesFitArgs
+from skiff.scheduler.plugins.nodeports import NodePorts
+from skiff.scheduler.plugins.noderesources import (
+    NodeResourcesBalancedAllocation,
+    NodeResourcesFit,
+    NodeResourcesFitArgs,
+)
 from skiff.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from skiff.scheduler.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from skiff.scheduler.plugins.tainttoleration import TaintToleration
@@ -37,9 +44,17 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         "PodTopologySpread": lambda args, handle, fwk: PodTopologySpread(
             cache=handle.cache, args=PodTopologySpreadArgs.from_dict(args),
             owners=handle.owners),
+        "InterPodAffinity": lambda args, handle, fwk: InterPodAffinity(
+            cache=handle.cache, namespaces=handle.namespaces,
+            args=InterPodAffinityArgs.from_dict(args)),
+        "NodePorts": lambda args, handle, fwk: NodePorts(),
+        "NodeResourcesBalancedAllocation":
+            lambda args, handle, fwk: NodeResourcesBalancedAllocation(),
+        "ImageLocality": lambda args, handle, fwk: ImageLocality(cache=handle.cache),
         "DefaultPreemption": _preemption,
     }
 
 
-__all__ = ["DefaultPreemption", "NodeAffinity", "NodeName", "NodeResourcesFit",
+__all__ = ["DefaultPreemption", "ImageLocality", "InterPodAffinity", "NodeAffinity",
+           "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit",
            "NodeUnschedulable", "PodTopologySpread", "TaintToleration", "in_tree_registry"]

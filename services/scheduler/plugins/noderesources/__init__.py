@@ -2,6 +2,9 @@
 nodes score best. NodeResourcesBalancedAllocation: nodes whose cpu and memory stay
 balanced score best."""
 
+from skiff.scheduler.plugins.noderesources.balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+)
 from skiff.scheduler.plugins.noderesources.filtering import (
     NodeResourcesFitArgs,
     NodeResourcesFitFilter,
@@ -16,4 +19,4 @@ class NodeResourcesFit(NodeResourcesFitFilter, NodeResourcesFitScore):
         self.args = args or NodeResourcesFitArgs()
 
 
-__all__ = ["NodeResourcesFit", "NodeResourcesFitArgs"]
+__all__ = ["NodeResourcesBalancedAllocation", "NodeResourcesFit", "NodeResourcesFitArgs"]
