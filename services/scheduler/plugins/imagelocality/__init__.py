@@ -7,8 +7,10 @@ until kubelets publish images."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from skiff.scheduler.cache import Cache, NodeInfo
-from skiff.scheduler.framework.interface import MAX_NODE_SCORE, CycleState
+from skiff.scheduler.framework.interface import MAX_NODE_SCORE, SKIP, SUCCESS, CycleState, Status
 from skiff.scheduler.podinfo import PodInfo, normalized_image_name
 
 MB = 1024 * 1024
@@ -27,6 +29,10 @@ class ImageLocality:
 
     def __init__(self, *, cache: Cache) -> None:
         self.cache = cache
+
+    def pre_score(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo]) -> Status:
+        """No node reports images: every node would score 0, so skip the per-node work."""
+        return SUCCESS if self.cache.image_nodes else SKIP
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         facts = node.facts
