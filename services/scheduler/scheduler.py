@@ -189,6 +189,11 @@ class Scheduler:
                     self._move(ClusterEvent.ASSIGNED_POD_DELETE)
                 return
             self.cache.update_pod(info)
+            if not (old.get("spec") or {}).get("nodeName"):
+                # Just bound: to the assigned-pod view this is a new pod (Kubernetes'
+                # filtered informer calls OnAdd), which may satisfy others' affinity.
+                self._move(ClusterEvent.ASSIGNED_POD_ADD)
+                return
             o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
             if (o_meta.get("labels") != n_meta.get("labels")
                     or o_meta.get("deletionTimestamp") != n_meta.get("deletionTimestamp")):
