@@ -287,6 +287,7 @@ class PodInfo:
     preferred_affinity_terms: AffinityTerms = _NO_TERMS
     preferred_anti_affinity_terms: AffinityTerms = _NO_TERMS
     host_ports: tuple[HostPort, ...] = ()
+    pvc_names: tuple[str, ...] = ()  # `persistentVolumeClaim.claimName` of its volumes
 
     @property
     def has_pod_affinity(self) -> bool:
@@ -334,6 +335,9 @@ class PodInfo:
             required_affinity_terms=terms[0], required_anti_affinity_terms=terms[1],
             preferred_affinity_terms=terms[2], preferred_anti_affinity_terms=terms[3],
             host_ports=_host_ports(spec),
+            pvc_names=tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
+                            for v in spec.get("volumes") or ()
+                            if isinstance(v.get("persistentVolumeClaim"), dict)),
         )
 
     def with_node(self, node_name: str) -> PodInfo:

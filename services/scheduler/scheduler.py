@@ -90,10 +90,12 @@ class Scheduler:
         self.replica_sets = Informer(client, "replicasets")
         self.stateful_sets = Informer(client, "statefulsets")
         self.namespaces = Informer(client, "namespaces")
+        self.claims = Informer(client, "persistentvolumeclaims")
         self.recorder = EventRecorder(client, component="default-scheduler", clock=clock)
         self.rng = rng or random.Random()
         handle = Handle(cache=self.cache, nominator=self.queue.nominator, owners=self,
-                        namespaces=self, pdbs=self, actions=self, rng=self.rng, now=clock.now)
+                        namespaces=self, claims=self, pdbs=self, actions=self, rng=self.rng,
+                        now=clock.now)
         registry = in_tree_registry()
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: build_framework(p, registry=registry, handle=handle,
@@ -128,6 +130,9 @@ class Scheduler:
                          for ns in self.namespaces.store.list()
                          if selector.matches((ns.get("metadata") or {}).get("labels") or {}))
 
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims.store.get(f"{namespace}/{name}")
+
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self.pdbs.store.list())
 
@@ -154,6 +159,10 @@ class Scheduler:
         self.stateful_sets.add_handler(
             on_add=lambda obj: self._move(ClusterEvent.OWNER_CHANGE),
             on_update=lambda old, new: self._move(ClusterEvent.OWNER_CHANGE))
+        self.claims.add_handler(
+            on_add=lambda obj: self._move(ClusterEvent.PVC_CHANGE),
+            on_update=lambda old, new: self._move(ClusterEvent.PVC_CHANGE),
+            on_delete=lambda obj: self._move(ClusterEvent.PVC_CHANGE))
         self.namespaces.add_handler(
             on_add=lambda obj: self._move(ClusterEvent.NAMESPACE_CHANGE),
             on_update=lambda old, new: self._on_namespace_update(old, new))
@@ -230,7 +239,7 @@ class Scheduler:
 
     async def run(self, stop: asyncio.Event, *, on_ready: Any = None) -> None:
         informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets,
-                     self.namespaces)
+                     self.namespaces, self.claims)
         flush = min(1.0, self.settings.pod_initial_backoff_seconds)
         try:
             async with asyncio.TaskGroup() as tg:

@@ -117,6 +117,7 @@ class ClusterEvent(enum.StrEnum):
     PDB_CHANGE = "PodDisruptionBudgetChange"
     OWNER_CHANGE = "OwnerChange"  # a ReplicaSet/StatefulSet (default spread selectors)
     NAMESPACE_CHANGE = "NamespaceChange"  # namespace labels (pod affinity namespaceSelector)
+    PVC_CHANGE = "PersistentVolumeClaimChange"  # a claim created, updated or deleted
 
 
 ALL_EVENTS = frozenset(ClusterEvent)

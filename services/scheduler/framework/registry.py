@@ -30,6 +30,7 @@ class Handle:
     nominator: Any
     owners: Any = None
     namespaces: Any = None
+    claims: Any = None  # PersistentVolumeClaims: get_claim(namespace, name)
     pdbs: Any = None
     actions: Any = None
     rng: Any = None
@@ -46,6 +47,8 @@ DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeAffinity", 2),
     ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("VolumeBinding", 0),
     ("PodTopologySpread", 2),
     ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),

@@ -21,6 +21,8 @@ from skiff.scheduler.plugins.noderesources import (
 from skiff.scheduler.plugins.nodeunschedulable import NodeUnschedulable
 from skiff.scheduler.plugins.podtopologyspread import PodTopologySpread, PodTopologySpreadArgs
 from skiff.scheduler.plugins.tainttoleration import TaintToleration
+from skiff.scheduler.plugins.volumebinding import VolumeBinding
+from skiff.scheduler.plugins.volumerestrictions import VolumeRestrictions
 from skiff.scheduler.preemption import Evaluator, PreemptionArgs
 
 
@@ -51,10 +53,14 @@ def in_tree_registry() -> dict[str, PluginFactory]:
         "NodeResourcesBalancedAllocation":
             lambda args, handle, fwk: NodeResourcesBalancedAllocation(),
         "ImageLocality": lambda args, handle, fwk: ImageLocality(cache=handle.cache),
+        "VolumeRestrictions": lambda args, handle, fwk: VolumeRestrictions(
+            cache=handle.cache, claims=handle.claims),
+        "VolumeBinding": lambda args, handle, fwk: VolumeBinding(claims=handle.claims),
         "DefaultPreemption": _preemption,
     }
 
 
 __all__ = ["DefaultPreemption", "ImageLocality", "InterPodAffinity", "NodeAffinity",
            "NodeName", "NodePorts", "NodeResourcesBalancedAllocation", "NodeResourcesFit",
-           "NodeUnschedulable", "PodTopologySpread", "TaintToleration", "in_tree_registry"]
+           "NodeUnschedulable", "PodTopologySpread", "TaintToleration", "VolumeBinding",
+           "VolumeRestrictions", "in_tree_registry"]

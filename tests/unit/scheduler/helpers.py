@@ -55,6 +55,10 @@ class FakeActions:
 class Listers:
     owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     pdbs: list[Obj] = field(default_factory=list)
+    claims: dict[tuple[str, str], Obj] = field(default_factory=dict)
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims.get((namespace, name))
 
     def get_owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.owners.get((kind, namespace, name))
@@ -83,7 +87,7 @@ def make_env(nodes: Sequence[Obj], pods: Sequence[Obj] = (), *,
     cfg = parse_config(config or {}) if config is not None else None
     profile = cfg.profiles[0] if cfg is not None else Profile()
     handle = Handle(cache=cache, nominator=nominator, owners=listers, pdbs=listers,
-                    namespaces=FakeNamespaces(dict(namespaces or {})),
+                    namespaces=FakeNamespaces(dict(namespaces or {})), claims=listers,
                     actions=actions, rng=random.Random(seed), now=lambda: now)
     fwk = build_framework(profile, registry=in_tree_registry(), handle=handle,
                           disable_preemption=cfg.disable_preemption if cfg else False)

@@ -23,7 +23,7 @@ def test_default_profile_has_kubernetes_plugins_and_weights() -> None:
     env = make_env([])
     assert _names(env.fwk.filter_plugins) == [
         "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
-        "NodeResourcesFit", "PodTopologySpread", "InterPodAffinity"]
+        "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity"]
     # Kubernetes 1.32's default profile weights.
     assert {p.name: w for p, w in env.fwk.score_plugins} == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,

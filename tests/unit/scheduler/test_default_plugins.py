@@ -1,6 +1,7 @@
 """The rest of Kubernetes 1.32's default profile: NodePorts (hostPort conflicts),
-NodeResourcesBalancedAllocation (1 − std of the cpu/memory fractions) and ImageLocality
-(node status.images, scaled by how many nodes have the image)."""
+NodeResourcesBalancedAllocation (1 − std of the cpu/memory fractions), ImageLocality
+(node status.images, scaled by how many nodes have the image), VolumeBinding (claims
+must exist) and VolumeRestrictions (ReadWriteOncePod)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.scheduler.algorithm import Algorithm
+from skiff.scheduler.framework import CycleState, FitError
 from skiff.scheduler.plugins.imagelocality import calculate_priority
 from skiff.scheduler.plugins.nodeports import ERR_REASON
+from skiff.scheduler.podinfo import PodInfo
 from tests.unit.scheduler.helpers import filter_results, make_env, plugin_scores
 
 Obj = dict[str, Any]
@@ -97,3 +101,54 @@ def test_image_locality_scores_nodes_with_the_image() -> None:
 def test_image_locality_scores_0_when_no_node_reports_images() -> None:
     env = make_env([make_node("n1").obj(), make_node("n2").obj()])
     assert plugin_scores(env, "ImageLocality", make_pod("p").obj()) == {"n1": 0, "n2": 0}
+
+
+def _claim(name: str, *modes: str, deleting: bool = False, phase: str = "Bound") -> Obj:
+    meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
+            "spec": {"accessModes": list(modes)}, "status": {"phase": phase}}
+
+
+def _using(name: str, *claims: str, node: str = "") -> Obj:
+    builder = make_pod(name)
+    for claim in claims:
+        builder.volume(f"v-{claim}", {"persistentVolumeClaim": {"claimName": claim}})
+    if node:
+        builder.node(node)
+    return builder.obj()
+
+
+@pytest.mark.parametrize(("claims", "reason"), [
+    pytest.param([], 'persistentvolumeclaim "data" not found', id="missing-claim"),
+    pytest.param([_claim("data", "ReadWriteOnce", deleting=True)],
+                 'persistentvolumeclaim "data" is being deleted', id="claim-being-deleted"),
+    pytest.param([_claim("data", "ReadWriteOnce")], "", id="existing-claim"),
+])
+def test_volume_binding_claims_must_exist(claims: list[Obj], reason: str) -> None:
+    """Kubernetes' VolumeBinding PreFilter (podHasPVCs): UnschedulableAndUnresolvable
+    with the claim's problem as the whole message."""
+    env = make_env([make_node("n1").obj()])
+    for claim in claims:
+        env.listers.claims[("default", claim["metadata"]["name"])] = claim
+    pod = PodInfo.from_pod(_using("p", "data"))
+    if not reason:
+        assert Algorithm(cache=env.cache).schedule_pod(env.fwk, CycleState(), pod)
+        return
+    with pytest.raises(FitError) as failure:
+        Algorithm(cache=env.cache).schedule_pod(env.fwk, CycleState(), pod)
+    assert str(failure.value) == f"0/1 nodes are available: {reason}."
+
+
+def test_volume_restrictions_read_write_once_pod_claim_has_one_user() -> None:
+    """A ReadWriteOncePod claim already used by a scheduled pod fits no node; a
+    ReadWriteOnce claim is not the scheduler's to restrict (attach/detach does)."""
+    nodes = [make_node("n1").obj(), make_node("n2").obj()]
+    env = make_env(nodes, [_using("holder", "solo", "shared", node="n1")])
+    env.listers.claims[("default", "solo")] = _claim("solo", "ReadWriteOncePod")
+    env.listers.claims[("default", "shared")] = _claim("shared", "ReadWriteOnce")
+    conflict = ("node has pod using PersistentVolumeClaim with the same name and "
+                "ReadWriteOncePod access mode")
+    assert filter_results(env, _using("p", "solo")) == {"n1": conflict, "n2": conflict}
+    assert filter_results(env, _using("p", "shared")) == {"n1": "", "n2": ""}
