@@ -83,7 +83,7 @@ class Scheduler:
             initial_backoff=settings.pod_initial_backoff_seconds,
             max_backoff=settings.pod_max_backoff_seconds,
             max_in_unschedulable=settings.pod_max_in_unschedulable_pods_duration,
-            clock=clock, events_for=self._events_for)
+            clock=clock, events_for=self._events_for, hint=self._worth_retrying)
         self.pods = Informer(client, "pods")
         self.nodes = Informer(client, "nodes")
         self.pdbs = Informer(client, "poddisruptionbudgets")
@@ -136,6 +136,13 @@ class Scheduler:
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self.pdbs.store.list())
 
+    def _worth_retrying(self, qpi: QueuedPodInfo, event: ClusterEvent, old: PodInfo | None,
+                        new: PodInfo | None) -> bool:
+        fwk = self.profiles.get(qpi.pod.scheduler_name)
+        if fwk is None:
+            return True
+        return fwk.worth_retrying(qpi.unschedulable_plugins, event, qpi.pod, old, new)
+
     def _events_for(self, qpi: QueuedPodInfo) -> frozenset[ClusterEvent]:
         fwk = self.profiles.get(qpi.pod.scheduler_name)
         if fwk is None:
@@ -172,8 +179,9 @@ class Scheduler:
                 "labels"):
             self._move(ClusterEvent.NAMESPACE_CHANGE)
 
-    def _move(self, event: ClusterEvent) -> None:
-        self.queue.move_all_to_active_or_backoff(event)
+    def _move(self, event: ClusterEvent, *, old: PodInfo | None = None,
+              new: PodInfo | None = None) -> None:
+        self.queue.move_all_to_active_or_backoff(event, old=old, new=new)
 
     def _on_pod_add(self, pod: Obj) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
@@ -182,7 +190,7 @@ class Scheduler:
             info = PodInfo.from_pod(pod)
             self.cache.add_pod(info)
             self.queue.delete(info.key)
-            self._move(ClusterEvent.ASSIGNED_POD_ADD)
+            self._move(ClusterEvent.ASSIGNED_POD_ADD, new=info)
         elif self._responsible(pod) and not is_pod_terminal(pod):
             info = PodInfo.from_pod(pod)
             self.queue.add(info)
@@ -194,19 +202,22 @@ class Scheduler:
             if not (old.get("spec") or {}).get("nodeName"):
                 self.queue.delete(info.key)  # just bound
             if is_pod_terminal(new):
-                if self.cache.remove_pod(info.key) is not None:
-                    self._move(ClusterEvent.ASSIGNED_POD_DELETE)
+                removed = self.cache.remove_pod(info.key)
+                if removed is not None:
+                    self._move(ClusterEvent.ASSIGNED_POD_DELETE, old=removed)
                 return
+            previous = self.cache.pod(info.key)
             self.cache.update_pod(info)
             if not (old.get("spec") or {}).get("nodeName"):
                 # Just bound: to the assigned-pod view this is a new pod (Kubernetes'
                 # filtered informer calls OnAdd), which may satisfy others' affinity.
-                self._move(ClusterEvent.ASSIGNED_POD_ADD)
+                self._move(ClusterEvent.ASSIGNED_POD_ADD, new=info)
                 return
             o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
             if (o_meta.get("labels") != n_meta.get("labels")
                     or o_meta.get("deletionTimestamp") != n_meta.get("deletionTimestamp")):
-                self._move(ClusterEvent.ASSIGNED_POD_UPDATE)
+                self._move(ClusterEvent.ASSIGNED_POD_UPDATE,
+                           old=previous or PodInfo.from_pod(old), new=info)
         elif self._responsible(new):
             info = PodInfo.from_pod(new)
             if is_pod_terminal(new):
@@ -221,7 +232,7 @@ class Scheduler:
         removed = self.cache.remove_pod(key)  # also an assumed pod whose binding raced
         self.queue.delete(key)
         if removed is not None:
-            self._move(ClusterEvent.ASSIGNED_POD_DELETE)
+            self._move(ClusterEvent.ASSIGNED_POD_DELETE, old=removed)
 
     def _on_node_add(self, node: Obj) -> None:
         self.cache.add_node(NodeFacts.from_node(node))

@@ -138,6 +138,18 @@ class EnqueueExtensions(Protocol):
 
 
 @runtime_checkable
+class QueueingHintPlugin(Protocol):
+    """Kubernetes' QueueingHintFn for pod events: given the pod this plugin rejected and
+    the assigned pod that changed (`old` None when added, `new` None when deleted), may
+    the change make it schedulable? False keeps it waiting (QueueSkip)."""
+
+    name: str
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: PodInfo | None,
+                                        new: PodInfo | None) -> bool: ...
+
+
+@runtime_checkable
 class PreFilterPlugin(Protocol):
     name: str
 

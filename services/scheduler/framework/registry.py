@@ -16,6 +16,7 @@ from skiff.scheduler.framework.interface import (
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintPlugin,
     ScorePlugin,
 )
 from skiff.scheduler.framework.runtime import Framework
@@ -122,4 +123,6 @@ def build_framework(profile: Profile, *, registry: Mapping[str, PluginFactory],
             fwk.events[name] = plugin.events_to_register()
         else:
             fwk.events[name] = frozenset(ClusterEvent)
+        if isinstance(plugin, QueueingHintPlugin):
+            fwk.pod_hints[name] = plugin
     return fwk

@@ -15,6 +15,7 @@ from typing import Protocol
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
+    ALL_EVENTS,
     MAX_NODE_SCORE,
     SUCCESS,
     ClusterEvent,
@@ -27,6 +28,7 @@ from skiff.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintPlugin,
     ScoreNormalizer,
     ScorePlugin,
     Status,
@@ -57,6 +59,7 @@ class Framework:
     pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
     score_plugins: list[tuple[ScorePlugin, int]] = field(default_factory=list)
     events: dict[str, frozenset[ClusterEvent]] = field(default_factory=dict)
+    pod_hints: dict[str, QueueingHintPlugin] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
     nominator: PodNominator = field(default_factory=_NoNominations)
     _filters: list[tuple[str, FilterCall]] = field(default_factory=list, init=False,
@@ -221,6 +224,23 @@ class Framework:
     @property
     def has_post_filter_plugins(self) -> bool:
         return bool(self.post_filter_plugins)
+
+    def worth_retrying(self, plugins: set[str], event: ClusterEvent, pod: PodInfo,
+                       old: PodInfo | None, new: PodInfo | None) -> bool:
+        """Whether `event` (about the assigned pod `old` → `new`, when it is a pod event)
+        may make `pod`, rejected by `plugins`, schedulable: some rejecting plugin
+        registered the event and, if it has a queueing hint, the hint says so."""
+        if not plugins:
+            return True
+        for name in plugins:
+            if event not in self.events.get(name, ALL_EVENTS):
+                continue
+            hint = self.pod_hints.get(name)
+            if hint is None or (old is None and new is None):
+                return True
+            if hint.is_schedulable_after_pod_change(pod, old, new):
+                return True
+        return False
 
     def events_for(self, plugins: set[str]) -> frozenset[ClusterEvent]:
         """The events after which a pod rejected by `plugins` is worth retrying."""
