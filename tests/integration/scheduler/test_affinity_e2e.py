@@ -4,7 +4,7 @@ different nodes and the extra one waits until a node frees up (InterPodAffinity 
 retry on AssignedPodDelete); a pod with affinity to another app waits for it and then
 joins its zone (retry on AssignedPodAdd); a stale nominatedNodeName is cleared and the
 node's resources are no longer held for it (Evaluator.Preempt's empty nomination).
-No kubelet runs: tests register Nodes."""
+Most tests register Nodes; the last runs real kubelets with hollow nodes."""
 
 from __future__ import annotations
 
@@ -14,11 +14,13 @@ from skiff.api import get_condition
 from skiff.client import ApiClient
 from tests.integration.objects import priority_class
 from tests.integration.scheduler.conftest import (
+    StartKubelet,
     StartScheduler,
     create_node,
     get_pod,
     wait_bound,
     wait_for,
+    wait_running,
 )
 from tests.unit.scheduler.helpers import affinity_pod
 
@@ -124,3 +126,21 @@ async def test_stale_nominated_node_is_cleared_and_its_resources_released(
     small.container("main", image="busybox", requests={"cpu": "1"})
     await api.create(small.obj())
     assert await wait_bound(api, "small") == "node-1"
+
+
+async def test_anti_affinity_replicas_run_on_different_hollow_nodes(
+        api: ApiClient, start_scheduler: StartScheduler, start_kubelet: StartKubelet) -> None:
+    """With real kubelets (hollow nodes): three replicas with hostname anti-affinity run,
+    one per node, next to other pods their terms do not select."""
+    start_kubelet("pool", nodes=3)
+    start_scheduler()
+    for i in range(2):
+        other = affinity_pod(f"other-{i}").label("app", "other")
+        other.container("main", command=["sleep", "3600"])
+        await api.create(other.obj())
+    for i in range(3):
+        replica = affinity_pod(f"web-{i}").label("app", "web").pod_anti_affinity(HOST, WEB)
+        replica.container("main", command=["sleep", "3600"])
+        await api.create(replica.obj())
+    nodes = [(await wait_running(api, f"web-{i}"))["spec"]["nodeName"] for i in range(3)]
+    assert sorted(nodes) == ["pool-0", "pool-1", "pool-2"]

@@ -15,7 +15,7 @@ from skiff.scheduler.preemption import (
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
-from tests.unit.scheduler.helpers import Env, make_env
+from tests.unit.scheduler.helpers import Env, affinity_pod, make_env
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"
@@ -220,3 +220,17 @@ async def test_pp5_disable_preemption_in_config() -> None:
                    [make_pod("low").node("n1").priority(0).req({"cpu": "1"}).obj()],
                    config={"disablePreemption": True})
     assert env.fwk.post_filter_plugins == []
+
+
+async def test_pp4_preemption_removes_a_lower_priority_pod_that_anti_affinity_repels() -> None:
+    """InterPodAffinity's anti-affinity is Unschedulable (not Unresolvable), so
+    preemption's dry run removes the repelled lower-priority pod (RemovePod) and finds
+    the node fits without it."""
+    env = make_env([make_node("n1").obj()],
+                   [make_pod("low").uid("l").node("n1").priority(1).label("app", "db").obj()])
+    pod = (affinity_pod("high").uid("h").priority(10)
+           .pod_anti_affinity("kubernetes.io/hostname", {"matchLabels": {"app": "db"}}).obj())
+    result, status, message = await _schedule_and_preempt(env, pod)
+    assert message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert status.ok and result.nominated_node_name == "n1"
+    assert env.actions.preempted == [("low", "high", "n1")]
