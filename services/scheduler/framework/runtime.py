@@ -70,6 +70,10 @@ class Framework:
     _extensions_of: list[PreFilterPlugin] | None = field(default=None, init=False,
                                                          repr=False)
     _extensions_len: int = field(default=0, init=False, repr=False)
+    _scores: list[tuple[ScorePlugin, int, bool]] = field(default_factory=list, init=False,
+                                                          repr=False)
+    _scores_of: list[tuple[ScorePlugin, int]] | None = field(default=None, init=False,
+                                                             repr=False)
 
     # -- PreFilter -------------------------------------------------------------------------
 
@@ -194,18 +198,28 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
+    def _score_calls(self) -> list[tuple[ScorePlugin, int, bool]]:
+        """(plugin, weight, has NormalizeScore) per score plugin, found once: an
+        `isinstance` against a runtime Protocol is slow and this runs every cycle."""
+        if self._scores_of is not self.score_plugins or len(self._scores) != len(
+                self.score_plugins):
+            self._scores = [(p, w, isinstance(p, ScoreNormalizer))
+                            for p, w in self.score_plugins]
+            self._scores_of = self.score_plugins
+        return self._scores
+
     def run_score(self, state: CycleState, pod: PodInfo,
                   nodes: Sequence[NodeInfo]) -> list[NodeScore]:
         """Weighted sum over score plugins of each plugin's normalized score."""
         names = [n.name for n in nodes]
         totals = [0] * len(nodes)
         skip = state.skip_score
-        for plugin, weight in self.score_plugins:
+        for plugin, weight, normalizes in self._score_calls():
             if plugin.name in skip:
                 continue
             score = plugin.score
             raw = [score(state, pod, n) for n in nodes]
-            if isinstance(plugin, ScoreNormalizer):
+            if normalizes and isinstance(plugin, ScoreNormalizer):
                 scores = [NodeScore(name, s) for name, s in zip(names, raw, strict=True)]
                 plugin.normalize_score(state, pod, scores)
                 raw = [s.score for s in scores]
