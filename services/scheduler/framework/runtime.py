@@ -18,6 +18,7 @@ from skiff.scheduler.framework.interface import (
     ALL_EVENTS,
     MAX_NODE_SCORE,
     SUCCESS,
+    BatchScorePlugin,
     ClusterEvent,
     Code,
     CycleState,
@@ -70,8 +71,8 @@ class Framework:
     _extensions_of: list[PreFilterPlugin] | None = field(default=None, init=False,
                                                          repr=False)
     _extensions_len: int = field(default=0, init=False, repr=False)
-    _scores: list[tuple[ScorePlugin, int, bool]] = field(default_factory=list, init=False,
-                                                          repr=False)
+    _scores: list[tuple[ScorePlugin, int, bool, bool]] = field(
+        default_factory=list, init=False, repr=False)
     _scores_of: list[tuple[ScorePlugin, int]] | None = field(default=None, init=False,
                                                              repr=False)
 
@@ -198,12 +199,14 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
-    def _score_calls(self) -> list[tuple[ScorePlugin, int, bool]]:
-        """(plugin, weight, has NormalizeScore) per score plugin, found once: an
-        `isinstance` against a runtime Protocol is slow and this runs every cycle."""
+    def _score_calls(self) -> list[tuple[ScorePlugin, int, bool, bool]]:
+        """(plugin, weight, has NormalizeScore, scores in batches) per score plugin,
+        found once: an `isinstance` against a runtime Protocol is slow and this runs
+        every cycle."""
         if self._scores_of is not self.score_plugins or len(self._scores) != len(
                 self.score_plugins):
-            self._scores = [(p, w, isinstance(p, ScoreNormalizer))
+            self._scores = [(p, w, isinstance(p, ScoreNormalizer),
+                             isinstance(p, BatchScorePlugin))
                             for p, w in self.score_plugins]
             self._scores_of = self.score_plugins
         return self._scores
@@ -214,11 +217,14 @@ class Framework:
         names = [n.name for n in nodes]
         totals = [0] * len(nodes)
         skip = state.skip_score
-        for plugin, weight, normalizes in self._score_calls():
+        for plugin, weight, normalizes, batch in self._score_calls():
             if plugin.name in skip:
                 continue
-            score = plugin.score
-            raw = [score(state, pod, n) for n in nodes]
+            if batch:
+                raw = plugin.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+            else:
+                score = plugin.score
+                raw = [score(state, pod, n) for n in nodes]
             if normalizes and isinstance(plugin, ScoreNormalizer):
                 scores = [NodeScore(name, s) for name, s in zip(names, raw, strict=True)]
                 plugin.normalize_score(state, pod, scores)

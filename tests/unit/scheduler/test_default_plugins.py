@@ -15,7 +15,7 @@ from skiff.scheduler.framework import CycleState, FitError
 from skiff.scheduler.plugins.imagelocality import calculate_priority
 from skiff.scheduler.plugins.nodeports import ERR_REASON
 from skiff.scheduler.podinfo import PodInfo
-from tests.unit.scheduler.helpers import filter_results, make_env, plugin_scores
+from tests.unit.scheduler.helpers import filter_results, make_env, plugin, plugin_scores
 
 Obj = dict[str, Any]
 
@@ -152,3 +152,19 @@ def test_volume_restrictions_read_write_once_pod_claim_has_one_user() -> None:
                 "ReadWriteOncePod access mode")
     assert filter_results(env, _using("p", "solo")) == {"n1": conflict, "n2": conflict}
     assert filter_results(env, _using("p", "shared")) == {"n1": "", "n2": ""}
+
+
+@pytest.mark.parametrize("name", ["NodeResourcesFit", "NodeResourcesBalancedAllocation"])
+def test_batch_scores_equal_per_node_scores(name: str) -> None:
+    """The batch path the framework uses gives exactly the per-node Score results."""
+    nodes = [make_node("n1").capacity({"cpu": "4", "memory": "8Gi"}).obj(),
+             make_node("n2").capacity({"cpu": "1", "memory": "1Gi"}).obj(),
+             make_node("n3").capacity({"cpu": "0", "memory": "2Gi"}).obj()]
+    pods = [make_pod("a").node("n1").req({"cpu": "3", "memory": "1Gi"}).obj(),
+            make_pod("b").node("n2").req({"cpu": "2"}).obj()]
+    env = make_env(nodes, pods)
+    p = plugin(env.fwk, name)
+    info = PodInfo.from_pod(make_pod("p").req({"cpu": "500m", "memory": "3Gi"}).obj())
+    infos = env.cache.node_infos()
+    state = CycleState()
+    assert p.score_nodes(state, info, infos) == [p.score(state, info, n) for n in infos]

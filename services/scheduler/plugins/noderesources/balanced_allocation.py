@@ -6,6 +6,7 @@ requests (a container without requests adds nothing), as Kubernetes' `useRequest
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import MAX_NODE_SCORE, CycleState
@@ -26,6 +27,21 @@ def balanced_resource_score(requested: list[int], allocatable: list[int]) -> int
 
 class NodeResourcesBalancedAllocation:
     name = "NodeResourcesBalancedAllocation"
+
+    def score_nodes(self, state: CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeInfo]) -> list[int]:
+        req_cpu, req_memory = pod.requests.milli_cpu, pod.requests.memory
+        out = []
+        for node in nodes:
+            facts = node.facts
+            if facts is None or not facts.allocatable.milli_cpu or not facts.allocatable.memory:
+                out.append(self.score(state, pod, node))
+                continue
+            cpu = (node.requested.milli_cpu + req_cpu) / facts.allocatable.milli_cpu
+            memory = (node.requested.memory + req_memory) / facts.allocatable.memory
+            std = abs(((cpu if cpu < 1.0 else 1.0) - (memory if memory < 1.0 else 1.0)) / 2)
+            out.append(int((1 - std) * MAX_NODE_SCORE))
+        return out
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int:
         facts = node.facts
