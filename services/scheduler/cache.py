@@ -36,6 +36,9 @@ class NodeInfo:
     # (namespace, labels) → count of non-terminating pods, for topology spread counting.
     label_sets: dict[LabelSetKey, int] = field(default_factory=dict)
     generation: int = 0
+    # Kubernetes' PodsWithAffinity / PodsWithRequiredAntiAffinity, for InterPodAffinity.
+    pods_with_affinity: list[PodInfo] = field(default_factory=list)
+    pods_with_required_anti_affinity: list[PodInfo] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -52,6 +55,10 @@ class NodeInfo:
         if not pod.terminating:
             key = (pod.namespace, pod.label_set)
             self.label_sets[key] = self.label_sets.get(key, 0) + 1
+        if pod.has_pod_affinity:
+            self.pods_with_affinity.append(pod)
+            if pod.required_anti_affinity_terms:
+                self.pods_with_required_anti_affinity.append(pod)
         self.generation += 1
 
     def remove_pod(self, pod: PodInfo) -> bool:
@@ -67,6 +74,13 @@ class NodeInfo:
                         self.label_sets[key] = left
                     else:
                         self.label_sets.pop(key, None)
+                if existing.has_pod_affinity:
+                    self.pods_with_affinity = [p for p in self.pods_with_affinity
+                                               if p.key != existing.key]
+                    if existing.required_anti_affinity_terms:
+                        self.pods_with_required_anti_affinity = [
+                            p for p in self.pods_with_required_anti_affinity
+                            if p.key != existing.key]
                 self.generation += 1
                 return True
         return False
@@ -74,7 +88,8 @@ class NodeInfo:
     def clone(self) -> NodeInfo:
         return NodeInfo(self.facts, list(self.pods), self.requested.copy(),
                         self.non_zero_requested.copy(), dict(self.label_sets),
-                        self.generation)
+                        self.generation, list(self.pods_with_affinity),
+                        list(self.pods_with_required_anti_affinity))
 
 
 @dataclass(slots=True, eq=False)
@@ -104,6 +119,12 @@ class Cache:
         # topology key → domain value → TopologyDomain, for the keys topology spread has
         # asked about; kept current by every node and pod event from then on.
         self._domains: dict[str, dict[str, TopologyDomain]] = {}
+        # How many placed pods have any pod (anti-)affinity / a required anti-affinity
+        # term, so InterPodAffinity skips its pass over the nodes when there are none.
+        self.pods_with_affinity = 0
+        self.pods_with_required_anti_affinity = 0
+        # image name → how many nodes report it in `status.images` (ImageLocality)
+        self.image_nodes: dict[str, int] = {}
 
     # -- reads -------------------------------------------------------------------------
 
@@ -192,8 +213,20 @@ class Cache:
 
     # -- nodes -------------------------------------------------------------------------
 
+    def _count_images(self, facts: NodeFacts | None, sign: int) -> None:
+        if facts is None:
+            return
+        for name in facts.images:
+            left = self.image_nodes.get(name, 0) + sign
+            if left > 0:
+                self.image_nodes[name] = left
+            else:
+                self.image_nodes.pop(name, None)
+
     def add_node(self, facts: NodeFacts) -> None:
         info = self._nodes.get(facts.name)
+        self._count_images(info.facts if info is not None else None, -1)
+        self._count_images(facts, 1)
         if info is None:
             info = self._nodes[facts.name] = NodeInfo(facts)
             if self._domains:
@@ -217,6 +250,7 @@ class Cache:
             return
         if self._domains and info.facts is not None:
             self._index_node(info, -1)
+        self._count_images(info.facts, -1)
         if info.pods:
             info.facts = None  # keep the pods until their deletes arrive
         else:
@@ -233,13 +267,22 @@ class Cache:
         info.add_pod(pod)
         if self._domains:
             self._index_pod(info, pod, 1)
+        self._count_affinity(pod, 1)
+
+    def _count_affinity(self, pod: PodInfo, sign: int) -> None:
+        if pod.has_pod_affinity:
+            self.pods_with_affinity += sign
+            if pod.required_anti_affinity_terms:
+                self.pods_with_required_anti_affinity += sign
 
     def _unplace(self, pod: PodInfo) -> None:
         info = self._nodes.get(pod.node_name)
         if info is None:
             return
-        if info.remove_pod(pod) and self._domains:
-            self._index_pod(info, pod, -1)
+        if info.remove_pod(pod):
+            if self._domains:
+                self._index_pod(info, pod, -1)
+            self._count_affinity(pod, -1)
         if info.facts is None and not info.pods:
             del self._nodes[pod.node_name]
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skiff.api import bytes_, cpu_millis, is_terminating, parse_quantity
+from skiff.api import ApiError, LabelSelector, bytes_, cpu_millis, is_terminating, parse_quantity
 from skiff.clock import parse_rfc3339
 
 Obj = Mapping[str, Any]
@@ -25,37 +25,88 @@ PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
 
 
+CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
+_NOT_SCALAR = frozenset({CPU, MEMORY, EPHEMERAL_STORAGE, PODS, "storage"})
+
+
+def is_scalar_resource_name(name: str) -> bool:
+    """Kubernetes' `IsScalarResourceName`: extended resources (`example.com/gpu`),
+    hugepages-*, attachable-volumes-* and prefixed native resources."""
+    if name in _NOT_SCALAR:
+        return False
+    return "/" in name or name.startswith(("hugepages-", "attachable-volumes-"))
+
+
+def is_extended_resource_name(name: str) -> bool:
+    """Kubernetes' `IsExtendedResourceName`: a domain-prefixed name outside
+    kubernetes.io/ (and not a quota `requests.` name)."""
+    if "/" not in name or name.startswith("requests."):
+        return False
+    domain = name.split("/", 1)[0]
+    return not (domain == "kubernetes.io" or domain.endswith(".kubernetes.io"))
+
+
 @dataclass(slots=True)
 class Resource:
+    """Kubernetes' `framework.Resource`: cpu (millicores), memory and ephemeral storage
+    (bytes), and the scalar resources (extended, hugepages) by name."""
+
     milli_cpu: int = 0
     memory: int = 0
+    ephemeral_storage: int = 0
+    scalar: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Resource) -> None:
         self.milli_cpu += other.milli_cpu
         self.memory += other.memory
+        self.ephemeral_storage += other.ephemeral_storage
+        if other.scalar:
+            for name, value in other.scalar.items():
+                self.scalar[name] = self.scalar.get(name, 0) + value
 
     def sub(self, other: Resource) -> None:
         self.milli_cpu -= other.milli_cpu
         self.memory -= other.memory
+        self.ephemeral_storage -= other.ephemeral_storage
+        if other.scalar:
+            for name, value in other.scalar.items():
+                self.scalar[name] = self.scalar.get(name, 0) - value
 
     def copy(self) -> Resource:
-        return Resource(self.milli_cpu, self.memory)
+        return Resource(self.milli_cpu, self.memory, self.ephemeral_storage,
+                        dict(self.scalar) if self.scalar else {})
+
+    @classmethod
+    def from_list(cls, resources: Mapping[str, Any]) -> Resource:
+        """A `ResourceList` (`{"cpu": "500m", "example.com/gpu": "1"}`), parsed."""
+        out = cls()
+        for name, quantity in resources.items():
+            if name == CPU:
+                out.milli_cpu = cpu_millis(quantity)
+            elif name == MEMORY:
+                out.memory = bytes_(quantity)
+            elif name == EPHEMERAL_STORAGE:
+                out.ephemeral_storage = bytes_(quantity)
+            elif is_scalar_resource_name(name):
+                out.scalar[name] = bytes_(quantity)
+        return out
 
 
 def _container_requests(container: Obj) -> tuple[Resource, Resource]:
     """(requests, non-zero requests for scoring) of one container."""
     requests = ((container.get("resources") or {}).get("requests") or {})
-    cpu = requests.get("cpu")
-    mem = requests.get("memory")
-    actual = Resource(cpu_millis(cpu) if cpu is not None else 0,
-                      bytes_(mem) if mem is not None else 0)
-    non_zero = Resource(actual.milli_cpu if cpu is not None else DEFAULT_MILLI_CPU_REQUEST,
-                        actual.memory if mem is not None else DEFAULT_MEMORY_REQUEST)
+    actual = Resource.from_list(requests) if requests else Resource()
+    non_zero = Resource(actual.milli_cpu if CPU in requests else DEFAULT_MILLI_CPU_REQUEST,
+                        actual.memory if MEMORY in requests else DEFAULT_MEMORY_REQUEST)
     return actual, non_zero
 
 
 def _max(a: Resource, b: Resource) -> Resource:
-    return Resource(max(a.milli_cpu, b.milli_cpu), max(a.memory, b.memory))
+    scalar = dict(a.scalar)
+    for name, value in b.scalar.items():
+        scalar[name] = max(scalar.get(name, 0), value)
+    return Resource(max(a.milli_cpu, b.milli_cpu), max(a.memory, b.memory),
+                    max(a.ephemeral_storage, b.ephemeral_storage), scalar)
 
 
 def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
@@ -85,11 +136,122 @@ def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
     result, result_nz = _max(total, init_max), _max(total_nz, init_max_nz)
     overhead = spec.get("overhead") or {}
     if overhead:
-        extra = Resource(cpu_millis(overhead["cpu"]) if "cpu" in overhead else 0,
-                         bytes_(overhead["memory"]) if "memory" in overhead else 0)
+        extra = Resource.from_list(overhead)
         result.add(extra)
-        result_nz.add(extra)
+        result_nz.add(Resource(extra.milli_cpu, extra.memory))
     return result, result_nz
+
+
+@dataclass(slots=True, frozen=True, eq=False)
+class AffinityTerm:
+    """A parsed `podAffinityTerm` (Kubernetes' `framework.AffinityTerm`): it matches a pod
+    in one of `namespaces` — or in a namespace whose labels `namespace_selector` matches —
+    whose labels `selector` matches. `weight` is 0 for required terms."""
+
+    namespaces: frozenset[str]
+    selector: LabelSelector
+    topology_key: str
+    namespace_selector: LabelSelector
+    weight: int = 0
+
+    def matches(self, pod: PodInfo, namespace_labels: Mapping[str, str] | None) -> bool:
+        if pod.namespace in self.namespaces or self.namespace_selector.matches(
+                namespace_labels):
+            return self.selector.matches(pod.labels)
+        return False
+
+    def with_namespaces(self, extra: frozenset[str]) -> AffinityTerm:
+        """The namespaceSelector resolved into names (`mergeAffinityTermNamespaces`)."""
+        return dataclasses.replace(self, namespaces=self.namespaces | extra,
+                                   namespace_selector=LabelSelector.none())
+
+
+def _selector(raw: Mapping[str, Any] | None) -> LabelSelector:
+    try:
+        return LabelSelector.from_dict(raw)
+    except ApiError:
+        return LabelSelector.none()  # the apiserver validates; never match on garbage
+
+
+def _affinity_term(namespace: str, labels: Mapping[str, str], term: Mapping[str, Any],
+                   weight: int = 0) -> AffinityTerm:
+    """Kubernetes' `newAffinityTerm`. No namespaces and no namespaceSelector means the
+    pod's own namespace; matchLabelKeys / mismatchLabelKeys add `key in (value)` /
+    `key notin (value)` of the pod's own labels to the selector, as the apiserver does
+    at creation (doing it twice changes nothing)."""
+    raw_selector = term.get("labelSelector")
+    match_keys = [k for k in term.get("matchLabelKeys") or () if k in labels]
+    mismatch_keys = [k for k in term.get("mismatchLabelKeys") or () if k in labels]
+    if raw_selector is not None and (match_keys or mismatch_keys):
+        expressions = list(raw_selector.get("matchExpressions") or [])
+        expressions += [{"key": k, "operator": "In", "values": [labels[k]]}
+                        for k in match_keys]
+        expressions += [{"key": k, "operator": "NotIn", "values": [labels[k]]}
+                        for k in mismatch_keys]
+        raw_selector = {**raw_selector, "matchExpressions": expressions}
+    namespaces = term.get("namespaces") or []
+    raw_ns_selector = term.get("namespaceSelector")
+    if not namespaces and raw_ns_selector is None:
+        namespaces = [namespace]
+    return AffinityTerm(frozenset(str(n) for n in namespaces), _selector(raw_selector),
+                        str(term.get("topologyKey") or ""), _selector(raw_ns_selector),
+                        weight)
+
+
+AffinityTerms = tuple[AffinityTerm, ...]
+_NO_TERMS: AffinityTerms = ()
+
+
+def _pod_affinity_terms(namespace: str, labels: Mapping[str, str], affinity: Mapping[str, Any]
+                        ) -> tuple[AffinityTerms, AffinityTerms, AffinityTerms, AffinityTerms]:
+    """(required affinity, required anti-affinity, preferred affinity, preferred
+    anti-affinity) terms of a pod."""
+    out: list[AffinityTerms] = []
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind) or {}
+        out.append(tuple(_affinity_term(namespace, labels, t) for t in
+                         section.get("requiredDuringSchedulingIgnoredDuringExecution") or ()))
+    for kind in ("podAffinity", "podAntiAffinity"):
+        section = affinity.get(kind) or {}
+        out.append(tuple(
+            _affinity_term(namespace, labels, w.get("podAffinityTerm") or {},
+                           int(w.get("weight") or 0))
+            for w in section.get("preferredDuringSchedulingIgnoredDuringExecution") or ()))
+    return out[0], out[1], out[2], out[3]
+
+
+@dataclass(slots=True, frozen=True)
+class HostPort:
+    """A container port bound on the node: (hostIP, protocol, hostPort)."""
+
+    ip: str
+    protocol: str
+    port: int
+
+    def conflicts(self, other: HostPort) -> bool:
+        """Kubernetes' `HostPortInfo`: same protocol and port, and the same IP or either
+        on every address (0.0.0.0)."""
+        return (self.port == other.port and self.protocol == other.protocol
+                and (self.ip == other.ip or DEFAULT_BIND_ALL_HOST_IP in (self.ip, other.ip)))
+
+
+DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
+
+
+def _host_ports(spec: Obj) -> tuple[HostPort, ...]:
+    """Kubernetes' `getContainerPorts`: the app containers' ports with a hostPort (for a
+    hostNetwork pod the containerPort, as the API defaults hostPort to it)."""
+    host_network = bool(spec.get("hostNetwork"))
+    out = []
+    for container in spec.get("containers") or ():
+        for port in container.get("ports") or ():
+            number = int(port.get("hostPort") or 0)
+            if number <= 0 and host_network:
+                number = int(port.get("containerPort") or 0)
+            if number > 0:
+                out.append(HostPort(str(port.get("hostIP") or DEFAULT_BIND_ALL_HOST_IP),
+                                    str(port.get("protocol") or "TCP"), number))
+    return tuple(out)
 
 
 @dataclass(slots=True, eq=False)
@@ -120,6 +282,18 @@ class PodInfo:
     spread_constraints: tuple[Mapping[str, Any], ...]
     controller_ref: Mapping[str, Any] | None
     extra: dict[str, Any] = field(default_factory=dict)
+    required_affinity_terms: AffinityTerms = _NO_TERMS
+    required_anti_affinity_terms: AffinityTerms = _NO_TERMS
+    preferred_affinity_terms: AffinityTerms = _NO_TERMS
+    preferred_anti_affinity_terms: AffinityTerms = _NO_TERMS
+    host_ports: tuple[HostPort, ...] = ()
+    pvc_names: tuple[str, ...] = ()  # `persistentVolumeClaim.claimName` of its volumes
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        """Any pod (anti-)affinity at all (Kubernetes' `PodsWithAffinity`)."""
+        return bool(self.required_affinity_terms or self.required_anti_affinity_terms
+                    or self.preferred_affinity_terms or self.preferred_anti_affinity_terms)
 
     @classmethod
     def from_pod(cls, pod: Obj) -> PodInfo:
@@ -134,6 +308,10 @@ class PodInfo:
                            if ref.get("controller")), None)
         namespace = str(meta.get("namespace") or "default")
         name = str(meta.get("name") or "")
+        affinity = spec.get("affinity") or {}
+        terms = (_pod_affinity_terms(namespace, labels, affinity)
+                 if "podAffinity" in affinity or "podAntiAffinity" in affinity
+                 else (_NO_TERMS, _NO_TERMS, _NO_TERMS, _NO_TERMS))
         return cls(
             pod=pod, key=f"{namespace}/{name}", uid=str(meta.get("uid") or ""),
             namespace=namespace, name=name, labels=labels,
@@ -151,9 +329,15 @@ class PodInfo:
                                    spec.get("schedulingGates") or []),
             tolerations=tuple(spec.get("tolerations") or ()),
             node_selector=spec.get("nodeSelector") or {},
-            affinity=spec.get("affinity") or {},
+            affinity=affinity,
             spread_constraints=tuple(spec.get("topologySpreadConstraints") or ()),
             controller_ref=controller,
+            required_affinity_terms=terms[0], required_anti_affinity_terms=terms[1],
+            preferred_affinity_terms=terms[2], preferred_anti_affinity_terms=terms[3],
+            host_ports=_host_ports(spec),
+            pvc_names=tuple(str(v["persistentVolumeClaim"].get("claimName") or "")
+                            for v in spec.get("volumes") or ()
+                            if isinstance(v.get("persistentVolumeClaim"), dict)),
         )
 
     def with_node(self, node_name: str) -> PodInfo:
@@ -184,6 +368,8 @@ class NodeFacts:
     unschedulable: bool
     allocatable: Resource
     allowed_pod_number: int
+    # image name (normalized with a tag) → size in bytes, from `status.images`
+    images: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
     def from_node(cls, node: Obj) -> NodeFacts:
@@ -196,7 +382,23 @@ class NodeFacts:
             taints=tuple(Taint(str(t.get("key", "")), str(t.get("value") or ""),
                                str(t.get("effect", ""))) for t in spec.get("taints") or []),
             unschedulable=bool(spec.get("unschedulable")),
-            allocatable=Resource(cpu_millis(alloc["cpu"]) if "cpu" in alloc else 0,
-                                 bytes_(alloc["memory"]) if "memory" in alloc else 0),
+            allocatable=Resource.from_list(alloc),
             allowed_pod_number=int(parse_quantity(alloc["pods"])) if "pods" in alloc else 0,
+            images=_node_images(status.get("images") or ()),
         )
+
+
+def normalized_image_name(name: str) -> str:
+    """Kubernetes' `normalizedImageName`: an untagged image is `:latest`."""
+    if name.rfind(":") <= name.rfind("/"):
+        name += ":latest"
+    return name
+
+
+def _node_images(images: Any) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for image in images:
+        size = int(image.get("sizeBytes") or 0)
+        for name in image.get("names") or ():
+            out[normalized_image_name(str(name))] = size
+    return out

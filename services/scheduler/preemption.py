@@ -38,6 +38,8 @@ NOT_HELPFUL = "Preemption is not helpful for scheduling"
 NO_VICTIMS = "No preemption victims found for incoming pod"
 NOT_ELIGIBLE_NEVER = "not eligible due to preemptionPolicy=Never."
 NOT_ELIGIBLE_TERMINATING = "not eligible due to a terminating pod on the nominated node."
+DISRUPTION_TARGET = "DisruptionTarget"
+REASON_PREEMPTION_BY_SCHEDULER = "PreemptionByScheduler"
 
 
 class PreemptionActions(Protocol):
@@ -78,6 +80,18 @@ class _PDB:
     selector: LabelSelector
     disrupted: frozenset[str]
     allowed: int
+
+
+def terminating_by_preemption(pod: PodInfo) -> bool:
+    """Kubernetes' `podTerminatingByPreemption`: deleting, with a True DisruptionTarget
+    condition whose reason is PreemptionByScheduler."""
+    if not pod.terminating:
+        return False
+    for condition in (pod.pod.get("status") or {}).get("conditions") or ():
+        if condition.get("type") == DISRUPTION_TARGET:
+            return bool(condition.get("status") == "True"
+                        and condition.get("reason") == REASON_PREEMPTION_BY_SCHEDULER)
+    return False
 
 
 def more_important_pod(a: PodInfo, b: PodInfo, now: float) -> bool:
@@ -175,25 +189,42 @@ class Evaluator:
     rng: random.Random = field(default_factory=random.Random)
     now: Callable[[], float] = field(default=lambda: 0.0)
 
-    def pod_eligible_to_preempt_others(self, pod: PodInfo) -> tuple[bool, str]:
+    def pod_eligible_to_preempt_others(self, pod: PodInfo,
+                                       nominated_node_status: Status | None = None
+                                       ) -> tuple[bool, str]:
+        """Kubernetes 1.32 `PodEligibleToPreemptOthers`: never for preemptionPolicy Never;
+        again when the nominated node became UnschedulableAndUnresolvable; not while a
+        lower-priority pod on the nominated node is still terminating *because of
+        preemption* (DisruptionTarget, reason PreemptionByScheduler) — its resources are
+        about to come free. Other terminating pods (a user's delete) do not block."""
         if pod.preemption_policy == PREEMPT_NEVER:
             return False, NOT_ELIGIBLE_NEVER
         if pod.nominated_node_name:
+            if (nominated_node_status is not None
+                    and nominated_node_status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE):
+                return True, ""
             node = self.cache.get(pod.nominated_node_name)
-            if node is not None and any(p.terminating and p.priority < pod.priority
+            if node is not None and any(p.priority < pod.priority
+                                        and terminating_by_preemption(p)
                                         for p in node.pods):
                 return False, NOT_ELIGIBLE_TERMINATING
         return True, ""
 
     async def preempt(self, state: CycleState, pod: PodInfo, statuses: dict[str, Status]
                       ) -> tuple[PostFilterResult | None, Status]:
-        ok, message = self.pod_eligible_to_preempt_others(pod)
+        """Kubernetes' `Evaluator.Preempt`. A None result leaves the pod's nomination as
+        it is; a result with an empty `nominated_node_name` clears a stale one (no
+        candidate any more), so its node's resources are no longer held for it."""
+        nominated_status = statuses.get(pod.nominated_node_name) if pod.nominated_node_name \
+            else None
+        ok, message = self.pod_eligible_to_preempt_others(pod, nominated_status)
         if not ok:
             return None, unschedulable(message)
         candidates, node_statuses = self.find_candidates(state, pod, statuses)
         if not candidates:
             diagnosis = Diagnosis(node_to_status=node_statuses)
-            return None, unschedulable(fit_error_message(len(node_statuses), diagnosis))
+            return (PostFilterResult(nominated_node_name=""),
+                    unschedulable(fit_error_message(len(node_statuses), diagnosis)))
         best = self.select_candidate(candidates)
         await self.prepare_candidate(best, pod)
         return PostFilterResult(nominated_node_name=best.name), Status()

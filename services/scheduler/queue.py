@@ -18,11 +18,19 @@ import heapq
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from skiff.clock import REAL_CLOCK, Clock
 from skiff.scheduler.framework import ClusterEvent
 from skiff.scheduler.podinfo import PodInfo
+
+
+class RetryHint(Protocol):
+    """Whether an event (with the changed assigned pod, for pod events) may make a
+    queued pod schedulable: the profile's plugins' queueing hints."""
+
+    def __call__(self, qpi: QueuedPodInfo, event: ClusterEvent, old: PodInfo | None,
+                 new: PodInfo | None) -> bool: ...
 
 
 @dataclass(eq=False)
@@ -84,25 +92,38 @@ class Nominator:
         return self._node_of.get(key, "")
 
 
+_BOOKKEEPING_METADATA = ("resourceVersion", "generation", "managedFields", "finalizers")
+
+
 def pod_spec_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
-    """Anything but status and bookkeeping metadata changed (Kubernetes' isPodUpdated)."""
-    def strip(pod: Mapping[str, Any]) -> tuple[Any, Any, Any]:
-        meta = pod.get("metadata") or {}
-        return (pod.get("spec"), meta.get("labels"), meta.get("annotations"))
+    """Kubernetes 1.32 `isPodUpdated`: the pod changed in anything but its status (save
+    `status.resourceClaimStatuses`), resourceVersion, generation, managedFields and
+    finalizers — so a new owner reference or annotation retries an unschedulable pod,
+    while a kubelet's or the scheduler's own status write does not."""
+    def strip(pod: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in pod.items() if k != "status"}
+        meta = {k: v for k, v in (pod.get("metadata") or {}).items()
+                if k not in _BOOKKEEPING_METADATA}
+        out["metadata"] = meta
+        claims = (pod.get("status") or {}).get("resourceClaimStatuses")
+        if claims:
+            out["status"] = {"resourceClaimStatuses": claims}
+        return out
     return strip(old) != strip(new)
 
 
 class SchedulingQueue:
     def __init__(self, *, initial_backoff: float = 1.0, max_backoff: float = 10.0,
                  max_in_unschedulable: float = 300.0, clock: Clock = REAL_CLOCK,
-                 events_for: Callable[[QueuedPodInfo], frozenset[ClusterEvent]] | None = None
-                 ) -> None:
+                 events_for: Callable[[QueuedPodInfo], frozenset[ClusterEvent]] | None = None,
+                 hint: RetryHint | None = None) -> None:
         self.initial_backoff = initial_backoff
         self.max_backoff = max_backoff
         self.max_in_unschedulable = max_in_unschedulable
         self.clock = clock
         self.nominator = Nominator()
         self._events_for = events_for
+        self._hint = hint
         self._seq = itertools.count()
         self._active: list[tuple[int, float, int, str]] = []
         self._active_pods: dict[str, QueuedPodInfo] = {}
@@ -233,8 +254,11 @@ class SchedulingQueue:
         self._in_flight.pop(key, None)
         self.nominator.delete_key(key)
 
-    def move_all_to_active_or_backoff(self, event: ClusterEvent) -> int:
-        """A cluster event: retry the unschedulable pods it may help."""
+    def move_all_to_active_or_backoff(self, event: ClusterEvent, *,
+                                      old: PodInfo | None = None,
+                                      new: PodInfo | None = None) -> int:
+        """A cluster event: retry the unschedulable pods it may help. For a pod event
+        `old`/`new` are the assigned pod before/after, for the plugins' queueing hints."""
         moved = 0
         for qpi in list(self._unschedulable.values()):
             if qpi.gated:
@@ -242,6 +266,8 @@ class SchedulingQueue:
             if self._events_for is not None and qpi.unschedulable_plugins:
                 if event not in self._events_for(qpi):
                     continue
+            if self._hint is not None and not self._hint(qpi, event, old, new):
+                continue
             self._requeue(qpi)
             moved += 1
         self.move_request_cycle = self.scheduling_cycle

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
-from skiff.api import ApiError, Reason, is_pod_terminal
+from skiff.api import ApiError, LabelSelector, Reason, is_pod_terminal
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.scheduler.algorithm import Algorithm, NoNodesAvailable
@@ -27,6 +27,7 @@ from skiff.scheduler.framework import ClusterEvent, Code, CycleState, FitError, 
 from skiff.scheduler.framework.registry import Handle, build_framework
 from skiff.scheduler.plugins import in_tree_registry
 from skiff.scheduler.podinfo import NodeFacts, PodInfo
+from skiff.scheduler.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from skiff.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from skiff.scheduler.settings import SchedulerSettings
 from skiff.tracing import start_span_from_object, tracer
@@ -39,7 +40,6 @@ POD_SCHEDULED = "PodScheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"
 REASON_SCHEDULER_ERROR = "SchedulerError"
 REASON_SCHEDULING_GATED = "SchedulingGated"
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 def _node_changed(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
@@ -83,16 +83,19 @@ class Scheduler:
             initial_backoff=settings.pod_initial_backoff_seconds,
             max_backoff=settings.pod_max_backoff_seconds,
             max_in_unschedulable=settings.pod_max_in_unschedulable_pods_duration,
-            clock=clock, events_for=self._events_for)
+            clock=clock, events_for=self._events_for, hint=self._worth_retrying)
         self.pods = Informer(client, "pods")
         self.nodes = Informer(client, "nodes")
         self.pdbs = Informer(client, "poddisruptionbudgets")
         self.replica_sets = Informer(client, "replicasets")
         self.stateful_sets = Informer(client, "statefulsets")
+        self.namespaces = Informer(client, "namespaces")
+        self.claims = Informer(client, "persistentvolumeclaims")
         self.recorder = EventRecorder(client, component="default-scheduler", clock=clock)
         self.rng = rng or random.Random()
         handle = Handle(cache=self.cache, nominator=self.queue.nominator, owners=self,
-                        pdbs=self, actions=self, rng=self.rng, now=clock.now)
+                        namespaces=self, claims=self, pdbs=self, actions=self, rng=self.rng,
+                        now=clock.now)
         registry = in_tree_registry()
         self.profiles: dict[str, Framework] = {
             p.scheduler_name: build_framework(p, registry=registry, handle=handle,
@@ -115,8 +118,30 @@ class Scheduler:
         informer = self.replica_sets if kind == "ReplicaSet" else self.stateful_sets
         return informer.store.get(f"{namespace}/{name}")
 
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        namespace = self.namespaces.store.get(name)
+        if namespace is None:
+            return None
+        labels: Mapping[str, str] = (namespace.get("metadata") or {}).get("labels") or {}
+        return labels
+
+    def namespaces_matching(self, selector: LabelSelector) -> frozenset[str]:
+        return frozenset(str((ns.get("metadata") or {}).get("name") or "")
+                         for ns in self.namespaces.store.list()
+                         if selector.matches((ns.get("metadata") or {}).get("labels") or {}))
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims.store.get(f"{namespace}/{name}")
+
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self.pdbs.store.list())
+
+    def _worth_retrying(self, qpi: QueuedPodInfo, event: ClusterEvent, old: PodInfo | None,
+                        new: PodInfo | None) -> bool:
+        fwk = self.profiles.get(qpi.pod.scheduler_name)
+        if fwk is None:
+            return True
+        return fwk.worth_retrying(qpi.unschedulable_plugins, event, qpi.pod, old, new)
 
     def _events_for(self, qpi: QueuedPodInfo) -> frozenset[ClusterEvent]:
         fwk = self.profiles.get(qpi.pod.scheduler_name)
@@ -141,9 +166,22 @@ class Scheduler:
         self.stateful_sets.add_handler(
             on_add=lambda obj: self._move(ClusterEvent.OWNER_CHANGE),
             on_update=lambda old, new: self._move(ClusterEvent.OWNER_CHANGE))
+        self.claims.add_handler(
+            on_add=lambda obj: self._move(ClusterEvent.PVC_CHANGE),
+            on_update=lambda old, new: self._move(ClusterEvent.PVC_CHANGE),
+            on_delete=lambda obj: self._move(ClusterEvent.PVC_CHANGE))
+        self.namespaces.add_handler(
+            on_add=lambda obj: self._move(ClusterEvent.NAMESPACE_CHANGE),
+            on_update=lambda old, new: self._on_namespace_update(old, new))
 
-    def _move(self, event: ClusterEvent) -> None:
-        self.queue.move_all_to_active_or_backoff(event)
+    def _on_namespace_update(self, old: Obj, new: Obj) -> None:
+        if (old.get("metadata") or {}).get("labels") != (new.get("metadata") or {}).get(
+                "labels"):
+            self._move(ClusterEvent.NAMESPACE_CHANGE)
+
+    def _move(self, event: ClusterEvent, *, old: PodInfo | None = None,
+              new: PodInfo | None = None) -> None:
+        self.queue.move_all_to_active_or_backoff(event, old=old, new=new)
 
     def _on_pod_add(self, pod: Obj) -> None:
         if (pod.get("spec") or {}).get("nodeName"):
@@ -152,7 +190,7 @@ class Scheduler:
             info = PodInfo.from_pod(pod)
             self.cache.add_pod(info)
             self.queue.delete(info.key)
-            self._move(ClusterEvent.ASSIGNED_POD_ADD)
+            self._move(ClusterEvent.ASSIGNED_POD_ADD, new=info)
         elif self._responsible(pod) and not is_pod_terminal(pod):
             info = PodInfo.from_pod(pod)
             self.queue.add(info)
@@ -164,14 +202,22 @@ class Scheduler:
             if not (old.get("spec") or {}).get("nodeName"):
                 self.queue.delete(info.key)  # just bound
             if is_pod_terminal(new):
-                if self.cache.remove_pod(info.key) is not None:
-                    self._move(ClusterEvent.ASSIGNED_POD_DELETE)
+                removed = self.cache.remove_pod(info.key)
+                if removed is not None:
+                    self._move(ClusterEvent.ASSIGNED_POD_DELETE, old=removed)
                 return
+            previous = self.cache.pod(info.key)
             self.cache.update_pod(info)
+            if not (old.get("spec") or {}).get("nodeName"):
+                # Just bound: to the assigned-pod view this is a new pod (Kubernetes'
+                # filtered informer calls OnAdd), which may satisfy others' affinity.
+                self._move(ClusterEvent.ASSIGNED_POD_ADD, new=info)
+                return
             o_meta, n_meta = old.get("metadata") or {}, new.get("metadata") or {}
             if (o_meta.get("labels") != n_meta.get("labels")
                     or o_meta.get("deletionTimestamp") != n_meta.get("deletionTimestamp")):
-                self._move(ClusterEvent.ASSIGNED_POD_UPDATE)
+                self._move(ClusterEvent.ASSIGNED_POD_UPDATE,
+                           old=previous or PodInfo.from_pod(old), new=info)
         elif self._responsible(new):
             info = PodInfo.from_pod(new)
             if is_pod_terminal(new):
@@ -186,7 +232,7 @@ class Scheduler:
         removed = self.cache.remove_pod(key)  # also an assumed pod whose binding raced
         self.queue.delete(key)
         if removed is not None:
-            self._move(ClusterEvent.ASSIGNED_POD_DELETE)
+            self._move(ClusterEvent.ASSIGNED_POD_DELETE, old=removed)
 
     def _on_node_add(self, node: Obj) -> None:
         self.cache.add_node(NodeFacts.from_node(node))
@@ -203,7 +249,8 @@ class Scheduler:
     # -- run -------------------------------------------------------------------------------------
 
     async def run(self, stop: asyncio.Event, *, on_ready: Any = None) -> None:
-        informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets)
+        informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets,
+                     self.namespaces, self.claims)
         flush = min(1.0, self.settings.pod_initial_backoff_seconds)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -292,20 +339,23 @@ class Scheduler:
     async def _handle_fit_error(self, qpi: QueuedPodInfo, fwk: Framework, state: CycleState,
                                 fit: FitError, cycle: int) -> None:
         pod = qpi.pod
-        nominated = ""
+        nominated: str | None = None  # None: leave the nomination; "": clear it
         if fwk.has_post_filter_plugins:
             result, status = await fwk.run_post_filter(state, pod, fit.diagnosis.node_to_status)
             if status.code == Code.ERROR:
                 log.warning("preemption failed", extra={"pod": pod.key, "error": status.message})
             elif status.message:
                 fit.diagnosis.post_filter_msg = status.message
-            if result is not None and result.nominated_node_name:
+            if result is not None:
                 nominated = result.nominated_node_name
         qpi.unschedulable_plugins = set(fit.diagnosis.unschedulable_plugins)
         await self._handle_failure(qpi, str(fit), cycle=cycle, nominated=nominated)
 
     async def _handle_failure(self, qpi: QueuedPodInfo, message: str, *, cycle: int,
-                              nominated: str = "", reason: str = REASON_UNSCHEDULABLE) -> None:
+                              nominated: str | None = None,
+                              reason: str = REASON_UNSCHEDULABLE) -> None:
+        """Requeue the pod, record why, and set or clear (`nominated == ""`) its
+        nominated node; None leaves the nomination as it is."""
         pod = qpi.pod
         current = self.pods.store.get(pod.key)
         if current is None or (current.get("spec") or {}).get("nodeName"):
@@ -317,13 +367,16 @@ class Scheduler:
             self.queue.add_to_backoff(qpi)
         if nominated:
             self.queue.nominator.add_nominated(pod, nominated)
+        elif nominated == "":
+            # Evaluator.Preempt found no candidate: the old nomination is stale.
+            self.queue.nominator.delete_nominated(pod)
         log.info("pod is unschedulable", extra={"pod": pod.key, "why": message,
                                                   "nominatedNode": nominated})
         await self.recorder.event(dict(current), WARNING, "FailedScheduling", message)
         await self.update_pod_status(
             pod, condition={"type": POD_SCHEDULED, "status": "False", "reason": reason,
                             "message": message},
-            nominated_node_name=nominated or None)
+            nominated_node_name=nominated)
 
     async def _bind(self, qpi: QueuedPodInfo, node_name: str) -> None:
         pod = qpi.pod
@@ -395,7 +448,7 @@ class Scheduler:
         grace period, and a Preempted event."""
         fwk_name = preemptor.scheduler_name
         await self.update_pod_status(victim, condition={
-            "type": DISRUPTION_TARGET, "status": "True", "reason": "PreemptionByScheduler",
+            "type": DISRUPTION_TARGET, "status": "True", "reason": REASON_PREEMPTION_BY_SCHEDULER,
             "message": f"{fwk_name}: preempting to accommodate a higher priority pod"})
         try:
             await self.client.delete("pods", victim.name, victim.namespace, uid=victim.uid)

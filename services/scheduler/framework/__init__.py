@@ -18,6 +18,7 @@ from skiff.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintPlugin,
     ScoreNormalizer,
     ScorePlugin,
     Status,
@@ -32,6 +33,6 @@ __all__ = [
     "ALL_EVENTS", "MAX_NODE_SCORE", "SKIP", "SUCCESS", "ClusterEvent", "Code", "CycleState",
     "Diagnosis", "FilterPlugin", "FitError", "Framework", "NodeScore", "PodNominator",
     "PostFilterPlugin", "PostFilterResult", "PreFilterExtensions", "PreFilterPlugin",
-    "PreScorePlugin", "ScoreNormalizer", "ScorePlugin", "Status", "error",
+    "PreScorePlugin", "QueueingHintPlugin", "ScoreNormalizer", "ScorePlugin", "Status", "error",
     "fit_error_message", "unresolvable", "unschedulable",
 ]

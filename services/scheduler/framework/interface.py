@@ -116,6 +116,8 @@ class ClusterEvent(enum.StrEnum):
     ASSIGNED_POD_DELETE = "AssignedPodDelete"
     PDB_CHANGE = "PodDisruptionBudgetChange"
     OWNER_CHANGE = "OwnerChange"  # a ReplicaSet/StatefulSet (default spread selectors)
+    NAMESPACE_CHANGE = "NamespaceChange"  # namespace labels (pod affinity namespaceSelector)
+    PVC_CHANGE = "PersistentVolumeClaimChange"  # a claim created, updated or deleted
 
 
 ALL_EVENTS = frozenset(ClusterEvent)
@@ -133,6 +135,18 @@ class EnqueueExtensions(Protocol):
     """Which cluster events may make a pod this plugin rejected schedulable again."""
 
     def events_to_register(self) -> frozenset[ClusterEvent]: ...
+
+
+@runtime_checkable
+class QueueingHintPlugin(Protocol):
+    """Kubernetes' QueueingHintFn for pod events: given the pod this plugin rejected and
+    the assigned pod that changed (`old` None when added, `new` None when deleted), may
+    the change make it schedulable? False keeps it waiting (QueueSkip)."""
+
+    name: str
+
+    def is_schedulable_after_pod_change(self, pod: PodInfo, old: PodInfo | None,
+                                        new: PodInfo | None) -> bool: ...
 
 
 @runtime_checkable
@@ -164,6 +178,10 @@ class FilterPlugin(Protocol):
 
 @dataclass(frozen=True)
 class PostFilterResult:
+    """What PostFilter decided about the pod's nomination (Kubernetes' NominatingInfo in
+    ModeOverride): the node to nominate, or "" to clear a stale nomination. No result
+    at all (None) leaves the nomination as it is."""
+
     nominated_node_name: str = ""
 
 
@@ -188,6 +206,18 @@ class ScorePlugin(Protocol):
     name: str
 
     def score(self, state: CycleState, pod: PodInfo, node: NodeInfo) -> int: ...
+
+
+@runtime_checkable
+class BatchScorePlugin(Protocol):
+    """A Score plugin that can also score all the cycle's nodes in one call (same results
+    as `score` per node), saving a Python call per node for plugins that run on every
+    node of every cycle."""
+
+    name: str
+
+    def score_nodes(self, state: CycleState, pod: PodInfo,
+                    nodes: Sequence[NodeInfo]) -> list[int]: ...
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from skiff.scheduler.framework.interface import (
     PostFilterPlugin,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintPlugin,
     ScorePlugin,
 )
 from skiff.scheduler.framework.runtime import Framework
@@ -29,6 +30,8 @@ class Handle:
     cache: Any
     nominator: Any
     owners: Any = None
+    namespaces: Any = None
+    claims: Any = None  # PersistentVolumeClaims: get_claim(namespace, name)
     pdbs: Any = None
     actions: Any = None
     rng: Any = None
@@ -37,15 +40,21 @@ class Handle:
 
 PluginFactory = Callable[[Mapping[str, Any], Handle, Framework], object]
 
-# Kubernetes' default plugins in their default order, with default score weights.
+# Kubernetes' (1.32) default plugins in their default order, with default score weights.
 DEFAULT_PLUGINS: tuple[tuple[str, int], ...] = (
     ("NodeUnschedulable", 0),
     ("NodeName", 0),
     ("TaintToleration", 3),
     ("NodeAffinity", 2),
+    ("NodePorts", 0),
     ("NodeResourcesFit", 1),
+    ("VolumeRestrictions", 0),
+    ("VolumeBinding", 0),
     ("PodTopologySpread", 2),
+    ("InterPodAffinity", 2),
     ("DefaultPreemption", 0),
+    ("NodeResourcesBalancedAllocation", 1),
+    ("ImageLocality", 1),
 )
 
 _POINTS: dict[str, type] = {
@@ -114,4 +123,6 @@ def build_framework(profile: Profile, *, registry: Mapping[str, PluginFactory],
             fwk.events[name] = plugin.events_to_register()
         else:
             fwk.events[name] = frozenset(ClusterEvent)
+        if isinstance(plugin, QueueingHintPlugin):
+            fwk.pod_hints[name] = plugin
     return fwk

@@ -15,8 +15,10 @@ from typing import Protocol
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
+    ALL_EVENTS,
     MAX_NODE_SCORE,
     SUCCESS,
+    BatchScorePlugin,
     ClusterEvent,
     Code,
     CycleState,
@@ -27,6 +29,7 @@ from skiff.scheduler.framework.interface import (
     PreFilterExtensions,
     PreFilterPlugin,
     PreScorePlugin,
+    QueueingHintPlugin,
     ScoreNormalizer,
     ScorePlugin,
     Status,
@@ -57,6 +60,7 @@ class Framework:
     pre_score_plugins: list[PreScorePlugin] = field(default_factory=list)
     score_plugins: list[tuple[ScorePlugin, int]] = field(default_factory=list)
     events: dict[str, frozenset[ClusterEvent]] = field(default_factory=dict)
+    pod_hints: dict[str, QueueingHintPlugin] = field(default_factory=dict)
     percentage_of_nodes_to_score: int | None = None
     nominator: PodNominator = field(default_factory=_NoNominations)
     _filters: list[tuple[str, FilterCall]] = field(default_factory=list, init=False,
@@ -67,6 +71,10 @@ class Framework:
     _extensions_of: list[PreFilterPlugin] | None = field(default=None, init=False,
                                                          repr=False)
     _extensions_len: int = field(default=0, init=False, repr=False)
+    _scores: list[tuple[ScorePlugin, int, bool, bool]] = field(
+        default_factory=list, init=False, repr=False)
+    _scores_of: list[tuple[ScorePlugin, int]] | None = field(default=None, init=False,
+                                                             repr=False)
 
     # -- PreFilter -------------------------------------------------------------------------
 
@@ -162,15 +170,22 @@ class Framework:
     async def run_post_filter(self, state: CycleState, pod: PodInfo,
                               statuses: dict[str, Status]
                               ) -> tuple[PostFilterResult | None, Status]:
+        """The first success wins; a rejecting plugin's result (e.g. preemption clearing
+        a stale nomination) is kept, as Kubernetes' RunPostFilterPlugins does."""
         last: Status = Status(Code.UNSCHEDULABLE)
+        kept: PostFilterResult | None = None
         for plugin in self.post_filter_plugins:
             result, status = await plugin.post_filter(state, pod, statuses)
             if status.ok:
                 return result, status
             if status.code == Code.ERROR:
                 return None, status.with_plugin(plugin.name)
+            if status.code == Code.UNSCHEDULABLE_AND_UNRESOLVABLE:
+                return result, status.with_plugin(plugin.name)
+            if result is not None:
+                kept = result
             last = status.with_plugin(plugin.name)
-        return None, last
+        return kept, last
 
     # -- PreScore / Score --------------------------------------------------------------------
 
@@ -184,18 +199,33 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
+    def _score_calls(self) -> list[tuple[ScorePlugin, int, bool, bool]]:
+        """(plugin, weight, has NormalizeScore, scores in batches) per score plugin,
+        found once: an `isinstance` against a runtime Protocol is slow and this runs
+        every cycle."""
+        if self._scores_of is not self.score_plugins or len(self._scores) != len(
+                self.score_plugins):
+            self._scores = [(p, w, isinstance(p, ScoreNormalizer),
+                             isinstance(p, BatchScorePlugin))
+                            for p, w in self.score_plugins]
+            self._scores_of = self.score_plugins
+        return self._scores
+
     def run_score(self, state: CycleState, pod: PodInfo,
                   nodes: Sequence[NodeInfo]) -> list[NodeScore]:
         """Weighted sum over score plugins of each plugin's normalized score."""
         names = [n.name for n in nodes]
         totals = [0] * len(nodes)
         skip = state.skip_score
-        for plugin, weight in self.score_plugins:
+        for plugin, weight, normalizes, batch in self._score_calls():
             if plugin.name in skip:
                 continue
-            score = plugin.score
-            raw = [score(state, pod, n) for n in nodes]
-            if isinstance(plugin, ScoreNormalizer):
+            if batch:
+                raw = plugin.score_nodes(state, pod, nodes)  # type: ignore[attr-defined]
+            else:
+                score = plugin.score
+                raw = [score(state, pod, n) for n in nodes]
+            if normalizes and isinstance(plugin, ScoreNormalizer):
                 scores = [NodeScore(name, s) for name, s in zip(names, raw, strict=True)]
                 plugin.normalize_score(state, pod, scores)
                 raw = [s.score for s in scores]
@@ -214,6 +244,23 @@ class Framework:
     @property
     def has_post_filter_plugins(self) -> bool:
         return bool(self.post_filter_plugins)
+
+    def worth_retrying(self, plugins: set[str], event: ClusterEvent, pod: PodInfo,
+                       old: PodInfo | None, new: PodInfo | None) -> bool:
+        """Whether `event` (about the assigned pod `old` → `new`, when it is a pod event)
+        may make `pod`, rejected by `plugins`, schedulable: some rejecting plugin
+        registered the event and, if it has a queueing hint, the hint says so."""
+        if not plugins:
+            return True
+        for name in plugins:
+            if event not in self.events.get(name, ALL_EVENTS):
+                continue
+            hint = self.pod_hints.get(name)
+            if hint is None or (old is None and new is None):
+                return True
+            if hint.is_schedulable_after_pod_change(pod, old, new):
+                return True
+        return False
 
     def events_for(self, plugins: set[str]) -> frozenset[ClusterEvent]:
         """The events after which a pod rejected by `plugins` is worth retrying."""

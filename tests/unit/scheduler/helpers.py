@@ -8,6 +8,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from skiff.api import LabelSelector
+from skiff.api.testing import PodBuilder
 from skiff.scheduler.cache import Cache, NodeInfo
 from skiff.scheduler.config import Profile, parse_config
 from skiff.scheduler.framework import CycleState, Framework, NodeScore
@@ -53,6 +55,10 @@ class FakeActions:
 class Listers:
     owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     pdbs: list[Obj] = field(default_factory=list)
+    claims: dict[tuple[str, str], Obj] = field(default_factory=dict)
+
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
+        return self.claims.get((namespace, name))
 
     def get_owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.owners.get((kind, namespace, name))
@@ -72,7 +78,8 @@ class Env:
 
 def make_env(nodes: Sequence[Obj], pods: Sequence[Obj] = (), *,
              config: Mapping[str, Any] | None = None, listers: Listers | None = None,
-             seed: int = 0, now: float = 1_795_000_000.0) -> Env:
+             seed: int = 0, now: float = 1_795_000_000.0,
+             namespaces: Mapping[str, dict[str, str]] | None = None) -> Env:
     cache = build_cache(nodes, pods)
     nominator = Nominator()
     actions = FakeActions()
@@ -80,6 +87,7 @@ def make_env(nodes: Sequence[Obj], pods: Sequence[Obj] = (), *,
     cfg = parse_config(config or {}) if config is not None else None
     profile = cfg.profiles[0] if cfg is not None else Profile()
     handle = Handle(cache=cache, nominator=nominator, owners=listers, pdbs=listers,
+                    namespaces=FakeNamespaces(dict(namespaces or {})), claims=listers,
                     actions=actions, rng=random.Random(seed), now=lambda: now)
     fwk = build_framework(profile, registry=in_tree_registry(), handle=handle,
                           disable_preemption=cfg.disable_preemption if cfg else False)
@@ -124,3 +132,74 @@ def plugin_scores(env: Env, name: str, pod: Obj, node_names: Sequence[str] | Non
     if normalize and hasattr(p, "normalize_score"):
         p.normalize_score(state, info, scores)
     return {s.name: s.score for s in scores}
+
+
+class AffinityPodBuilder(PodBuilder):
+    """`make_pod` with pod (anti-)affinity terms, Kubernetes' st.MakePod() style:
+    `affinity_pod("p").label("foo", "bar").pod_affinity("zone", {"matchLabels": ...})`."""
+
+    def _term(self, topology_key: str, selector: Mapping[str, Any] | None,
+              namespaces: Sequence[str] | None, namespace_selector: Mapping[str, Any] | None
+              ) -> dict[str, Any]:
+        term: dict[str, Any] = {"topologyKey": topology_key}
+        if selector is not None:
+            term["labelSelector"] = dict(selector)
+        if namespaces is not None:
+            term["namespaces"] = list(namespaces)
+        if namespace_selector is not None:
+            term["namespaceSelector"] = dict(namespace_selector)
+        return term
+
+    def _add(self, kind: str, mode: str, entry: dict[str, Any]) -> AffinityPodBuilder:
+        affinity = self._spec.setdefault("affinity", {}).setdefault(kind, {})
+        affinity.setdefault(mode, []).append(entry)
+        return self
+
+    def pod_affinity(self, topology_key: str, selector: Mapping[str, Any] | None, *,
+                     namespaces: Sequence[str] | None = None,
+                     namespace_selector: Mapping[str, Any] | None = None
+                     ) -> AffinityPodBuilder:
+        return self._add("podAffinity", REQUIRED, self._term(
+            topology_key, selector, namespaces, namespace_selector))
+
+    def pod_anti_affinity(self, topology_key: str, selector: Mapping[str, Any] | None, *,
+                          namespaces: Sequence[str] | None = None,
+                          namespace_selector: Mapping[str, Any] | None = None
+                          ) -> AffinityPodBuilder:
+        return self._add("podAntiAffinity", REQUIRED, self._term(
+            topology_key, selector, namespaces, namespace_selector))
+
+    def preferred_pod_affinity(self, weight: int, topology_key: str,
+                               selector: Mapping[str, Any] | None, *,
+                               namespaces: Sequence[str] | None = None
+                               ) -> AffinityPodBuilder:
+        return self._add("podAffinity", PREFERRED, {"weight": weight, "podAffinityTerm":
+                         self._term(topology_key, selector, namespaces, None)})
+
+    def preferred_pod_anti_affinity(self, weight: int, topology_key: str,
+                                    selector: Mapping[str, Any] | None, *,
+                                    namespaces: Sequence[str] | None = None
+                                    ) -> AffinityPodBuilder:
+        return self._add("podAntiAffinity", PREFERRED, {"weight": weight, "podAffinityTerm":
+                         self._term(topology_key, selector, namespaces, None)})
+
+
+REQUIRED = "requiredDuringSchedulingIgnoredDuringExecution"
+PREFERRED = "preferredDuringSchedulingIgnoredDuringExecution"
+
+
+def affinity_pod(name: str = "p") -> AffinityPodBuilder:
+    return AffinityPodBuilder(name)
+
+
+@dataclass
+class FakeNamespaces:
+    """Namespace labels for namespaceSelector (the scheduler's namespace informer)."""
+
+    labels: dict[str, dict[str, str]] = field(default_factory=dict)
+
+    def namespace_labels(self, name: str) -> Mapping[str, str] | None:
+        return self.labels.get(name)
+
+    def namespaces_matching(self, selector: LabelSelector) -> frozenset[str]:
+        return frozenset(n for n, labels in self.labels.items() if selector.matches(labels))

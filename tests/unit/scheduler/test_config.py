@@ -22,11 +22,13 @@ def _names(plugins: Sequence[Plugin]) -> list[str]:
 def test_default_profile_has_kubernetes_plugins_and_weights() -> None:
     env = make_env([])
     assert _names(env.fwk.filter_plugins) == [
-        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity",
-        "NodeResourcesFit", "PodTopologySpread"]
+        "NodeUnschedulable", "NodeName", "TaintToleration", "NodeAffinity", "NodePorts",
+        "NodeResourcesFit", "VolumeRestrictions", "PodTopologySpread", "InterPodAffinity"]
+    # Kubernetes 1.32's default profile weights.
     assert {p.name: w for p, w in env.fwk.score_plugins} == {
         "TaintToleration": 3, "NodeAffinity": 2, "NodeResourcesFit": 1,
-        "PodTopologySpread": 2}
+        "PodTopologySpread": 2, "InterPodAffinity": 2, "NodeResourcesBalancedAllocation": 1,
+        "ImageLocality": 1}
     assert _names(env.fwk.post_filter_plugins) == ["DefaultPreemption"]
 
 

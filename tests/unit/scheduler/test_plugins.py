@@ -153,6 +153,44 @@ def test_ts5_node_resources_fit_filter(pod: dict[str, Any], small: str) -> None:
     assert results == {"small": small, "big": ""}
 
 
+OVERCOMMITTED = [make_node("full").capacity({"cpu": "1", "memory": "1Gi",
+                                              "ephemeral-storage": "10Gi",
+                                              "example.com/gpu": "2"}).obj()]
+OVERCOMMITTING = [make_pod("hog").node("full").req({"cpu": "1500m"}).obj(),
+                  make_pod("gpu").node("full").req({"example.com/gpu": "1",
+                                                    "ephemeral-storage": "4Gi"}).obj()]
+
+
+@pytest.mark.parametrize(("requests", "reason"), [
+    pytest.param({"memory": "256Mi"}, "", id="memory-only-pod-ignores-overcommitted-cpu"),
+    pytest.param({}, "", id="best-effort-pod"),
+    pytest.param({"memory": "2Gi"}, "Insufficient memory", id="memory"),
+    pytest.param({"cpu": "1m"}, "Insufficient cpu", id="cpu-requested"),
+    pytest.param({"example.com/gpu": "1"}, "", id="extended-resource-fits"),
+    pytest.param({"example.com/gpu": "2"}, "Insufficient example.com/gpu",
+                 id="extended-resource-short"),
+    pytest.param({"example.com/fpga": "1"}, "Insufficient example.com/fpga",
+                 id="extended-resource-the-node-lacks"),
+    pytest.param({"ephemeral-storage": "7Gi"}, "Insufficient ephemeral-storage",
+                 id="ephemeral-storage"),
+    pytest.param({"hugepages-2Mi": "4Mi"}, "Insufficient hugepages-2Mi", id="hugepages"),
+])
+def test_ts5_fits_request_checks_only_requested_resources(requests: dict[str, str],
+                                                           reason: str) -> None:
+    """Kubernetes' fitsRequest: cpu/memory/ephemeral-storage only when requested, scalar
+    resources against the node's allocatable, one "Insufficient <name>" each."""
+    pod = make_pod().req(requests).obj() if requests else make_pod().obj()
+    assert filter_results(make_env(OVERCOMMITTED, OVERCOMMITTING), pod) == {"full": reason}
+
+
+def test_ts5_ignored_extended_resources_are_not_checked() -> None:
+    config = {"profiles": [{"schedulerName": "default-scheduler", "pluginConfig": [
+        {"name": "NodeResourcesFit", "args": {"ignoredResourceGroups": ["example.com"]}}]}]}
+    env = make_env(OVERCOMMITTED, OVERCOMMITTING, config=config)
+    assert filter_results(env, make_pod().req({"example.com/gpu": "5"}).obj()) == {
+        "full": ""}
+
+
 def test_ts5_too_many_pods() -> None:
     pods = RESOURCE_PODS + [make_pod("other").node("small").obj()]
     results = filter_results(make_env(RESOURCE_NODES, pods), make_pod().obj())

@@ -177,3 +177,20 @@ def test_ts1_preemption_extensions_keep_counts_right() -> None:
     assert s.tp_key_to_critical_paths["zone"].as_list() == [("zone1", 3), ("zone2", 3)]
     env.fwk.run_pre_filter_add_pod(state, pod, victim, node_y)
     assert s.tp_pair_to_match_num[("zone", "zone2")] == 4
+
+
+@pytest.mark.parametrize("pod", [
+    pytest.param(make_pod("p").label("foo", "").spread(1, "zone", DO_NOT_SCHEDULE, {}).obj(),
+                 id="domain-index-fast-path"),
+    pytest.param(make_pod("p").label("foo", "").node_selector({"zone": "zone1"})
+                 .spread(1, "zone", DO_NOT_SCHEDULE, {}).obj(), id="node-scan-path"),
+])
+def test_ts1_empty_label_selector_counts_no_pods(pod: dict[str, Any]) -> None:
+    """Kubernetes' countPodsMatchSelector: `labelSelector: {}` counts no existing pod
+    (zone1 has 3 pods, zone2 4, all would match an everything-selector)."""
+    s = _pre_filter(SEED_NODES, SEED_PODS, pod)
+    assert set(s.tp_pair_to_match_num.values()) == {0}
+    results = filter_results(make_env(SEED_NODES, SEED_PODS),
+                             make_pod("p").label("foo", "")
+                             .spread(1, "zone", DO_NOT_SCHEDULE, {}).obj())
+    assert all(reason == "" for reason in results.values())

@@ -10,6 +10,7 @@ import pytest
 
 from skiff.api.testing import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, make_node, make_pod
 from skiff.scheduler.plugins.podtopologyspread.scoring import (
+    round_half_away_from_zero,
     score_for_count,
     topology_normalizing_weight,
 )
@@ -31,6 +32,14 @@ def _pods(**per_node: int) -> list[dict[str, Any]]:
 ABXY = _nodes(("node-a", "zone1"), ("node-b", "zone1"), ("node-x", "zone2"), ("node-y", "zone2"))
 
 
+@pytest.mark.parametrize(("total", "score"), [
+    pytest.param(4.16, 4, id="down"), pytest.param(5.55, 6, id="up-not-truncated"),
+    pytest.param(2.5, 3, id="half-away-from-zero-not-to-even"),
+    pytest.param(0.49999999999999994, 0, id="just-below-half")])
+def test_ts3_score_rounds_like_go_math_round(total: float, score: int) -> None:
+    assert round_half_away_from_zero(total) == score
+
+
 def test_ts3_weight_is_ln_size_plus_2() -> None:
     assert topology_normalizing_weight(2) == pytest.approx(math.log(4))
     assert score_for_count(3, 1, math.log(4)) == pytest.approx(3 * math.log(4))
@@ -41,36 +50,39 @@ def test_ts3_weight_is_ln_size_plus_2() -> None:
     pytest.param(
         make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, FOO).obj(),
         ABXY, _pods(node_a=2, node_b=1, node_y=4), None,
-        # zone1 = 3, zone2 = 4; weight ln(2 + 2): 3 × 1.386 = 4.16 → 4, 4 × 1.386 = 5.55 → 5
-        {"node-a": 4, "node-b": 4, "node-x": 5, "node-y": 5},
-        {"node-a": 100, "node-b": 100, "node-x": 80, "node-y": 80},
+        # zone1 = 3, zone2 = 4; weight ln(2 + 2): 3 × 1.386 = 4.16 → 4, 4 × 1.386 = 5.55 → 6
+        # (Kubernetes 1.32 rounds; the older truncation gave 5 and normalized 80)
+        {"node-a": 4, "node-b": 4, "node-x": 6, "node-y": 6},
+        {"node-a": 100, "node-b": 100, "node-x": 66, "node-y": 66},
         id="zone-counts-weighted-then-normalized"),
     pytest.param(
         make_pod("p").label("foo", "").spread(3, "zone", SCHEDULE_ANYWAY, FOO).obj(),
         ABXY, _pods(node_a=2, node_b=1, node_y=4), None,
-        # + (maxSkew − 1) = 2: 6.16 → 6 and 7.55 → 7
-        {"node-a": 6, "node-b": 6, "node-x": 7, "node-y": 7},
-        {"node-a": 100, "node-b": 100, "node-x": 85, "node-y": 85},
+        # + (maxSkew − 1) = 2: 6.16 → 6 and 7.55 → 8
+        {"node-a": 6, "node-b": 6, "node-x": 8, "node-y": 8},
+        {"node-a": 100, "node-b": 100, "node-x": 75, "node-y": 75},
         id="maxSkew-minus-1-softens-the-difference"),
     pytest.param(
         make_pod("p").label("foo", "").spread(1, HOST, SCHEDULE_ANYWAY, FOO).obj(),
         ABXY, _pods(node_a=2, node_b=1, node_y=4), None,
-        # hostname: size = 4 filtered nodes → ln 6 = 1.79; counts per node 2, 1, 0, 4
-        {"node-a": 3, "node-b": 1, "node-x": 0, "node-y": 7},
-        {"node-a": 57, "node-b": 85, "node-x": 100, "node-y": 0},
+        # hostname: size = 4 filtered nodes → ln 6 = 1.79; counts per node 2, 1, 0, 4:
+        # 3.58 → 4, 1.79 → 2, 0, 7.17 → 7
+        {"node-a": 4, "node-b": 2, "node-x": 0, "node-y": 7},
+        {"node-a": 42, "node-b": 71, "node-x": 100, "node-y": 0},
         id="hostname-size-is-filtered-nodes"),
     pytest.param(
         make_pod("p").label("foo", "").spread(1, HOST, SCHEDULE_ANYWAY, FOO).obj(),
         ABXY, _pods(node_a=2, node_b=1, node_y=4), {"node-a", "node-b"},
-        # only two filtered nodes: ln 4; counts still come from every node
-        {"node-a": 2, "node-b": 1},
-        {"node-a": 50, "node-b": 100},
+        # only two filtered nodes: ln 4; counts still come from every node: 2.77 → 3, 1.39 → 1
+        {"node-a": 3, "node-b": 1},
+        {"node-a": 33, "node-b": 100},
         id="hostname-size-shrinks-with-filtering"),
     pytest.param(
         make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, FOO).obj(),
         [*ABXY, make_node("bare").obj()], _pods(node_a=2, node_x=1), None,
-        {"node-a": 2, "node-b": 2, "node-x": 1, "node-y": 1, "bare": 0},
-        {"node-a": 50, "node-b": 50, "node-x": 100, "node-y": 100, "bare": 0},
+        # zone1 2 × ln 4 = 2.77 → 3, zone2 1.39 → 1
+        {"node-a": 3, "node-b": 3, "node-x": 1, "node-y": 1, "bare": 0},
+        {"node-a": 33, "node-b": 33, "node-x": 100, "node-y": 100, "bare": 0},
         id="node-missing-the-key-is-ignored-and-scores-0"),
     pytest.param(
         make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, FOO).obj(),
@@ -82,13 +94,11 @@ def test_ts3_weight_is_ln_size_plus_2() -> None:
         make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, FOO)
         .spread(1, HOST, SCHEDULE_ANYWAY, FOO).obj(),
         ABXY, _pods(node_a=2, node_b=1, node_y=4), None,
-        # zone: ln 4 × (3|4); host: ln 6 × (2|1|0|4)
-        {"node-a": int(3 * math.log(4) + 2 * math.log(6)),
-         "node-b": int(3 * math.log(4) + 1 * math.log(6)),
-         "node-x": int(4 * math.log(4) + 0),
-         "node-y": int(4 * math.log(4) + 4 * math.log(6))},
-        {"node-a": 100 * (12 + 5 - 7) // 12, "node-b": 100 * (12 + 5 - 5) // 12,
-         "node-x": 100 * (12 + 5 - 5) // 12, "node-y": 100 * (12 + 5 - 12) // 12},
+        # zone: ln 4 × (3|4); host: ln 6 × (2|1|0|4), rounded:
+        # a 7.74 → 8, b 5.95 → 6, x 5.55 → 6, y 12.71 → 13
+        {"node-a": 8, "node-b": 6, "node-x": 6, "node-y": 13},
+        {"node-a": 100 * (13 + 6 - 8) // 13, "node-b": 100 * (13 + 6 - 6) // 13,
+         "node-x": 100 * (13 + 6 - 6) // 13, "node-y": 100 * (13 + 6 - 13) // 13},
         id="two-constraints-add-up"),
 ])
 def test_ts3_score_and_normalize(pod: dict[str, Any], nodes: list[dict[str, Any]],
@@ -181,3 +191,12 @@ def test_ts4_bad_plugin_args_are_refused(args: dict[str, Any], message: str) -> 
     config = {"profiles": [{"pluginConfig": [{"name": "PodTopologySpread", "args": args}]}]}
     with pytest.raises(ValueError, match=message):
         make_env(ABXY, config=config)
+
+
+def test_ts3_empty_label_selector_counts_no_pods() -> None:
+    """countPodsMatchSelector counts nothing for `labelSelector: {}`: every node scores
+    alike however many pods it runs (zone and hostname constraints)."""
+    env = make_env(ABXY, _pods(node_a=2, node_b=1, node_y=4))
+    pod = (make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, {})
+           .spread(1, HOST, SCHEDULE_ANYWAY, {}).obj())
+    assert set(plugin_scores(env, "PodTopologySpread", pod).values()) == {100}

@@ -15,7 +15,7 @@ from skiff.scheduler.preemption import (
     filter_pods_with_pdb_violation,
     pick_one_node_for_preemption,
 )
-from tests.unit.scheduler.helpers import Env, make_env
+from tests.unit.scheduler.helpers import Env, affinity_pod, make_env
 
 T0 = "2026-01-01T00:00:00Z"
 T1 = "2026-01-01T00:01:00Z"
@@ -127,7 +127,7 @@ async def test_pp4_only_lower_priority_pods_are_victims() -> None:
     env = _full_cluster()
     result, status, message = await _schedule_and_preempt(
         env, make_pod("equal").uid("e").priority(1).req({"cpu": "1"}).obj())
-    assert result is None and not env.actions.preempted
+    assert result.nominated_node_name == "" and not env.actions.preempted
     assert status.message == ("preemption: 0/2 nodes are available: 2 No preemption victims "
                               "found for incoming pod.")
     assert message == "0/2 nodes are available: 2 Insufficient cpu."
@@ -150,15 +150,58 @@ async def test_pp5_never_policy_does_not_preempt() -> None:
     assert status.message == "preemption: not eligible due to preemptionPolicy=Never."
 
 
+def _preempted_victim() -> PodInfo:
+    """low1 on n1, deleted by an earlier preemption (DisruptionTarget by the scheduler)."""
+    return PodInfo.from_pod(
+        make_pod("low1").uid("l1").node("n1").priority(1).req({"cpu": "1"}).terminating()
+        .condition("DisruptionTarget", reason="PreemptionByScheduler").obj())
+
+
 async def test_pp5_no_second_preemption_while_victims_terminate() -> None:
+    env = _full_cluster()
+    env.cache.update_pod(_preempted_victim())
+    pod = make_pod("high").uid("h").priority(10).req({"cpu": "1"}).nominated_node_name("n1")
+    result, status, _ = await _schedule_and_preempt(env, pod.obj())
+    assert result is None and not env.actions.preempted
+    assert status.message == ("preemption: not eligible due to a terminating pod on the "
+                              "nominated node.")
+
+
+async def test_pp5_pods_terminating_for_another_reason_do_not_block_preemption() -> None:
+    """PodEligibleToPreemptOthers (1.32) waits only for pods terminating because of
+    preemption; a user's delete of a lower-priority pod does not hold the preemptor."""
     env = _full_cluster()
     env.cache.update_pod(PodInfo.from_pod(
         make_pod("low1").uid("l1").node("n1").priority(1).req({"cpu": "1"}).terminating()
         .obj()))
     pod = make_pod("high").uid("h").priority(10).req({"cpu": "1"}).nominated_node_name("n1")
     result, status, _ = await _schedule_and_preempt(env, pod.obj())
-    assert result is None and not env.actions.preempted
-    assert "terminating pod on the nominated node" in status.message
+    assert status.ok and result.nominated_node_name == "n1"
+    assert env.actions.preempted  # a second round ran
+
+
+async def test_pp5_preempts_again_when_the_nominated_node_became_unresolvable() -> None:
+    """The nominated node no longer suits the pod at all (UnschedulableAndUnresolvable):
+    the preemptor preempts elsewhere even though a victim still terminates there."""
+    env = _full_cluster()
+    env.cache.update_pod(_preempted_victim())
+    pod = (make_pod("high").uid("h").priority(10).req({"cpu": "1"})
+           .node_selector({"kubernetes.io/hostname": "n2"}).nominated_node_name("n1"))
+    result, status, _ = await _schedule_and_preempt(env, pod.obj())
+    assert status.ok and result.nominated_node_name == "n2"
+    assert [node for _, _, node in env.actions.preempted] == ["n2"]
+
+
+async def test_pp5_stale_nomination_is_cleared_when_no_candidate_is_left() -> None:
+    """Evaluator.Preempt returns an empty nomination when preemption cannot help: the
+    pod's nominatedNodeName is cleared (not kept, holding the node's resources)."""
+    env = _full_cluster()
+    pod = (make_pod("equal").uid("e").priority(1).req({"cpu": "1"})
+           .nominated_node_name("n1").obj())
+    result, status, _ = await _schedule_and_preempt(env, pod)
+    assert result is not None and result.nominated_node_name == ""
+    assert status.message == ("preemption: 0/2 nodes are available: 2 No preemption victims "
+                              "found for incoming pod.")
 
 
 async def test_pp5_higher_priority_preemptor_clears_lower_nomination() -> None:
@@ -177,3 +220,17 @@ async def test_pp5_disable_preemption_in_config() -> None:
                    [make_pod("low").node("n1").priority(0).req({"cpu": "1"}).obj()],
                    config={"disablePreemption": True})
     assert env.fwk.post_filter_plugins == []
+
+
+async def test_pp4_preemption_removes_a_lower_priority_pod_that_anti_affinity_repels() -> None:
+    """InterPodAffinity's anti-affinity is Unschedulable (not Unresolvable), so
+    preemption's dry run removes the repelled lower-priority pod (RemovePod) and finds
+    the node fits without it."""
+    env = make_env([make_node("n1").obj()],
+                   [make_pod("low").uid("l").node("n1").priority(1).label("app", "db").obj()])
+    pod = (affinity_pod("high").uid("h").priority(10)
+           .pod_anti_affinity("kubernetes.io/hostname", {"matchLabels": {"app": "db"}}).obj())
+    result, status, message = await _schedule_and_preempt(env, pod)
+    assert message == "0/1 nodes are available: 1 node(s) didn't match pod anti-affinity rules."
+    assert status.ok and result.nominated_node_name == "n1"
+    assert env.actions.preempted == [("low", "high", "n1")]

@@ -165,3 +165,31 @@ async def test_pop_waits_for_a_pod_and_close_releases_it() -> None:
     await asyncio.sleep(0)
     q.close()
     assert await closing is None
+
+
+def _as(pod: dict[str, object], **meta: object) -> dict[str, object]:
+    out = dict(pod)
+    out["metadata"] = {**pod["metadata"], **meta}  # type: ignore[dict-item]
+    return out
+
+
+@pytest.mark.parametrize(("change", "requeued"), [
+    pytest.param({"ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                                       "name": "rs", "uid": "u", "controller": True}]},
+                 True, id="owner-reference-added"),
+    pytest.param({"deletionGracePeriodSeconds": 30}, True, id="other-metadata"),
+    pytest.param({"resourceVersion": "99", "generation": 3}, False, id="bookkeeping"),
+    pytest.param({"managedFields": [{"manager": "kubectl"}]}, False, id="managedFields"),
+    pytest.param({"finalizers": ["example.com/hold"]}, False, id="finalizers"),
+])
+async def test_pp3_pod_updated_compares_all_but_status_and_bookkeeping(
+        change: dict[str, object], requeued: bool) -> None:
+    """Kubernetes' isPodUpdated: everything but status, resourceVersion, generation,
+    managedFields and finalizers counts as an update that retries an unschedulable pod."""
+    clock = FakeClock()
+    q = _queue(clock)
+    q.add(_pod("p"))
+    qpi = await _fail(q, {"NodeAffinity"})
+    old = qpi.pod.pod
+    q.update(old, PodInfo.from_pod(_as(dict(old), **change)))
+    assert (q.unschedulable_keys() == []) is requeued

@@ -1,11 +1,22 @@
-"""NodeResourcesFit: cpu, memory and pod count must fit; least-allocated nodes score best."""
+"""NodeResourcesFit: pod count and every requested resource must fit; least-allocated
+nodes score best. NodeResourcesBalancedAllocation: nodes whose cpu and memory stay
+balanced score best."""
 
-from skiff.scheduler.plugins.noderesources.filtering import NodeResourcesFitFilter
+from skiff.scheduler.plugins.noderesources.balanced_allocation import (
+    NodeResourcesBalancedAllocation,
+)
+from skiff.scheduler.plugins.noderesources.filtering import (
+    NodeResourcesFitArgs,
+    NodeResourcesFitFilter,
+)
 from skiff.scheduler.plugins.noderesources.scoring import NodeResourcesFitScore
 
 
 class NodeResourcesFit(NodeResourcesFitFilter, NodeResourcesFitScore):
     name = "NodeResourcesFit"
 
+    def __init__(self, *, args: NodeResourcesFitArgs | None = None) -> None:
+        self.args = args or NodeResourcesFitArgs()
 
-__all__ = ["NodeResourcesFit"]
+
+__all__ = ["NodeResourcesBalancedAllocation", "NodeResourcesFit", "NodeResourcesFitArgs"]

@@ -3,8 +3,10 @@ the cluster default constraints (TS4) with their owner-derived selector, and cou
 matching pods of a node.
 
 Counting follows Kubernetes' `countPodsMatchSelector`: only pods in the incoming pod's
-namespace that are not terminating. `NodeInfo.label_sets` groups a node's pods by label
-set, so each distinct label set is matched against a selector once per cycle.
+namespace that are not terminating, and none at all for an empty selector
+(`labelSelector: {}`), although such a selector still matches the incoming pod itself.
+`NodeInfo.label_sets` groups a node's pods by label set, so each distinct label set is
+matched against a selector once per cycle.
 """
 
 from __future__ import annotations
@@ -101,7 +103,10 @@ class Constraint:
         return True
 
     def count_matching(self, node: NodeInfo, namespace: str) -> int:
-        """Non-terminating pods of `namespace` on `node` that the selector matches."""
+        """Non-terminating pods of `namespace` on `node` that the selector matches; none
+        for an empty selector (Kubernetes' `countPodsMatchSelector`)."""
+        if self.selector.empty:
+            return 0
         total = 0
         for (ns, label_set), n in node.label_sets.items():
             if ns == namespace and self.matches_labels(label_set):

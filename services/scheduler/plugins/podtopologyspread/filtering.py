@@ -124,9 +124,13 @@ def compute_pre_filter_state_from_domains(pod: PodInfo, constraints: list[Constr
     namespace = pod.namespace
     for c in constraints:
         key = c.topology_key
+        counts_none = c.selector.empty  # countPodsMatchSelector: an empty selector counts 0
         for value, domain in cache.topology_domains(key).items():
             pair = (key, value)
             num = counts.get(pair, 0)
+            if counts_none:
+                counts[pair] = num
+                continue
             for (ns, label_set), n in domain.label_sets.items():
                 if ns == namespace and c.matches_labels(label_set):
                     num += n

@@ -4,8 +4,9 @@ Each ScheduleAnyway constraint gets weight ln(size + 2), size being its number o
 among the filtered nodes (for `kubernetes.io/hostname`, the filtered nodes minus the
 ignored ones). A node scores Σ count × weight + (maxSkew − 1), where count is the matching
 pods in its domain over all nodes; nodes missing a key (when every key is required) are
-ignored and score 0. Normalize maps s to 100 × (max + min − s) / max, so the emptiest
-domain scores highest; 100 for every node when max = 0.
+ignored and score 0; the sum is rounded half away from zero (Kubernetes 1.32).
+Normalize maps s to 100 × (max + min − s) / max, so the emptiest domain scores highest;
+100 for every node when max = 0.
 """
 
 from __future__ import annotations
@@ -35,6 +36,14 @@ PRE_SCORE_STATE_KEY = "PreScorePodTopologySpread"
 
 def topology_normalizing_weight(size: int) -> float:
     return math.log(size + 2)
+
+
+def round_half_away_from_zero(x: float) -> int:
+    """Go's `math.Round`: halves go away from zero (Python's `round` goes to even)."""
+    whole = math.floor(abs(x))
+    if abs(x) - whole >= 0.5:
+        whole += 1
+    return int(math.copysign(whole, x))
 
 
 def score_for_count(count: int, max_skew: int, weight: float) -> float:
@@ -129,8 +138,8 @@ class SpreadScoring:
             else:
                 count = s.topology_pair_to_pod_counts.get((c.topology_key, value), 0)
             total += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i])
-        # The seed (001) shows Kubernetes' `int64(score)`: truncation, not rounding.
-        return int(total)
+        # Kubernetes 1.32 `int64(math.Round(score))` (seed 001 quotes the older truncation).
+        return round_half_away_from_zero(total)
 
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> None:

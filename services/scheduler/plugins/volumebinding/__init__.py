@@ -1,0 +1,61 @@
+"""VolumeBinding, as far as Skiff's volumes go (Kubernetes' `podHasPVCs` PreFilter): every
+PersistentVolumeClaim a pod's volumes name must exist in its namespace, not be lost and
+not be being deleted; otherwise the pod is UnschedulableAndUnresolvable with Kubernetes'
+words (`persistentvolumeclaim "data" not found`) until the claim changes. Skiff has no
+PersistentVolume topology to filter nodes by: a claim's volume can be attached to any
+node (SPEC SC1), so there is no Filter."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from skiff.scheduler.framework.interface import (
+    SKIP,
+    ClusterEvent,
+    CycleState,
+    Status,
+    unresolvable,
+)
+from skiff.scheduler.podinfo import PodInfo
+
+
+class ClaimLister(Protocol):
+    def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+
+def claim_problem(claims: ClaimLister | None, pod: PodInfo) -> str:
+    """Why the pod's claims keep it from being scheduled, or ""."""
+    if claims is None:
+        return ""
+    for name in pod.pvc_names:
+        claim = claims.get_claim(pod.namespace, name)
+        if claim is None:
+            return f'persistentvolumeclaim "{name}" not found'
+        if (claim.get("status") or {}).get("phase") == "Lost":
+            volume = (claim.get("spec") or {}).get("volumeName") or ""
+            return (f'persistentvolumeclaim "{name}" bound to non-existent '
+                    f'persistentvolume "{volume}"')
+        if (claim.get("metadata") or {}).get("deletionTimestamp"):
+            return f'persistentvolumeclaim "{name}" is being deleted'
+    return ""
+
+
+class VolumeBinding:
+    name = "VolumeBinding"
+
+    def __init__(self, *, claims: ClaimLister | None) -> None:
+        self.claims = claims
+
+    def events_to_register(self) -> frozenset[ClusterEvent]:
+        return frozenset({ClusterEvent.PVC_CHANGE, ClusterEvent.NODE_ADD,
+                          ClusterEvent.NODE_UPDATE})
+
+    def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
+        if not pod.pvc_names:
+            return SKIP
+        problem = claim_problem(self.claims, pod)
+        return unresolvable(problem) if problem else SKIP
+
+
+__all__ = ["ClaimLister", "VolumeBinding"]
