@@ -211,9 +211,11 @@ class LocalCluster:
     def _services(self) -> list[tuple[str, str, list[str]]]:
         config_dir = self.data_dir / "config"
         services = [
-            ("scheduler", "skiff.scheduler", self.config.flags("scheduler", config_dir)),
+            ("scheduler", "skiff.scheduler", [*self.config.flags("scheduler", config_dir),
+                                              "--leader-elect-identity", "scheduler"]),
             ("controller-manager", "skiff.controller_manager",
-             self.config.flags("controllerManager", config_dir)),
+             [*self.config.flags("controllerManager", config_dir),
+              "--leader-elect-identity", "controller-manager"]),
         ]
         for i in range(1, self.nodes + 1):
             node = f"node-{i}"

@@ -648,7 +648,7 @@ class NetnsCluster:
         services = [
             ("scheduler", "scheduler", "skiff.scheduler",
              [*self.config.flags("scheduler", config_dir),
-              *self.extra_args.get("scheduler", [])]),
+              *self.extra_args.get("scheduler", []), "--leader-elect-identity", "scheduler"]),
             ("controller-manager", "controller-manager", "skiff.controller_manager",
              [*cm_args, "--leader-elect-identity", "controller-manager"]),
         ]

@@ -177,7 +177,8 @@ class NetnsHaCluster(NetnsCluster):
         for i in range(1, REPLICAS + 1):
             services.append((f"scheduler-{i}", f"scheduler-{i}", "skiff.scheduler",
                              [*self.config.flags("scheduler", config_dir),
-                              *self.extra_args.get("scheduler", [])]))
+                              *self.extra_args.get("scheduler", []),
+                              "--leader-elect-identity", f"scheduler-{i}"]))
         for i in range(1, REPLICAS + 1):
             name = f"controller-manager-{i}"
             services.append((name, name, "skiff.controller_manager",

@@ -144,10 +144,21 @@ class HaCluster(LocalCluster):
         services = []
         for name, module, extra in self._services():
             if name in LEASES:
-                services += [(f"{name}-{i}", module, extra) for i in range(1, REPLICAS + 1)]
+                # A stable identity per replica: a restarted member takes its own Lease
+                # back at once instead of waiting out a pid-named predecessor's.
+                services += [(f"{name}-{i}", module, [*_without_identity(extra),
+                                                       "--leader-elect-identity", f"{name}-{i}"])
+                             for i in range(1, REPLICAS + 1)]
             else:
                 services.append((name, module, extra))
         return services
+
+
+def _without_identity(args: list[str]) -> list[str]:
+    if "--leader-elect-identity" not in args:
+        return args
+    at = args.index("--leader-elect-identity")
+    return args[:at] + args[at + 2:]
 
 
 def write_ha_kubeconfig(data_dir: Path, servers: list[str]) -> Path:
