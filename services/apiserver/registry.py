@@ -35,7 +35,7 @@ from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, graceful
 from skiff.apiserver.lookups import Lookup
-from skiff.apiserver.storage import EtcdStorage, KeyValue
+from skiff.apiserver.storage import EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, encode
@@ -374,7 +374,7 @@ class Registry:
                 return Result(await self.storage.update(
                     key, new, expected_revision=cur.mod_revision), warnings)
             except ApiError as err:
-                if err.reason != Reason.CONFLICT:
+                if not _lost_race(err):
                     raise
                 if requested_rv:
                     raise ApiError.conflict(
@@ -445,7 +445,7 @@ class Registry:
                     return {"object": stored, "deleted": False}
                 rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
             except ApiError as err:
-                if err.reason == Reason.CONFLICT:
+                if _lost_race(err):
                     raise _Retry() from None
                 raise
             gone = copy.deepcopy(cur.obj)
@@ -488,7 +488,7 @@ class Registry:
                 return await self.storage.update(storage_key(info, namespace, name), pod,
                                                  expected_revision=cur.mod_revision)
             except ApiError as err:
-                if err.reason == Reason.CONFLICT:
+                if _lost_race(err):
                     raise _Retry() from None
                 raise
 
@@ -547,7 +547,7 @@ class Registry:
         try:
             await self.storage.update(kv.key, pdb, expected_revision=kv.mod_revision)
         except ApiError as err:
-            if err.reason == Reason.CONFLICT:
+            if _lost_race(err):
                 raise ApiError(Reason.TOO_MANY_REQUESTS,
                                "the disruption budget changed during eviction; retry",
                                retry_after_seconds=1) from None
@@ -569,7 +569,7 @@ class Registry:
                 await self.storage.update(storage_key(info, namespace, name), pod,
                                           expected_revision=cur.mod_revision)
             except ApiError as err:
-                if err.reason == Reason.CONFLICT:
+                if _lost_race(err):
                     raise _Retry() from None
                 raise
 
@@ -614,6 +614,11 @@ def _check_revision(name: str, value: int) -> None:
     problem = revision_problem(value)
     if problem:
         raise ApiError.bad_request(f"{name}: Invalid value: {value}: {problem}")
+
+
+def _lost_race(err: ApiError) -> bool:
+    """A compare-and-swap Conflict (read again and retry), not a leader-fencing refusal."""
+    return err.reason == Reason.CONFLICT and not isinstance(err, LeaderFenced)
 
 
 class _Retry(Exception):

@@ -95,6 +95,11 @@ def encode_value(obj: Obj) -> bytes:
     return codec.encode(obj)
 
 
+class LeaderFenced(ApiError):
+    """A deposed leader's write, refused by its epoch (SPEC CP4): a Conflict that retrying
+    cannot cure, so the registry passes it on instead of re-reading and trying again."""
+
+
 class EtcdStorage:
     """Typed, retried access to etcd for the registry and the watch cache."""
 
@@ -244,7 +249,8 @@ class EtcdStorage:
                        f"{epoch.describe()} kept changing during the write; retry")
 
     async def _check_epoch(self, epoch: LeaderEpoch) -> int:
-        """The Lease's mod_revision if it still names this leader's term, else Forbidden."""
+        """The Lease's mod_revision if it still names this leader's term, else Conflict: a
+        failed precondition, as a uid or resourceVersion precondition is (SPEC CP4)."""
         lease, _ = await self.get(f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}")
         spec = ((lease.obj or {}).get("spec") or {}) if lease is not None else {}
         holder = str(spec.get("holderIdentity") or "")
@@ -253,8 +259,8 @@ class EtcdStorage:
             now = (f"held by {holder!r} with leaseTransitions {transitions}" if holder else
                    f"held by nobody (leaseTransitions {transitions})" if lease is not None
                    else "gone")
-            raise ApiError(
-                Reason.FORBIDDEN,
+            raise LeaderFenced(
+                Reason.CONFLICT,
                 f"write refused by leader fencing: it carries the epoch of {epoch.describe()}, "
                 f"but that Lease is now {now}; a deposed leader may not write")
         return lease.mod_revision

@@ -49,13 +49,13 @@ async def test_issue11_stale_leader_epoch_is_refused_current_one_accepted(
         # leader-a wakes up still believing it leads: its destructive writes are refused.
         with pytest.raises(ApiError) as refused:
             await old.delete("pods", "deleted-by-old", "default", grace_period_seconds=0)
-        assert refused.value.reason == Reason.FORBIDDEN
+        assert refused.value.reason == Reason.CONFLICT
         assert "kube-system/fencing-test" in refused.value.message
         assert "leader-b" in refused.value.message
         assert await get_or_none(admin, "pods", "deleted-by-old", "default") is not None
         with pytest.raises(ApiError) as refused_bind:
             await old.bind("default", "deleted-by-new", "n1")
-        assert refused_bind.value.reason == Reason.FORBIDDEN
+        assert refused_bind.value.reason == Reason.CONFLICT
 
         # The current leader's writes go through, also after it renews.
         assert await new_leader.try_acquire_or_renew()
