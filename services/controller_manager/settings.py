@@ -56,6 +56,9 @@ class ControllerManagerSettings:
         "none", help="agent for nodes without skiff.io/fence-agent: power|network|storage|none")
     fencing_min_priority: int = setting(0, help="fence only for pods of at least this priority")
     fencing_retry_backoff: float = duration(30.0, help="a Failed Fence is retried after this")
+    # Attach/detach: every exclusive volume is reconciled again this often (Kubernetes'
+    # --attach-detach-reconcile-sync-period, 1 min), so a missed event cannot strand one.
+    attach_detach_reconcile_sync_period: float = duration(60.0)
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
     concurrent_statefulset_syncs: int = setting(5)
