@@ -129,7 +129,9 @@ class StatefulSetController(Controller):
         decided = plan(replicas=int(spec.get("replicas", 1)),
                        policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
                        pods=pods_by_ordinal(name, pods),
-                       start=int((spec.get("ordinals") or {}).get("start") or 0))
+                       start=int((spec.get("ordinals") or {}).get("start") or 0),
+                       min_ready_seconds=int(spec.get("minReadySeconds") or 0),
+                       now=self.clock.now())
         if decided.waiting_for:
             log.debug("statefulset waiting", extra={"statefulset": key,
                                                     "for": decided.waiting_for})
