@@ -24,7 +24,7 @@ from tests.integration.kubelet.conftest import _kill_leftovers
 from tests.integration.objects import pod
 
 UNREACHABLE, NOT_READY = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"
-TOLERATION = 3  # seconds a pod tolerates the unreachable taint
+TOLERATION = 6  # seconds a pod tolerates the unreachable taint
 # Compressed periods, but Kubernetes' default tainting rates and zone thresholds.
 PERIODS = ["--node-monitor-period", "500ms", "--node-monitor-grace-period", "3s",
            "--node-startup-grace-period", "3s", "--leader-elect", "false",
