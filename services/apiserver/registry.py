@@ -523,11 +523,6 @@ class Registry:
         assert pdb is not None
         status = pdb.setdefault("status", {})
         pdb_name = pdb["metadata"]["name"]
-        if int(status.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
-            raise ApiError(Reason.TOO_MANY_REQUESTS,
-                           f"Cannot evict pod as it would violate the pod's disruption budget. "
-                           f"The disruption budget {pdb_name} is still being processed by "
-                           "the server.", retry_after_seconds=10)
         if not _is_ready(pod):
             policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
             if policy == "AlwaysAllow":
@@ -535,6 +530,11 @@ class Registry:
             desired = int(status.get("desiredHealthy", 0))
             if int(status.get("currentHealthy", 0)) >= desired > 0:
                 return True
+        if int(status.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
+            raise ApiError(Reason.TOO_MANY_REQUESTS,
+                           f"Cannot evict pod as it would violate the pod's disruption budget. "
+                           f"The disruption budget {pdb_name} is still being processed by "
+                           "the server.", retry_after_seconds=10)
         allowed = int(status.get("disruptionsAllowed", 0))
         if allowed <= 0:
             raise ApiError(Reason.TOO_MANY_REQUESTS,
