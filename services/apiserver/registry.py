@@ -503,22 +503,31 @@ class Registry:
         pod = cur.obj
         assert pod is not None
         phase = pod.get("status", {}).get("phase")
+        unchanged_since: int | None = None
         if phase not in ("Succeeded", "Failed", "Pending") and not pod["metadata"].get(
                 "deletionTimestamp"):
-            await self._take_disruption(namespace, pod)
+            if await self._take_disruption(namespace, pod):
+                # An unhealthy pod evicted without using the budget: only if it has not
+                # become ready since (Kubernetes' resourceVersion precondition).
+                unchanged_since = cur.mod_revision
         await self._add_disruption_target(namespace, name, "EvictionByEvictionAPI",
-                                          "Eviction API: evicting")
+                                          "Eviction API: evicting",
+                                          unchanged_since=unchanged_since)
         return await self.delete("pods", namespace, name, grace_period_seconds=grace,
                                  preconditions={"uid": pod["metadata"]["uid"]})
 
-    async def _take_disruption(self, namespace: str, pod: Obj) -> None:
+    async def _take_disruption(self, namespace: str, pod: Obj) -> bool:
+        """Take one disruption from the pod's PDB (429 when none is left). True when the
+        pod may go without taking one: it is not ready and the budget's
+        `unhealthyPodEvictionPolicy` is AlwaysAllow, or (IfHealthyBudget, the default)
+        the budget is healthy enough (currentHealthy >= desiredHealthy > 0)."""
         info = lookup("poddisruptionbudgets")
         kvs, _ = await self.storage.list(storage_prefix(info, namespace))
         labels = pod.get("metadata", {}).get("labels") or {}
-        matching = [kv for kv in kvs if kv.obj is not None and LabelSelector.from_dict(
-            kv.obj.get("spec", {}).get("selector")).matches(labels)]
+        matching = [kv for kv in kvs
+                    if kv.obj is not None and _pdb_selects(kv.obj, labels)]
         if not matching:
-            return
+            return False
         if len(matching) > 1:
             raise ApiError(Reason.INTERNAL_ERROR,
                            "This pod has more than one PodDisruptionBudget, which the "
@@ -528,6 +537,13 @@ class Registry:
         assert pdb is not None
         status = pdb.setdefault("status", {})
         pdb_name = pdb["metadata"]["name"]
+        if not _is_ready(pod):
+            policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
+            if policy == "AlwaysAllow":
+                return True
+            desired = int(status.get("desiredHealthy", 0))
+            if int(status.get("currentHealthy", 0)) >= desired > 0:
+                return True
         if int(status.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
             raise ApiError(Reason.TOO_MANY_REQUESTS,
                            f"Cannot evict pod as it would violate the pod's disruption budget. "
@@ -552,15 +568,22 @@ class Registry:
                                "the disruption budget changed during eviction; retry",
                                retry_after_seconds=1) from None
             raise
+        return False
 
     async def _add_disruption_target(self, namespace: str, name: str, reason: str,
-                                     message: str) -> None:
+                                     message: str, *, unchanged_since: int | None = None
+                                     ) -> None:
         info = lookup("pods")
 
         async def attempt() -> None:
             cur = await self._get_kv(info, namespace, name)
             pod = copy.deepcopy(cur.obj)
             assert pod is not None
+            if unchanged_since is not None and cur.mod_revision != unchanged_since:
+                raise ApiError(Reason.TOO_MANY_REQUESTS,
+                               "Cannot evict pod as it would violate the pod's disruption "
+                               "budget. The pod changed during eviction; retry",
+                               retry_after_seconds=10)
             if pod["metadata"].get("deletionTimestamp"):
                 return
             set_condition(pod, "DisruptionTarget", "True", now=self.clock.now(),
@@ -631,6 +654,20 @@ def _known(kind: str) -> bool:
     except ApiError:
         return False
     return True
+
+
+def _pdb_selects(pdb: Obj, labels: dict[str, str]) -> bool:
+    """policy/v1: an empty selector selects every pod of the namespace, a missing one none;
+    a PDB with an invalid selector selects nothing."""
+    try:
+        return LabelSelector.from_dict((pdb.get("spec") or {}).get("selector")).matches(labels)
+    except ApiError:
+        return False
+
+
+def _is_ready(pod: Obj) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True"
+               for c in (pod.get("status") or {}).get("conditions") or [])
 
 
 def _check_preconditions(info: KindInfo, name: str, cur: KeyValue,

@@ -116,3 +116,27 @@ def same_taints(a: Iterable[Mapping[str, Any]], b: Iterable[Mapping[str, Any]]) 
         return {(str(t.get("key")), str(t.get("value") or ""), str(t.get("effect")))
                 for t in taints}
     return norm(a) == norm(b)
+
+
+def ready_since(pod: Mapping[str, Any]) -> float | None:
+    """When the pod's Ready condition last changed (epoch seconds), if known."""
+    stamp = (get_condition(pod, "Ready") or {}).get("lastTransitionTime")
+    return parse_rfc3339(str(stamp)) if stamp else None
+
+
+def is_available(pod: Mapping[str, Any], *, min_ready_seconds: int, now: float) -> bool:
+    """`podutil.IsPodAvailable`: ready, and for at least `min_ready_seconds`."""
+    if not is_pod_ready(pod):
+        return False
+    if min_ready_seconds <= 0:
+        return True
+    since = ready_since(pod)
+    return since is not None and since + min_ready_seconds <= now
+
+
+def available_in(pods: Iterable[Mapping[str, Any]], *, min_ready_seconds: int,
+                 now: float) -> float | None:
+    """Seconds until the next ready-but-not-yet-available pod becomes available."""
+    waits = [since + min_ready_seconds - now for p in pods if is_pod_ready(p)
+             and (since := ready_since(p)) is not None and since + min_ready_seconds > now]
+    return min(waits) if waits else None

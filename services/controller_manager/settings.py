@@ -42,6 +42,16 @@ class ControllerManagerSettings:
     node_monitor_period: float = duration(5.0)
     node_monitor_grace_period: float = duration(50.0)
     node_startup_grace_period: float = duration(60.0)
+    # Zone disruption: NoExecute tainting rates (nodes/s) and when a zone is unhealthy.
+    node_eviction_rate: float = setting(0.1, help="nodes/s tainted NoExecute in a healthy "
+                                                  "zone (and one fully disrupted)")
+    secondary_node_eviction_rate: float = setting(
+        0.01, help="nodes/s tainted NoExecute in a partially disrupted large zone")
+    large_cluster_size_threshold: int = setting(
+        50, help="a partially disrupted zone this small or smaller taints nothing")
+    unhealthy_zone_threshold: float = setting(
+        0.55, help="share of not-ready nodes (at least 3) that makes a zone partially "
+                   "disrupted")
     # PodGC (SPEC PS3).
     terminated_pod_gc_threshold: int = setting(12500, help="0 disables gc of terminated pods")
     pod_gc_period: float = duration(20.0)
@@ -56,6 +66,9 @@ class ControllerManagerSettings:
         "none", help="agent for nodes without skiff.io/fence-agent: power|network|storage|none")
     fencing_min_priority: int = setting(0, help="fence only for pods of at least this priority")
     fencing_retry_backoff: float = duration(30.0, help="a Failed Fence is retried after this")
+    # Attach/detach: every exclusive volume is reconciled again this often (Kubernetes'
+    # --attach-detach-reconcile-sync-period, 1 min), so a missed event cannot strand one.
+    attach_detach_reconcile_sync_period: float = duration(60.0)
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
     concurrent_statefulset_syncs: int = setting(5)
@@ -75,6 +88,11 @@ class ControllerManagerSettings:
         if self.default_fence_agent not in FENCE_AGENTS:
             raise SettingsError(f"--default-fence-agent: {self.default_fence_agent!r} is not "
                                 f"one of {', '.join(FENCE_AGENTS)}")
+        if self.node_eviction_rate < 0 or self.secondary_node_eviction_rate < 0:
+            raise SettingsError("--node-eviction-rate and --secondary-node-eviction-rate "
+                                "must be >= 0")
+        if not 0 <= self.unhealthy_zone_threshold <= 1:
+            raise SettingsError("--unhealthy-zone-threshold must be between 0 and 1")
         if self.fencing_delay < 0 or self.fencing_retry_backoff < 0:
             raise SettingsError("--fencing-delay and --fencing-retry-backoff must be >= 0")
 

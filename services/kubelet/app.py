@@ -79,7 +79,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 labels=parse_labels(settings.node_labels),
                 annotations=parse_labels(settings.node_annotations, flag="--node-annotations"),
                 taints=parse_taints(settings.register_with_taints), capacity=capacity,
-                health_port=settings.health_port,
+                health_port=settings.health_port, node_ip=settings.node_ip,
                 lease_duration=settings.node_lease_duration_seconds,
                 renew_interval=settings.lease_renew_interval,
                 status_update_frequency=settings.node_status_update_frequency,

@@ -95,7 +95,8 @@ class NodeAgent:
     def __init__(self, *, api: ApiClient, clock: Clock, node_name: str,
                  labels: dict[str, str], taints: list[dict[str, str]],
                  annotations: dict[str, str] | None = None,
-                 capacity: dict[str, str], health_port: int, lease_duration: int,
+                 capacity: dict[str, str], health_port: int, node_ip: str = "127.0.0.1",
+                 lease_duration: int,
                  renew_interval: float, status_update_frequency: float,
                  status_report_frequency: float,
                  extra_conditions: Callable[[], list[Obj]] | None = None) -> None:
@@ -108,6 +109,7 @@ class NodeAgent:
         self.annotations = dict(annotations or {})
         self.capacity = capacity
         self.health_port = health_port
+        self.node_ip = node_ip
         self.lease_duration = lease_duration
         self.renew_interval = renew_interval
         self.status_update_frequency = status_update_frequency
@@ -131,7 +133,7 @@ class NodeAgent:
         return {
             "capacity": dict(self.capacity), "allocatable": dict(self.capacity),
             "conditions": conditions,
-            "addresses": [{"type": "InternalIP", "address": "127.0.0.1"},
+            "addresses": [{"type": "InternalIP", "address": self.node_ip},
                           {"type": "Hostname", "address": self.node_name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": self.health_port}},
             "nodeInfo": dict(self._system_info),

@@ -26,6 +26,7 @@ class KubeletSettings:
                                            "(0 = none)")
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     node_name: str = setting("", help="the Node's name (default: the host name)")
+    node_ip: str = setting("127.0.0.1", help="the Node's InternalIP address")
     root_dir: str = setting("/tmp/skiff/kubelet",
                             help="pod directories, emptyDir volumes and container logs")
     node_labels: str = setting("", help="extra node labels, k=v,k2=v2")

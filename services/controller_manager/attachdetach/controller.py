@@ -8,6 +8,13 @@ FailedAttachVolume "Multi-Attach error" Event and wait. Detaching is deleting th
 attachment with a UID precondition, and happens only when `plan.may_detach` says so: the
 old pod object is gone from the API, or its node is confirmed fenced. Everything is
 recomputed from the caches on each reconcile, so restarts and leader changes are safe.
+
+Like Kubernetes' desired-state-of-the-world populator, a change of a node's Fence (or its
+deletion, when the node is unfenced) re-queues every volume the node's pods use, not only
+the attachments the node still holds: after a fenced node's volumes were detached, the
+unfence is what lets them be attached again. A periodic resync
+(`--attach-detach-reconcile-sync-period`) re-queues every exclusive volume, so a missed
+event cannot strand a volume.
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.client import BY_NAMESPACE, NORMAL, WARNING
+from skiff.client import BY_NAMESPACE, BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.attachdetach.plan import (
     attachment,
     claim_names,
@@ -48,7 +55,8 @@ class AttachDetachController(Controller):
 
     def __init__(self, *, context: ControllerContext) -> None:
         super().__init__(context=context,
-                         workers=context.settings.concurrent_attach_detach_syncs)
+                         workers=context.settings.concurrent_attach_detach_syncs,
+                         resync_period=context.settings.attach_detach_reconcile_sync_period)
         self.pods = context.informers.pods()
         self.claims = context.informers.persistent_volume_claims()
         self.attachments = context.informers.volume_attachments()
@@ -86,10 +94,24 @@ class AttachDetachController(Controller):
         self.enqueue(str(va["metadata"]["name"]))
 
     def _on_fence(self, fence: Obj) -> None:
-        node_name = (fence.get("spec") or {}).get("nodeName")
+        """A Fence that changes or goes away concerns what the node holds and what its
+        pods want: re-queue both (unfencing attaches the node's pods' volumes again)."""
+        node_name = str((fence.get("spec") or {}).get("nodeName") or "")
         for va in self.attachments.store.list():
             if (va.get("spec") or {}).get("nodeName") == node_name:
                 self.enqueue(str(va["metadata"]["name"]))
+        if node_name:
+            for pod in self.pods.store.by_index(BY_NODE_NAME, node_name):
+                self._on_pod(pod)
+
+    def resync(self) -> None:
+        """Re-queue every exclusive volume: the reconciler's periodic pass over the
+        desired state, so a missed event cannot strand a volume."""
+        for claim in self.claims.store.list():
+            if is_exclusive(claim):
+                self.enqueue(volume_name(claim))
+        for va in self.attachments.store.list():
+            self.enqueue(str(va["metadata"]["name"]))
 
     def _claim(self, volume: str) -> Obj | None:
         uid = volume.removeprefix(VOLUME_PREFIX)

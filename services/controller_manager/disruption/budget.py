@@ -5,7 +5,8 @@
 controllers (ReplicaSet / StatefulSet `spec.replicas`): desiredHealthy = ceil(pct × scale),
 or scale − maxUnavailable (percentages rounded up). currentHealthy counts Ready pods that
 are not terminating and not recently evicted (`status.disruptedPods`, honoured for the
-deletion timeout). disruptionsAllowed = max(0, currentHealthy − desiredHealthy).
+deletion timeout). disruptionsAllowed = currentHealthy − desiredHealthy, and 0 when that is
+negative or when no pods are expected (Kubernetes' `updatePdbStatus`).
 """
 
 from __future__ import annotations
@@ -76,16 +77,19 @@ class BudgetStatus:
 
     @property
     def disruptions_allowed(self) -> int:
+        if self.expected_pods <= 0:
+            return 0
         return max(0, self.current_healthy - self.desired_healthy)
 
 
 def compute(spec: Mapping[str, Any], pods: list[Obj], disrupted: Mapping[str, str], *,
             controller_scale: int | None) -> BudgetStatus:
     """The budget of `pods`; `controller_scale` is required when the spec is relative
-    (None there means the scale is unknown: nothing may be disrupted)."""
+    (None there means the scale could not be found: nothing may be disrupted). Pods without
+    a controller do not count towards the scale (they are reported, not fatal)."""
     if needs_controller_scale(spec):
         if controller_scale is None:
-            return BudgetStatus(0, 0, 0)
+            return BudgetStatus(0, 0, current_healthy(pods, disrupted))
         expected = controller_scale
     else:
         expected = len(pods)

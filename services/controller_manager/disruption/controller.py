@@ -74,40 +74,62 @@ class DisruptionController(Controller):
         ns = pdb["metadata"].get("namespace")
         selector = _selector(pdb)
         pods = [p for p in self.pods.store.by_index(BY_NAMESPACE, ns)
-                if not selector.empty and selector.matches(p["metadata"].get("labels") or {})]
+                if selector.matches(p["metadata"].get("labels") or {})]
         spec = pdb.get("spec") or {}
         status = pdb.get("status") or {}
         disrupted, expires_in = live_disruptions(
             status.get("disruptedPods") or {}, pods, now=self.clock.now(),
             timeout=self.deletion_timeout)
-        scale = self.controller_scale(pods) if needs_controller_scale(spec) else None
-        budget = compute(spec, pods, disrupted, controller_scale=scale)
         if not pods:
             await self.recorder.event(pdb, NORMAL, "NoPods", "No matching pods found")
-        elif needs_controller_scale(spec) and scale is None:
+        scale: int | None = None
+        unmanaged: list[str] = []
+        failure = ""
+        if needs_controller_scale(spec):
+            scale, unmanaged, failure = self.controller_scale(pods)
+        if failure:
             await self.recorder.event(pdb, WARNING, "CalculateExpectedPodCountFailed",
                                       "Failed to calculate the number of expected pods: "
-                                      "found no controllers for the pods")
-        await self.write_status(pdb, budget, disrupted)
+                                      f"{failure}")
+        if unmanaged:
+            await self.recorder.event(
+                pdb, WARNING, "UnmanagedPods",
+                f"Pods selected by this PodDisruptionBudget (selector: "
+                f"{spec.get('selector')}) were found to be unmanaged. As a result, the "
+                "status of the PDB cannot be calculated correctly, which may result in "
+                "undefined behavior. To account for these pods please set "
+                '".spec.minAvailable" field of the PDB to an integer value.')
+        budget = compute(spec, pods, disrupted, controller_scale=scale)
+        await self.write_status(pdb, budget, disrupted, sync_failure=failure)
         return expires_in
 
-    def controller_scale(self, pods: list[Obj]) -> int | None:
-        """Sum of `spec.replicas` over the pods' distinct controllers; None if a pod has no
-        scalable controller."""
+    def controller_scale(self, pods: list[Obj]) -> tuple[int | None, list[str], str]:
+        """`getExpectedScale`: the sum of `spec.replicas` over the pods' distinct
+        controllers, the names of pods without a controller (skipped: they do not count),
+        and why the scale is unknown ("" when it is known) — a controller that is not a
+        ReplicaSet or StatefulSet, or that cannot be found."""
         seen: dict[str, int] = {}
+        unmanaged: list[str] = []
         for pod in pods:
             ref = controller_ref(pod)
-            if ref is None or ref.get("kind") not in SCALABLE:
-                return None
-            informer = self.replica_sets if ref["kind"] == "ReplicaSet" else self.stateful_sets
-            owner = informer.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
+            if ref is None:
+                unmanaged.append(str(pod["metadata"]["name"]))
+                continue
+            if str(ref.get("uid")) in seen:
+                continue
+            owner = None
+            if ref.get("kind") in SCALABLE:
+                informer = (self.replica_sets if ref["kind"] == "ReplicaSet"
+                            else self.stateful_sets)
+                owner = informer.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
             if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
-                return None
+                name = pod["metadata"]["name"]
+                return None, unmanaged, f'found no controllers for pod "{name}"'
             seen[str(ref["uid"])] = int((owner.get("spec") or {}).get("replicas", 1))
-        return sum(seen.values())
+        return sum(seen.values()), unmanaged, ""
 
-    async def write_status(self, pdb: Obj, budget: BudgetStatus,
-                           disrupted: dict[str, str]) -> None:
+    async def write_status(self, pdb: Obj, budget: BudgetStatus, disrupted: dict[str, str],
+                           *, sync_failure: str = "") -> None:
         updated = copy.deepcopy(pdb)
         status = updated.setdefault("status", {})
         before = copy.deepcopy(status)
@@ -120,9 +142,10 @@ class DisruptionController(Controller):
             "disruptedPods": disrupted,
         })
         allowed = budget.disruptions_allowed > 0
+        reason = "SyncFailed" if sync_failure else (
+            "SufficientPods" if allowed else "InsufficientPods")
         set_condition(updated, "DisruptionAllowed", "True" if allowed else "False",
-                      now=self.clock.now(),
-                      reason="SufficientPods" if allowed else "InsufficientPods")
+                      now=self.clock.now(), reason=reason, message=sync_failure)
         if status == before:
             return
         try:
@@ -133,5 +156,10 @@ class DisruptionController(Controller):
 
 
 def _selector(pdb: Obj) -> LabelSelector:
+    """policy/v1: an empty selector (`{}`) selects every pod of the namespace, a missing
+    one none."""
     sel = (pdb.get("spec") or {}).get("selector")
-    return LabelSelector.from_dict(sel) if sel else LabelSelector.none()
+    try:
+        return LabelSelector.from_dict(sel)
+    except ApiError:
+        return LabelSelector.none()

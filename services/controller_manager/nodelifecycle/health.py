@@ -96,25 +96,62 @@ def mark_unknown(node: Mapping[str, Any], *, now: float) -> Obj | None:
     return updated
 
 
-def desired_taints(node: Mapping[str, Any], *, now: float) -> list[Obj]:
-    """The node's taints with the lifecycle taints set for its Ready condition: False →
-    not-ready, Unknown → unreachable (NoSchedule + NoExecute), True → neither. A taint
-    that stays keeps its `timeAdded`, so tolerationSeconds count from when it appeared."""
-    ready = get_condition(node, "Ready")
-    status = ready.get("status") if ready else None
-    want_key = {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE}.get(str(status))
+# TaintNodesByCondition: condition type → {status: taint key}, each a NoSchedule taint.
+CONDITION_TAINTS: dict[str, dict[str, str]] = {
+    "Ready": {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE},
+    "MemoryPressure": {"True": "node.kubernetes.io/memory-pressure"},
+    "DiskPressure": {"True": "node.kubernetes.io/disk-pressure"},
+    "NetworkUnavailable": {"True": "node.kubernetes.io/network-unavailable"},
+    "PIDPressure": {"True": "node.kubernetes.io/pid-pressure"},
+}
+TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
+CONDITION_TAINT_KEYS = frozenset(
+    [k for by_status in CONDITION_TAINTS.values() for k in by_status.values()]
+    + [TAINT_UNSCHEDULABLE])
+
+
+def condition_taints(node: Mapping[str, Any]) -> list[Obj]:
+    """The NoSchedule taints the node's conditions and `spec.unschedulable` call for."""
+    wanted: list[Obj] = []
+    for cond in (node.get("status") or {}).get("conditions") or []:
+        key = CONDITION_TAINTS.get(str(cond.get("type")), {}).get(str(cond.get("status")))
+        if key:
+            wanted.append({"key": key, "effect": NO_SCHEDULE})
+    if (node.get("spec") or {}).get("unschedulable"):
+        wanted.append({"key": TAINT_UNSCHEDULABLE, "effect": NO_SCHEDULE})
+    return wanted
+
+
+def desired_no_schedule_taints(node: Mapping[str, Any], *, now: float) -> list[Obj]:
+    """`doNoScheduleTaintingPass`: the node's taints with the condition NoSchedule taints
+    set to what `condition_taints` says; every other taint (NoExecute ones included) is
+    kept as it is, and a condition taint that stays keeps its `timeAdded`."""
     current = taints_of(node)
-    kept = [copy.deepcopy(t) for t in current if t.get("key") not in LIFECYCLE_TAINT_KEYS]
-    if want_key is None:
-        return kept
-    for effect in (NO_SCHEDULE, NO_EXECUTE):
-        existing = next((t for t in current
-                         if t.get("key") == want_key and t.get("effect") == effect), None)
-        if existing is not None:
-            kept.append(copy.deepcopy(existing))
-            continue
-        taint: Obj = {"key": want_key, "effect": effect}
-        if effect == NO_EXECUTE:
-            taint["timeAdded"] = rfc3339(now)
-        kept.append(taint)
+    kept = [copy.deepcopy(t) for t in current
+            if not (t.get("effect") == NO_SCHEDULE and t.get("key") in CONDITION_TAINT_KEYS)]
+    for want in condition_taints(node):
+        existing = next((t for t in current if t.get("key") == want["key"]
+                         and t.get("effect") == NO_SCHEDULE), None)
+        kept.append(copy.deepcopy(existing) if existing is not None
+                    else {**want, "timeAdded": rfc3339(now)})
     return kept
+
+
+def no_execute_key(ready_status: str | None) -> str | None:
+    """The lifecycle NoExecute taint a Ready status calls for: False → not-ready,
+    Unknown → unreachable, True (or none) → neither."""
+    return {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE}.get(str(ready_status))
+
+
+def with_no_execute(node: Mapping[str, Any], key: str | None, *, now: float) -> list[Obj]:
+    """The node's taints with exactly the lifecycle NoExecute taint `key` (None: none of
+    them). A taint that stays keeps its `timeAdded`, so tolerationSeconds count from when
+    it appeared."""
+    current = taints_of(node)
+    out = [copy.deepcopy(t) for t in current
+           if not (t.get("effect") == NO_EXECUTE and t.get("key") in LIFECYCLE_TAINT_KEYS
+                   and t.get("key") != key)]
+    if key is not None and not any(t.get("key") == key and t.get("effect") == NO_EXECUTE
+                                   for t in current):
+        out.append({"key": key, "effect": NO_EXECUTE, "timeAdded": rfc3339(now)})
+    return out

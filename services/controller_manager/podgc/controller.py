@@ -1,8 +1,9 @@
 """The PodGC controller (SPEC PS3): one of the only three force-deleters (PS5).
 
 Every `pod-gc-period` one `gc()` pass runs its four named steps over the informer caches.
-Each pod it removes is first marked Failed with a DisruptionTarget condition (reason
-DeletionByPodGC) through the status subresource, then force deleted (grace 0, with a UID
+Each pod it removes is first marked Failed through the status subresource — an orphaned
+pod (its node is gone) also gets a DisruptionTarget condition, reason DeletionByPodGC, as
+in Kubernetes 1.32 — then force deleted (grace 0, with a UID
 precondition so a same-named replacement is never hit). Deleting a Node is the signal that
 it is permanently gone: pods bound to it go only after the quarantine and a fresh GET of
 the node from the apiserver, never on the cache's word alone.
@@ -69,11 +70,11 @@ class PodGCController(Controller):
 
     async def gc_terminated(self, pods: list[Obj]) -> None:
         for pod in select_terminated(pods, threshold=self.threshold):
-            await self.mark_failed_and_delete(pod, message=MESSAGE_TERMINATED)
+            await self.mark_failed_and_delete(pod, why=MESSAGE_TERMINATED)
 
     async def gc_out_of_service(self, pods: list[Obj], nodes: list[Obj]) -> None:
         for pod in select_out_of_service(pods, nodes):
-            await self.mark_failed_and_delete(pod, message=MESSAGE_OUT_OF_SERVICE)
+            await self.mark_failed_and_delete(pod, why=MESSAGE_OUT_OF_SERVICE)
 
     async def gc_orphaned(self, pods: list[Obj], nodes: list[Obj]) -> None:
         now = self.clock.monotonic()
@@ -86,11 +87,12 @@ class PodGCController(Controller):
             else:
                 deleted.add(node_name)
         for pod in select_orphaned(pods, deleted_nodes=deleted):
-            await self.mark_failed_and_delete(pod, message=MESSAGE_ORPHANED)
+            await self.mark_failed_and_delete(pod, why=MESSAGE_ORPHANED,
+                                              disruption_target=True)
 
     async def gc_unscheduled_terminating(self, pods: list[Obj]) -> None:
         for pod in select_unscheduled_terminating(pods):
-            await self.mark_failed_and_delete(pod, message=MESSAGE_UNSCHEDULED)
+            await self.mark_failed_and_delete(pod, why=MESSAGE_UNSCHEDULED)
 
     async def _node_exists(self, name: str) -> bool:
         """The fresh re-check: ask the apiserver, not the cache."""
@@ -102,8 +104,10 @@ class PodGCController(Controller):
             raise
         return True
 
-    async def mark_failed_and_delete(self, pod: Obj, *, message: str) -> None:
-        """Phase Failed + DisruptionTarget (unless already terminal), then force delete."""
+    async def mark_failed_and_delete(self, pod: Obj, *, why: str,
+                                     disruption_target: bool = False) -> None:
+        """Phase Failed (unless already terminal) — with a DisruptionTarget condition for
+        an orphaned pod — then force delete."""
         meta = pod["metadata"]
         ns, name, uid = meta.get("namespace"), meta["name"], meta.get("uid")
         if not is_pod_terminal(pod):
@@ -111,18 +115,18 @@ class PodGCController(Controller):
                 if is_pod_terminal(p):
                     return False
                 p.setdefault("status", {})["phase"] = "Failed"
-                set_condition(p, DISRUPTION_TARGET, "True", now=self.clock.now(),
-                              reason=REASON, message=message)
+                if disruption_target:
+                    set_condition(p, DISRUPTION_TARGET, "True", now=self.clock.now(),
+                                  reason=REASON, message=why)
                 return True
 
             if await update_pod_status(self.client, pod, mark) is None:
                 return  # gone already, or replaced by a pod with another UID
-        log.info("PodGC is force deleting pod", extra={"pod": f"{ns}/{name}",
-                                                       "why": message})
+        log.info("PodGC is force deleting pod", extra={"pod": f"{ns}/{name}", "why": why})
         try:
             await self.client.delete("pods", name, ns, grace_period_seconds=0, uid=uid)
         except ApiError as err:
             if err.reason in (Reason.NOT_FOUND, Reason.CONFLICT):
                 return
             raise
-        await self.recorder.event(pod, NORMAL, REASON, f"{message}; force deleted the pod")
+        await self.recorder.event(pod, NORMAL, REASON, f"{why}; force deleted the pod")

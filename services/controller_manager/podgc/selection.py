@@ -3,7 +3,8 @@
 Kept apart from the controller so each rule is a small, table-tested decision:
 terminated pods over the threshold (oldest first), pods bound to nodes that no longer exist
 (after a quarantine), terminating pods that were never scheduled, and terminating pods on a
-NotReady node tainted `node.kubernetes.io/out-of-service`.
+NotReady node tainted `node.kubernetes.io/out-of-service` — a terminating pod counts
+whatever its phase, as in Kubernetes 1.32.
 """
 
 from __future__ import annotations
@@ -36,13 +37,28 @@ def _oldest_first(pods: Iterable[Obj]) -> list[Obj]:
     return sorted(pods, key=lambda p: (creation_time(p), _name(p)))
 
 
+def is_evicted(pod: Mapping[str, Any]) -> bool:
+    """`eviction.PodIsEvicted`: Failed with reason Evicted (the kubelet's node-pressure
+    eviction)."""
+    status = pod.get("status") or {}
+    return status.get("phase") == "Failed" and status.get("reason") == "Evicted"
+
+
+def _evicted_then_oldest(pods: Iterable[Obj]) -> list[Obj]:
+    """`byEvictionAndCreationTimestamp`: evicted pods first (they would otherwise push out
+    terminated pods that controllers still look at), then oldest, then by name."""
+    return sorted(pods, key=lambda p: (not is_evicted(p), creation_time(p),
+                                       str((p.get("metadata") or {}).get("name") or "")))
+
+
 def select_terminated(pods: Iterable[Obj], *, threshold: int) -> list[Obj]:
-    """`gcTerminated`: the oldest terminal pods beyond `threshold` (0 disables)."""
+    """`gcTerminated`: the terminal pods beyond `threshold` (0 disables), evicted ones
+    first, then the oldest."""
     terminated = [p for p in pods if is_pod_terminal(p)]
     excess = len(terminated) - threshold
     if threshold <= 0 or excess <= 0:
         return []
-    return _oldest_first(terminated)[:excess]
+    return _evicted_then_oldest(terminated)[:excess]
 
 
 def missing_nodes(pods: Iterable[Obj], node_names: set[str]) -> set[str]:
@@ -56,9 +72,9 @@ def select_orphaned(pods: Iterable[Obj], *, deleted_nodes: set[str]) -> list[Obj
 
 
 def select_unscheduled_terminating(pods: Iterable[Obj]) -> list[Obj]:
-    """`gcUnscheduledTerminating`: terminating pods that were never bound to a node."""
-    return _oldest_first(p for p in pods
-                         if is_terminating(p) and not _node_name(p) and not is_pod_terminal(p))
+    """`gcUnscheduledTerminating`: terminating pods that were never bound to a node, terminal
+    ones included (nothing else would ever remove them)."""
+    return _oldest_first(p for p in pods if is_terminating(p) and not _node_name(p))
 
 
 def out_of_service_nodes(nodes: Iterable[Obj]) -> set[str]:
@@ -68,10 +84,10 @@ def out_of_service_nodes(nodes: Iterable[Obj]) -> set[str]:
 
 
 def select_out_of_service(pods: Iterable[Obj], nodes: Iterable[Obj]) -> list[Obj]:
-    """`gcTerminating`: terminating, not yet terminal pods on out-of-service nodes."""
+    """`gcTerminating`: terminating pods on out-of-service nodes, terminal ones included,
+    evicted first."""
     gone = out_of_service_nodes(nodes)
-    return _oldest_first(p for p in pods if is_terminating(p) and not is_pod_terminal(p)
-                         and _node_name(p) in gone)
+    return _evicted_then_oldest(p for p in pods if is_terminating(p) and _node_name(p) in gone)
 
 
 @dataclass

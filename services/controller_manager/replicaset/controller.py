@@ -19,7 +19,7 @@ from skiff.client import NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.expectations import Expectations
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
-from skiff.controller_manager.podutil import is_pod_ready
+from skiff.controller_manager.podutil import available_in, is_available, is_pod_ready
 from skiff.controller_manager.replicaset.plan import (
     active_pods,
     pods_to_delete,
@@ -87,15 +87,15 @@ class ReplicaSetController(Controller):
         active = active_pods(pods)
         if self.expectations.satisfied(key) and not is_terminating(rs):
             await self.manage_replicas(rs, key, active)
-        await self.update_status(rs, pods)
-        return None
+        return await self.update_status(rs, pods)
 
     async def manage_replicas(self, rs: Obj, key: str, active: list[Obj]) -> None:
         diff = replica_diff(replicas=int(rs["spec"].get("replicas", 1)), active=len(active))
         if diff > 0:
             await self.create_pods(rs, key, diff)
         elif diff < 0:
-            await self.delete_pods(rs, key, pods_to_delete(active, -diff))
+            await self.delete_pods(rs, key, pods_to_delete(active, -diff,
+                                                           now=self.clock.now()))
 
     async def create_pods(self, rs: Obj, key: str, count: int) -> None:
         self.expectations.expect(key, adds=count)
@@ -138,8 +138,12 @@ class ReplicaSetController(Controller):
             await self.recorder.event(rs, NORMAL, "SuccessfulDelete",
                                       f"Deleted pod: {meta['name']}")
 
-    async def update_status(self, rs: Obj, pods: list[Obj]) -> None:
+    async def update_status(self, rs: Obj, pods: list[Obj]) -> float | None:
+        """Write the status; returns when to look again for a ready pod that becomes
+        available (`minReadySeconds`)."""
         active = active_pods(pods)
+        min_ready = int(rs["spec"].get("minReadySeconds") or 0)
+        now = self.clock.now()
         labels = ((rs["spec"].get("template") or {}).get("metadata") or {}).get("labels") or {}
         ready = [p for p in active if is_pod_ready(p)]
         status: Obj = {
@@ -149,9 +153,11 @@ class ReplicaSetController(Controller):
                 if all((p["metadata"].get("labels") or {}).get(k) == v
                        for k, v in labels.items())),
             "readyReplicas": len(ready),
-            "availableReplicas": len(ready),
+            "availableReplicas": sum(1 for p in ready if is_available(
+                p, min_ready_seconds=min_ready, now=now)),
             "terminatingReplicas": sum(1 for p in pods
                                        if is_terminating(p) and not is_pod_terminal(p)),
             "observedGeneration": int(rs["metadata"].get("generation") or 1),
         }
         await write_status_if_changed(self.client, rs, status)
+        return available_in(ready, min_ready_seconds=min_ready, now=now)

@@ -22,7 +22,11 @@ from skiff.api import ApiError, Reason, is_terminating
 from skiff.client import NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
-from skiff.controller_manager.podutil import is_running_and_ready
+from skiff.controller_manager.podutil import (
+    available_in,
+    is_available,
+    is_running_and_ready,
+)
 from skiff.controller_manager.statefulset.plan import (
     Action,
     Verb,
@@ -125,14 +129,15 @@ class StatefulSetController(Controller):
         decided = plan(replicas=int(spec.get("replicas", 1)),
                        policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
                        pods=pods_by_ordinal(name, pods),
-                       start=int((spec.get("ordinals") or {}).get("start") or 0))
+                       start=int((spec.get("ordinals") or {}).get("start") or 0),
+                       min_ready_seconds=int(spec.get("minReadySeconds") or 0),
+                       now=self.clock.now())
         if decided.waiting_for:
             log.debug("statefulset waiting", extra={"statefulset": key,
                                                     "for": decided.waiting_for})
         for action in decided.actions:
             await self.apply(sts, action, pods)
-        await self.update_status(sts, pods)
-        return None
+        return await self.update_status(sts, pods)
 
     async def apply(self, sts: Obj, action: Action, pods: list[Obj]) -> None:
         set_name = sts["metadata"]["name"]
@@ -188,15 +193,21 @@ class StatefulSetController(Controller):
                                       f"create Claim {claim_name} for Pod {set_name}-{ordinal} "
                                       f"in StatefulSet {set_name} success")
 
-    async def update_status(self, sts: Obj, pods: list[Obj]) -> None:
+    async def update_status(self, sts: Obj, pods: list[Obj]) -> float | None:
+        """Write the status; returns when to look again for a ready pod that becomes
+        available (`minReadySeconds`)."""
         ready = [p for p in pods if is_running_and_ready(p)]
         alive = [p for p in pods if not is_terminating(p)]
+        min_ready = int(sts["spec"].get("minReadySeconds") or 0)
+        now = self.clock.now()
         status: Obj = {
             "replicas": len(pods),
             "readyReplicas": len(ready),
-            "availableReplicas": len(ready),
+            "availableReplicas": sum(1 for p in ready if is_available(
+                p, min_ready_seconds=min_ready, now=now)),
             "currentReplicas": len(alive),
             "updatedReplicas": len(alive),
             "observedGeneration": int(sts["metadata"].get("generation") or 1),
         }
         await write_status_if_changed(self.client, sts, status)
+        return available_in(ready, min_ready_seconds=min_ready, now=now)

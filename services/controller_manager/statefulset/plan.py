@@ -4,9 +4,9 @@ Identities are `<set>-<ordinal>`. The at-most-one rule is structural: a slot who
 object still exists — Running, Terminating, anything — is never filled again; a replacement
 is planned only once the old object is gone from the API (and the apiserver's
 AlreadyExists backs this up). `OrderedReady` creates the next ordinal only when every lower
-one is Running and Ready, and removes the highest surplus ordinal first, one at a time,
-waiting for each to be gone; `Parallel` does all of it at once. A failed or succeeded pod
-is deleted so it can be recreated.
+one is Running and Ready (and, with `minReadySeconds`, available), and removes the highest
+surplus ordinal first, one at a time, waiting for each to be gone; `Parallel` does all of
+it at once. A failed or succeeded pod is deleted so it can be recreated.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
-from skiff.controller_manager.podutil import is_running_and_ready
+from skiff.controller_manager.podutil import is_available, is_running_and_ready
 
 Obj = dict[str, Any]
 
@@ -57,8 +57,10 @@ def pods_by_ordinal(set_name: str, pods: Iterable[Obj]) -> dict[int, Obj]:
     return found
 
 
-def plan(*, replicas: int, policy: str, pods: Mapping[int, Obj], start: int = 0) -> Plan:
-    """What to do next; OrderedReady plans at most one action."""
+def plan(*, replicas: int, policy: str, pods: Mapping[int, Obj], start: int = 0,
+         min_ready_seconds: int = 0, now: float = 0.0) -> Plan:
+    """What to do next; OrderedReady plans at most one action, and goes past a pod only
+    once it is Running and available (Ready for `min_ready_seconds`)."""
     ordered = policy != PARALLEL
     actions: list[Action] = []
     wanted = range(start, start + replicas)
@@ -78,8 +80,9 @@ def plan(*, replicas: int, policy: str, pods: Mapping[int, Obj], start: int = 0)
             if ordered:
                 return Plan(tuple(actions), f"failed pod {ordinal} to be gone")
             continue
-        if ordered and not is_running_and_ready(pod):
-            return Plan(tuple(actions), f"pod {ordinal} to be Running and Ready")
+        if ordered and not (is_running_and_ready(pod) and is_available(
+                pod, min_ready_seconds=min_ready_seconds, now=now)):
+            return Plan(tuple(actions), f"pod {ordinal} to be Running and available")
     condemned = sorted((o for o in pods if o not in wanted), reverse=True)
     for ordinal in condemned:
         pod = pods[ordinal]

@@ -662,11 +662,17 @@ class NetnsCluster:
             annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
             services.append((f"kubelet-{node}", node, "skiff.kubelet", [
                 "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
+                "--node-ip", self._host_ip(node),
                 "--node-labels", labels, "--node-annotations", annotations,
                 "--volume-root", str(self.data_dir / "volumes"),
                 *self.config.flags("kubelet", config_dir),
                 *self.extra_args.get("kubelet", [])]))
         return services
+
+    def _host_ip(self, name: str) -> str:
+        """The host's address in the cluster's subnet: a Node's InternalIP."""
+        assert self.topology is not None
+        return self.topology.host(name).ip
 
     def _record(self, proc: Process, netns: str, address: str, health: str,
                 argv: list[str]) -> None:

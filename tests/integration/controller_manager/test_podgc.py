@@ -18,15 +18,18 @@ from tests.integration.controller_manager.kubelet_double import (
 from tests.integration.objects import pod
 
 
-async def _marked_failed_before_deletion(api: ApiClient, name: str, namespace: str) -> bool:
-    """AS6 history: a version with phase Failed + DisruptionTarget preceded the deletion."""
+async def _marked_failed_before_deletion(api: ApiClient, name: str, namespace: str, *,
+                                        disruption_target: bool) -> bool:
+    """AS6 history: a version with phase Failed preceded the deletion, with a
+    DisruptionTarget condition (reason DeletionByPodGC) only for an orphaned pod, as in
+    Kubernetes 1.32."""
     versions = await api.history("pods", name, namespace)
     assert versions[-1]["type"] == "DELETED"
-    return any(
-        v["object"] and v["object"]["status"].get("phase") == "Failed"
-        and (get_condition(v["object"], "DisruptionTarget") or {}).get("reason")
-        == "DeletionByPodGC"
-        for v in versions[:-1])
+    failed = [v["object"] for v in versions[:-1]
+              if v["object"] and v["object"]["status"].get("phase") == "Failed"]
+    marked = [(get_condition(p, "DisruptionTarget") or {}).get("reason") == "DeletionByPodGC"
+              for p in failed]
+    return bool(failed) and (any(marked) if disruption_target else not any(marked))
 
 
 async def test_ps3_terminated_pods_over_the_threshold_go_oldest_first(
@@ -64,7 +67,8 @@ async def test_ps3_orphaned_pod_goes_after_the_quarantine(
         return await get_or_none(api, "pods", "orphan", namespace) is None
 
     await wait_for(gone, timeout=10, what="the orphaned pod to be force deleted")
-    assert await _marked_failed_before_deletion(api, "orphan", namespace)
+    assert await _marked_failed_before_deletion(api, "orphan", namespace,
+                                                disruption_target=True)
     assert await recorded(api, namespace, reason="DeletionByPodGC", name="orphan")
 
 
@@ -93,10 +97,12 @@ async def test_ps3_unscheduled_terminating_pod_is_marked_failed_and_deleted(
 
     async def marked() -> bool:
         p = await api.get("pods", "unscheduled", namespace)
-        cond = get_condition(p, "DisruptionTarget") or {}
-        return p["status"]["phase"] == "Failed" and cond.get("reason") == "DeletionByPodGC"
+        return bool(p["status"]["phase"] == "Failed")
 
     await wait_for(marked, timeout=10, what="the pod to be marked Failed by PodGC")
+    # Kubernetes 1.32 adds DisruptionTarget only for orphaned pods.
+    assert get_condition(await api.get("pods", "unscheduled", namespace),
+                         "DisruptionTarget") is None
     assert await recorded(api, namespace, reason="DeletionByPodGC", name="unscheduled")
     stuck = await api.get("pods", "unscheduled", namespace)
     stuck["metadata"]["finalizers"] = []
@@ -122,7 +128,8 @@ async def test_ps3_terminating_pod_on_out_of_service_node_is_force_deleted(
             return await get_or_none(api, "pods", "stuck", namespace) is None
 
         await wait_for(gone, timeout=10, what="the terminating pod to be force deleted")
-        assert await _marked_failed_before_deletion(api, "stuck", namespace)
+        assert await _marked_failed_before_deletion(api, "stuck", namespace,
+                                                disruption_target=False)
         # Only terminating pods: a pod nobody asked to delete stays.
         assert await get_or_none(api, "pods", "running", namespace) is not None
     finally:

@@ -32,7 +32,12 @@ def unready(n: int) -> list[Obj]:
     pytest.param({"maxUnavailable": "30%"}, healthy(4), 4, (4, 2, 4, 2), id="max-pct-ceil"),
     pytest.param({"maxUnavailable": 1}, healthy(2), 3, (3, 2, 2, 0), id="missing-pod"),
     pytest.param({"maxUnavailable": 5}, healthy(2), 2, (2, 0, 2, 2), id="max-above-scale"),
-    pytest.param({"maxUnavailable": 1}, healthy(3), None, (0, 0, 0, 0), id="no-controller"),
+    pytest.param({"maxUnavailable": 1}, healthy(3), None, (0, 0, 3, 0),
+                 id="scale-unknown-fail-safe"),
+    pytest.param({"maxUnavailable": 1}, healthy(3), 0, (0, 0, 3, 0),
+                 id="expected-zero-allows-zero"),
+    pytest.param({"minAvailable": "50%"}, healthy(2), 0, (0, 0, 2, 0),
+                 id="expected-zero-pct-allows-zero"),
     pytest.param({"minAvailable": 0}, [], None, (0, 0, 0, 0), id="no-pods"),
 ])
 def test_pdb_status(spec: Obj, pods: list[Obj], scale: int | None,

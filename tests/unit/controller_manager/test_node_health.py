@@ -10,10 +10,12 @@ from skiff.api import get_condition
 from skiff.api.testing import make_node
 from skiff.clock import FakeClock
 from skiff.controller_manager.nodelifecycle.health import (
-    desired_taints,
+    desired_no_schedule_taints,
     is_stale,
     mark_unknown,
+    no_execute_key,
     observe,
+    with_no_execute,
 )
 
 Obj = dict[str, Any]
@@ -75,6 +77,14 @@ def test_ps2_mark_unknown_on_a_node_that_never_reported() -> None:
 UNREACHABLE, NOT_READY = "node.kubernetes.io/unreachable", "node.kubernetes.io/not-ready"
 
 
+def lifecycle_taints(node: Obj) -> list[Obj]:
+    """NoSchedule by condition, then the NoExecute taint the Ready status calls for."""
+    node = {**node, "spec": {**node.get("spec", {}),
+                             "taints": desired_no_schedule_taints(node, now=0)}}
+    ready = next(c["status"] for c in node["status"]["conditions"] if c["type"] == "Ready")
+    return with_no_execute(node, no_execute_key(ready), now=FakeClock().now())
+
+
 @pytest.mark.parametrize(("ready", "existing", "expected"), [
     pytest.param("Unknown", [], {(UNREACHABLE, "NoSchedule"), (UNREACHABLE, "NoExecute")},
                  id="unknown-unreachable"),
@@ -92,7 +102,7 @@ def test_ps2_lifecycle_taints_follow_ready(ready: str, existing: list[tuple[str,
     builder = make_node("n1").condition("Ready", ready)
     for key, effect in existing:
         builder.taint(key, effect)
-    taints = desired_taints(builder.obj(), now=FakeClock().now())
+    taints = lifecycle_taints(builder.obj())
     assert {(t["key"], t["effect"]) for t in taints} == expected
     for t in taints:
         if t["effect"] == "NoExecute" and t["key"] in (UNREACHABLE, NOT_READY):
@@ -103,6 +113,6 @@ def test_ps2_a_kept_taint_keeps_its_time_added() -> None:
     node = make_node("n1").condition("Ready", "Unknown").obj()
     node["spec"]["taints"] = [{"key": UNREACHABLE, "effect": "NoExecute",
                                "timeAdded": "2024-01-01T00:00:00Z"}]
-    taints = desired_taints(node, now=FakeClock().now())
+    taints = lifecycle_taints(node)
     kept = next(t for t in taints if t["effect"] == "NoExecute")
     assert kept["timeAdded"] == "2024-01-01T00:00:00Z"

@@ -75,7 +75,8 @@ def test_ps3_orphaned_selects_pods_of_confirmed_deleted_nodes_only() -> None:
     pytest.param(make_pod("p").terminating().obj(), True, id="terminating-unscheduled"),
     pytest.param(make_pod("p").obj(), False, id="not-terminating"),
     pytest.param(make_pod("p").node("n1").terminating().obj(), False, id="scheduled"),
-    pytest.param(make_pod("p").terminating().phase("Failed").obj(), False, id="terminal"),
+    pytest.param(make_pod("p").terminating().phase("Failed").obj(), True,
+                 id="terminal-too-as-in-kubernetes"),
 ])
 def test_ps3_gc_unscheduled_terminating(pod: Obj, selected: bool) -> None:
     assert bool(select_unscheduled_terminating([pod])) is selected
@@ -97,6 +98,33 @@ OOS = "node.kubernetes.io/out-of-service"
                  make_pod("p").node("n1").obj(), False, id="pod-not-terminating"),
     pytest.param(make_node("n1").condition("Ready", "False").taint(OOS, "NoExecute").obj(),
                  make_pod("p").node("n2").terminating().obj(), False, id="other-node"),
+    pytest.param(make_node("n1").condition("Ready", "False").taint(OOS, "NoExecute").obj(),
+                 make_pod("p").node("n1").terminating().phase("Succeeded").obj(), True,
+                 id="terminal-too-as-in-kubernetes"),
 ])
 def test_ps3_gc_out_of_service(node: Obj, pod: Obj, selected: bool) -> None:
     assert bool(select_out_of_service([pod], [node])) is selected
+
+
+def _evicted(name: str, created: str) -> Obj:
+    pod = _done(name, created, "Failed")
+    pod["status"]["reason"] = "Evicted"
+    return pod
+
+
+def test_ps3_gc_terminated_evicted_pods_go_first() -> None:
+    """`byEvictionAndCreationTimestamp`: kubelet-evicted pods before older ones."""
+    pods = [_done("old", "2024-01-01T00:00:01Z"), _evicted("new-evicted", "2024-01-01T00:00:09Z"),
+            _done("older", "2024-01-01T00:00:00Z", "Failed"),
+            _evicted("evicted", "2024-01-01T00:00:05Z")]
+    assert _names(select_terminated(pods, threshold=1)) == ["evicted", "new-evicted", "older"]
+
+
+def test_ps3_gc_out_of_service_evicted_pods_go_first() -> None:
+    node = make_node("n1").condition("Ready", "False").taint(OOS, "NoExecute").obj()
+    plain = make_pod("a").node("n1").terminating().creation_timestamp(
+        "2024-01-01T00:00:00Z").obj()
+    evicted = make_pod("b").node("n1").terminating().phase("Failed").creation_timestamp(
+        "2024-01-01T00:00:09Z").obj()
+    evicted["status"]["reason"] = "Evicted"
+    assert _names(select_out_of_service([plain, evicted], [node])) == ["b", "a"]

@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.clock import parse_rfc3339
+from skiff.controller_manager.podutil import available_in, is_available
 from skiff.controller_manager.replicaset.plan import (
     active_pods,
     pods_to_delete,
@@ -66,4 +68,66 @@ def _ready(name: str, *, since: str = "2024-01-01T00:00:00Z",
                   _ready("b", created="2024-01-03T00:00:00Z")], "b", id="newer-first"),
 ])
 def test_ps4_scale_down_order(pods: list[Obj], first: str) -> None:
-    assert pods_to_delete(pods, 1)[0]["metadata"]["name"] == first
+    assert pods_to_delete(pods, 1, now=NOW)[0]["metadata"]["name"] == first
+
+
+NOW = parse_rfc3339("2024-01-03T01:00:00Z")
+
+
+def _on(name: str, node: str, *, uid: str = "", cost: str | None = None,
+        since: str = "2024-01-01T00:00:00Z", created: str = "2024-01-01T00:00:00Z",
+        restarts: tuple[int, ...] = ()) -> Obj:
+    pod = _ready(name, since=since, created=created)
+    pod["spec"]["nodeName"] = node
+    pod["metadata"]["uid"] = uid or f"uid-{name}"
+    if cost is not None:
+        pod["metadata"].setdefault("annotations", {})[
+            "controller.kubernetes.io/pod-deletion-cost"] = cost
+    pod["status"]["containerStatuses"] = [{"name": f"c{i}", "restartCount": n}
+                                          for i, n in enumerate(restarts)]
+    return pod
+
+
+@pytest.mark.parametrize(("pods", "order"), [
+    pytest.param([_on("a", "n1", cost="10"), _on("b", "n2", cost="-5"), _on("c", "n3")],
+                 ["b", "c", "a"], id="pod-deletion-cost-lowest-first"),
+    pytest.param([_on("a", "n1", cost="nonsense"), _on("b", "n2", cost="1")],
+                 ["a", "b"], id="invalid-cost-is-zero"),
+    pytest.param([_on("a", "n1"), _on("b", "n2"), _on("c", "n2")], ["b", "c", "a"],
+                 id="doubled-up-node-first"),
+    pytest.param([_on("a", "n1", cost="1"), _on("b", "n2"), _on("c", "n2")],
+                 ["b", "c", "a"], id="cost-before-colocation"),
+    pytest.param([_on("a", "n1", since="2024-01-03T00:00:00Z", uid="2"),
+                  _on("b", "n2", since="2024-01-03T00:10:00Z", uid="1")], ["b", "a"],
+                 id="ready-50-and-60-min-same-bucket-uid-decides"),
+    pytest.param([_on("a", "n1", since="2024-01-03T00:00:00Z", uid="1"),
+                  _on("b", "n2", since="2024-01-03T00:10:00Z", uid="2")], ["a", "b"],
+                 id="same-bucket-lower-uid-first"),
+    pytest.param([_on("a", "n1", since="2024-01-01T00:00:00Z", uid="1"),
+                  _on("b", "n2", since="2024-01-03T00:00:00Z", uid="2")], ["b", "a"],
+                 id="ready-less-time-bucket-first"),
+    pytest.param([_on("a", "n1", restarts=(1, 1, 1)), _on("b", "n2", restarts=(2,))],
+                 ["b", "a"], id="max-not-sum-of-restarts"),
+    pytest.param([_on("a", "n1", created="2024-01-01T00:00:00Z", uid="1"),
+                  _on("b", "n2", created="2024-01-03T00:30:00Z", uid="2")], ["b", "a"],
+                 id="newer-bucket-first"),
+    pytest.param([_on("a", "n1", created="2024-01-02T01:00:00Z", uid="1"),
+                  _on("b", "n2", created="2024-01-02T02:00:00Z", uid="2")], ["a", "b"],
+                 id="created-same-bucket-uid-decides"),
+])
+def test_ps4_active_pods_with_ranks(pods: list[Obj], order: list[str]) -> None:
+    """Kubernetes 1.32 `ActivePodsWithRanks` with PodDeletionCost and
+    LogarithmicScaleDown (both on by default)."""
+    chosen = pods_to_delete(pods, len(pods) - 1, now=NOW)
+    assert [p["metadata"]["name"] for p in chosen] == order[:-1]
+
+
+def test_ps4_available_only_after_min_ready_seconds() -> None:
+    pod = _ready("a", since="2024-01-03T00:59:50Z")  # ready 10 s before NOW
+    assert is_available(pod, min_ready_seconds=0, now=NOW)
+    assert is_available(pod, min_ready_seconds=10, now=NOW)
+    assert not is_available(pod, min_ready_seconds=11, now=NOW)
+    assert available_in([pod], min_ready_seconds=15, now=NOW) == 5
+    assert available_in([pod], min_ready_seconds=5, now=NOW) is None
+    not_ready = make_pod("b").node("n1").phase("Running").obj()
+    assert not is_available(not_ready, min_ready_seconds=0, now=NOW)

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.clock import parse_rfc3339
 from skiff.controller_manager.statefulset import Action, Verb, plan, stateful_pod
 
 Obj = dict[str, Any]
@@ -77,3 +78,17 @@ def test_ps4_stateful_pod_identity() -> None:
     [ref] = pod["metadata"]["ownerReferences"]
     assert (ref["kind"], ref["uid"], ref["controller"]) == ("StatefulSet", "u1", True)
     assert "hostname" not in sts["spec"]["template"]["spec"]  # the template is untouched
+
+
+def test_ps4_ordered_ready_waits_min_ready_seconds_before_the_next_ordinal() -> None:
+    """Kubernetes 1.32: OrderedReady goes past a pod once it is Running and *available*."""
+    pod = make_pod("web-0").phase("Running").obj()
+    pod["status"]["conditions"] = [{"type": "Ready", "status": "True",
+                                    "lastTransitionTime": "2024-01-01T00:00:00Z"}]
+    ready_at = parse_rfc3339("2024-01-01T00:00:00Z")
+    waiting = plan(replicas=2, policy="OrderedReady", pods={0: pod}, min_ready_seconds=10,
+                   now=ready_at + 9)
+    assert waiting.actions == ()
+    going = plan(replicas=2, policy="OrderedReady", pods={0: pod}, min_ready_seconds=10,
+                 now=ready_at + 10)
+    assert going.actions == (Action(Verb.CREATE, 1),)

@@ -1,0 +1,57 @@
+"""Issue 20: in `--netns` mode each Node reports its own namespace address as InternalIP
+(kubelet `--node-ip`), not 127.0.0.1 for every node."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any, cast
+
+from skiff.cli.netns import Host, NetnsCluster, Topology
+from skiff.client import ApiClient
+from skiff.clock import FakeClock
+from skiff.kubelet.node import NodeAgent
+from skiff.kubelet.settings import parse_settings
+
+Obj = dict[str, Any]
+
+
+class FakeNodes:
+    def __init__(self) -> None:
+        self.node: Obj = {"metadata": {"name": "node-1", "resourceVersion": "1"}, "status": {}}
+
+    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
+        return copy.deepcopy(self.node)
+
+    async def update_status(self, obj: Obj) -> Obj:
+        self.node = copy.deepcopy(obj)
+        return copy.deepcopy(obj)
+
+
+async def test_node_ip_flag_is_the_nodes_internal_ip() -> None:
+    settings = parse_settings(["--node-name", "node-2", "--node-ip", "10.231.0.102"])
+    api = FakeNodes()
+    agent = NodeAgent(api=cast(ApiClient, api), clock=FakeClock(), node_name="node-2",
+                      labels={}, taints=[], capacity={"cpu": "1"}, health_port=10248,
+                      node_ip=settings.node_ip, lease_duration=40, renew_interval=10,
+                      status_update_frequency=10, status_report_frequency=300)
+    await agent._write_status(copy.deepcopy(api.node))
+    addresses = {a["type"]: a["address"] for a in api.node["status"]["addresses"]}
+    assert addresses == {"InternalIP": "10.231.0.102", "Hostname": "node-2"}
+
+
+def test_node_ip_defaults_to_loopback() -> None:
+    assert parse_settings(["--node-name", "node-1"]).node_ip == "127.0.0.1"
+
+
+def test_netns_cluster_gives_each_kubelet_its_namespace_address(tmp_path: Path) -> None:
+    topology = Topology("c0ffee", "skiff-c0ffee-net")
+    for i in (1, 2):
+        topology.hosts[f"node-{i}"] = Host(f"node-{i}", f"skiff-c0ffee-node-{i}",
+                                           f"10.231.0.{100 + i}", f"v{100 + i}")
+    cluster = NetnsCluster(data_dir=tmp_path, nodes=2, topology=topology)
+    node_ips = {}
+    for _name, host, module, args in cluster._services():
+        if module == "skiff.kubelet":
+            node_ips[host] = args[args.index("--node-ip") + 1]
+    assert node_ips == {"node-1": "10.231.0.101", "node-2": "10.231.0.102"}
