@@ -15,7 +15,7 @@ async def _no_leaked_tasks() -> AsyncIterator[None]:
     await asyncio.sleep(0)
     leaked = [t for t in asyncio.all_tasks() - before
               if not t.done() and t is not asyncio.current_task()
-              and not t.get_name().startswith(("grpc", "Task-"))]
+              and not t.get_name().startswith("grpc")]
     for t in leaked:
         t.cancel()
     assert not leaked, f"test left tasks running: {[t.get_name() for t in leaked]}"
