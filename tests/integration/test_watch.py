@@ -65,9 +65,13 @@ async def test_as5_label_selector_watch_sends_deleted_when_an_object_stops_match
     start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
     p = await api.create(pod("p", namespace, labels={"app": "web"}))
     p["metadata"]["labels"] = {"app": "db"}
-    await api.update(p)
+    moved = await api.update(p)
     events = await _collect(api, namespace, start, 2, label_selector="app=web")
     assert [e.type for e in events] == ["ADDED", "DELETED"]
+    # As Kubernetes' cacher: the previous (matching) object at the new resourceVersion.
+    left = events[1].object
+    assert left["metadata"]["labels"] == {"app": "web"}
+    assert left["metadata"]["resourceVersion"] == moved["metadata"]["resourceVersion"]
 
 
 async def test_as5_watch_without_resource_version_starts_with_the_current_state(
