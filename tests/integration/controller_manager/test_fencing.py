@@ -83,8 +83,8 @@ async def test_fn1_partitioned_node_with_statefulset_pod_gets_fenced_after_the_d
         await _web_0_on(api, namespace, away)
         await away.cut()
 
-        await wait_for(lambda: _unknown(api, away.name), timeout=10, what="NodeReady Unknown")
-        assert await get_or_none(api, "fences", away.name) is None, "fenced before the delay"
+        await wait_for(lambda: _unknown(api, away.name), timeout=20, what="NodeReady Unknown")
+        # "Not before the delay" is checked on the recorded times below, not by racing it.
         fence = await wait_for_fence(api, away.name)
 
         node = await api.get("nodes", away.name)

@@ -16,6 +16,7 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
+from tests.integration.waiting import recorded
 
 
 async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
@@ -35,13 +36,13 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
         sigterm = await wait_file(path, "SIGTERM", timeout=15)
         dead = await wait_file(path, "dead")
         assert sigterm - started >= 1.0  # the soft threshold's grace period was observed
-        assert 1.8 <= dead - sigterm <= 2.8, f"killed {dead - sigterm:.2f}s after SIGTERM"
+        # The override's 2 s, not the pod's 30 s (widened for a loaded machine).
+        assert 1.8 <= dead - sigterm <= 4.0, f"killed {dead - sigterm:.2f}s after SIGTERM"
         pod = await wait_phase(api, namespace, "p", "Failed")
         assert pod["status"]["reason"] == "Evicted"
         assert "low on resource: memory" in pod["status"]["message"]
         assert not pod["metadata"].get("deletionTimestamp")  # evicted pods stay, Failed
-        events = (await api.list("events", namespace))["items"]
-        assert any(e["reason"] == "Evicted" for e in events)
+        assert await recorded(api, namespace, reason="Evicted", name="p")
 
         async def pressure() -> bool:
             obj = await api.get("nodes", node.name)
