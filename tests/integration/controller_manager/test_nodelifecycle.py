@@ -115,3 +115,31 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
         await kubelet.finish_termination(namespace, "evicted")
         assert await get_or_none(api, "pods", "evicted", namespace) is None
         assert await get_or_none(api, "pods", "tolerant", namespace) is not None
+
+
+async def test_lc1_pod_on_an_unreachable_node_keeps_its_phase_and_is_marked_not_ready(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    """Kubernetes 1.32: nothing rewrites the phase of a pod whose node went silent (the node
+    lifecycle controller only marks it not Ready); it never goes back to Pending, and only
+    its kubelet could move it on."""
+    async with KubeletDouble(api, f"lc1-{namespace}") as kubelet:
+        await api.create(pod("away", namespace, tolerations=_tolerate_unreachable(None)))
+        await kubelet.run_pod(namespace, "away")
+        controller_manager()
+        await kubelet.cut()
+
+        async def marked_not_ready() -> bool:
+            p = await api.get("pods", "away", namespace)
+            return (get_condition(p, "Ready") or {}).get("status") == "False"
+
+        await wait_for(marked_not_ready, timeout=GRACE + MONITOR + 15,
+                       what="the pod on the silent node to be marked not Ready")
+        await asyncio.sleep(2 * GRACE)  # several more monitor passes
+        versions = [v["object"] for v in await api.history("pods", "away", namespace)
+                    if v["object"]]
+        phases = [v["status"].get("phase") for v in versions]
+        assert phases[-1] == "Running", phases
+        running_from = phases.index("Running")
+        assert all(p == "Running" for p in phases[running_from:]), phases
+        node = await api.get("nodes", kubelet.name)
+        assert (get_condition(node, "Ready") or {}).get("status") == "Unknown"
