@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from skiff.client import ApiClient
+from skiff.clock import parse_rfc3339
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     pod_manifest,
@@ -52,5 +53,31 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
         await wait_until(pressure, timeout=5, what="MemoryPressure=True")
         await api.delete("pods", "p", namespace)
         assert time.time() - dead < 60
+    finally:
+        await stop_kubelet(node)
+
+
+async def test_gt11_hard_threshold_evicts_one_pod_per_interval_and_waits_for_the_kill(
+        api: ApiClient, namespace: str, shared_cluster: Cluster, tmp_path: Path) -> None:
+    # Pressure whenever any pod runs (as above); a hard threshold, measured every 1 s.
+    node = start_kubelet(shared_cluster, tmp_path, extra=[
+        "--capacity-memory", "1Gi", "--eviction-soft", "",
+        "--eviction-hard", "memory.available<1020Mi", "--eviction-monitoring-interval", "1s"])
+    try:
+        for name in ("a", "b"):
+            await api.create(pod_manifest(name, namespace, node.name, [
+                {"name": "main", "command": recorder(tmp_path / f"signals-{name}")}],
+                grace=3))
+        evicted_at = []
+        for name in ("a", "b"):
+            pod = await wait_phase(api, namespace, name, "Failed", timeout=40)
+            assert pod["status"]["reason"] == "Evicted"
+            [event] = await recorded(api, namespace, reason="Evicted", name=name)
+            evicted_at.append(parse_rfc3339(event["eventTime"]))
+        # One pod per interval, as the kubelet recorded it: the second eviction came at
+        # least one monitoring interval after the first (the manager also waits for the
+        # first pod's kill before it looks again).
+        first, second = sorted(evicted_at)
+        assert second - first >= 0.9, f"two evictions {second - first:.2f}s apart"
     finally:
         await stop_kubelet(node)
