@@ -202,7 +202,8 @@ async def test_force_deleted_pod_processes_are_killed_promptly(
     result = await api.delete("pods", "p", namespace, grace_period_seconds=0)
     assert result["deleted"] is True  # GT3: gone from the API at once
     dead = await wait_file(path, "dead") - t0
-    assert dead <= 2.5, f"force-deleted pod's process lived {dead:.2f}s"
+    # Promptly: not the 20 s preStop nor the 30 s period (slack for a loaded machine).
+    assert dead <= 6.0, f"force-deleted pod's process lived {dead:.2f}s"
 
     async def event() -> bool:
         events = (await api.list("events", namespace))["items"]
@@ -258,7 +259,8 @@ async def test_gt8_restarted_kubelet_kills_processes_of_pods_force_deleted_meanw
         node.process.start()
         wait_grpc_healthy(node.process, node.health_target)
         dead = await wait_file(path, "dead", timeout=10)
-        assert dead - restarted <= 4.0, "the orphaned process was not killed promptly"
+        # Promptly after the kubelet is back (its start-up included), not after 30 s.
+        assert dead - restarted <= 10.0, "the orphaned process was not killed promptly"
 
         async def cleaned_up() -> bool:
             return not list((node.root / "pods").glob("*/state.json"))
