@@ -64,12 +64,19 @@ def admit_priority(pod: Obj, classes: list[Obj]) -> None:
             "the integer value of priority must not be provided in pod spec; priority "
             f"admission controller computed {value} from the given PriorityClass name")])
     spec["priority"] = value
+    # The class's policy (PreemptLowerPriority without a class); a pod may repeat it but not
+    # contradict it (Kubernetes' priority admission forbids that).
+    policy = str((chosen or {}).get("preemptionPolicy") or "PreemptLowerPriority")
+    asked = spec.get("preemptionPolicy")
+    if asked is not None and asked != policy:
+        raise ApiError(Reason.FORBIDDEN,
+                       f'pods "{pod["metadata"].get("name", "")}" is forbidden: the string '
+                       f"value of PreemptionPolicy ({asked}) must not be provided in pod "
+                       f"spec; priority admission controller computed {policy} from the "
+                       "given PriorityClass name")
     if chosen is not None:
         spec["priorityClassName"] = chosen["metadata"]["name"]
-        spec.setdefault("preemptionPolicy", chosen.get("preemptionPolicy",
-                                                       "PreemptLowerPriority"))
-    else:
-        spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec["preemptionPolicy"] = policy
 
 
 def admit_default_tolerations(pod: Obj, config: AdmissionConfig) -> None:
@@ -77,9 +84,10 @@ def admit_default_tolerations(pod: Obj, config: AdmissionConfig) -> None:
     tolerations: list[Obj] = pod.setdefault("spec", {}).setdefault("tolerations", [])
 
     def tolerates(key: str) -> bool:
+        # As Kubernetes' DefaultTolerationSeconds: a toleration of this key (or of every
+        # key: empty key) for NoExecute (or every effect: empty effect) already covers it.
         return any(
-            (t.get("operator") == "Exists" and not t.get("key"))
-            or (t.get("key") == key and t.get("effect") in ("NoExecute", "", None))
+            t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
             for t in tolerations
         )
 

@@ -51,22 +51,40 @@ class Decision:
     obj: Obj
 
 
-def decide(obj: Obj, period: int, now: float) -> Decision:
-    """Apply a DELETE with `period` to the stored object (GT2, GT3, finalizers)."""
+def later_delete_period(requested: int | None) -> int | None:
+    """The period a DELETE asks of an object already being deleted: only the request's
+    own gracePeriodSeconds counts (None: it named none); a negative one becomes 1."""
+    if requested is None:
+        return None
+    return max(int(requested), 1) if requested < 0 else int(requested)
+
+
+def decide(obj: Obj, period: int | None, now: float) -> Decision:
+    """Apply a DELETE with `period` to the stored object (GT2, GT3, finalizers).
+
+    For an object already being deleted (Kubernetes' `BeforeDelete`): `period` None (the
+    DELETE named no gracePeriodSeconds) changes nothing; a period that is not shorter
+    changes nothing; a shorter one keeps the original start, so the new deletionTimestamp
+    is (old deletionTimestamp − old period) + new period. A deletion with no period left
+    (0 or unset) is finished at once unless finalizers hold it."""
     meta = obj.get("metadata", {})
     finalizers = meta.get("finalizers") or []
     existing = meta.get("deletionGracePeriodSeconds")
     if meta.get("deletionTimestamp"):
-        if existing is not None and period >= int(existing):
-            return Decision(Action.UNCHANGED, obj)  # GT2: never lengthen
+        if existing is None or int(existing) == 0:
+            if finalizers:
+                return Decision(Action.UNCHANGED, obj)
+            return Decision(Action.DELETE_NOW, obj)
+        if period is None or period >= int(existing):
+            return Decision(Action.UNCHANGED, obj)  # GT2: pending, never lengthened
         if period == 0 and not finalizers:
             return Decision(Action.DELETE_NOW, obj)
         marked = copy.deepcopy(obj)
-        deadline = now + period
-        old_deadline = parse_rfc3339(meta["deletionTimestamp"])
-        marked["metadata"]["deletionTimestamp"] = rfc3339(min(deadline, old_deadline))
+        started = parse_rfc3339(meta["deletionTimestamp"]) - int(existing)
+        marked["metadata"]["deletionTimestamp"] = rfc3339(started + period)
         marked["metadata"]["deletionGracePeriodSeconds"] = period
         return Decision(Action.MARK, marked)
+    period = period or 0
     if period == 0 and not finalizers:
         return Decision(Action.DELETE_NOW, obj)
     marked = copy.deepcopy(obj)

@@ -429,10 +429,11 @@ class Registry:
             cur = await self._get_kv(info, namespace, name)
             assert cur.obj is not None
             _check_preconditions(info, name, cur, preconditions)
-            if info.kind == "Pod":
+            period: int | None = 0
+            if info.kind == "Pod" and cur.obj["metadata"].get("deletionTimestamp"):
+                period = graceful.later_delete_period(grace_period_seconds)
+            elif info.kind == "Pod":
                 period = graceful.pod_grace_period(cur.obj, grace_period_seconds)
-            else:
-                period = 0
             decision = graceful.decide(cur.obj, period, self.clock.now())
             try:
                 if decision.action is graceful.Action.UNCHANGED:

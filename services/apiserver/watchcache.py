@@ -84,9 +84,7 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
     if raw.type == "DELETE":
         if raw.prev is None or not old_ok:
             return None
-        gone = {**raw.prev, "metadata": {**raw.prev.get("metadata", {}),
-                                         "resourceVersion": str(raw.revision)}}
-        return WatchEvent("DELETED", gone, raw.revision)
+        return WatchEvent("DELETED", _at_revision(raw.prev, raw.revision), raw.revision)
     assert raw.obj is not None
     if raw.created or raw.prev is None:
         return WatchEvent("ADDED", raw.obj, raw.revision) if new_ok else None
@@ -94,10 +92,15 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
         return WatchEvent("MODIFIED", raw.obj, raw.revision)
     if new_ok:
         return WatchEvent("ADDED", raw.obj, raw.revision)
-    if old_ok:
-        # Kubernetes sends the new state of an object that left the selection as DELETED.
-        return WatchEvent("DELETED", raw.obj, raw.revision)
+    if old_ok and raw.prev is not None:
+        # Kubernetes' cacher: an object that left the selection is DELETED carrying its
+        # previous state (the one that matched) at the new resourceVersion.
+        return WatchEvent("DELETED", _at_revision(raw.prev, raw.revision), raw.revision)
     return None
+
+
+def _at_revision(obj: Obj, revision: int) -> Obj:
+    return {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(revision)}}
 
 
 @dataclass(eq=False)

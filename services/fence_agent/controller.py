@@ -67,6 +67,15 @@ class FenceController:
                     tg.create_task(self._worker(), name=f"fence-worker-{i}")
         finally:
             self.queue.shutdown()
+            await self._flush_events()
+
+    async def _flush_events(self, timeout: float = 5.0) -> None:
+        """Let the Events still being written reach the apiserver before shutdown ends
+        (bounded, so a lost apiserver cannot hold shutdown up); cancel what is left."""
+        if self._events:
+            _, pending = await asyncio.wait(set(self._events), timeout=timeout)
+            for task in pending:
+                task.cancel()
 
     async def wait_synced(self) -> None:
         await self.informer.wait_synced()
@@ -227,6 +236,7 @@ class FenceController:
                                         "kept conflicting")
 
     def _event(self, fence: Obj, type_: str, reason: str, message: str) -> None:
-        task = asyncio.create_task(self.recorder.event(fence, type_, reason, message))
+        task = asyncio.create_task(self.recorder.event(fence, type_, reason, message),
+                                   name=f"event:{reason}:{fence['metadata']['name']}")
         self._events.add(task)
         task.add_done_callback(self._events.discard)

@@ -115,6 +115,7 @@ class PodWorker:
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
         self._started_events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[Any]] = set()
+        self._events: set[asyncio.Task[None]] = set()  # Event writes, flushed at the end
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._pre_stop_started: set[str] = set()
@@ -190,6 +191,7 @@ class PodWorker:
             status_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await status_task
+            await self._flush_events()
 
     async def _run_until_terminating(self) -> None:
         first = True
@@ -462,7 +464,8 @@ class PodWorker:
         self._pre_stop_started.add(r.name)
         task = asyncio.create_task(run_handler(
             hook, container=r.spec, runtime=self.env.runtime, handle=r.handle,
-            config=self._config(r), timeout=grace + PRESTOP_EXTENSION_SECONDS))
+            config=self._config(r), timeout=grace + PRESTOP_EXTENSION_SECONDS),
+            name=f"pre-stop:{r.name}:{self.uid}")
         try:
             done, _ = await asyncio.wait({task}, timeout=grace)
         except asyncio.CancelledError:
@@ -768,10 +771,21 @@ class PodWorker:
             log.warning("could not save pod state", extra={"uid": self.uid, "error": str(err)})
 
     def _event(self, type_: str, reason: str, message: str) -> None:
-        self._spawn(self.env.recorder.event(self.pod, type_, reason, message))
+        task = asyncio.create_task(self.env.recorder.event(self.pod, type_, reason, message),
+                                   name=f"event:{reason}:{self.uid}")
+        self._events.add(task)
+        task.add_done_callback(self._events.discard)
+
+    async def _flush_events(self, timeout: float = 5.0) -> None:
+        """Let the Events still being written reach the apiserver before the worker ends
+        (bounded, so a lost apiserver cannot hold it up); cancel what is left."""
+        if self._events:
+            _, pending = await asyncio.wait(set(self._events), timeout=timeout)
+            for task in pending:
+                task.cancel()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        task = asyncio.create_task(coro)
+        task = asyncio.create_task(coro, name=f"pod-worker:{self.uid}")
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

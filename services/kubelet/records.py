@@ -46,7 +46,10 @@ class ContainerRecord:
 
     @property
     def running(self) -> bool:
-        return self.handle is not None and self.handle.running
+        """Started, and how it ended not yet recorded: a process that has just exited
+        counts as running until its exit callback records it, so nothing restarts it (or
+        takes an unrecorded exit for a failure) in between."""
+        return self.handle is not None and (self.handle.running or self.finished_at is None)
 
     @property
     def succeeded(self) -> bool:

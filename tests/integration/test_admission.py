@@ -52,6 +52,27 @@ async def test_pp2_priority_class_name_resolves_into_spec_priority(
     assert created["spec"]["preemptionPolicy"] == "Never"
 
 
+async def test_pp2_a_pod_may_not_contradict_its_classes_preemption_policy(
+        api: ApiClient, namespace: str) -> None:
+    """Kubernetes' priority admission: a pod may repeat its class's preemptionPolicy but
+    not contradict it (403), and without a class the policy is PreemptLowerPriority."""
+    await api.create(priority_class(f"{namespace}-polite", 1000, policy="Never"))
+    contradicting = pod("p", namespace, priority_class=f"{namespace}-polite",
+                        preemptionPolicy="PreemptLowerPriority")
+    with pytest.raises(ApiError) as err:
+        await api.create(contradicting)
+    assert err.value.reason == Reason.FORBIDDEN
+    assert ("the string value of PreemptionPolicy (PreemptLowerPriority) must not be "
+            "provided in pod spec; priority admission controller computed Never"
+            in err.value.message)
+    with pytest.raises(ApiError) as err:
+        await api.create(pod("q", namespace, preemptionPolicy="Never"))  # no class
+    assert err.value.reason == Reason.FORBIDDEN
+    repeating = await api.create(pod("r", namespace, priority_class=f"{namespace}-polite",
+                                     preemptionPolicy="Never"))
+    assert repeating["spec"]["preemptionPolicy"] == "Never"
+
+
 async def test_pp2_unknown_class_is_rejected(api: ApiClient, namespace: str) -> None:
     with pytest.raises(ApiError) as err:
         await api.create(pod("p", namespace, priority_class="no-such-class"))
@@ -118,6 +139,22 @@ async def test_ps2_an_existing_toleration_is_kept(api: ApiClient, namespace: str
     unreachable = [t for t in created["spec"]["tolerations"]
                    if t["key"] == "node.kubernetes.io/unreachable"]
     assert unreachable == [own]
+
+
+@pytest.mark.parametrize("effect", ["NoSchedule", "PreferNoSchedule"])
+async def test_ps2_a_toleration_for_another_effect_does_not_stop_the_defaults(
+        api: ApiClient, namespace: str, effect: str) -> None:
+    """As Kubernetes' DefaultTolerationSeconds: only a toleration covering NoExecute (or
+    every effect) for the key (or every key) counts; tolerating every key for `effect`
+    alone still gets the two 300 s NoExecute tolerations."""
+    own = {"operator": "Exists", "effect": effect}
+    created = await api.create(pod("p", namespace, tolerations=[own]))
+    added = {t["key"]: t["tolerationSeconds"] for t in created["spec"]["tolerations"]
+             if t.get("key")}
+    assert added == {"node.kubernetes.io/not-ready": 300,
+                     "node.kubernetes.io/unreachable": 300}
+    every = await api.create(pod("every", namespace, tolerations=[{"operator": "Exists"}]))
+    assert every["spec"]["tolerations"] == [{"operator": "Exists"}]
 
 
 async def test_ps2_default_toleration_seconds_are_configurable(tmp_path: Path) -> None:

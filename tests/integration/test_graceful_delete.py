@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 import pytest
@@ -92,6 +93,31 @@ async def test_gt2_a_later_delete_may_only_shorten_the_period(api: ApiClient,
     assert shorter["object"]["metadata"]["deletionGracePeriodSeconds"] == 5
     assert parse_rfc3339(shorter["object"]["metadata"]["deletionTimestamp"]) < parse_rfc3339(
         first["object"]["metadata"]["deletionTimestamp"])
+
+
+async def test_gt2_a_later_delete_without_grace_period_leaves_the_pending_deletion(
+        api: ApiClient, namespace: str) -> None:
+    """Kubernetes' BeforeDelete: a second DELETE naming no gracePeriodSeconds is a no-op,
+    even when the pod's own terminationGracePeriodSeconds is shorter."""
+    await api.create(pod("p", namespace, node="node-1", grace=5))
+    first = (await api.delete("pods", "p", namespace, grace_period_seconds=20))["object"]
+    again = (await api.delete("pods", "p", namespace))["object"]
+    assert again["metadata"]["deletionGracePeriodSeconds"] == 20
+    assert again["metadata"]["deletionTimestamp"] == first["metadata"]["deletionTimestamp"]
+    assert again["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
+
+
+async def test_gt2_a_shorter_delete_counts_from_the_original_start(
+        api: ApiClient, namespace: str) -> None:
+    """The new deletionTimestamp is the original start plus the new period, not now plus
+    the new period (Kubernetes' BeforeDelete)."""
+    await api.create(pod("p", namespace, node="node-1"))
+    first = (await api.delete("pods", "p", namespace, grace_period_seconds=20))["object"]
+    started = parse_rfc3339(first["metadata"]["deletionTimestamp"]) - 20
+    await asyncio.sleep(1.5)  # a later DELETE, measurably after the first
+    shorter = (await api.delete("pods", "p", namespace, grace_period_seconds=5))["object"]
+    assert shorter["metadata"]["deletionGracePeriodSeconds"] == 5
+    assert parse_rfc3339(shorter["metadata"]["deletionTimestamp"]) == started + 5
 
 
 async def test_gt3_grace_period_zero_removes_the_object_from_etcd_at_once(

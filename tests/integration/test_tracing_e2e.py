@@ -10,6 +10,7 @@ from skiff.tracing import TRACE_ANNOTATION
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
 from tests.integration.otlp_receiver import OtlpReceiver
+from tests.integration.waiting import get_or_none, wait_for
 
 
 async def test_do3_create_exports_a_span_with_etcd_calls_as_children(tmp_path: Path) -> None:
@@ -42,10 +43,6 @@ async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_dele
         tmp_path: Path) -> None:
     """Create: apiserver (etcd calls inside) → scheduler → binding → kubelet start, one trace.
     Delete: apiserver → kubelet kill, one trace. The context travels on the object."""
-    import asyncio
-
-    from skiff.api import ApiError, Reason
-
     with OtlpReceiver() as receiver:
         otel = {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
                 "OTEL_BSP_SCHEDULE_DELAY": "100"}
@@ -68,13 +65,13 @@ async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_dele
                 spans = receiver.wait_for(lambda got: any(
                     s.name == "kubelet.kill_pod" and s.trace_id == delete_trace
                     for s in got), timeout=30)
-                for _ in range(100):  # let the kubelet finish before the cluster stops
-                    try:
-                        await api.get("pods", "traced", "default")
-                    except ApiError as err:
-                        assert err.reason == Reason.NOT_FOUND
-                        break
-                    await asyncio.sleep(0.1)
+
+
+                async def gone() -> bool:
+                    return await get_or_none(api, "pods", "traced", "default") is None
+
+                # The kubelet finishes the pod (grace 2 s) before the cluster stops.
+                await wait_for(gone, timeout=30, what="the traced pod to be removed")
         finally:
             cluster.stop()
 

@@ -19,6 +19,7 @@ from skiff.api import ApiError, Reason
 from skiff.client import ApiClient, Informer, WatchEvent
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
+from tests.integration.waiting import wait_for
 
 Obj = dict[str, Any]
 
@@ -43,16 +44,17 @@ async def test_as5_watch_from_r_delivers_every_later_change_in_revision_order(
     start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
     a = await api.create(pod("a", namespace))
     b = await api.create(pod("b", namespace))
+    written = [int(a["metadata"]["resourceVersion"]), int(b["metadata"]["resourceVersion"])]
     a["metadata"]["labels"] = {"x": "1"}
     a = await api.update(a)
+    written.append(int(a["metadata"]["resourceVersion"]))
     await api.delete("pods", "b", namespace)
     events = await _collect(api, namespace, start, 4)
     assert [(e.type, e.object["metadata"]["name"]) for e in events] == [
         ("ADDED", "a"), ("ADDED", "b"), ("MODIFIED", "a"), ("DELETED", "b")]
     revs = [int(e.resource_version) for e in events]
+    assert revs[:3] == written, "each event carries the revision of the write it reports"
     assert revs == sorted(revs) and len(set(revs)) == 4
-    assert revs[0] == int(a["metadata"]["resourceVersion"]) - 2 or revs[1] == int(
-        b["metadata"]["resourceVersion"])
     # Starting in the middle gives exactly the suffix.
     later = await _collect(api, namespace, str(revs[1]), 2)
     assert [int(e.resource_version) for e in later] == revs[2:]
@@ -63,9 +65,13 @@ async def test_as5_label_selector_watch_sends_deleted_when_an_object_stops_match
     start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
     p = await api.create(pod("p", namespace, labels={"app": "web"}))
     p["metadata"]["labels"] = {"app": "db"}
-    await api.update(p)
+    moved = await api.update(p)
     events = await _collect(api, namespace, start, 2, label_selector="app=web")
     assert [e.type for e in events] == ["ADDED", "DELETED"]
+    # As Kubernetes' cacher: the previous (matching) object at the new resourceVersion.
+    left = events[1].object
+    assert left["metadata"]["labels"] == {"app": "web"}
+    assert left["metadata"]["resourceVersion"] == moved["metadata"]["resourceVersion"]
 
 
 async def test_as5_watch_without_resource_version_starts_with_the_current_state(
@@ -109,21 +115,30 @@ async def test_as5_many_watchers_share_one_etcd_watch(fresh_cluster: Cluster) ->
     async with ApiClient(fresh_cluster.api_target) as api:
         start = (await api.list("pods", "default"))["metadata"]["resourceVersion"]
         received = [0] * 100
-        ready = asyncio.Event()
+        release = asyncio.Event()
 
         async def watcher(i: int) -> None:
             async for ev in api.watch("pods", "default", resource_version=start):
                 if ev.type == "ADDED":
                     received[i] += 1
+                    await release.wait()  # keep the stream open while the gauge is read
                     return
 
-        tasks = [asyncio.create_task(watcher(i)) for i in range(100)]
-        ready.set()
-        await asyncio.sleep(0.5)
-        await api.create(pod("p", "default"))
-        await asyncio.wait_for(asyncio.gather(*tasks), 20)
-        assert received == [1] * 100
-        assert _etcd_watchers(fresh_cluster) <= baseline
+        tasks = [asyncio.create_task(watcher(i), name=f"watcher-{i}") for i in range(100)]
+        try:
+            await api.create(pod("p", "default"))
+
+            async def all_received() -> bool:
+                return received == [1] * 100
+
+            await wait_for(all_received, timeout=30, what="every watcher to see the pod")
+            # All 100 client watches are open now; etcd must still see at most one more.
+            open_now = _etcd_watchers(fresh_cluster)
+            assert open_now <= baseline + 1, (
+                f"{open_now - baseline} etcd watches for 100 client watches")
+        finally:
+            release.set()
+            await asyncio.wait_for(asyncio.gather(*tasks, return_exceptions=True), 20)
 
 
 async def _writer(api: ApiClient, namespace: str, count: int, written: list[int],

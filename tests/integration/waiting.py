@@ -37,3 +37,21 @@ async def get_or_none(api: ApiClient, resource: str, name: str,
         if err.reason == Reason.NOT_FOUND:
             return None
         raise
+
+
+async def events(api: ApiClient, namespace: str, *, reason: str | None = None,
+                 name: str | None = None) -> list[Obj]:
+    """The Events of `namespace` now, filtered by reason and involved object's name."""
+    items: list[Obj] = (await api.list("events", namespace))["items"]
+    return [e for e in items if (reason is None or e.get("reason") == reason)
+            and (name is None or (e.get("involvedObject") or {}).get("name") == name)]
+
+
+async def recorded(api: ApiClient, namespace: str, *, reason: str, name: str | None = None,
+                   timeout: float = 15) -> list[Obj]:
+    """The Events with `reason` once at least one exists: components record an Event just
+    after the change a test observes, so asserting on it at once would race."""
+    found: list[Obj] = await wait_for(
+        lambda: events(api, namespace, reason=reason, name=name), timeout=timeout,
+        what=f"a {reason} Event" + (f" for {name}" if name else ""))
+    return found

@@ -9,7 +9,6 @@ from one component only, and everything torn down with its networks and volumes.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import sys
 import time
@@ -30,23 +29,14 @@ def pod_manifest(name: str) -> dict[str, Any]:
                                      "command": ["sleep", "3600"]}]}}
 
 
-def create_pod(project: ComposeProject, name: str, tmp_path: Path) -> str:
-    """Through the `skiff` CLI when it exists, else the Python client; returns which."""
-    if importlib.util.find_spec("skiff.cli.main") is not None:
-        manifest = tmp_path / "pod.json"  # JSON is YAML
-        manifest.write_text(json.dumps(pod_manifest(name)))
-        skiff = Path(sys.executable).with_name("skiff")
-        cmd = [str(skiff)] if skiff.exists() else [sys.executable, "-m", "skiff.cli.main"]
-        run([*cmd, "--server", f"127.0.0.1:{project.api_port}", "apply", "-f", str(manifest)],
-            timeout=60)
-        return "skiff CLI"
-
-    async def create() -> None:
-        async with ApiClient(f"127.0.0.1:{project.api_port}", retry_seconds=30) as api:
-            await api.create(pod_manifest(name))
-
-    asyncio.run(create())
-    return "ApiClient (no skiff CLI yet)"
+def create_pod(project: ComposeProject, name: str, tmp_path: Path) -> None:
+    """Through the `skiff` CLI, as a user would (installed with the package)."""
+    manifest = tmp_path / "pod.json"  # JSON is YAML
+    manifest.write_text(json.dumps(pod_manifest(name)))
+    skiff = Path(sys.executable).with_name("skiff")
+    assert skiff.exists(), f"the skiff CLI is not installed next to {sys.executable}"
+    run([str(skiff), "--server", f"127.0.0.1:{project.api_port}", "apply", "-f",
+         str(manifest)], timeout=60)
 
 
 def eventually(check: Any, *, timeout: float = 30) -> bool:
@@ -70,8 +60,8 @@ def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
     project.wait_healthy(services, timeout=180)
     log(f"{len(services)} services healthy in {time.monotonic() - t0:.1f}s")
 
-    how = create_pod(project, "compose-demo", tmp_path)
-    log(f"pod created through {how}")
+    create_pod(project, "compose-demo", tmp_path)
+    log("pod created through the skiff CLI")
 
     async def check_cluster() -> None:
         async with ApiClient(f"127.0.0.1:{project.api_port}", retry_seconds=30) as api:
@@ -83,10 +73,12 @@ def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
                 return names if names == NODES else []
             await wait_for(api, "node-1..3 Ready", all_ready, timeout=90)
 
-            async def bound(c: ApiClient) -> str:
+            async def running(c: ApiClient) -> str:
                 p = await c.get("pods", "compose-demo", "default")
-                return str(p["spec"].get("nodeName") or "")
-            node = await wait_for(api, "the pod to be bound", bound, timeout=60)
+                phase = (p.get("status") or {}).get("phase")
+                return str(p["spec"].get("nodeName") or "") if phase == "Running" else ""
+            # Bound and started by the node's kubelet: the whole path, not just scheduling.
+            node = await wait_for(api, "the pod to be Running", running, timeout=120)
             assert node in NODES
 
     asyncio.run(check_cluster())

@@ -13,7 +13,9 @@ from typing import Any
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import rfc3339, rfc3339_micro
+from tests.integration.waiting import events as events
 from tests.integration.waiting import get_or_none as get_or_none
+from tests.integration.waiting import recorded as recorded
 from tests.integration.waiting import wait_for as wait_for
 
 Obj = dict[str, Any]
@@ -125,23 +127,3 @@ class KubeletDouble:
         await self.api.delete("pods", name, namespace, grace_period_seconds=0,
                               uid=pod["metadata"]["uid"])
 
-
-
-
-
-
-async def events(api: ApiClient, namespace: str, *, reason: str | None = None,
-                 name: str | None = None) -> list[Obj]:
-    items = (await api.list("events", namespace))["items"]
-    return [e for e in items if (reason is None or e.get("reason") == reason)
-            and (name is None or e["involvedObject"].get("name") == name)]
-
-
-async def recorded(api: ApiClient, namespace: str, *, reason: str, name: str | None = None,
-                   timeout: float = 10) -> list[Obj]:
-    """The Events with `reason` once at least one exists: components record an Event just
-    after the change a test observes, so asserting on it at once would race."""
-    found: list[Obj] = await wait_for(
-        lambda: events(api, namespace, reason=reason, name=name), timeout=timeout,
-        what=f"a {reason} Event" + (f" for {name}" if name else ""))
-    return found

@@ -83,8 +83,8 @@ async def test_fn1_partitioned_node_with_statefulset_pod_gets_fenced_after_the_d
         await _web_0_on(api, namespace, away)
         await away.cut()
 
-        await wait_for(lambda: _unknown(api, away.name), timeout=10, what="NodeReady Unknown")
-        assert await get_or_none(api, "fences", away.name) is None, "fenced before the delay"
+        await wait_for(lambda: _unknown(api, away.name), timeout=20, what="NodeReady Unknown")
+        # "Not before the delay" is checked on the recorded times below, not by racing it.
         fence = await wait_for_fence(api, away.name)
 
         node = await api.get("nodes", away.name)
@@ -99,7 +99,7 @@ async def test_fn1_partitioned_node_with_statefulset_pod_gets_fenced_after_the_d
         assert fence["spec"]["requestedBy"] == f"controller-manager/{name}"
         assert fence["metadata"]["finalizers"] == ["skiff.io/fence-agent"]
         assert fence["status"]["phase"] == "Pending"
-        [requested] = await events(api, "default", reason="FencingRequested", name=away.name)
+        [requested] = await recorded(api, "default", reason="FencingRequested", name=away.name)
         assert f"{namespace}/web-0" in requested["message"]
         # Requested, not confirmed: nothing is deleted and the node is not cordoned.
         await asyncio.sleep(1)
@@ -148,7 +148,7 @@ async def test_fn3_pods_are_force_deleted_only_after_the_fence_is_confirmed(
                       if c["type"] == "DisruptionTarget")
         assert target["reason"] == "DeletionByFencing"
         assert away.name in target["message"] and "power" in target["message"]
-        deleted = await events(api, namespace, reason="PodForceDeletedAfterFencing")
+        deleted = await recorded(api, namespace, reason="PodForceDeletedAfterFencing")
         assert [e["involvedObject"]["uid"] for e in deleted] == [old_uid]
         assert await recorded(api, "default", reason="FencingConfirmed", name=away.name)
 
@@ -316,7 +316,7 @@ async def test_fencing_is_idempotent_across_a_controller_manager_restart_mid_fen
                                      name=away.name)
             assert sum(int(e.get("count", 1)) for e in requested) == 1
             # Each pod deleted once; the identity recreated once.
-            deleted = await events(api, namespace, reason="PodForceDeletedAfterFencing")
+            deleted = await recorded(api, namespace, reason="PodForceDeletedAfterFencing")
             assert [(e["involvedObject"]["uid"], e.get("count", 1)) for e in deleted] == [
                 (old_uid, 1)]
             created = await events(api, namespace, reason="SuccessfulCreate")

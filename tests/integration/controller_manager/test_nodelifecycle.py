@@ -7,7 +7,6 @@ that is cut off or SIGSTOPped, and later comes back and finishes the termination
 from __future__ import annotations
 
 import asyncio
-import time
 
 from skiff.api import get_condition
 from skiff.client import ApiClient
@@ -46,17 +45,22 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
         assert (get_condition(node, "Ready") or {}).get("status") == "True"
 
         await kubelet.cut()
-        cut_at = time.monotonic()
 
         async def unknown() -> dict[str, object] | None:
             n = await api.get("nodes", kubelet.name)
             ready = get_condition(n, "Ready") or {}
             return n if ready.get("status") == "Unknown" else None
 
-        node = await wait_for(unknown, timeout=GRACE + MONITOR + 5, interval=0.1,
+        node = await wait_for(unknown, timeout=GRACE + MONITOR + 15, interval=0.1,
                               what="NodeReady Unknown")
-        assert time.monotonic() - cut_at <= GRACE + MONITOR + 1.5
         ready = get_condition(node, "Ready") or {}
+        # Timed from the system's own records: the Lease's last renewTime to the condition's
+        # lastTransitionTime (one-second resolution): after the grace, within a few periods.
+        lease = await api.get("leases", kubelet.name, "kube-node-lease")
+        silent = (parse_rfc3339(ready["lastTransitionTime"])
+                  - parse_rfc3339(lease["spec"]["renewTime"]))
+        assert GRACE - 1 <= silent <= GRACE + 4 * MONITOR + 2, (
+            f"NodeReady went Unknown {silent:.1f}s after the last renewal")
         assert ready["reason"] == "NodeStatusUnknown"
         assert ready["message"] == "Kubelet stopped posting node status."
 
@@ -66,7 +70,7 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
             effects = {t["effect"] for t in taints if t["key"] == UNREACHABLE}
             return taints if effects == {"NoSchedule", "NoExecute"} else None
 
-        taints = await wait_for(tainted, timeout=3, what="the unreachable taints")
+        taints = await wait_for(tainted, timeout=10, what="the unreachable taints")
         no_execute = next(t for t in taints if t["effect"] == "NoExecute")
         added = parse_rfc3339(str(no_execute["timeAdded"]))
 
@@ -74,14 +78,18 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
             p = await api.get("pods", "tolerant", namespace)
             return (get_condition(p, "Ready") or {}).get("status") == "False"
 
-        await wait_for(not_ready, timeout=3, what="pods on the node to be marked not Ready")
+        await wait_for(not_ready, timeout=10, what="pods on the node to be marked not Ready")
 
         async def terminating() -> dict[str, object] | None:
             p = await api.get("pods", "evicted", namespace)
             return p if p["metadata"].get("deletionTimestamp") else None
 
-        evicted = await wait_for(terminating, timeout=10, what="the taint eviction")
-        assert time.time() - added >= 2 - 1  # timeAdded has one-second resolution
+        evicted = await wait_for(terminating, timeout=20, what="the taint eviction")
+        # Evicted no earlier than its tolerationSeconds (2) after the taint, as recorded:
+        # the deletion started at deletionTimestamp - period (both one-second resolution).
+        deleted_at = (parse_rfc3339(evicted["metadata"]["deletionTimestamp"])
+                      - evicted["metadata"]["deletionGracePeriodSeconds"])
+        assert deleted_at - added >= 2 - 1
         cond = get_condition(evicted, "DisruptionTarget") or {}
         assert cond.get("reason") == "DeletionByTaintManager"
         assert evicted["metadata"]["deletionGracePeriodSeconds"] == 30  # graceful, PS5
@@ -107,3 +115,31 @@ async def test_ps2_silent_node_goes_unknown_tainted_and_pods_evicted_gracefully(
         await kubelet.finish_termination(namespace, "evicted")
         assert await get_or_none(api, "pods", "evicted", namespace) is None
         assert await get_or_none(api, "pods", "tolerant", namespace) is not None
+
+
+async def test_lc1_pod_on_an_unreachable_node_keeps_its_phase_and_is_marked_not_ready(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    """Kubernetes 1.32: nothing rewrites the phase of a pod whose node went silent (the node
+    lifecycle controller only marks it not Ready); it never goes back to Pending, and only
+    its kubelet could move it on."""
+    async with KubeletDouble(api, f"lc1-{namespace}") as kubelet:
+        await api.create(pod("away", namespace, tolerations=_tolerate_unreachable(None)))
+        await kubelet.run_pod(namespace, "away")
+        controller_manager()
+        await kubelet.cut()
+
+        async def marked_not_ready() -> bool:
+            p = await api.get("pods", "away", namespace)
+            return (get_condition(p, "Ready") or {}).get("status") == "False"
+
+        await wait_for(marked_not_ready, timeout=GRACE + MONITOR + 15,
+                       what="the pod on the silent node to be marked not Ready")
+        await asyncio.sleep(2 * GRACE)  # several more monitor passes
+        versions = [v["object"] for v in await api.history("pods", "away", namespace)
+                    if v["object"]]
+        phases = [v["status"].get("phase") for v in versions]
+        assert phases[-1] == "Running", phases
+        running_from = phases.index("Running")
+        assert all(p == "Running" for p in phases[running_from:]), phases
+        node = await api.get("nodes", kubelet.name)
+        assert (get_condition(node, "Ready") or {}).get("status") == "Unknown"

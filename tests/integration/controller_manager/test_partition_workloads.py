@@ -12,6 +12,7 @@ from tests.integration.controller_manager.kubelet_double import (
     KubeletDouble,
     events,
     get_or_none,
+    recorded,
     wait_for,
 )
 from tests.integration.controller_manager.workloads import replica_set, stateful_set
@@ -60,7 +61,7 @@ async def test_ps4_statefulset_waits_for_the_old_pod_to_be_gone_before_replacing
 
         new = await wait_for(recreated, timeout=15, what="web-0 to be recreated")
         assert not new["spec"].get("nodeName")
-        gc_events = await events(api, namespace, reason="DeletionByPodGC", name="web-0")
+        gc_events = await recorded(api, namespace, reason="DeletionByPodGC", name="web-0")
         assert [e["involvedObject"]["uid"] for e in gc_events] == [old["metadata"]["uid"]]
         await other.run_pod(namespace, "web-0")
 

@@ -8,8 +8,13 @@ from __future__ import annotations
 import asyncio
 
 from skiff.api import get_condition, is_pod_terminal
+from skiff.cli.processes import Process
 from skiff.client import ApiClient
-from tests.integration.controller_manager.conftest import StartControllerManager
+from tests.integration.cluster import Cluster
+from tests.integration.controller_manager.conftest import (
+    StartControllerManager,
+    start_controller_manager,
+)
 from tests.integration.controller_manager.kubelet_double import (
     get_or_none,
     recorded,
@@ -33,27 +38,36 @@ async def _marked_failed_before_deletion(api: ApiClient, name: str, namespace: s
 
 
 async def test_ps3_terminated_pods_over_the_threshold_go_oldest_first(
-        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
-    node = f"gc-{namespace}"
-    await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
-    # The threshold is cluster-wide: allow for terminated pods other tests left behind.
-    others = sum(1 for p in (await api.list("pods"))["items"] if is_pod_terminal(p))
-    for i in range(4):
-        created = await api.create(pod(f"done-{i}", namespace, node=node))
-        created["status"]["phase"] = "Succeeded"
-        await api.update_status(created)
-        await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution
-    controller_manager("--controllers", "podgc", "--terminated-pod-gc-threshold",
-                       str(others + 2))
+        fresh_cluster: Cluster) -> None:
+    # The threshold counts terminated pods cluster-wide and the oldest go first, so this
+    # test has a cluster of its own: pods other tests leave behind would be older.
+    fresh_cluster.start()
+    started: list[Process] = []
+    namespace = "default"
+    try:
+        async with ApiClient(fresh_cluster.api_target, retry_seconds=20) as api:
+            node = "gc-node"
+            await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": node}})
+            for i in range(4):
+                created = await api.create(pod(f"done-{i}", namespace, node=node))
+                created["status"]["phase"] = "Succeeded"
+                await api.update_status(created)
+                await asyncio.sleep(1.05)  # creationTimestamp has one-second resolution
+            assert sum(1 for p in (await api.list("pods"))["items"] if is_pod_terminal(p)) == 4
+            start_controller_manager(fresh_cluster, started, "--controllers", "podgc",
+                                     "--terminated-pod-gc-threshold", "2")
 
-    async def oldest_gone() -> bool:
-        return [await get_or_none(api, "pods", f"done-{i}", namespace) is None
-                for i in range(4)] == [True, True, False, False]
+            async def oldest_gone() -> bool:
+                return [await get_or_none(api, "pods", f"done-{i}", namespace) is None
+                        for i in range(4)] == [True, True, False, False]
 
-    await wait_for(oldest_gone, timeout=10, what="the two oldest terminated pods to go")
-    await asyncio.sleep(1.5)  # a few more passes: the two newest stay
-    assert await oldest_gone()
-    await api.delete("nodes", node)
+            await wait_for(oldest_gone, timeout=20,
+                           what="the two oldest terminated pods to go")
+            await asyncio.sleep(2)  # a few more passes (period 0.5 s): the two newest stay
+            assert await oldest_gone()
+    finally:
+        for proc in started:
+            proc.stop()
 
 
 async def test_ps3_orphaned_pod_goes_after_the_quarantine(

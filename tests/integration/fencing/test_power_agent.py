@@ -13,7 +13,6 @@ from skiff.kubelet.records import load_state
 from tests.integration.cluster import Cluster
 from tests.integration.fencing.conftest import (
     alive,
-    events_for,
     fence_manifest,
     recorded_kubelet,
     register_kubelet,
@@ -22,6 +21,7 @@ from tests.integration.fencing.conftest import (
     wait_fence_phase,
 )
 from tests.integration.kubelet.conftest import pod_manifest, start_kubelet, wait_phase, wait_until
+from tests.integration.waiting import recorded
 
 
 def pod_pids(root: Path) -> list[int]:
@@ -86,8 +86,8 @@ async def test_fn2_power_agent_stops_every_process_of_the_node_and_confirms(
             return not node.process.alive()
 
         await wait_until(stopped_again, timeout=15, what="the restarted kubelet killed again")
-        reasons = [e["reason"] for e in await events_for(api, node.name)]
-        assert "Fenced" in reasons and "FenceBroken" in reasons
+        assert await recorded(api, "default", reason="Fenced", name=node.name)
+        assert await recorded(api, "default", reason="FenceBroken", name=node.name)
         assert recorded_kubelet(data_dir, node.name).pid == kubelet_pid
 
         await api.delete("fences", node.name)
@@ -100,8 +100,7 @@ async def test_fn2_power_agent_stops_every_process_of_the_node_and_confirms(
         assert back.pid not in (kubelet_pid, restarted)
         assert alive(back.pid)
         assert not (data_dir / "fenced" / node.name).exists()
-        reasons = [e["reason"] for e in await events_for(api, node.name)]
-        assert "Unfenced" in reasons
+        assert await recorded(api, "default", reason="Unfenced", name=node.name)
     finally:
         stop_node(data_dir, node)
 

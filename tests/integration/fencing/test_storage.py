@@ -12,7 +12,6 @@ from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 from tests.integration.fencing.conftest import (
     alive,
-    events_for,
     fence_manifest,
     wait_fence_gone,
     wait_fence_phase,
@@ -26,6 +25,7 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
+from tests.integration.waiting import recorded
 
 Obj = dict[str, Any]
 
@@ -82,9 +82,8 @@ async def test_sc1_kubelet_starts_a_pod_only_when_its_volume_is_attached_to_its_
             return message if message.startswith(text) else ""
 
         await wait_until(lambda: waits_with(want), what="ContainerCreating, not attached")
-        events = await events_for(api, "pet", namespace)
-        assert any(e["reason"] == "FailedAttachVolume" and volume in e["message"]
-                   for e in events)
+        events = await recorded(api, namespace, reason="FailedAttachVolume", name="pet")
+        assert any(volume in e["message"] for e in events)
 
         await attach(api, volume, "some-other-node")
         await wait_until(lambda: waits_with(f"{want}: it is attached to node some-other-node"),
@@ -110,8 +109,7 @@ async def test_sc1_kubelet_starts_a_pod_only_when_its_volume_is_attached_to_its_
         pod = await wait_phase(api, namespace, "pet", "Failed", timeout=15)
         assert pod["status"]["reason"] == "VolumeDetached"
         assert not alive(pid)
-        events = await events_for(api, "pet", namespace)
-        assert any(e["reason"] == "VolumeDetached" for e in events)
+        assert await recorded(api, namespace, reason="VolumeDetached", name="pet")
     finally:
         await stop_kubelet(node)
 

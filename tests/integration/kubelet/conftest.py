@@ -20,9 +20,11 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.clock import parse_rfc3339
 from skiff.kubelet.records import load_state
 from skiff.kubelet.runtime.procfs import read_stat
 from tests.integration.cluster import Cluster
+from tests.integration.waiting import recorded
 
 Obj = dict[str, Any]
 
@@ -129,6 +131,14 @@ async def wait_until(check: Callable[[], Awaitable[Any]], *, timeout: float = 20
             return last
         await asyncio.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}")
+
+
+async def killing_started(api: ApiClient, namespace: str, name: str = "p") -> float:
+    """When the kubelet began terminating pod `name`, by its own clock: the eventTime of
+    its "Killing" Event (microseconds). Timing a termination from here, not from the test's
+    DELETE call, leaves out how long the kubelet took to notice on a loaded machine."""
+    events = await recorded(api, namespace, reason="Killing", name=name)
+    return min(parse_rfc3339(e["eventTime"]) for e in events)
 
 
 async def wait_file(path: Path, what: str, *, timeout: float = 20.0) -> float:

@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from skiff.client import ApiClient
+from skiff.clock import parse_rfc3339
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     pod_manifest,
@@ -16,6 +17,7 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
+from tests.integration.waiting import recorded
 
 
 async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
@@ -35,13 +37,13 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
         sigterm = await wait_file(path, "SIGTERM", timeout=15)
         dead = await wait_file(path, "dead")
         assert sigterm - started >= 1.0  # the soft threshold's grace period was observed
-        assert 1.8 <= dead - sigterm <= 2.8, f"killed {dead - sigterm:.2f}s after SIGTERM"
+        # The override's 2 s, not the pod's 30 s (widened for a loaded machine).
+        assert 1.8 <= dead - sigterm <= 4.0, f"killed {dead - sigterm:.2f}s after SIGTERM"
         pod = await wait_phase(api, namespace, "p", "Failed")
         assert pod["status"]["reason"] == "Evicted"
         assert "low on resource: memory" in pod["status"]["message"]
         assert not pod["metadata"].get("deletionTimestamp")  # evicted pods stay, Failed
-        events = (await api.list("events", namespace))["items"]
-        assert any(e["reason"] == "Evicted" for e in events)
+        assert await recorded(api, namespace, reason="Evicted", name="p")
 
         async def pressure() -> bool:
             obj = await api.get("nodes", node.name)
@@ -51,5 +53,31 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
         await wait_until(pressure, timeout=5, what="MemoryPressure=True")
         await api.delete("pods", "p", namespace)
         assert time.time() - dead < 60
+    finally:
+        await stop_kubelet(node)
+
+
+async def test_gt11_hard_threshold_evicts_one_pod_per_interval_and_waits_for_the_kill(
+        api: ApiClient, namespace: str, shared_cluster: Cluster, tmp_path: Path) -> None:
+    # Pressure whenever any pod runs (as above); a hard threshold, measured every 1 s.
+    node = start_kubelet(shared_cluster, tmp_path, extra=[
+        "--capacity-memory", "1Gi", "--eviction-soft", "",
+        "--eviction-hard", "memory.available<1020Mi", "--eviction-monitoring-interval", "1s"])
+    try:
+        for name in ("a", "b"):
+            await api.create(pod_manifest(name, namespace, node.name, [
+                {"name": "main", "command": recorder(tmp_path / f"signals-{name}")}],
+                grace=3))
+        evicted_at = []
+        for name in ("a", "b"):
+            pod = await wait_phase(api, namespace, name, "Failed", timeout=40)
+            assert pod["status"]["reason"] == "Evicted"
+            [event] = await recorded(api, namespace, reason="Evicted", name=name)
+            evicted_at.append(parse_rfc3339(event["eventTime"]))
+        # One pod per interval, as the kubelet recorded it: the second eviction came at
+        # least one monitoring interval after the first (the manager also waits for the
+        # first pod's kill before it looks again).
+        first, second = sorted(evicted_at)
+        assert second - first >= 0.9, f"two evictions {second - first:.2f}s apart"
     finally:
         await stop_kubelet(node)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -90,19 +91,25 @@ async def test_lc4_failing_init_container_with_restart_never_fails_the_pod(
 
 async def test_lc8_post_start_runs_before_the_container_is_running(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
-    marker = tmp_path / "post-start"
+    marker, gate = tmp_path / "post-start", tmp_path / "gate"
+    # The hook runs until the test opens the gate: no race with a fixed sleep.
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "main", "command": ["sleep", "3600"],
         "lifecycle": {"postStart": {"exec": {"command": [
-            "sh", "-c", f"sleep 1.5; echo done > {marker}"]}}}}]))
+            "sh", "-c", f"while [ ! -e {gate} ]; do sleep 0.1; done; echo done > {marker}"]}}}}]))
 
     async def creating() -> bool:
         pod = await api.get("pods", "p", namespace)
         statuses = pod.get("status", {}).get("containerStatuses") or []
         return bool(statuses) and "waiting" in statuses[0]["state"]
 
-    await wait_until(creating, what="the container waiting for its postStart hook")
+    await wait_until(creating, timeout=30, what="the container waiting for its postStart hook")
+    await asyncio.sleep(1)  # the kubelet had time to report Running, were it not waiting
+    pod = await api.get("pods", "p", namespace)
+    assert "waiting" in container_status(pod, "main")["state"]
+    assert pod["status"]["phase"] == "Pending"
     assert not marker.exists()
+    gate.touch()
     await wait_phase(api, namespace, "p", "Running")
     pod = await api.get("pods", "p", namespace)
     assert "running" in container_status(pod, "main")["state"]

@@ -21,6 +21,7 @@ from tests.integration.kubelet.conftest import (
     events_of,
     first,
     get_pod,
+    killing_started,
     pod_manifest,
     recorder,
     start_kubelet,
@@ -30,6 +31,7 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
+from tests.integration.waiting import recorded
 
 
 def _sleep_hook(seconds: float) -> dict[str, object]:
@@ -51,12 +53,14 @@ async def test_gt5_prestop_time_is_subtracted_from_the_period(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
     path = tmp_path / "signals"
     await _run(api, namespace, node, path, grace=5, lifecycle=_sleep_hook(3))
-    t0 = time.time()
     await api.delete("pods", "p", namespace)
+    t0 = await killing_started(api, namespace)
     sigterm = await wait_file(path, "SIGTERM") - t0
     dead = await wait_file(path, "dead") - t0
-    assert 2.8 <= sigterm <= 3.8, f"SIGTERM after {sigterm:.2f}s, expected ~3s (after preStop)"
-    assert 4.8 <= dead <= 5.9, f"SIGKILL after {dead:.2f}s, expected ~5s (the whole period)"
+    # Lower bounds are the rule; upper ones allow a loaded machine's latency, but stay
+    # below what a period restarted after preStop would give (SIGKILL at 3 + 5 s).
+    assert 2.9 <= sigterm <= 4.5, f"SIGTERM after {sigterm:.2f}s, expected ~3s (after preStop)"
+    assert 4.9 <= dead <= 6.5, f"SIGKILL after {dead:.2f}s, expected ~5s (the whole period)"
     await wait_gone(api, namespace, "p")
 
 
@@ -64,16 +68,15 @@ async def test_gt5_hanging_prestop_does_not_block_termination(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
     path = tmp_path / "signals"
     await _run(api, namespace, node, path, grace=3, lifecycle=_sleep_hook(1000))
-    t0 = time.time()
     await api.delete("pods", "p", namespace)
+    t0 = await killing_started(api, namespace)
     sigterm = await wait_file(path, "SIGTERM") - t0
     dead = await wait_file(path, "dead") - t0
     # The hook is abandoned when the period ends; the container still gets 2 s (GT5/GT6).
-    assert 2.8 <= sigterm <= 3.8, f"SIGTERM after {sigterm:.2f}s"
-    assert 4.8 <= dead <= 5.9, f"SIGKILL after {dead:.2f}s"
+    assert 2.9 <= sigterm <= 4.5, f"SIGTERM after {sigterm:.2f}s"
+    assert 1.9 <= dead - sigterm <= 3.0, f"SIGKILL {dead - sigterm:.2f}s after SIGTERM"
     await wait_gone(api, namespace, "p")
-    events = (await api.list("events", namespace))["items"]
-    assert any(e["reason"] == "FailedPreStopHook" for e in events)
+    assert await recorded(api, namespace, reason="FailedPreStopHook", name="p")
 
 
 async def test_gt6_stop_signal_gets_at_least_two_seconds_before_sigkill(
@@ -82,12 +85,13 @@ async def test_gt6_stop_signal_gets_at_least_two_seconds_before_sigkill(
     # preStop takes 4 of the 5 s: 1 s would be left, the minimum of 2 s applies instead.
     await _run(api, namespace, node, path, grace=5,
                lifecycle={**_sleep_hook(4), "stopSignal": "SIGUSR1"})
-    t0 = time.time()
     await api.delete("pods", "p", namespace)
+    t0 = await killing_started(api, namespace)
     stop = await wait_file(path, "SIGUSR1") - t0  # the configured stop signal, not SIGTERM
     dead = await wait_file(path, "dead") - t0
-    assert 3.8 <= stop <= 4.8, f"stop signal after {stop:.2f}s"
-    assert 1.8 <= dead - stop <= 2.7, f"SIGKILL {dead - stop:.2f}s after the stop signal"
+    assert 3.9 <= stop <= 5.5, f"stop signal after {stop:.2f}s"
+    # The point: 2 s, not the 1 s left of the period (and not the whole period again).
+    assert 1.9 <= dead - stop <= 3.0, f"SIGKILL {dead - stop:.2f}s after the stop signal"
     assert first(path, "SIGTERM") is None
 
 
@@ -95,12 +99,13 @@ async def test_gt4_deletion_grace_period_replaces_the_spec_period(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
     path = tmp_path / "signals"
     await _run(api, namespace, node, path, grace=30)
-    t0 = time.time()
     await api.delete("pods", "p", namespace, grace_period_seconds=3)
+    t0 = await killing_started(api, namespace)
     sigterm = await wait_file(path, "SIGTERM") - t0
     dead = await wait_file(path, "dead") - t0
-    assert sigterm <= 0.8
-    assert 2.8 <= dead <= 3.9, f"SIGKILL after {dead:.2f}s, expected the DELETE's 3 s"
+    assert sigterm <= 1.5, f"SIGTERM {sigterm:.2f}s after the kubelet began killing"
+    assert 2.4 <= dead - sigterm <= 4.5, (
+        f"SIGKILL {dead - sigterm:.2f}s after SIGTERM, expected the DELETE's 3 s, not 30 s")
 
 
 async def test_gt4_liveness_failure_uses_the_probes_own_grace_period(
@@ -114,7 +119,7 @@ async def test_gt4_liveness_failure_uses_the_probes_own_grace_period(
         grace=30))
     sigterm = await wait_file(path, "SIGTERM")
     dead = await wait_file(path, "dead")
-    assert 2.8 <= dead - sigterm <= 3.9, (
+    assert 2.8 <= dead - sigterm <= 4.5, (
         f"killed {dead - sigterm:.2f}s after SIGTERM; expected the probe's 3 s, not 30 s")
 
     async def restarted() -> bool:
@@ -122,8 +127,7 @@ async def test_gt4_liveness_failure_uses_the_probes_own_grace_period(
         return bool(pod) and container_status(pod, "main")["restartCount"] >= 1
 
     await wait_until(restarted, what="the container to be restarted")
-    events = (await api.list("events", namespace))["items"]
-    assert any(e["reason"] == "Unhealthy" for e in events)
+    assert await recorded(api, namespace, reason="Unhealthy", name="p")
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
 
 
@@ -182,9 +186,9 @@ async def test_gt12_readiness_is_probed_while_the_pod_terminates(
     await api.delete("pods", "p", namespace)
     await wait_file(path, "SIGTERM")
     ready_file.unlink()
-    await wait_until(lambda: ready_is("False"), timeout=4, what="Ready=False while terminating")
+    await wait_until(lambda: ready_is("False"), timeout=6, what="Ready=False while terminating")
     ready_file.write_text("yes")
-    await wait_until(lambda: ready_is("True"), timeout=4, what="Ready=True while terminating")
+    await wait_until(lambda: ready_is("True"), timeout=6, what="Ready=True while terminating")
     pod = await get_pod(api, namespace, "p")
     assert pod is not None and pod["metadata"]["deletionTimestamp"]
     await wait_gone(api, namespace, "p", timeout=15)
@@ -210,7 +214,7 @@ async def test_gt8_kubelet_killed_during_termination_restarts_the_full_period(
         assert len(starts) == 1, "the container was started again instead of re-adopted"
         assert len(terms) == 2, f"expected a second SIGTERM from the new kubelet: {terms}"
         assert terms[1] >= restarted
-        assert 4.8 <= dead - terms[1] <= 6.0, (
+        assert 4.8 <= dead - terms[1] <= 6.5, (
             f"SIGKILL {dead - terms[1]:.2f}s after the new SIGTERM; expected the full 5 s")
         assert dead - t0 >= 6.0, "the first period was not restarted"
         await wait_gone(api, namespace, "p")
@@ -237,7 +241,8 @@ async def test_gt8_restarted_kubelet_kills_processes_of_pods_force_deleted_meanw
         node.process.start()
         wait_grpc_healthy(node.process, node.health_target)
         dead = await wait_file(path, "dead", timeout=10)
-        assert dead - restarted <= 4.0, "the orphaned process was not killed promptly"
+        # Promptly after the kubelet is back (its start-up included), not after 30 s.
+        assert dead - restarted <= 10.0, "the orphaned process was not killed promptly"
 
         async def cleaned_up() -> bool:
             return not list((node.root / "pods").glob("*/state.json"))

@@ -9,6 +9,7 @@ delay 2 s, a pod grace period of 2 s.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import shutil
@@ -21,7 +22,7 @@ import pytest
 
 from skiff.api import ApiError, Reason, get_condition
 from skiff.checker.report import overlaps, parse_lines
-from skiff.cli.netns import NetnsCluster
+from skiff.cli.netns import NetnsCluster, ns_exec
 from skiff.client import ApiClient
 from skiff.kubelet.runtime.procfs import read_stat
 from tests.integration.waiting import get_or_none as get_or_none
@@ -110,6 +111,32 @@ async def api_of() -> AsyncIterator[Callable[[NetnsCluster], Awaitable[ApiClient
     yield connect
     for client in clients:
         await client.__aexit__(None, None, None)
+
+
+# -- reachability ------------------------------------------------------------------------
+
+_PROBE = """
+import socket, sys
+s = socket.socket()
+s.settimeout(float(sys.argv[2]))
+try:
+    s.connect((sys.argv[1], 9))
+except ConnectionRefusedError:
+    pass  # the host answered (RST): reachable
+except OSError:
+    sys.exit(1)  # no answer: the packets were dropped
+"""
+
+
+async def reaches(cluster: NetnsCluster, src: str, dst: str, *, timeout: float = 2.0) -> bool:
+    """Whether a TCP SYN from host `src` to host `dst` gets any answer (a refused connection
+    counts: it proves the packets flow). A cut drops them, so the connect times out."""
+    assert cluster.topology is not None
+    here, there = cluster.topology.host(src), cluster.topology.host(dst)
+    proc = await asyncio.create_subprocess_exec(
+        *ns_exec(here.netns, [sys.executable, "-c", _PROBE, there.ip, str(timeout)]),
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    return await proc.wait() == 0
 
 
 # -- waiting -----------------------------------------------------------------------------

@@ -17,11 +17,11 @@ from tests.integration.objects import priority_class
 from tests.integration.scheduler.conftest import (
     StartScheduler,
     create_node,
-    events_for,
     get_pod,
     wait_bound,
     wait_for,
 )
+from tests.integration.waiting import recorded
 
 Obj = dict[str, Any]
 
@@ -58,8 +58,8 @@ async def test_ts1_pods_spread_evenly_across_zones(api: ApiClient,
     pod = await get_pod(api, "web-0")
     assert pod is not None
     assert (get_condition(pod, "PodScheduled") or {}).get("status") == "True"
-    scheduled = [e for e in await events_for(api, "web-0") if e["reason"] == "Scheduled"]
-    assert scheduled and scheduled[0]["message"] == (
+    scheduled = await recorded(api, "default", reason="Scheduled", name="web-0")
+    assert scheduled[0]["message"] == (
         f"Successfully assigned default/web-0 to {pod['spec']['nodeName']}")
 
 
@@ -92,8 +92,8 @@ async def test_pp4_high_priority_pod_preempts_on_a_full_cluster(
     assert parse_rfc3339(meta["deletionTimestamp"]) > time.time() + 25
     disruption = get_condition(victim, "DisruptionTarget")
     assert disruption is not None and disruption["reason"] == "PreemptionByScheduler"
-    preempted = [e for e in await events_for(api, meta["name"]) if e["reason"] == "Preempted"]
-    assert preempted and preempted[0]["message"] == (
+    preempted = await recorded(api, "default", reason="Preempted", name=meta["name"])
+    assert preempted[0]["message"] == (
         f"Preempted by pod {high['metadata']['uid']} on node node-1")
     scheduled = get_condition(high, "PodScheduled")
     assert scheduled is not None and scheduled["reason"] == "Unschedulable"
@@ -130,12 +130,14 @@ async def test_pp5_never_policy_pod_waits_instead_of_preempting(
     assert get_condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never.")
-    failed = [e for e in await events_for(api, "polite") if e["reason"] == "FailedScheduling"]
-    assert failed and failed[0]["type"] == "Warning"
+    failed = await recorded(api, "default", reason="FailedScheduling", name="polite")
+    assert failed[0]["type"] == "Warning"
     await asyncio.sleep(1.0)
     low = await get_pod(api, "low")
     assert low is not None and not low["metadata"].get("deletionTimestamp")
-    assert not (pod.get("status") or {}).get("nominatedNodeName")
+    polite = await get_pod(api, "polite")  # as it is now, after the scheduler had its chance
+    assert polite is not None and not polite["spec"].get("nodeName")
+    assert not (polite.get("status") or {}).get("nominatedNodeName")
     # Resources freed "naturally": it is scheduled on the next retry.
     await api.delete("pods", "low", "default", grace_period_seconds=0)
     assert await wait_bound(api, "polite") == "node-1"

@@ -20,12 +20,12 @@ from tests.integration.scheduler.conftest import (
     StartControllerManager,
     StartKubelet,
     StartScheduler,
-    events_for,
     get_pod,
     wait_for,
     wait_gone,
     wait_running,
 )
+from tests.integration.waiting import recorded
 
 Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
@@ -130,8 +130,8 @@ async def test_pp4_high_priority_pod_preempts_on_a_full_hollow_cluster(
     assert victim_obj["metadata"]["deletionGracePeriodSeconds"] == 2  # its full grace
     disruption = get_condition(victim_obj, "DisruptionTarget")
     assert disruption is not None and disruption["reason"] == "PreemptionByScheduler"
-    preempted = [e for e in await events_for(api, victim) if e["reason"] == "Preempted"]
-    assert preempted and preempted[0]["message"] == (
+    preempted = await recorded(api, "default", reason="Preempted", name=victim)
+    assert preempted[0]["message"] == (
         f"Preempted by pod {high['metadata']['uid']} on node {node}")
 
     # The hollow kubelet terminated the victim and removed it; only then was the

@@ -52,7 +52,7 @@ def test_lc3_explicit_values_are_kept() -> None:
     pytest.param("nginx@sha256:abcd", "IfNotPresent", id="digest"),
     pytest.param(None, "IfNotPresent", id="command-only"),
 ])
-def test_lc3_image_pull_policy_default(image: str | None, policy: str) -> None:
+def test_image_pull_policy_defaults_from_the_tag(image: str | None, policy: str) -> None:
     assert image_pull_policy(image) == policy
 
 

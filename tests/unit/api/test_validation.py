@@ -458,11 +458,11 @@ def test_as7_selector_mismatch_says_so() -> None:
                  ("spec.updateStrategy.rollingUpdate.partition", "Invalid value"),
                  id="partition"),
 ])
-def test_ps4_statefulset_rules(path: str, value: Any, expected: tuple[str, str]) -> None:
+def test_statefulset_validation_rules(path: str, value: Any, expected: tuple[str, str]) -> None:
     assert paths(with_(STS, path, value)) == [expected]
 
 
-def test_ps4_statefulset_selector_is_immutable() -> None:
+def test_statefulset_selector_is_immutable() -> None:
     new = with_(with_(STS, "spec.selector.matchLabels.tier", "x"),
                 "spec.template.metadata.labels.tier", "x")
     # the template change is refused too until StatefulSet rolling updates exist (issue 10)
@@ -495,7 +495,7 @@ def test_as7_replicaset_selector_is_immutable() -> None:
                  id="event-involved-object"),
     pytest.param(with_(EVENT, "count", -1), ("count", "Invalid value"), id="event-count"),
 ])
-def test_ps2_lease_and_event_rules(obj: dict[str, Any], expected: tuple[str, str]) -> None:
+def test_lease_and_event_validation_rules(obj: dict[str, Any], expected: tuple[str, str]) -> None:
     assert paths(obj) == [expected]
 
 

@@ -7,7 +7,13 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_pod
-from skiff.apiserver.graceful import Action, decide, finished_finalizing, pod_grace_period
+from skiff.apiserver.graceful import (
+    Action,
+    decide,
+    finished_finalizing,
+    later_delete_period,
+    pod_grace_period,
+)
 from skiff.clock import parse_rfc3339, rfc3339
 
 NOW = 1_700_000_000.0
@@ -52,16 +58,39 @@ def test_gt2_a_later_delete_never_lengthens(period: int) -> None:
     assert decide(pod, period, NOW + 1).action is Action.UNCHANGED
 
 
-def test_gt2_a_later_delete_shortens_period_and_deadline() -> None:
-    decision = decide(_terminating(30, NOW + 30), 5, NOW + 1)
+def test_gt2_a_later_shorter_delete_counts_from_the_original_start() -> None:
+    """Kubernetes' BeforeDelete: new deletionTimestamp = original start + new period,
+    where the original start is the old deletionTimestamp minus the old period."""
+    decision = decide(_terminating(30, NOW + 30), 5, NOW + 1)  # deleted at NOW
     assert decision.action is Action.MARK
     assert decision.obj["metadata"]["deletionGracePeriodSeconds"] == 5
-    assert parse_rfc3339(decision.obj["metadata"]["deletionTimestamp"]) == NOW + 6
+    assert parse_rfc3339(decision.obj["metadata"]["deletionTimestamp"]) == NOW + 5
 
 
-def test_gt2_shortening_never_moves_the_deadline_later() -> None:
-    decision = decide(_terminating(30, NOW + 2), 10, NOW)
-    assert parse_rfc3339(decision.obj["metadata"]["deletionTimestamp"]) == NOW + 2
+def test_gt2_shortening_moves_the_deadline_earlier_even_into_the_past() -> None:
+    decision = decide(_terminating(30, NOW + 2), 10, NOW)  # deleted 28 s ago
+    assert decision.obj["metadata"]["deletionGracePeriodSeconds"] == 10
+    assert parse_rfc3339(decision.obj["metadata"]["deletionTimestamp"]) == NOW - 18
+
+
+@pytest.mark.parametrize("spec_period", [5, 30, 60])
+def test_gt2_a_later_delete_without_grace_period_is_a_no_op(spec_period: int) -> None:
+    """No gracePeriodSeconds on a terminating pod: the pending deletion stands, whatever
+    the spec's terminationGracePeriodSeconds says (even when shorter)."""
+    pod = _terminating(30, NOW + 30)
+    pod["spec"]["terminationGracePeriodSeconds"] = spec_period
+    decision = decide(pod, later_delete_period(None), NOW + 1)
+    assert decision.action is Action.UNCHANGED
+    assert decision.obj == pod
+
+
+def test_gt2_a_terminating_object_with_no_period_left_is_removed_on_the_next_delete() -> None:
+    """A deletion marked with period 0 whose removal did not happen is finished by the next
+    DELETE (Kubernetes recovers the same way); finalizers still hold it."""
+    assert decide(_terminating(0, NOW), None, NOW + 1).action is Action.DELETE_NOW
+    held = _terminating(0, NOW)
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    assert decide(held, 5, NOW + 1).action is Action.UNCHANGED
 
 
 @pytest.mark.parametrize("pod", [

@@ -40,6 +40,19 @@ def test_as5_translate_applies_selector_transitions(raw: RawEvent,
         assert ev.revision == raw.revision
 
 
+def test_as5_leaving_the_selector_sends_deleted_with_the_previous_object() -> None:
+    """Kubernetes' cacher: DELETED carries the object as it was when it last matched, with
+    the resourceVersion of the change that made it stop matching."""
+    web = {**WEB, "metadata": {**WEB["metadata"], "resourceVersion": "7"}}
+    db = {**DB, "metadata": {**DB["metadata"], "resourceVersion": "8"}}
+    ev = translate(RawEvent(8, KEY, "PUT", db, web, False),
+                   WatchRequest(lookup("pods"), "default", _is_web))
+    assert ev is not None and ev.type == "DELETED"
+    assert ev.object["metadata"]["labels"] == {"app": "web"}
+    assert ev.object["metadata"]["resourceVersion"] == "8"
+    assert web["metadata"]["resourceVersion"] == "7", "the stored previous state is not changed"
+
+
 def test_as5_deleted_event_carries_the_deletion_revision() -> None:
     ev = translate(RawEvent(42, KEY, "DELETE", None, {**WEB, "metadata": {
         **WEB["metadata"], "resourceVersion": "40"}}, False),

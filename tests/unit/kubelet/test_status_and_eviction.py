@@ -28,7 +28,8 @@ def _record(*, running: bool = False, exit_code: int | None = None,
     loop.close()
     return ContainerRecord(spec={"name": "c"}, kind=APP, handle=handle if attempts else None,
                            attempts=attempts, exit_code=exit_code, post_start_done=True,
-                           ready=running)
+                           ready=running,
+                           finished_at=None if running else 0.0)  # as the exit callback
 
 
 @pytest.mark.parametrize(("records", "policy", "terminating", "previous", "expected"), [

@@ -1,0 +1,23 @@
+"""SPEC LC4/LC3: a container whose process has just exited is not taken for one that can be
+started again until the kubelet has recorded how it ended (the exit callback runs on a
+later loop turn than the exit itself)."""
+
+from __future__ import annotations
+
+import asyncio
+
+from skiff.kubelet.records import INIT, ContainerRecord
+from skiff.kubelet.runtime import ContainerHandle
+
+
+async def test_lc4_a_just_exited_init_container_is_not_startable_before_its_exit_is_recorded(
+) -> None:
+    exited: asyncio.Future[int | None] = asyncio.get_running_loop().create_future()
+    handle = ContainerHandle(id="process://1", pid=1, pgid=1, start_ticks=0, started_at=0.0,
+                             exited=exited)
+    r = ContainerRecord(spec={"name": "init-2"}, kind=INIT, handle=handle, attempts=1)
+    assert r.running
+    exited.set_result(0)  # the process is gone; the kubelet's callback has not run yet
+    assert r.running and not r.succeeded, "an unrecorded exit would start init-2 again"
+    r.exit_code, r.finished_at = 0, 1.0  # what the exit callback records
+    assert not r.running and r.succeeded
