@@ -61,7 +61,9 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
     resources: list[Obj] = []
     for info in kinds:
         resources.append({"name": info.resource, "singularName": info.kind.lower(),
-                          "namespaced": info.namespaced, "kind": info.kind, "verbs": _VERBS,
+                          "namespaced": info.namespaced, "kind": info.kind,
+                          "verbs": [v for v in _VERBS if v != "deletecollection"
+                                    or info.kind != "Namespace"],
                           "shortNames": list(info.short_names)})
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
@@ -187,7 +189,7 @@ class KubeApi:
             if method == "GET":
                 if q.get("watch") in ("true", "1"):
                     return self._watch(req, info, namespace)
-            if method == "DELETE":
+            if method == "DELETE" and info.kind != "Namespace":  # as in Kubernetes
                 options = _body(req) if req.body else {}
                 grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
                 deleted = await collection.delete_collection(
