@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -96,6 +97,7 @@ class KubeApi:
                  authorizer: reviews.Authorizer = reviews.ALLOW_ALL) -> None:
         self.registry = registry
         self.authorizer = authorizer
+        threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
 
     async def handle(self, req: Request) -> Response:

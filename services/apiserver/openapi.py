@@ -9,7 +9,8 @@ lists become one type, and each served kind gets its `x-kubernetes-group-version
 table. The strategic merge patch and server-side apply read list merge keys and patch
 strategies from the same schemas (`field_schema`).
 
-The 1.3 MB definitions file is read once, on first use (see `_definitions`).
+The 1.3 MB definitions file is read once (about 1 s and 25 MiB on the CI machine), in a
+background thread when the Kubernetes front starts (`warm`).
 """
 
 from __future__ import annotations
@@ -110,9 +111,15 @@ def kind_definition(info: KindInfo) -> str | None:
     return _find_kind(_definitions(), info)
 
 
+def warm() -> None:
+    """Read the definitions now (about 1 s and 25 MiB), so the first patch does not wait."""
+    _definitions()
+
+
+@functools.lru_cache(maxsize=4096)
 def field_schema(kind: str, path: tuple[str, ...]) -> Obj | None:
     """The schema of a field of a served kind (`("spec", "containers")`), references
-    resolved; None when the schema does not know the field."""
+    resolved; None when the schema does not know the field. Cached: do not mutate."""
     info = next((k for k in KINDS if k.kind == kind), None)
     name = kind_definition(info) if info else None
     if name is None:

@@ -12,7 +12,7 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,6 +20,7 @@ from kubernetes import client, config, watch
 
 from skiff.cli.localcluster import write_kubeconfig
 from skiff.cli.processes import free_port
+from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 
 POD = """apiVersion: v1
@@ -31,8 +32,8 @@ spec:
 
 
 class Api:
-    def __init__(self, config_path: Path, url: str) -> None:
-        self.config, self.url = config_path, url
+    def __init__(self, config_path: Path, url: str, target: str) -> None:
+        self.config, self.url, self.target = config_path, url, target
 
     def kubectl(self, *args: str, stdin: str | None = None
                 ) -> subprocess.CompletedProcess[str]:
@@ -53,9 +54,15 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     cluster = Cluster(root, apiserver_args=["--http-port", str(port)]).start()
     try:
         url = f"http://127.0.0.1:{port}"
-        yield Api(write_kubeconfig(root, url), url)
+        yield Api(write_kubeconfig(root, url), url, cluster.api_target)
     finally:
         cluster.stop()
+
+
+@pytest.fixture
+async def api_grpc(api: Api) -> AsyncIterator[ApiClient]:
+    async with ApiClient(api.target, retry_seconds=20) as grpc_client:
+        yield grpc_client
 
 
 @pytest.fixture(scope="module")
@@ -165,3 +172,10 @@ def test_AX6_not_found_status_on_the_wire(api: Api) -> None:
         b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":'
         b'"pods \\"nope\\" not found","reason":"NotFound","details":{"name":"nope",'
         b'"kind":"pods"},"code":404}\n')
+
+
+async def test_AX2_grpc_watch_timeout_seconds_ends_the_stream(api_grpc: ApiClient) -> None:
+    started = time.monotonic()
+    async for _ in api_grpc.watch("pods", "default", timeout_seconds=2):
+        pass  # the stream ends by itself; no exception
+    assert time.monotonic() - started < 10, "the gRPC watch outlived timeoutSeconds=2"
