@@ -1,6 +1,8 @@
 """Watch and collection parameters of the Kubernetes API (SPEC AX2), shared by the HTTP
 and gRPC fronts: `timeoutSeconds` ends a watch cleanly (the stream simply ends, as
-kube-apiserver closes it), and `deletecollection` deletes what a label/field selector picks.
+kube-apiserver closes it), `deletecollection` deletes what a label/field selector picks,
+and `sendInitialEvents` ends the initial objects with Kubernetes' `initial-events-end`
+bookmark.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 from skiff.api import ApiError
+from skiff.api.kinds import lookup
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.watchcache import WatchEvent
 
 T = TypeVar("T")
 Obj = dict[str, Any]
@@ -80,3 +84,28 @@ async def delete_collection(registry: Registry, resource: str, namespace: str | 
             raise
         deleted.append(result["object"])
     return {**listed, "items": deleted}
+
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+
+
+async def watch_with_initial_events(registry: Registry, resource: str,
+                                    namespace: str | None, *, label_selector: str = "",
+                                    field_selector: str = "") -> AsyncIterator[WatchEvent]:
+    """`sendInitialEvents=true` (the streaming list client-go's WatchList uses): the current
+    objects as ADDED, then a BOOKMARK annotated `k8s.io/initial-events-end: "true"` at the
+    list's resourceVersion, then the changes after it."""
+    listed = await registry.list(resource, namespace, label_selector=label_selector,
+                                 field_selector=field_selector)
+    for item in listed["items"]:
+        yield WatchEvent("ADDED", item, int(item["metadata"]["resourceVersion"]))
+    revision = listed["metadata"]["resourceVersion"]
+    info = lookup(resource)
+    yield WatchEvent("BOOKMARK", {
+        "kind": info.kind, "apiVersion": info.api_version,
+        "metadata": {"resourceVersion": revision,
+                     "annotations": {INITIAL_EVENTS_END: "true"}}}, int(revision))
+    async for event in registry.watch(resource, namespace, resource_version=revision,
+                                      label_selector=label_selector,
+                                      field_selector=field_selector):
+        yield event

@@ -268,6 +268,9 @@ class KubeApi:
         q = req.query
         strict = q.get("fieldValidation") == "Strict"
         dry_run = _dry_run(q)
+        if q.get("force") and kind != patches.APPLY_PATCH:
+            raise ApiError.bad_request(f"force: Invalid value: {q['force']}: may not be "
+                                       "specified for non-apply patch")
         apply_body = _body(req) if kind == patches.APPLY_PATCH else None
         patch = None if kind in (patches.JSON_PATCH, patches.APPLY_PATCH) else _body(req)
         for _ in range(8):
@@ -406,12 +409,17 @@ class KubeApi:
 
         timeout = collection.timeout_seconds(q.get("timeoutSeconds"))
 
+        selectors = {"label_selector": q.get("labelSelector", ""),
+                     "field_selector": q.get("fieldSelector", "")}
+        source = (collection.watch_with_initial_events(self.registry, info.resource,
+                                                       namespace, **selectors)
+                  if q.get("sendInitialEvents") in ("true", "1") else
+                  self.registry.watch(info.resource, namespace, resource_version=rv,
+                                      **selectors))
+
         async def events() -> AsyncIterator[Obj]:
             first = True
-            async for ev in collection.until_timeout(self.registry.watch(
-                    info.resource, namespace, resource_version=q.get("resourceVersion", ""),
-                    label_selector=q.get("labelSelector", ""),
-                    field_selector=q.get("fieldSelector", "")), timeout):
+            async for ev in collection.until_timeout(source, timeout):
                 if ev.type == "BOOKMARK" and q.get("allowWatchBookmarks") not in ("true", "1"):
                     continue
                 obj = ev.object

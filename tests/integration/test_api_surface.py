@@ -179,3 +179,16 @@ async def test_AX2_grpc_watch_timeout_seconds_ends_the_stream(api_grpc: ApiClien
     async for _ in api_grpc.watch("pods", "default", timeout_seconds=2):
         pass  # the stream ends by itself; no exception
     assert time.monotonic() - started < 10, "the gRPC watch outlived timeoutSeconds=2"
+
+
+def test_AX2_send_initial_events_ends_with_the_initial_events_end_bookmark(api: Api) -> None:
+    assert api.kubectl("create", "-f", "-", stdin=POD.format(
+        name="ie", app="ie", extra="", image="busybox")).returncode == 0
+    url = (f"{api.url}/api/v1/namespaces/default/pods?watch=true&sendInitialEvents=true"
+           "&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&labelSelector=app%3Die"
+           "&timeoutSeconds=2")
+    with urllib.request.urlopen(url, timeout=30) as stream:
+        events = [json.loads(line) for line in stream.read().splitlines()]
+    assert [e["type"] for e in events] == ["ADDED", "BOOKMARK"]
+    assert events[1]["object"]["metadata"]["annotations"] == {
+        "k8s.io/initial-events-end": "true"}
