@@ -97,6 +97,7 @@ class KubeApi:
                  authorizer: reviews.Authorizer = reviews.ALLOW_ALL) -> None:
         self.registry = registry
         self.authorizer = authorizer
+        self._openapi_v3: dict[str, Obj] = {}
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
 
@@ -144,8 +145,10 @@ class KubeApi:
             gv = path.removeprefix("/openapi/v3/").removeprefix("api/").removeprefix("apis/")
             if gv not in self._by_gv:
                 raise ApiError.not_found("openapi", gv)
-            return Response(200, openapi.v3_document(gv, self._by_gv[gv],
-                                                     VERSION["gitVersion"]))
+            if gv not in self._openapi_v3:  # the same for the life of the process
+                self._openapi_v3[gv] = openapi.v3_document(gv, self._by_gv[gv],
+                                                           VERSION["gitVersion"])
+            return Response(200, self._openapi_v3[gv])
         if path == "/openapi/v2":
             if "protobuf" not in req.header("accept") and "json" in req.header("accept"):
                 return Response(200, openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
@@ -221,11 +224,12 @@ class KubeApi:
         if sub in ("binding", "eviction") and info.kind == "Pod" and method == "POST":
             if sub == "binding":
                 await r.bind(namespace, name, _body(req))
-                return Response(201, {"kind": "Status", "apiVersion": "v1",
+                return Response(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Success", "code": 201})
             evicted = await r.evict(namespace, name, _body(req))
-            return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
-                                  "code": 201, "details": {"name": name}}
+            return Response(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                  "status": "Success", "details": {"name": name},
+                                  "code": 201}
                             if evicted["deleted"] else evicted["object"])
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
