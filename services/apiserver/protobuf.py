@@ -80,6 +80,9 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                                     ("nonResourceAttributes", 2, "NonResourceAttributes")],
     "SelfSubjectAccessReview": [("metadata", 1, "ObjectMeta"),
                                 ("spec", 2, "SelfSubjectAccessReviewSpec")],
+    "SelfSubjectRulesReviewSpec": [("namespace", 1, "string")],
+    "SelfSubjectRulesReview": [("metadata", 1, "ObjectMeta"),
+                               ("spec", 2, "SelfSubjectRulesReviewSpec")],
     "SelfSubjectReview": [("metadata", 1, "ObjectMeta")],
 }
 
@@ -92,6 +95,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
 }
 

@@ -1,5 +1,6 @@
 """Access reviews (SPEC AX5): `SelfSubjectAccessReview` (authorization.k8s.io/v1,
-`kubectl auth can-i`) and `SelfSubjectReview` (authentication.k8s.io/v1, `kubectl auth
+`kubectl auth can-i`), `SelfSubjectRulesReview` (`kubectl auth can-i --list`) and
+`SelfSubjectReview` (authentication.k8s.io/v1, `kubectl auth
 whoami`).
 
 The seam: an `Authorizer` answers `authorize(user, attributes)`. Until Skiff knows who is
@@ -15,6 +16,7 @@ from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from skiff.api import ApiError
+from skiff.api.errors import FieldError
 
 Obj = dict[str, Any]
 
@@ -50,21 +52,36 @@ class Authorizer(Protocol):
     def authorize(self, user: UserInfo, attributes: Obj) -> Decision: ...
 
 
+class RulesResolver(Protocol):
+    """Optional: what `user` may do in `namespace` (`kubectl auth can-i --list`), as a
+    SubjectRulesReviewStatus (`resourceRules`, `nonResourceRules`, `incomplete`)."""
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Obj: ...
+
+
 class AllowAll:
     def authorize(self, user: UserInfo, attributes: Obj) -> Decision:
         return Decision(True, "Skiff has no authorization yet: every request is allowed")
+
+    def rules_for(self, user: UserInfo, namespace: str) -> Obj:
+        return {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
+                "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
+                "incomplete": False,
+                "evaluationError": "Skiff has no authorization yet: every request is "
+                                   "allowed"}
 
 
 ALLOW_ALL = AllowAll()
 
 
 def resource_list(group_version: str) -> Obj:
-    name, kind = (("selfsubjectaccessreviews", "SelfSubjectAccessReview")
-                  if group_version == AUTHORIZATION_GV
-                  else ("selfsubjectreviews", "SelfSubjectReview"))
+    served = ([("selfsubjectaccessreviews", "SelfSubjectAccessReview"),
+               ("selfsubjectrulesreviews", "SelfSubjectRulesReview")]
+              if group_version == AUTHORIZATION_GV
+              else [("selfsubjectreviews", "SelfSubjectReview")])
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": [{"name": name, "singularName": kind.lower(), "namespaced": False,
-                           "kind": kind, "verbs": ["create"]}]}
+                           "kind": kind, "verbs": ["create"]} for name, kind in served]}
 
 
 def review(group_version: str, resource: str, body: Obj, *, authorizer: Authorizer,
@@ -84,6 +101,14 @@ def review(group_version: str, resource: str, body: Obj, *, authorizer: Authoriz
             status["reason"] = decision.reason
         return {"kind": "SelfSubjectAccessReview", "apiVersion": AUTHORIZATION_GV,
                 "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
+    if (group_version, resource) == (AUTHORIZATION_GV, "selfsubjectrulesreviews"):
+        spec = body.get("spec") or {}
+        rules = getattr(authorizer, "rules_for", None)
+        status = (rules(user, str(spec.get("namespace") or "")) if rules else
+                  {"resourceRules": [], "nonResourceRules": [], "incomplete": True,
+                   "evaluationError": "this authorizer cannot list rules"})
+        return {"kind": "SelfSubjectRulesReview", "apiVersion": AUTHORIZATION_GV,
+                "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
     if (group_version, resource) == (AUTHENTICATION_GV, "selfsubjectreviews"):
         info: Obj = {"username": user.username, "groups": list(user.groups)}
         if user.uid:
@@ -96,8 +121,7 @@ def review(group_version: str, resource: str, body: Obj, *, authorizer: Authoriz
     raise ApiError.not_found(resource, "")
 
 
-def _required_attributes() -> Any:
-    from skiff.api.errors import FieldError
+def _required_attributes() -> FieldError:
     return FieldError("spec.resourceAttributes", "Invalid value",
                       "exactly one of nonResourceAttributes or resourceAttributes must be "
                       "specified", [])

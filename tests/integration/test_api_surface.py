@@ -161,6 +161,8 @@ def test_AX5_kubectl_auth_can_i_and_whoami_answer(api: Api) -> None:
     assert can.returncode == 0 and can.stdout.strip() == "yes", can.stdout + can.stderr
     why = api.kubectl("auth", "can-i", "create", "pods", "-v=8")
     assert "every request is allowed" in why.stderr
+    listed = api.kubectl("auth", "can-i", "--list")
+    assert listed.returncode == 0 and "*.*" in listed.stdout, listed.stdout + listed.stderr
     whoami = api.kubectl("auth", "whoami")
     assert whoami.returncode == 0 and "skiff-admin" in whoami.stdout, whoami.stderr
 
