@@ -119,8 +119,7 @@ def _value(obj: Any, path: Path) -> Any:
             node = node[text]
         elif kind == "k" and isinstance(node, list):
             wanted = json.loads(text)
-            node = next((v for v in node if isinstance(v, dict)
-                         and all(v.get(k) == w for k, w in wanted.items())), _ABSENT)
+            node = next((v for v in node if _key_matches(v, wanted)), _ABSENT)
         elif kind == "v" and isinstance(node, list):
             value = json.loads(text)
             node = value if value in node else _ABSENT
@@ -134,6 +133,13 @@ def _value(obj: Any, path: Path) -> Any:
 _ABSENT = object()
 
 
+def _key_matches(item: Any, wanted: Obj) -> bool:
+    """A list item with these map keys; a key left out (null) matches its defaulted value
+    (`ports` keyed by containerPort and protocol, protocol defaulted to TCP)."""
+    return isinstance(item, dict) and all(w is None or item.get(k) == w
+                                          for k, w in wanted.items())
+
+
 def _remove(obj: Any, path: Path) -> None:
     if path and path[-1] == ".":
         path = path[:-1]
@@ -143,8 +149,7 @@ def _remove(obj: Any, path: Path) -> None:
         parent.pop(text, None)
     elif kind == "k" and isinstance(parent, list):
         wanted = json.loads(text)
-        parent[:] = [v for v in parent if not (isinstance(v, dict) and all(
-            v.get(k) == w for k, w in wanted.items()))]
+        parent[:] = [v for v in parent if not _key_matches(v, wanted)]
     elif kind == "v" and isinstance(parent, list):
         value = json.loads(text)
         parent[:] = [v for v in parent if v != value]
@@ -211,7 +216,9 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
     conflicts: list[tuple[Obj, Path]] = []
     for entry in others:
         for path in sorted(_entry_paths(entry) & mine):
-            if path[-1] != "." and _value(live, path) != _value(applied, path):
+            live_value = _value(live, path)
+            if (path[-1] != "." and live_value is not _ABSENT
+                    and live_value != _value(applied, path)):
                 conflicts.append((entry, path))
     if conflicts and not force:
         raise _conflict_error(conflicts)

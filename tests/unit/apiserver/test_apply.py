@@ -67,3 +67,13 @@ def test_AX1_update_conflicts_name_the_api_version() -> None:
     with pytest.raises(ApiError) as err:
         server_side_apply("Pod", edited, pod({"tier": "a"}), manager="alice", force=False)
     assert 'conflict with "kubectl-edit" using v1: .metadata.labels.tier' in err.value.message
+
+
+def test_AX1_list_map_key_left_to_its_default_is_not_a_conflict() -> None:
+    applied = pod({"tier": "a"})
+    applied["spec"]["containers"][0]["ports"] = [{"containerPort": 80}]
+    live = server_side_apply("Pod", None, applied, manager="alice", force=False)
+    live["spec"]["containers"][0]["ports"][0]["protocol"] = "TCP"  # the apiserver's default
+    again = server_side_apply("Pod", live, applied, manager="bob", force=False)
+    assert again["spec"]["containers"][0]["ports"] == [{"containerPort": 80,
+                                                        "protocol": "TCP"}]
