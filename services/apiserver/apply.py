@@ -239,6 +239,11 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
         lost = {p for e, p in conflicts if e is entry}
         kept = _entry_paths(entry) - lost
         new_others.append({**entry, "fieldsV1": to_fields_v1(kept)} if kept else {})
+    if previous is not None and not conflicts and _entry_paths(previous) == mine:
+        unchanged = copy.deepcopy(result)
+        unchanged["metadata"]["managedFields"] = entries
+        if unchanged == live:  # re-applying the same configuration changes nothing
+            return copy.deepcopy(live)
     _set_entries(result, [*new_others, _entry(manager, "Apply", api_version, mine)])
     return result
 
@@ -282,6 +287,11 @@ def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
     changed = {p for p in after if p not in before or (
         p[-1] != "." and _value(old, p) != _value(new, p))}
     entries = _entries(old) if old else []
+    if old is not None and not changed and before == after:
+        # nothing changed hands: keep the entries (and their times), so a no-op write
+        # stays a no-op
+        result.setdefault("metadata", {})["managedFields"] = copy.deepcopy(entries)
+        return result
     api_version = str(new.get("apiVersion", ""))
     updated = []
     mine = set(changed)

@@ -77,3 +77,16 @@ def test_AX1_list_map_key_left_to_its_default_is_not_a_conflict() -> None:
     again = server_side_apply("Pod", live, applied, manager="bob", force=False)
     assert again["spec"]["containers"][0]["ports"] == [{"containerPort": 80,
                                                         "protocol": "TCP"}]
+
+
+def test_AX1_reapplying_or_rewriting_the_same_object_changes_nothing() -> None:
+    live = server_side_apply("Pod", None, pod({"tier": "a"}), manager="alice", force=False)
+    live["metadata"]["managedFields"][0]["time"] = "2020-01-01T00:00:00Z"
+    assert server_side_apply("Pod", live, pod({"tier": "a"}), manager="alice",
+                             force=False) == live
+    changed = pod({"tier": "b"}) | {"metadata": {**live["metadata"], "labels": {"tier": "b"}}}
+    edited = record_update("Pod", live, changed, manager="kubectl-edit")
+    for entry in edited["metadata"]["managedFields"]:
+        entry["time"] = "2020-01-01T00:00:00Z"
+    again = record_update("Pod", edited, edited, manager="kubectl-edit")
+    assert again["metadata"]["managedFields"] == edited["metadata"]["managedFields"]
