@@ -72,13 +72,17 @@ def core(api: Api) -> Iterator[client.CoreV1Api]:
         yield client.CoreV1Api(api_client)
 
 
-def test_AX1_kubectl_patch_type_json_adds_a_label(api: Api) -> None:
+def test_AX1_kubectl_patch_type_json_adds_a_label(api: Api, core: client.CoreV1Api) -> None:
     assert api.kubectl("create", "-f", "-", stdin=POD.format(
         name="jp", app="jp", extra="", image="busybox")).returncode == 0
     patched = api.kubectl("patch", "pod", "jp", "--type=json", "-p",
                           '[{"op":"add","path":"/metadata/labels/tier","value":"front"}]')
     assert patched.returncode == 0, patched.stderr
     assert api.get("jp")["metadata"]["labels"] == {"app": "jp", "tier": "front"}  # type: ignore[index]
+    # the official client sends a list body as application/json-patch+json
+    core.patch_namespaced_pod("jp", "default", [
+        {"op": "replace", "path": "/metadata/labels/tier", "value": "back"}])
+    assert core.read_namespaced_pod("jp", "default").metadata.labels["tier"] == "back"
 
 
 def test_AX1_server_side_apply_creates_updates_and_reports_a_conflict(api: Api) -> None:
