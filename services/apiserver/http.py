@@ -90,6 +90,14 @@ class HttpServer:
         return await _stream(raw, response)
 
 
+def encode_json(body: Any) -> bytes:
+    """JSON as kube-apiserver writes it (Go's json.Encoder): compact, non-ASCII kept,
+    `<`, `>`, `&` escaped, one trailing newline (SPEC AX6)."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return text.encode() + b"\n"
+
+
 def _too_large(limit: int) -> Response:
     err = ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
                    f"the request body is larger than the limit of {limit} bytes")
@@ -107,7 +115,7 @@ def _reply(response: Response) -> web.Response:
     elif isinstance(response.body, str):
         data = response.body.encode()
     else:
-        data = json.dumps(response.body).encode()
+        data = encode_json(response.body)
     return web.Response(status=response.status, body=data, headers=_headers(response))
 
 
@@ -124,8 +132,7 @@ async def _stream(raw: web.Request, response: Response) -> web.StreamResponse:
                 break
             if isinstance(item, str):
                 item = item.encode()
-            await out.write(item if isinstance(item, bytes)
-                            else json.dumps(item).encode() + b"\n")
+            await out.write(item if isinstance(item, bytes) else encode_json(item))
         await out.write_eof()
     except (ConnectionError, RuntimeError):
         pass  # the client went away (kubectl Ctrl-C); nothing is left to tell it

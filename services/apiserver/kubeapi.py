@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -23,7 +24,8 @@ from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
-from skiff.apiserver import protobuf
+from skiff.apiserver import apply as field_managers
+from skiff.apiserver import collection, openapi, patches, protobuf, reviews
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
 from skiff.client import logs as kubelet_logs
@@ -40,7 +42,9 @@ _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",)}
-_VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
+_VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
+            "GET": "get"}
+_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
 def _groups() -> dict[str, list[KindInfo]]:
@@ -58,7 +62,9 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
     resources: list[Obj] = []
     for info in kinds:
         resources.append({"name": info.resource, "singularName": info.kind.lower(),
-                          "namespaced": info.namespaced, "kind": info.kind, "verbs": _VERBS,
+                          "namespaced": info.namespaced, "kind": info.kind,
+                          "verbs": [v for v in _VERBS if v != "deletecollection"
+                                    or info.kind != "Namespace"],
                           "shortNames": list(info.short_names)})
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
@@ -84,60 +90,15 @@ _OPENAPI_V2_PB = _pb_string(1, b"2.0") + _pb_string(
     2, _pb_string(1, b"Skiff") + _pb_string(2, b"v1.32.0-skiff"))
 
 
-def _openapi_v3(group_version: str, kinds: list[KindInfo]) -> Obj:
-    """Operation stubs only: enough for kubectl to see that the server validates fields
-    itself (`fieldValidation` on PATCH), so it sends `fieldValidation=Strict` instead of
-    validating against schemas Skiff does not publish."""
-    group, _, version = group_version.rpartition("/")
-    root = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
-    paths: Obj = {}
-    for info in kinds:
-        gvk = {"group": group, "version": version, "kind": info.kind}
-        prefix = f"{root}/namespaces/{{namespace}}" if info.namespaced else root
-        params = [{"name": "fieldValidation", "in": "query", "schema": {"type": "string"}}]
-        paths[f"{prefix}/{info.resource}/{{name}}"] = {
-            "patch": {"parameters": params, "x-kubernetes-group-version-kind": gvk,
-                      "responses": {"200": {"description": "OK"}}}}
-        paths[f"{prefix}/{info.resource}"] = {
-            "post": {"parameters": params, "x-kubernetes-group-version-kind": gvk,
-                     "responses": {"201": {"description": "Created"}}}}
-    return {"openapi": "3.0.0", "info": {"title": "Skiff", "version": VERSION["gitVersion"]},
-            "paths": paths, "components": {"schemas": {}}}
-
-
-def merge_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
-    """RFC 7386 JSON merge patch; `strategic` also merges lists of named maps by name and
-    drops kubectl's `$`-directives (a practical subset of strategic merge patch)."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if strategic and key.startswith("$"):
-            continue
-        if value is None:
-            result.pop(key, None)
-        elif (strategic and isinstance(value, list) and isinstance(result.get(key), list)
-              and all(isinstance(v, dict) and "name" in v for v in value)
-              and all(isinstance(v, dict) and "name" in v for v in result[key])):
-            current = {v["name"]: v for v in result[key]}
-            merged = []
-            for item in value:
-                base = current.pop(item["name"], {})
-                merged.append(merge_patch(base, item, strategic=True))
-            order = [v["name"] for v in result[key]]
-            kept = [current[n] for n in order if n in current]
-            result[key] = kept + merged if not patch.get(f"$setElementOrder/{key}") else \
-                merged + kept
-        else:
-            result[key] = merge_patch(result.get(key), value, strategic=strategic)
-    return result
-
-
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *,
+                 authorizer: reviews.Authorizer = reviews.ALLOW_ALL) -> None:
         self.registry = registry
+        self.authorizer = authorizer
+        self._openapi_v3: dict[str, Obj] = {}
+        threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
 
     async def handle(self, req: Request) -> Response:
@@ -174,7 +135,7 @@ class KubeApi:
                 {"name": gv.split("/")[0],
                  "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
                  "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]}}
-                for gv in self._by_gv if "/" in gv]})
+                for gv in [*self._by_gv, *reviews.GROUP_VERSIONS] if "/" in gv]})
         if path == "/openapi/v3":
             return Response(200, {"paths": {
                 ("api/v1" if gv == "v1" else f"apis/{gv}"): {
@@ -184,13 +145,19 @@ class KubeApi:
             gv = path.removeprefix("/openapi/v3/").removeprefix("api/").removeprefix("apis/")
             if gv not in self._by_gv:
                 raise ApiError.not_found("openapi", gv)
-            return Response(200, _openapi_v3(gv, self._by_gv[gv]))
+            if gv not in self._openapi_v3:  # the same for the life of the process
+                self._openapi_v3[gv] = openapi.v3_document(gv, self._by_gv[gv],
+                                                           VERSION["gitVersion"])
+            return Response(200, self._openapi_v3[gv])
         if path == "/openapi/v2":
+            if "protobuf" not in req.header("accept") and "json" in req.header("accept"):
+                return Response(200, openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
             # Go's mime parser rejects the '@' in the official media type; octet-stream is
             # what old clients accept for this raw protobuf body.
             return Response(200, _OPENAPI_V2_PB, content_type="application/octet-stream")
         if path.startswith("/openapi"):
-            raise ApiError(Reason.NOT_FOUND, "Skiff serves only OpenAPI operation stubs")
+            raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
+                                             f"resource ({path})")
         parts = path.strip("/").split("/")
         if parts[0] == "api" and len(parts) >= 2:
             gv, rest = parts[1], parts[2:]
@@ -198,6 +165,8 @@ class KubeApi:
             gv, rest = f"{parts[1]}/{parts[2]}", parts[3:]
         else:
             raise ApiError.not_found("path", req.path)
+        if gv in reviews.GROUP_VERSIONS:
+            return self._review(req, gv, rest)
         kinds = self._by_gv.get(gv)
         if kinds is None:
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
@@ -225,27 +194,42 @@ class KubeApi:
             if method == "GET":
                 if q.get("watch") in ("true", "1"):
                     return self._watch(req, info, namespace)
+            if method == "DELETE" and info.kind != "Namespace":  # as in Kubernetes
+                options = _body(req) if req.body else {}
+                grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
+                deleted = await collection.delete_collection(
+                    r, info.resource, namespace,
+                    label_selector=q.get("labelSelector", ""),
+                    field_selector=q.get("fieldSelector", ""),
+                    grace_period_seconds=None if grace in (None, "")
+                    else _int_param("gracePeriodSeconds", grace),
+                    dry_run=_dry_run(q, options))
+                return Response(200, deleted)
+            if method == "GET":
                 listed = await r.list(info.resource, namespace,
                                       label_selector=q.get("labelSelector", ""),
                                       field_selector=q.get("fieldSelector", ""))
                 return Response(200, self._maybe_table(req, info, listed["items"], listed))
             if method == "POST":
-                _refuse_dry_run(q)
-                result = await r.create(info.resource, namespace, _body(req),
-                                        field_validation=q.get("fieldValidation", "Warn"))
+                body = field_managers.record_update(info.kind, None, _body(req),
+                                                    manager=_manager(req))
+                result = await r.create(info.resource, namespace, body,
+                                        field_validation=q.get("fieldValidation", "Warn"),
+                                        dry_run=_dry_run(q))
                 return Response(201, result.object, headers=_warnings(result.warnings))
-            raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{method} on a collection of "
-                                                      f"{info.resource} is not supported")
+            raise ApiError.method_not_supported(info.resource, _VERB_OF.get(method, method),
+                                                group=info.group)
         if sub == "log" and info.kind == "Pod" and method == "GET":
             return await self._log(namespace or "default", name, q)
         if sub in ("binding", "eviction") and info.kind == "Pod" and method == "POST":
             if sub == "binding":
                 await r.bind(namespace, name, _body(req))
-                return Response(201, {"kind": "Status", "apiVersion": "v1",
+                return Response(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Success", "code": 201})
             evicted = await r.evict(namespace, name, _body(req))
-            return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
-                                  "code": 201, "details": {"name": name}}
+            return Response(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                  "status": "Success", "details": {"name": name},
+                                  "code": 201}
                             if evicted["deleted"] else evicted["object"])
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
@@ -255,13 +239,16 @@ class KubeApi:
             obj = await r.get(info.resource, namespace, name)
             return Response(200, self._maybe_table(req, info, [obj], obj))
         if method == "PUT":
-            _refuse_dry_run(q)
             body = _body(req)
+            if sub == "":
+                old = await r.get(info.resource, namespace, name)
+                body = field_managers.record_update(info.kind, old, body,
+                                                    manager=_manager(req))
             result = await r.update(info.resource, namespace, body, subresource=sub,
-                                    field_validation=q.get("fieldValidation", "Warn"))
+                                    field_validation=q.get("fieldValidation", "Warn"),
+                                    dry_run=_dry_run(q))
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
-            _refuse_dry_run(q)
             return await self._patch(req, info, namespace, name, sub)
         if method == "DELETE":
             options = _body(req) if req.body else {}
@@ -269,40 +256,83 @@ class KubeApi:
             deleted = await r.delete(info.resource, namespace, name,
                                      grace_period_seconds=None if grace in (None, "")
                                      else _int_param("gracePeriodSeconds", grace),
-                                     preconditions=options.get("preconditions"))
+                                     preconditions=options.get("preconditions"),
+                                     dry_run=_dry_run(q, options))
             return Response(200, deleted["object"])
-        raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{method} is not supported here")
+        raise ApiError.method_not_supported(info.resource, _VERB_OF.get(method, method),
+                                            group=info.group)
 
     async def _patch(self, req: Request, info: KindInfo, namespace: str | None, name: str,
                      sub: str) -> Response:
         kind = req.header("content-type").split(";")[0].strip()
-        if kind not in ("application/merge-patch+json", "application/strategic-merge-patch+json",
-                        "application/json-patch+json"):
-            raise ApiError(Reason.BAD_REQUEST, f"patch type {kind or '(none)'} is not "
-                           "supported; use a merge or strategic merge patch")
-        if kind == "application/json-patch+json":
-            raise ApiError(Reason.BAD_REQUEST, "JSON patch is not supported; use "
-                           "--type=merge or --type=strategic")
-        patch = _body(req)
-        strict = req.query.get("fieldValidation") == "Strict"
+        if kind not in patches.PATCH_TYPES:
+            raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE, f"the body of the request was in "
+                           f"an unknown format - accepted media types include: "
+                           f"{', '.join(patches.PATCH_TYPES)}")
+        q = req.query
+        strict = q.get("fieldValidation") == "Strict"
+        dry_run = _dry_run(q)
+        if q.get("force") and kind != patches.APPLY_PATCH:
+            raise ApiError.bad_request(f"force: Invalid value: {q['force']}: may not be "
+                                       "specified for non-apply patch")
+        apply_body = _body(req) if kind == patches.APPLY_PATCH else None
+        patch = None if kind in (patches.JSON_PATCH, patches.APPLY_PATCH) else _body(req)
         for _ in range(8):
-            current = await self.registry.get(info.resource, namespace, name)
-            patched = merge_patch(current, patch,
-                                  strategic=kind.startswith("application/strategic"))
+            try:
+                current: Obj | None = await self.registry.get(info.resource, namespace, name)
+            except ApiError as err:
+                if err.reason != Reason.NOT_FOUND or apply_body is None:
+                    raise
+                current = None
+            if apply_body is not None:
+                patched = field_managers.server_side_apply(
+                    info.kind, current, apply_body, manager=q.get("fieldManager", ""),
+                    force=q.get("force") in ("true", "1"))
+                if current is None:  # apply creates what does not exist yet
+                    result = await self.registry.create(
+                        info.resource, namespace, patched,
+                        field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run)
+                    return Response(201, result.object, headers=_warnings(result.warnings))
+            else:
+                assert current is not None
+                if kind == patches.JSON_PATCH:
+                    patched = patches.apply_json_patch(current, req.body)
+                elif kind == patches.MERGE_PATCH:
+                    patched = patches.merge_patch(current, patch)
+                else:
+                    assert patch is not None
+                    patched = patches.strategic_merge_patch(info.kind, current, patch)
+                if sub == "":
+                    patched = field_managers.record_update(info.kind, current, patched,
+                                                           manager=_manager(req))
             if strict:
                 _refuse_unknown_patched_fields(patched)
-            patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
+            assert current is not None
+            requested_rv = (patched.get("metadata") or {}).get("resourceVersion")
+            pinned = requested_rv and requested_rv != current["metadata"]["resourceVersion"]
+            patched.setdefault("metadata", {})["resourceVersion"] = (
+                requested_rv or current["metadata"]["resourceVersion"])
             try:
                 result = await self.registry.update(
                     info.resource, namespace, patched, subresource=sub,
-                    field_validation=req.query.get("fieldValidation", "Warn"))
+                    field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run)
             except ApiError as err:
-                if err.reason == Reason.CONFLICT and not patch.get("metadata", {}).get(
-                        "resourceVersion"):
+                if err.reason == Reason.CONFLICT and not pinned and not (
+                        patch or {}).get("metadata", {}).get("resourceVersion"):
                     continue
                 raise
             return Response(200, result.object, headers=_warnings(result.warnings))
         raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the patch")
+
+    def _review(self, req: Request, gv: str, rest: list[str]) -> Response:
+        if not rest:
+            return Response(200, reviews.resource_list(gv))
+        if req.method != "POST" or len(rest) != 1:
+            raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
+                                                      f"{'/'.join(rest)}")
+        return Response(201, reviews.review(gv, rest[0], _body(req),
+                                            authorizer=self.authorizer,
+                                            user=reviews.ANONYMOUS_ADMIN))
 
     async def _scale(self, req: Request, info: KindInfo, namespace: str,
                      name: str) -> Response:
@@ -314,7 +344,7 @@ class KubeApi:
         if req.method not in ("PUT", "PATCH"):
             raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
                                                       f"{info.resource}/scale")
-        _refuse_dry_run(req.query)
+        dry_run = _dry_run(req.query)
         body = _body(req)
         for _ in range(8):
             scale = _scale_of(current)
@@ -325,7 +355,7 @@ class KubeApi:
                                                               "application/strategic")):
                     raise ApiError.bad_request("patch the scale subresource with "
                                                "--type=merge or --type=strategic")
-                wanted = merge_patch(scale, body)
+                wanted = patches.merge_patch(scale, body)
             replicas = (wanted.get("spec") or {}).get("replicas")
             if not isinstance(replicas, int) or isinstance(replicas, bool):
                 raise ApiError.invalid("Scale", name, [ApiFieldError(
@@ -341,7 +371,8 @@ class KubeApi:
             updated["metadata"]["resourceVersion"] = (requested_rv or
                                                       current["metadata"]["resourceVersion"])
             try:
-                result = await self.registry.update(info.resource, namespace, updated)
+                result = await self.registry.update(info.resource, namespace, updated,
+                                                    dry_run=dry_run)
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not requested_rv:
                     current = await self.registry.get(info.resource, namespace, name)
@@ -380,12 +411,19 @@ class KubeApi:
             if problem:
                 raise ApiError.bad_request(f"resourceVersion: Invalid value: {rv}: {problem}")
 
+        timeout = collection.timeout_seconds(q.get("timeoutSeconds"))
+
+        selectors = {"label_selector": q.get("labelSelector", ""),
+                     "field_selector": q.get("fieldSelector", "")}
+        source = (collection.watch_with_initial_events(self.registry, info.resource,
+                                                       namespace, **selectors)
+                  if q.get("sendInitialEvents") in ("true", "1") else
+                  self.registry.watch(info.resource, namespace, resource_version=rv,
+                                      **selectors))
+
         async def events() -> AsyncIterator[Obj]:
             first = True
-            async for ev in self.registry.watch(
-                    info.resource, namespace, resource_version=q.get("resourceVersion", ""),
-                    label_selector=q.get("labelSelector", ""),
-                    field_selector=q.get("fieldSelector", "")):
+            async for ev in collection.until_timeout(source, timeout):
                 if ev.type == "BOOKMARK" and q.get("allowWatchBookmarks") not in ("true", "1"):
                     continue
                 obj = ev.object
@@ -499,10 +537,20 @@ def _refuse_unknown_patched_fields(patched: Obj) -> None:
             json.dumps(patched, separators=(",", ":")))])
 
 
-def _refuse_dry_run(q: dict[str, str]) -> None:
-    if q.get("dryRun"):
-        raise ApiError.bad_request("dryRun is not supported by Skiff; run without "
-                                   "--dry-run=server")
+def _dry_run(q: dict[str, str], options: Obj | None = None) -> bool:
+    """`dryRun=All` (query, or DeleteOptions.dryRun): run everything, store nothing."""
+    values = (options or {}).get("dryRun") or ([q["dryRun"]] if q.get("dryRun") else [])
+    for value in values:
+        if value != "All":
+            raise ApiError.bad_request(f'dryRun: Unsupported value: "{value}": supported '
+                                       'values: "All"')
+    return bool(values)
+
+
+def _manager(req: Request) -> str:
+    """The field manager of a write: `fieldManager`, or the user agent's product name."""
+    return req.query.get("fieldManager") or field_managers.default_manager(
+        req.header("user-agent"))
 
 
 def _warnings(warnings: list[str]) -> dict[str, str]:

@@ -70,6 +70,20 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "PriorityClass": [("metadata", 1, "ObjectMeta"), ("value", 2, "int32"),
                       ("globalDefault", 3, "bool"), ("description", 4, "string"),
                       ("preemptionPolicy", 5, "string")],
+    # authorization/v1 and authentication/v1 (`kubectl auth can-i|whoami`)
+    "ResourceAttributes": [("namespace", 1, "string"), ("verb", 2, "string"),
+                           ("group", 3, "string"), ("version", 4, "string"),
+                           ("resource", 5, "string"), ("subresource", 6, "string"),
+                           ("name", 7, "string")],
+    "NonResourceAttributes": [("path", 1, "string"), ("verb", 2, "string")],
+    "SelfSubjectAccessReviewSpec": [("resourceAttributes", 1, "ResourceAttributes"),
+                                    ("nonResourceAttributes", 2, "NonResourceAttributes")],
+    "SelfSubjectAccessReview": [("metadata", 1, "ObjectMeta"),
+                                ("spec", 2, "SelfSubjectAccessReviewSpec")],
+    "SelfSubjectRulesReviewSpec": [("namespace", 1, "string")],
+    "SelfSubjectRulesReview": [("metadata", 1, "ObjectMeta"),
+                               ("spec", 2, "SelfSubjectRulesReviewSpec")],
+    "SelfSubjectReview": [("metadata", 1, "ObjectMeta")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -80,6 +94,9 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "DeleteOptions"): "DeleteOptions",  # typed clients' DELETE bodies
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
+    ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
 }
 
 _SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,

@@ -193,7 +193,9 @@ class Registry:
     # -- create --------------------------------------------------------------------------
 
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
-                     field_validation: str = "Warn") -> Result:
+                     field_validation: str = "Warn", dry_run: bool = False) -> Result:
+        """`dry_run` (AX2, `dryRun=All`): defaulting, validation and admission run; nothing
+        is stored."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
@@ -219,6 +221,11 @@ class Registry:
         inject_into_object(obj)
         self._check_size(info, obj)
         key = storage_key(info, meta.get("namespace"), meta["name"])
+        if dry_run:
+            existing, _ = await self.storage.get(key)
+            if existing is not None:
+                raise ApiError.already_exists(info.resource, meta["name"], group=info.group)
+            return Result(obj, warnings)
         try:
             stored = await self.storage.create(key, obj)
         except ApiError as err:
@@ -336,7 +343,8 @@ class Registry:
     # -- update --------------------------------------------------------------------------
 
     async def update(self, resource: str, namespace: str | None, obj: Obj, *,
-                     subresource: str = "", field_validation: str = "Warn") -> Result:
+                     subresource: str = "", field_validation: str = "Warn",
+                     dry_run: bool = False) -> Result:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
@@ -365,6 +373,9 @@ class Registry:
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)
+            if dry_run:
+                new["metadata"]["resourceVersion"] = str(cur.mod_revision)
+                return Result(new, warnings)
             key = storage_key(info, namespace, name)
             try:
                 if graceful.finished_finalizing(new):
@@ -411,7 +422,7 @@ class Registry:
 
     async def delete(self, resource: str, namespace: str | None, name: str, *,
                      grace_period_seconds: int | None = None,
-                     preconditions: Obj | None = None) -> Obj:
+                     preconditions: Obj | None = None, dry_run: bool = False) -> Obj:
         """GT1–GT3: mark for graceful deletion, or remove now. Returns the object and
         whether it is gone (`{"object": ..., "deleted": bool}`)."""
         info = lookup(resource)
@@ -435,6 +446,11 @@ class Registry:
             elif info.kind == "Pod":
                 period = graceful.pod_grace_period(cur.obj, grace_period_seconds)
             decision = graceful.decide(cur.obj, period, self.clock.now())
+            if dry_run:
+                return {"object": decision.obj if decision.action is graceful.Action.MARK
+                        else cur.obj,
+                        "deleted": decision.action not in (graceful.Action.UNCHANGED,
+                                                           graceful.Action.MARK)}
             try:
                 if decision.action is graceful.Action.UNCHANGED:
                     return {"object": cur.obj, "deleted": False}

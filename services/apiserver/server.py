@@ -17,6 +17,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
+from skiff.apiserver import collection
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.storage import leader_epoch
 from skiff.rpc import (
@@ -149,12 +150,13 @@ class ApiService:
     async def Watch(self, req: Obj) -> AsyncIterator[Obj]:
         opts = _options(req)
         bookmarks = bool(opts.get("allowWatchBookmarks", True))
-        async for ev in self.registry.watch(
+        timeout = collection.timeout_seconds(opts.get("timeoutSeconds"))
+        async for ev in collection.until_timeout(self.registry.watch(
                 _str(req, "resource"), req.get("namespace"),
                 resource_version=str(opts.get("resourceVersion") or ""),
                 label_selector=_str(opts, "labelSelector"),
                 field_selector=_str(opts, "fieldSelector"),
-                name=_str(req, "name")):
+                name=_str(req, "name")), timeout):
             if ev.type == "BOOKMARK" and not bookmarks:
                 continue
             yield ev.to_wire()

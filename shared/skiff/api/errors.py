@@ -22,6 +22,7 @@ class Reason(enum.StrEnum):
     CONFLICT = "Conflict"
     INVALID = "Invalid"
     FORBIDDEN = "Forbidden"
+    UNAUTHORIZED = "Unauthorized"
     GONE = "Expired"
     TOO_MANY_REQUESTS = "TooManyRequests"
     REQUEST_ENTITY_TOO_LARGE = "RequestEntityTooLarge"
@@ -39,6 +40,7 @@ HTTP_CODES: dict[Reason, int] = {
     Reason.CONFLICT: 409,
     Reason.INVALID: 422,
     Reason.FORBIDDEN: 403,
+    Reason.UNAUTHORIZED: 401,
     Reason.GONE: 410,
     Reason.TOO_MANY_REQUESTS: 429,
     Reason.REQUEST_ENTITY_TOO_LARGE: 413,
@@ -85,10 +87,11 @@ class FieldError:
     type: str  # Kubernetes' ErrorType text: "Required value", "Invalid value", ...
     detail: str = ""
     value: Any = None
+    reason: str = ""  # a cause reason with no ErrorType text (`FieldManagerConflict`)
 
     @property
     def cause_type(self) -> str:
-        return CAUSE_TYPES.get(self.type, "FieldValueInvalid")
+        return self.reason or CAUSE_TYPES.get(self.type, "FieldValueInvalid")
 
     def body(self) -> str:
         """The message without the field path (apimachinery's `ErrorBody`)."""
@@ -161,7 +164,6 @@ class ApiError(Exception):
             "status": "Failure",
             "message": self.message,
             "reason": str(self.reason),
-            "code": self.code,
         }
         details: dict[str, Any] = {}
         for key, value in (("name", self.name), ("group", self.group), ("kind", self.kind)):
@@ -176,6 +178,7 @@ class ApiError(Exception):
             details["retryAfterSeconds"] = self.retry_after_seconds
         if details:
             status["details"] = details
+        status["code"] = self.code  # after details: Go's field order (metav1.Status)
         return status
 
     @classmethod
@@ -229,8 +232,24 @@ class ApiError(Exception):
 
     @classmethod
     def forbidden(cls, resource: str, name: str, why: str, *, group: str = "") -> ApiError:
-        return cls(Reason.FORBIDDEN, f'{_qualified(resource, group)} "{name}" is forbidden: '
-                                     f"{why}", name=name, group=group, kind=resource)
+        what = _qualified(resource, group) + (f' "{name}"' if name else "")
+        return cls(Reason.FORBIDDEN, f"{what} is forbidden: {why}" if resource
+                   else f"forbidden: {why}", name=name, group=group, kind=resource)
+
+    @classmethod
+    def unauthorized(cls, message: str = "") -> ApiError:
+        return cls(Reason.UNAUTHORIZED, message or "not authorized")
+
+    @classmethod
+    def method_not_supported(cls, resource: str, action: str, *,
+                             group: str = "") -> ApiError:
+        return cls(Reason.METHOD_NOT_ALLOWED, f"{action} is not supported on resources of "
+                   f'kind "{_qualified(resource, group)}"', group=group, kind=resource)
+
+    @classmethod
+    def too_many_requests(cls, message: str, retry_after_seconds: int) -> ApiError:
+        return cls(Reason.TOO_MANY_REQUESTS, message,
+                   retry_after_seconds=retry_after_seconds)
 
     @classmethod
     def gone(cls, message: str) -> ApiError:

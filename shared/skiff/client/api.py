@@ -293,9 +293,11 @@ class ApiClient:
     async def watch(self, resource: str, namespace: str | None = None, *,
                     resource_version: str = "", label_selector: str = "",
                     field_selector: str = "", name: str = "",
-                    allow_bookmarks: bool = True) -> AsyncGenerator[WatchEvent, None]:
+                    allow_bookmarks: bool = True,
+                    timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
         """One watch stream. Raises ApiError(Gone) for a compacted resourceVersion and
-        ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv."""
+        ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv.
+        `timeout_seconds`: the server ends the stream (cleanly) after that long (AX2)."""
         generation = self._generation
         stub = self._channel.unary_stream(method_path("Watch"))
         call = stub(encode({
@@ -303,7 +305,8 @@ class ApiClient:
             "name": name,
             "options": {"resourceVersion": resource_version, "labelSelector": label_selector,
                         "fieldSelector": field_selector,
-                        "allowWatchBookmarks": allow_bookmarks}}))
+                        "allowWatchBookmarks": allow_bookmarks,
+                        **({"timeoutSeconds": timeout_seconds} if timeout_seconds else {})}}))
         try:
             async for data in call:
                 msg = decode_map(data)

@@ -1,0 +1,312 @@
+"""Server-side apply and `managedFields` (SPEC AX1), as Kubernetes' structured-merge-diff
+does them, for the kinds Skiff serves.
+
+Every write through the Kubernetes front records which manager set which fields, in
+`metadata.managedFields` (`fieldsV1`: `f:<field>`, `k:{<list map keys>}`, `v:<set value>`,
+`.` for a list item itself). An apply (`application/apply-patch+yaml`) by one manager:
+- fails with 409 Conflict when it sets a field another manager owns to a different value,
+  naming each manager and field (`Apply failed with 1 conflict: conflict with "alice":
+  .metadata.labels.tier`), unless `force=true`, which takes the fields over;
+- removes fields this manager applied before and no longer applies, when nobody else owns
+  them;
+- merges lists by their list map keys from Kubernetes' schema (containers by `name`).
+Other writes (create, update, merge/JSON/strategic patches) become `Update` entries owning
+the fields they changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from skiff.api import ApiError, Reason
+from skiff.api.errors import FieldError
+from skiff.apiserver import openapi, patches
+
+Obj = dict[str, Any]
+Path = tuple[str, ...]
+
+_OWNED_META = ("labels", "annotations", "finalizers", "ownerReferences")
+
+
+def field_set(kind: str, obj: Obj) -> set[Path]:
+    """The fields an object sets, as fieldsV1 paths."""
+    found: set[Path] = set()
+    for key, value in obj.items():
+        if key in ("apiVersion", "kind", "status"):
+            continue
+        if key == "metadata":
+            for meta_key in _OWNED_META:
+                if meta_key in (value or {}):
+                    _walk(kind, ("metadata", meta_key), value[meta_key],
+                          ("f:metadata", f"f:{meta_key}"), found)
+            continue
+        _walk(kind, (key,), value, (f"f:{key}",), found)
+    return found
+
+
+def _walk(kind: str, schema_path: Path, value: Any, path: Path, found: set[Path]) -> None:
+    schema = openapi.field_schema(kind, schema_path) or {}
+    if isinstance(value, dict) and value and schema.get("x-kubernetes-map-type") != "atomic":
+        for key, child in value.items():
+            _walk(kind, (*schema_path, key), child, (*path, f"f:{key}"), found)
+        return
+    if isinstance(value, list) and value:
+        keys = _list_map_keys(schema)
+        if keys and all(isinstance(v, dict) for v in value):
+            for item in value:
+                item_path = (*path, _key_element(item, keys))
+                found.add((*item_path, "."))
+                for key, child in item.items():
+                    _walk(kind, (*schema_path, "[]", key), child, (*item_path, f"f:{key}"),
+                          found)
+            return
+        if _is_set(schema):
+            for item in value:
+                found.add((*path, "v:" + json.dumps(item, separators=(",", ":"))))
+            return
+    found.add(path)
+
+
+def _list_map_keys(schema: Obj) -> list[str]:
+    if schema.get("x-kubernetes-list-type") == "map":
+        return list(schema.get("x-kubernetes-list-map-keys") or [])
+    if "merge" in str(schema.get("x-kubernetes-patch-strategy", "")):
+        key = schema.get("x-kubernetes-patch-merge-key")
+        return [key] if key else []
+    return []
+
+
+def _is_set(schema: Obj) -> bool:
+    return schema.get("x-kubernetes-list-type") == "set" or (
+        "merge" in str(schema.get("x-kubernetes-patch-strategy", ""))
+        and not schema.get("x-kubernetes-patch-merge-key"))
+
+
+def _key_element(item: Obj, keys: list[str]) -> str:
+    return "k:" + json.dumps({k: item.get(k) for k in sorted(keys)}, separators=(",", ":"))
+
+
+def to_fields_v1(paths: set[Path]) -> Obj:
+    root: Obj = {}
+    for path in sorted(paths):
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+    return root
+
+
+def from_fields_v1(fields: Obj, prefix: Path = ()) -> set[Path]:
+    found: set[Path] = set()
+    for element, child in fields.items():
+        if isinstance(child, dict) and child:
+            found |= from_fields_v1(child, (*prefix, element))
+        else:
+            found.add((*prefix, element))
+    return found
+
+
+def _value(obj: Any, path: Path) -> Any:
+    """The value at a fieldsV1 path, or a marker when it is absent."""
+    node = obj
+    for element in path:
+        if element == ".":
+            return node
+        kind, _, text = element.partition(":")
+        if kind == "f" and isinstance(node, dict) and text in node:
+            node = node[text]
+        elif kind == "k" and isinstance(node, list):
+            wanted = json.loads(text)
+            node = next((v for v in node if _key_matches(v, wanted)), _ABSENT)
+        elif kind == "v" and isinstance(node, list):
+            value = json.loads(text)
+            node = value if value in node else _ABSENT
+        else:
+            return _ABSENT
+        if node is _ABSENT:
+            return node
+    return node
+
+
+_ABSENT = object()
+
+
+def _key_matches(item: Any, wanted: Obj) -> bool:
+    """A list item with these map keys; a key left out (null) matches its defaulted value
+    (`ports` keyed by containerPort and protocol, protocol defaulted to TCP)."""
+    return isinstance(item, dict) and all(w is None or item.get(k) == w
+                                          for k, w in wanted.items())
+
+
+def _remove(obj: Any, path: Path) -> None:
+    if path and path[-1] == ".":
+        path = path[:-1]
+    parent = _value(obj, path[:-1]) if len(path) > 1 else obj
+    kind, _, text = path[-1].partition(":")
+    if kind == "f" and isinstance(parent, dict):
+        parent.pop(text, None)
+    elif kind == "k" and isinstance(parent, list):
+        wanted = json.loads(text)
+        parent[:] = [v for v in parent if not _key_matches(v, wanted)]
+    elif kind == "v" and isinstance(parent, list):
+        value = json.loads(text)
+        parent[:] = [v for v in parent if v != value]
+
+
+def path_string(path: Path) -> str:
+    """A path as structured-merge-diff prints it: `.spec.containers[name="main"].image`."""
+    text = ""
+    for element in path:
+        kind, _, rest = element.partition(":")
+        if element == ".":
+            continue
+        if kind == "f":
+            text += f".{rest}"
+        elif kind == "k":
+            keys = json.loads(rest)
+            text += "[" + ",".join(f"{k}={json.dumps(v)}" for k, v in keys.items()) + "]"
+        else:
+            text += f"[={rest}]"
+    return text
+
+
+def _entries(obj: Obj) -> list[Obj]:
+    return [e for e in (obj.get("metadata", {}).get("managedFields") or [])
+            if isinstance(e, dict)]
+
+
+def _entry_paths(entry: Obj) -> set[Path]:
+    return from_fields_v1(entry.get("fieldsV1") or {})
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _manager_label(entry: Obj) -> str:
+    name = json.dumps(entry.get("manager", ""))
+    if entry.get("operation") == "Update":
+        return f"{name} using {entry.get('apiVersion', '')}"
+    return name
+
+
+def _set_entries(obj: Obj, entries: list[Obj]) -> None:
+    kept = [e for e in entries if e.get("fieldsV1")]
+    obj.setdefault("metadata", {})["managedFields"] = kept
+
+
+def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str,
+                      force: bool) -> Obj:
+    """The object after `manager` applies `applied` to `live` (None: it is created)."""
+    if not manager:
+        raise ApiError.bad_request("fieldManager: Required value: is required for apply "
+                                   "patch")
+    mine = field_set(kind, applied)
+    api_version = str(applied.get("apiVersion", ""))
+    if live is None:
+        result = copy.deepcopy(applied)
+        _set_entries(result, [_entry(manager, "Apply", api_version, mine)])
+        return result
+    entries = _entries(live)
+    previous = next((e for e in entries if e.get("manager") == manager
+                     and e.get("operation") == "Apply"), None)
+    others = [e for e in entries if e is not previous]
+    conflicts: list[tuple[Obj, Path]] = []
+    for entry in others:
+        for path in sorted(_entry_paths(entry) & mine):
+            live_value = _value(live, path)
+            if (path[-1] != "." and live_value is not _ABSENT
+                    and live_value != _value(applied, path)):
+                conflicts.append((entry, path))
+    if conflicts and not force:
+        raise _conflict_error(conflicts)
+    result = patches.strategic_merge_patch(kind, live, _without_meta(applied))
+    meta = applied.get("metadata") or {}
+    for key in _OWNED_META:
+        if key in meta:
+            result.setdefault("metadata", {})
+            result["metadata"][key] = patches.strategic_merge_patch(
+                kind, {"metadata": {key: (live.get("metadata") or {}).get(key)}},
+                {"metadata": {key: meta[key]}})["metadata"][key]
+    owned_by_others = set().union(*(_entry_paths(e) for e in others)) if others else set()
+    for path in sorted(_entry_paths(previous) if previous else set(), reverse=True):
+        if path not in mine and path not in owned_by_others:
+            _remove(result, path)
+    new_others = []
+    for entry in others:
+        lost = {p for e, p in conflicts if e is entry}
+        kept = _entry_paths(entry) - lost
+        new_others.append({**entry, "fieldsV1": to_fields_v1(kept)} if kept else {})
+    if previous is not None and not conflicts and _entry_paths(previous) == mine:
+        unchanged = copy.deepcopy(result)
+        unchanged["metadata"]["managedFields"] = entries
+        if unchanged == live:  # re-applying the same configuration changes nothing
+            return copy.deepcopy(live)
+    _set_entries(result, [*new_others, _entry(manager, "Apply", api_version, mine)])
+    return result
+
+
+def _without_meta(applied: Obj) -> Obj:
+    body = {k: v for k, v in applied.items() if k != "metadata"}
+    return body
+
+
+def _entry(manager: str, operation: str, api_version: str, paths: set[Path]) -> Obj:
+    return {"manager": manager, "operation": operation, "apiVersion": api_version,
+            "time": _now(), "fieldsType": "FieldsV1", "fieldsV1": to_fields_v1(paths)}
+
+
+def _conflict_error(conflicts: list[tuple[Obj, Path]]) -> ApiError:
+    """kube-apiserver's apply conflict: reason Conflict, one cause per field."""
+    if len(conflicts) == 1:
+        entry, path = conflicts[0]
+        text = f"conflict with {_manager_label(entry)}: {path_string(path)}"
+        message = f"Apply failed with 1 conflict: {text}"
+    else:
+        by_manager: dict[str, list[str]] = {}
+        for entry, path in conflicts:
+            by_manager.setdefault(_manager_label(entry), []).append(path_string(path))
+        lines = []
+        for label in sorted(by_manager):
+            lines.append(f"conflicts with {label}:")
+            lines.extend(f"- {p}" for p in by_manager[label])
+        message = f"Apply failed with {len(conflicts)} conflicts: " + "\n".join(lines)
+    causes = [FieldError(path_string(path), "", f"conflict with {_manager_label(entry)}",
+                         reason="FieldManagerConflict") for entry, path in conflicts]
+    return ApiError(Reason.CONFLICT, message, causes)
+
+
+def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
+    """`new` with managedFields after a non-apply write by `manager`: it owns the fields it
+    changed (taken from whoever owned them); fields the write removed are owned by nobody."""
+    result = copy.deepcopy(new)
+    before = field_set(kind, old) if old else set()
+    after = field_set(kind, new)
+    changed = {p for p in after if p not in before or (
+        p[-1] != "." and _value(old, p) != _value(new, p))}
+    entries = _entries(old) if old else []
+    if old is not None and not changed and before == after:
+        # nothing changed hands: keep the entries (and their times), so a no-op write
+        # stays a no-op
+        result.setdefault("metadata", {})["managedFields"] = copy.deepcopy(entries)
+        return result
+    api_version = str(new.get("apiVersion", ""))
+    updated = []
+    mine = set(changed)
+    for entry in entries:
+        paths = (_entry_paths(entry) & after) - changed
+        if entry.get("manager") == manager and entry.get("operation") == "Update":
+            mine |= paths
+            continue
+        updated.append({**entry, "fieldsV1": to_fields_v1(paths)} if paths else {})
+    if mine:
+        updated.append(_entry(manager, "Update", api_version, mine))
+    _set_entries(result, updated)
+    return result
+
+
+def default_manager(user_agent: str) -> str:
+    """Kubernetes' default field manager: the user agent up to its first `/`."""
+    return (user_agent.split("/", 1)[0] or "unknown")[:128]
