@@ -152,7 +152,10 @@ async def test_as8_eviction_is_refused_with_429_when_the_pdb_is_exhausted(
         api: ApiClient, namespace: str) -> None:
     await api.create(pod("p", namespace, node="node-1", labels={"app": "db"}))
     running = await api.get("pods", "p", namespace)
-    running["status"] = {"phase": "Running"}
+    # Ready, so it is a healthy pod the budget protects (a not-ready one may be evicted
+    # under unhealthyPodEvictionPolicy IfHealthyBudget while the budget is met).
+    running["status"] = {"phase": "Running",
+                         "conditions": [{"type": "Ready", "status": "True"}]}
     await api.update_status(running)
     budget = await api.create(pdb("db", namespace, {"app": "db"}, min_available=1))
     budget["status"] = {"observedGeneration": 1, "currentHealthy": 1, "desiredHealthy": 1,
