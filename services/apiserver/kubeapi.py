@@ -24,6 +24,7 @@ from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
+from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
 from skiff.client import logs as kubelet_logs
@@ -136,8 +137,9 @@ def merge_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, guard: RequestGuard | None = None) -> None:
         self.registry = registry
+        self.guard = guard
         self._by_gv = _groups()
 
     async def handle(self, req: Request) -> Response:
@@ -215,6 +217,10 @@ class KubeApi:
                                              f"resource ({rest[0]})")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
+        if self.guard is not None:  # 403 before the registry (SPEC AU3)
+            await self.guard.http_resource(method=req.method, query=req.query,
+                                           group=info.group, resource=info.resource,
+                                           namespace=namespace, name=name, subresource=sub)
         return await self._resource(req, info, namespace, name, sub)
 
     async def _resource(self, req: Request, info: KindInfo, namespace: str | None, name: str,

@@ -21,6 +21,7 @@ class Reason(enum.StrEnum):
     ALREADY_EXISTS = "AlreadyExists"
     CONFLICT = "Conflict"
     INVALID = "Invalid"
+    UNAUTHORIZED = "Unauthorized"
     FORBIDDEN = "Forbidden"
     GONE = "Expired"
     TOO_MANY_REQUESTS = "TooManyRequests"
@@ -38,6 +39,7 @@ HTTP_CODES: dict[Reason, int] = {
     Reason.ALREADY_EXISTS: 409,
     Reason.CONFLICT: 409,
     Reason.INVALID: 422,
+    Reason.UNAUTHORIZED: 401,
     Reason.FORBIDDEN: 403,
     Reason.GONE: 410,
     Reason.TOO_MANY_REQUESTS: 429,
