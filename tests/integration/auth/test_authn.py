@@ -69,6 +69,7 @@ async def test_AU1_unknown_bearer_token_is_401(secure_cluster: SecureCluster,
         headers={"Content-Type": "application/json", "Authorization": "Bearer not-a-token"})
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, context=context, timeout=10)
+    err.value.close()
     assert err.value.code == 401
     await _absent(admin, name)
 
@@ -83,7 +84,8 @@ async def test_AU1_anonymous_https_write_is_401_and_nothing_stored(
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, context=context, timeout=10)
     assert err.value.code == 401
-    status = json.loads(err.value.read())
+    with err.value:
+        status = json.loads(err.value.read())
     assert (status["kind"], status["reason"], status["message"]) == (
         "Status", "Unauthorized", "Unauthorized")
     await _absent(admin, name)
