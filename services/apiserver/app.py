@@ -17,7 +17,6 @@ from pathlib import Path
 
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
-from skiff.apiserver.etcdtls import etcd_tls
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
@@ -25,6 +24,7 @@ from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache
+from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
 from skiff.tracing import setup_tracing, shutdown_tracing

@@ -32,7 +32,7 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
-from skiff.apiserver.etcdtls import EtcdTls, TlsEtcdClient
+from skiff.etcdtls import EtcdTls, TlsEtcdClient
 from skiff.rpc import codec
 from skiff.rpc.epoch import LeaderEpoch
 

@@ -1,4 +1,5 @@
-"""TLS and client-certificate authentication to etcd (SPEC AU4).
+"""TLS and client-certificate authentication to etcd (SPEC AU4), for the apiserver and
+the CLI's status probes.
 
 aetcd opens only plaintext channels, so `TlsEtcdClient` is aetcd's client with its
 connect step opening a gRPC TLS channel that presents the apiserver's etcd client
@@ -37,7 +38,7 @@ def etcd_tls(*, cafile: str, certfile: str, keyfile: str) -> EtcdTls | None:
     if not (cafile or certfile or keyfile):
         return None
     if not (cafile and certfile and keyfile):
-        raise SystemExit("skiff-apiserver: --etcd-cafile, --etcd-certfile and "
+        raise SystemExit("--etcd-cafile, --etcd-certfile and "
                          "--etcd-keyfile go together")
     return EtcdTls(Path(cafile), Path(certfile), Path(keyfile))
 
