@@ -79,7 +79,7 @@ def find_server(args: argparse.Namespace) -> str:
 def with_client(args: argparse.Namespace,
                 body: Callable[[ApiClient], Awaitable[None]]) -> None:
     server = find_server(args)
-    use_kubeconfig_credentials(Path(args.data_dir))
+    use_kubeconfig_credentials(Path(args.data_dir), server)
 
     async def run() -> None:
         async with ApiClient(server, retry_seconds=args.request_timeout,

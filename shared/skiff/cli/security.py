@@ -121,11 +121,19 @@ def cli_credentials(kubeconfig: Path) -> Credentials:
                        token=str(user.get("token") or ""))
 
 
-def use_kubeconfig_credentials(data_dir: Path) -> None:
+def use_kubeconfig_credentials(data_dir: Path, server: str = "") -> None:
     """Give this process (the CLI) the kubeconfig's credentials, unless its environment
-    already names some: every ApiClient it makes then uses them."""
+    already names some: every ApiClient it makes then uses them. With an explicit
+    `server` only when it is that data dir's cluster (`--server` may name another one)."""
     if os.environ.get(ENV_CA):
         return
+    if server:
+        from skiff.cli.localcluster import ClusterState
+        from skiff.client.api import parse_targets
+
+        state = ClusterState.load(data_dir)
+        if state is None or not set(parse_targets(server)) <= set(parse_targets(state.api)):
+            return
     creds = cli_credentials(data_dir / "kubeconfig")
     if creds.secure:
         os.environ.update(Credentials(ca_file=creds.ca_file, cert_file=creds.cert_file,
