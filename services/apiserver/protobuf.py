@@ -70,6 +70,16 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "PriorityClass": [("metadata", 1, "ObjectMeta"), ("value", 2, "int32"),
                       ("globalDefault", 3, "bool"), ("description", 4, "string"),
                       ("preemptionPolicy", 5, "string")],
+    # rbac.authorization.k8s.io/v1 (kubectl create role/clusterrole/rolebinding/...)
+    "PolicyRule": [("verbs", 1, "[]string"), ("apiGroups", 2, "[]string"),
+                   ("resources", 3, "[]string"), ("resourceNames", 4, "[]string"),
+                   ("nonResourceURLs", 5, "[]string")],
+    "Role": [("metadata", 1, "ObjectMeta"), ("rules", 2, "[]PolicyRule")],
+    "RoleRef": [("apiGroup", 1, "string"), ("kind", 2, "string"), ("name", 3, "string")],
+    "Subject": [("kind", 1, "string"), ("apiGroup", 2, "string"), ("name", 3, "string"),
+                ("namespace", 4, "string")],
+    "RoleBinding": [("metadata", 1, "ObjectMeta"), ("subjects", 2, "[]Subject"),
+                    ("roleRef", 3, "RoleRef")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -80,6 +90,10 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "DeleteOptions"): "DeleteOptions",  # typed clients' DELETE bodies
     ("meta.k8s.io/v1", "DeleteOptions"): "DeleteOptions",
     ("scheduling.k8s.io/v1", "PriorityClass"): "PriorityClass",
+    ("rbac.authorization.k8s.io/v1", "Role"): "Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "Role",  # + aggregationRule (unused)
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
 }
 
 _SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,

@@ -98,3 +98,19 @@ def test_AU1_insecure_only_by_flag_and_warned(tmp_path: Path) -> None:
         assert skiff(tmp_path, "get", "nodes").returncode == 0
     finally:
         skiff(tmp_path, "down")
+
+
+def test_AU3_kubectl_manages_rbac_objects(secure_up: Path) -> None:
+    kubeconfig = secure_up / "kubeconfig"
+    role = kubectl(kubeconfig, "create", "role", "pod-reader", "--verb=get,list",
+                   "--resource=pods", "-n", "default")
+    assert role.returncode == 0, role.stderr
+    binding = kubectl(kubeconfig, "create", "rolebinding", "read-pods", "--role=pod-reader",
+                      "--user=carol", "-n", "default")
+    assert binding.returncode == 0, binding.stderr
+    got = kubectl(kubeconfig, "get", "rolebinding", "read-pods", "-n", "default", "-o",
+                  "jsonpath={.roleRef.name}/{.subjects[0].name}")
+    assert got.stdout == "pod-reader/carol", got.stderr
+    bootstrap = kubectl(kubeconfig, "get", "clusterrolebinding", "system:kube-scheduler",
+                        "-o", "jsonpath={.subjects[0].name}")
+    assert bootstrap.stdout == "system:kube-scheduler", bootstrap.stderr
