@@ -156,6 +156,12 @@ class ApiClient:
             return ApiError(Reason.SERVICE_UNAVAILABLE,
                             f"connection to {target} was replaced")
         api_err = from_grpc(err, target=target)
+        if (api_err.reason == Reason.SERVICE_UNAVAILABLE and self.credentials.secure
+                and not self.credentials.cert_file):
+            api_err = ApiError(Reason.SERVICE_UNAVAILABLE, (
+                f"{target} refused the connection: the apiserver's gRPC port is mutual TLS "
+                "and this client has no client certificate (set SKIFF_CLIENT_CERT_FILE and "
+                "SKIFF_CLIENT_KEY_FILE, or use the kubeconfig `skiff up` wrote)"))
         if code == grpc.StatusCode.DEADLINE_EXCEEDED or (
                 len(self.targets) > 1 and api_err.reason in _RETRYABLE):
             await self.reconnect(generation=generation)

@@ -41,6 +41,7 @@ async def test_AU1_anonymous_grpc_write_is_refused_and_nothing_stored(
         with pytest.raises(ApiError) as err:
             await anonymous.create(_pod(name))
     assert err.value.reason == Reason.SERVICE_UNAVAILABLE, err.value.message
+    assert "no client certificate" in err.value.message
     await _absent(admin, name)
 
 
