@@ -13,11 +13,13 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from skiff.cli.processes import EtcdTlsFiles
 from skiff.client.credentials import ENV_CA, Credentials
-from skiff.pki import CertPair, ClusterPki, ensure_pki
+
+if TYPE_CHECKING:  # cryptography is imported only when certificates are made
+    from skiff.pki import CertPair, ClusterPki
 
 INSECURE_WARNING = ("WARNING: --insecure: plaintext, no authentication, no authorization; "
                     "anyone who can reach the ports can run anything as this user")
@@ -97,6 +99,8 @@ def prepare(data_dir: Path, *, insecure: bool, nodes: Iterable[str],
     if insecure:
         echo(INSECURE_WARNING)
         return ClusterSecurity(None)
+    from skiff.pki import ensure_pki
+
     return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts))
 
 
