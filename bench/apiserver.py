@@ -4,7 +4,10 @@ Prints ratios against a baseline measured in the same run, never absolute pass/f
 - pod creates/s through the apiserver ÷ raw etcd puts/s of the same payload size and
   concurrency (the baseline is a plain aetcd put from this process);
 - watch delivery latency p50/p99 with 100 watchers: time from the create call returning to
-  each watcher receiving the ADDED event.
+  each watcher receiving the ADDED event;
+- the cost of security (SPEC AU1-AU4): pod creates/s with TLS everywhere, client
+  certificates and authorization (an RBAC-authorized identity, not the system:masters
+  bypass) ÷ the same creates on the insecure apiserver.
 
 Run: `.venv/bin/python bench/apiserver.py [--pods 2000] [--concurrency 32] [--watchers 100]`.
 """
@@ -29,7 +32,9 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.client import ApiClient
+from skiff.cli.security import ClusterSecurity
+from skiff.client import ApiClient, Credentials
+from skiff.pki import ensure_pki
 from skiff.rpc import encode
 
 
@@ -77,6 +82,34 @@ async def bench_writes(etcd_port: int, target: str, pods: int, concurrency: int)
     print(f"raw etcd puts/s:        {raw_rate:9.1f}")
     print(f"apiserver pod creates/s:{api_rate:9.1f}")
     print(f"ratio apiserver/etcd:   {api_rate / raw_rate:9.3f}")
+
+
+async def create_rate(api: ApiClient, pods: int, concurrency: int) -> float:
+    run = uuid.uuid4().hex[:6]
+
+    async def create(i: int) -> None:
+        await api.create(make_pod(f"s-{run}-{i}"))
+
+    await run_pool(200, concurrency, lambda i: create(i + 10_000_000))  # warm-up
+    return pods / await run_pool(pods, concurrency, create)
+
+
+async def bench_security(insecure_target: str, secure_target: str, sec: ClusterSecurity,
+                         pods: int, concurrency: int, rounds: int = 3) -> None:
+    """Alternate the two apiservers `rounds` times and compare medians: on a shared
+    machine one run of each mostly measures whatever else was running."""
+    plain_rates, secure_rates = [], []
+    # The controller-manager's identity is authorized by RBAC (a ClusterRoleBinding).
+    async with ApiClient(insecure_target, credentials=Credentials()) as plain, \
+            ApiClient(secure_target,
+                      credentials=sec.credentials("controller-manager")) as secure:
+        for _ in range(rounds):
+            plain_rates.append(await create_rate(plain, pods, concurrency))
+            secure_rates.append(await create_rate(secure, pods, concurrency))
+    p, s = statistics.median(plain_rates), statistics.median(secure_rates)
+    print(f"insecure pod creates/s (median of {rounds}): {p:9.1f}")
+    print(f"TLS+authn+authz creates/s (median of {rounds}):{s:8.1f}")
+    print(f"ratio secure/insecure:  {s / p:9.3f}")
 
 
 async def bench_watch(target: str, watchers: int, events: int) -> None:
@@ -131,6 +164,7 @@ def main() -> None:
         api = service_process("apiserver", "skiff.apiserver", [
             "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
             "--log-level", "WARNING"], log_dir=root / "logs")
+        stopping: list[Any] = []
         etcd.start()
         try:
             wait_etcd_healthy(etcd, etcd_port)
@@ -139,7 +173,26 @@ def main() -> None:
             wait_grpc_healthy(api, target)
             asyncio.run(bench_writes(etcd_port, target, args.pods, args.concurrency))
             asyncio.run(bench_watch(target, args.watchers, args.events))
+            sec = ClusterSecurity(ensure_pki(root / "pki"))
+            tls = sec.etcd_tls()
+            s_etcd_port, s_peer_port, s_api_port = free_port(), free_port(), free_port()
+            s_etcd = etcd_process(root / "secure", client_port=s_etcd_port,
+                                  peer_port=s_peer_port, tls=tls)
+            s_api = service_process("apiserver-secure", "skiff.apiserver", [
+                "--etcd-servers", f"https://127.0.0.1:{s_etcd_port}",
+                "--secure-port", str(s_api_port), "--log-level", "WARNING",
+                *sec.apiserver_args()], log_dir=root / "logs")
+            stopping.extend([s_api, s_etcd])
+            s_etcd.start()
+            wait_etcd_healthy(s_etcd, s_etcd_port, tls=tls)
+            s_api.start()
+            secure_target = f"127.0.0.1:{s_api_port}"
+            wait_grpc_healthy(s_api, secure_target, credentials=sec.credentials())
+            asyncio.run(bench_security(target, secure_target, sec, args.pods,
+                                       args.concurrency))
         finally:
+            for proc in stopping:
+                proc.stop()
             api.stop()
             etcd.stop()
 

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skiff.apiserver.admission import AdmissionConfig
+from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
+from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache
+from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
 from skiff.tracing import setup_tracing, shutdown_tracing
@@ -50,6 +53,17 @@ class ApiServerSettings:
     etcd_retry_seconds: float = duration(10.0, help="how long a request retries a lost etcd")
     shutdown_grace_seconds: float = duration(5.0)
     log_level: str = setting("INFO")
+    # Identity and access (SPEC AU1-AU4). Without --tls-cert-file: the insecure mode.
+    tls_cert_file: str = setting("", help="serving certificate (PEM) of gRPC and HTTPS; "
+                                 "empty runs the insecure plaintext mode (no authentication)")
+    tls_private_key_file: str = setting("", help="key of --tls-cert-file")
+    client_ca_file: str = setting("", help="CA that signs client certificates (CN = user, "
+                                  "O = groups)")
+    token_auth_file: str = setting("", help="static bearer tokens, CSV: "
+                                   "token,user,uid,\"group1,group2\"")
+    etcd_cafile: str = setting("", help="CA of etcd's serving certificate (TLS to etcd)")
+    etcd_certfile: str = setting("", help="client certificate for etcd")
+    etcd_keyfile: str = setting("", help="key of --etcd-certfile")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -71,15 +85,19 @@ class ApiServer:
     async def run(self) -> None:
         s = self.settings
         storage = EtcdStorage(s.etcd_servers, request_timeout=s.etcd_request_timeout,
-                              retry_seconds=s.etcd_retry_seconds)
+                              retry_seconds=s.etcd_retry_seconds, tls=etcd_tls(
+                                  cafile=s.etcd_cafile, certfile=s.etcd_certfile,
+                                  keyfile=s.etcd_keyfile))
         cache = WatchCache(storage, capacity=s.watch_cache_size,
                            bookmark_interval=s.watch_bookmark_interval,
                            quorum_check_interval=s.watch_quorum_check_interval)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
+        tls, guard = self._security(registry)
         server, port, health = build_server(ApiService(registry),
-                                            address=f"{s.bind_address}:{s.secure_port}")
+                                            address=f"{s.bind_address}:{s.secure_port}",
+                                            tls=tls, guard=guard)
         await health.set("", NOT_SERVING)
         await server.start()
         try:
@@ -91,11 +109,15 @@ class ApiServer:
                 lookups_task = tg.create_task(registry.run_lookups(), name="lookups")
                 http = None
                 if s.http_port >= 0:
-                    http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
-                                      port=s.http_port)
+                    http = HttpServer(
+                        KubeApi(registry, guard=guard).handle, host=s.bind_address,
+                        port=s.http_port,
+                        ssl_context=tls.ssl_context() if tls is not None else None,
+                        authenticate=(guard.http_user_of if guard is not None else None))
                     http_port = await http.start()
+                    scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",
-                             extra={"address": f"http://{s.bind_address}:{http_port}"})
+                             extra={"address": f"{scheme}://{s.bind_address}:{http_port}"})
                 await health.set("", SERVING)
                 if s.port_file:
                     Path(s.port_file).write_text(f"{port}\n")
@@ -114,12 +136,31 @@ class ApiServer:
             await server.stop(0)
             await storage.close()
 
+    def _security(self, registry: Registry) -> tuple[TlsFiles | None, RequestGuard | None]:
+        s = self.settings
+        if not s.tls_cert_file:
+            log.warning("INSECURE: serving plaintext without authentication or "
+                        "authorization; anyone who can reach this port can do anything "
+                        "(give --tls-cert-file, --tls-private-key-file, --client-ca-file)")
+            return None, None
+        if not (s.tls_private_key_file and s.client_ca_file):
+            raise SystemExit("skiff-apiserver: --tls-cert-file needs --tls-private-key-file "
+                             "and --client-ca-file")
+        tls = TlsFiles(Path(s.tls_cert_file), Path(s.tls_private_key_file),
+                       Path(s.client_ca_file))
+        authenticator = Authenticator(
+            client_ca_file=Path(s.client_ca_file),
+            token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None)
+        return tls, RequestGuard(authenticator, ApiAuthorizer(registry))
+
     async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:
         delay = 0.1
         while not self._stop.is_set():
             try:
                 await storage.connect()
                 await registry.ensure_system_objects()
+                for obj in bootstrap_policy():
+                    await registry.ensure(obj)
                 return
             except Exception as err:
                 log.warning("waiting for etcd", extra={"etcd": storage.endpoint,

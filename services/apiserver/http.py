@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,8 @@ from typing import Any
 from aiohttp import web
 
 from skiff.api import ApiError, Reason
+from skiff.apiserver.authz import current_user
+from skiff.auth import UserInfo
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +53,18 @@ class Response:
 
 
 Handler = Callable[[Request], Awaitable[Response]]
+# (peer certificate DER or None, Authorization header) -> the user, or ApiError 401.
+Authenticate = Callable[[bytes | None, str], UserInfo]
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
 class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int,
-                 max_body: int = MAX_BODY) -> None:
+                 max_body: int = MAX_BODY, ssl_context: ssl.SSLContext | None = None,
+                 authenticate: Authenticate | None = None) -> None:
         self._handler = handler
+        self._ssl_context = ssl_context
+        self._authenticate = authenticate
         self._host, self._port = host, port
         self._max_body = max_body
         self._runner: web.AppRunner | None = None
@@ -66,7 +75,8 @@ class HttpServer:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True)
+        site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True,
+                           ssl_context=self._ssl_context)
         await site.start()
         return int(self._runner.addresses[0][1])  # what port 0 became
 
@@ -77,6 +87,12 @@ class HttpServer:
             self._runner = None
 
     async def _serve(self, raw: web.Request) -> web.StreamResponse:
+        if self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
+            try:
+                current_user.set(self._authenticate(_peer_certificate(raw),
+                                                    raw.headers.get("Authorization", "")))
+            except ApiError as err:
+                return _reply(Response(err.code, err.to_status()))
         try:
             body = await raw.read()
         except web.HTTPRequestEntityTooLarge:
@@ -96,6 +112,13 @@ def encode_json(body: Any) -> bytes:
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return text.encode() + b"\n"
+def _peer_certificate(raw: web.Request) -> bytes | None:
+    """The client's certificate (DER), verified by the TLS handshake against the CA."""
+    ssl_object = raw.transport.get_extra_info("ssl_object") if raw.transport else None
+    if ssl_object is None:
+        return None
+    der = ssl_object.getpeercert(binary_form=True)
+    return bytes(der) if der else None
 
 
 def _too_large(limit: int) -> Response:

@@ -26,8 +26,11 @@ from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver import collection, openapi, patches, protobuf, reviews
+from skiff.apiserver.authz import current_user
+from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.auth import Authorizer
 from skiff.client import logs as kubelet_logs
 
 log = logging.getLogger(__name__)
@@ -93,10 +96,10 @@ _OPENAPI_V2_PB = _pb_string(1, b"2.0") + _pb_string(
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
-    def __init__(self, registry: Registry, *,
-                 authorizer: reviews.Authorizer = reviews.ALLOW_ALL) -> None:
+    def __init__(self, registry: Registry, *, guard: RequestGuard | None = None) -> None:
         self.registry = registry
-        self.authorizer = authorizer
+        self.guard = guard
+        self.authorizer: Authorizer = guard.authorizer if guard else reviews.ALLOW_ALL
         self._openapi_v3: dict[str, Obj] = {}
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
@@ -166,7 +169,7 @@ class KubeApi:
         else:
             raise ApiError.not_found("path", req.path)
         if gv in reviews.GROUP_VERSIONS:
-            return self._review(req, gv, rest)
+            return await self._review(req, gv, rest)
         kinds = self._by_gv.get(gv)
         if kinds is None:
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
@@ -184,6 +187,10 @@ class KubeApi:
                                              f"resource ({rest[0]})")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
+        if self.guard is not None:  # 403 before the registry (SPEC AU3)
+            await self.guard.http_resource(method=req.method, query=req.query,
+                                           group=info.group, resource=info.resource,
+                                           namespace=namespace, name=name, subresource=sub)
         return await self._resource(req, info, namespace, name, sub)
 
     async def _resource(self, req: Request, info: KindInfo, namespace: str | None, name: str,
@@ -324,15 +331,15 @@ class KubeApi:
             return Response(200, result.object, headers=_warnings(result.warnings))
         raise ApiError(Reason.CONFLICT, "too many concurrent writers; retry the patch")
 
-    def _review(self, req: Request, gv: str, rest: list[str]) -> Response:
+    async def _review(self, req: Request, gv: str, rest: list[str]) -> Response:
         if not rest:
             return Response(200, reviews.resource_list(gv))
         if req.method != "POST" or len(rest) != 1:
             raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
                                                       f"{'/'.join(rest)}")
-        return Response(201, reviews.review(gv, rest[0], _body(req),
-                                            authorizer=self.authorizer,
-                                            user=reviews.ANONYMOUS_ADMIN))
+        return Response(201, await reviews.review(
+            gv, rest[0], _body(req), authorizer=self.authorizer,
+            user=current_user.get() or reviews.ANONYMOUS_ADMIN))
 
     async def _scale(self, req: Request, info: KindInfo, namespace: str,
                      name: str) -> Response:

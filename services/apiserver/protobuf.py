@@ -84,6 +84,16 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "SelfSubjectRulesReview": [("metadata", 1, "ObjectMeta"),
                                ("spec", 2, "SelfSubjectRulesReviewSpec")],
     "SelfSubjectReview": [("metadata", 1, "ObjectMeta")],
+    # rbac.authorization.k8s.io/v1 (kubectl create role/clusterrole/rolebinding/...)
+    "PolicyRule": [("verbs", 1, "[]string"), ("apiGroups", 2, "[]string"),
+                   ("resources", 3, "[]string"), ("resourceNames", 4, "[]string"),
+                   ("nonResourceURLs", 5, "[]string")],
+    "Role": [("metadata", 1, "ObjectMeta"), ("rules", 2, "[]PolicyRule")],
+    "RoleRef": [("apiGroup", 1, "string"), ("kind", 2, "string"), ("name", 3, "string")],
+    "Subject": [("kind", 1, "string"), ("apiGroup", 2, "string"), ("name", 3, "string"),
+                ("namespace", 4, "string")],
+    "RoleBinding": [("metadata", 1, "ObjectMeta"), ("subjects", 2, "[]Subject"),
+                    ("roleRef", 3, "RoleRef")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -97,6 +107,10 @@ KINDS: dict[tuple[str, str], str] = {
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "SelfSubjectAccessReview",
     ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "SelfSubjectRulesReview",
     ("authentication.k8s.io/v1", "SelfSubjectReview"): "SelfSubjectReview",
+    ("rbac.authorization.k8s.io/v1", "Role"): "Role",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "Role",  # + aggregationRule (unused)
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
 }
 
 _SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,

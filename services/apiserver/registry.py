@@ -34,6 +34,7 @@ from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, graceful
+from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.storage import EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
@@ -217,6 +218,7 @@ class Registry:
             obj.pop("status", None)
         apply_defaults(obj)
         self._validate(info, obj)
+        node_restriction(info, obj, None)
         await self._admit_create(info, obj)
         inject_into_object(obj)
         self._check_size(info, obj)
@@ -272,6 +274,10 @@ class Registry:
                                 "metadata": {"name": ns}})
         for pc in admission.builtin_priority_classes():
             await self._ensure(pc)
+
+    async def ensure(self, obj: Obj) -> None:
+        """Create `obj` unless it exists (bootstrap objects, e.g. RBAC defaults)."""
+        await self._ensure(obj)
 
     async def _ensure(self, obj: Obj) -> None:
         info = lookup(obj["kind"])
@@ -370,6 +376,7 @@ class Registry:
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj)
+            node_restriction(info, new, cur.obj)
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)

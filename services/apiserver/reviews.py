@@ -3,20 +3,19 @@
 `SelfSubjectReview` (authentication.k8s.io/v1, `kubectl auth
 whoami`).
 
-The seam: an `Authorizer` answers `authorize(user, attributes)`. Until Skiff knows who is
-calling (the identity work of issue 14), `ALLOW_ALL` allows everything and says so in the
-reason; the identity work installs the real authorizer with `KubeApi(..., authorizer=...)`
-and fills `UserInfo` from the request.
+The answers come from the apiserver's own authorizer chain (system:masters, Node, RBAC:
+`skiff.apiserver.authz`) for the caller the request authenticated as; in the insecure mode
+`ALLOW_ALL` allows everything and says so in the reason.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from skiff.api import ApiError
 from skiff.api.errors import FieldError
+from skiff.auth import Attributes, AuthorizationResult, Authorizer, Decision, UserInfo
 
 Obj = dict[str, Any]
 
@@ -24,32 +23,8 @@ AUTHORIZATION_GV = "authorization.k8s.io/v1"
 AUTHENTICATION_GV = "authentication.k8s.io/v1"
 GROUP_VERSIONS = (AUTHORIZATION_GV, AUTHENTICATION_GV)
 
-
-@dataclass(frozen=True)
-class UserInfo:
-    username: str
-    groups: tuple[str, ...] = ()
-    uid: str = ""
-    extra: dict[str, list[str]] = field(default_factory=dict)
-
-
-# Who every caller is while Skiff has no authentication.
-ANONYMOUS_ADMIN = UserInfo("skiff-admin", ("system:masters", "system:authenticated"))
-
-
-@dataclass(frozen=True)
-class Decision:
-    allowed: bool
-    reason: str = ""
-    denied: bool = False
-
-
-class Authorizer(Protocol):
-    """Kubernetes' authorizer.Authorizer: may `user` do what `attributes` describe?
-    `attributes` is a SelfSubjectAccessReview's `resourceAttributes` or
-    `nonResourceAttributes` (verb, group, resource, subresource, namespace, name, path)."""
-
-    def authorize(self, user: UserInfo, attributes: Obj) -> Decision: ...
+# Who every caller is in the insecure mode (`skiff up --insecure`): nobody is authenticated.
+ANONYMOUS_ADMIN = UserInfo(name="skiff-admin", groups=("system:masters", "system:authenticated"))
 
 
 class RulesResolver(Protocol):
@@ -60,18 +35,31 @@ class RulesResolver(Protocol):
 
 
 class AllowAll:
-    def authorize(self, user: UserInfo, attributes: Obj) -> Decision:
-        return Decision(True, "Skiff has no authorization yet: every request is allowed")
+    """The insecure mode's authorizer: everything is allowed, and the reason says so."""
+
+    REASON = "Skiff runs insecure (--insecure): every request is allowed"
+
+    async def authorize(self, attrs: Attributes) -> AuthorizationResult:
+        return AuthorizationResult(Decision.ALLOW, self.REASON)
 
     def rules_for(self, user: UserInfo, namespace: str) -> Obj:
         return {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
-                "incomplete": False,
-                "evaluationError": "Skiff has no authorization yet: every request is "
-                                   "allowed"}
+                "incomplete": False, "evaluationError": self.REASON}
 
 
 ALLOW_ALL = AllowAll()
+
+
+def _attributes(user: UserInfo, attributes: Obj) -> Attributes:
+    """A review's resourceAttributes / nonResourceAttributes as the authorizer's input."""
+    return Attributes(
+        user=user, verb=str(attributes.get("verb") or ""),
+        resource=str(attributes.get("resource") or ""),
+        subresource=str(attributes.get("subresource") or ""),
+        namespace=str(attributes.get("namespace") or ""),
+        name=str(attributes.get("name") or ""),
+        api_group=str(attributes.get("group") or ""), path=str(attributes.get("path") or ""))
 
 
 def resource_list(group_version: str) -> Obj:
@@ -84,8 +72,8 @@ def resource_list(group_version: str) -> Obj:
                            "kind": kind, "verbs": ["create"]} for name, kind in served]}
 
 
-def review(group_version: str, resource: str, body: Obj, *, authorizer: Authorizer,
-           user: UserInfo) -> Obj:
+async def review(group_version: str, resource: str, body: Obj, *, authorizer: Authorizer,
+                 user: UserInfo) -> Obj:
     """POST of a review: the same object back with its `status` filled in."""
     if (group_version, resource) == (AUTHORIZATION_GV, "selfsubjectaccessreviews"):
         spec = body.get("spec") or {}
@@ -93,12 +81,12 @@ def review(group_version: str, resource: str, body: Obj, *, authorizer: Authoriz
         if not isinstance(attributes, dict):
             raise ApiError.invalid("SelfSubjectAccessReview", "", [_required_attributes()],
                                    group="authorization.k8s.io")
-        decision = authorizer.authorize(user, attributes)
-        status: Obj = {"allowed": decision.allowed}
-        if decision.denied:
-            status["denied"] = True
-        if decision.reason:
-            status["reason"] = decision.reason
+        result = await authorizer.authorize(_attributes(user, attributes))
+        status: Obj = {"allowed": result.allowed}
+        if result.decision is Decision.DENY and result.reason:
+            status["denied"] = True  # an explicit denial, not just nobody allowing it
+        if result.reason:
+            status["reason"] = result.reason
         return {"kind": "SelfSubjectAccessReview", "apiVersion": AUTHORIZATION_GV,
                 "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
     if (group_version, resource) == (AUTHORIZATION_GV, "selfsubjectrulesreviews"):
@@ -110,11 +98,11 @@ def review(group_version: str, resource: str, body: Obj, *, authorizer: Authoriz
         return {"kind": "SelfSubjectRulesReview", "apiVersion": AUTHORIZATION_GV,
                 "metadata": {"creationTimestamp": None}, "spec": spec, "status": status}
     if (group_version, resource) == (AUTHENTICATION_GV, "selfsubjectreviews"):
-        info: Obj = {"username": user.username, "groups": list(user.groups)}
+        info: Obj = {"username": user.name, "groups": list(user.groups)}
         if user.uid:
             info["uid"] = user.uid
         if user.extra:
-            info["extra"] = user.extra
+            info["extra"] = {key: list(values) for key, values in user.extra.items()}
         return {"kind": "SelfSubjectReview", "apiVersion": AUTHENTICATION_GV,
                 "metadata": {"creationTimestamp": datetime.now(UTC).strftime(
                     "%Y-%m-%dT%H:%M:%SZ")}, "status": {"userInfo": info}}

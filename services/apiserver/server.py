@@ -18,6 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
 from skiff.apiserver import collection
+from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.storage import leader_epoch
 from skiff.rpc import (
@@ -193,12 +194,15 @@ def _leader_epoch(context: grpc.aio.ServicerContext[Any, Any]) -> LeaderEpoch | 
     return None
 
 
-def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:
+def _unary(method: str, fn: Handler, guard: RequestGuard | None) -> grpc.RpcMethodHandler:
     async def handler(data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
         try:
             # Every etcd write this request makes is checked against the epoch (storage).
             leader_epoch.set(_leader_epoch(context))
-            return encode(await fn(_decode_request(data)))
+            req = _decode_request(data)
+            if guard is not None:  # 401/403 before anything is read or stored (AU1, AU3)
+                await guard.grpc(method, context, req)
+            return encode(await fn(req))
         except ApiError as err:
             await _abort(context, err)
         except Exception as err:  # never a stack trace to the user
@@ -208,11 +212,15 @@ def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(handler)
 
 
-def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]]) -> grpc.RpcMethodHandler:
+def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]],
+            guard: RequestGuard | None) -> grpc.RpcMethodHandler:
     async def handler(data: bytes,
                       context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
         try:
-            async for item in fn(_decode_request(data)):
+            req = _decode_request(data)
+            if guard is not None:
+                await guard.grpc(method, context, req)
+            async for item in fn(req):
                 yield encode(item)
         except ApiError as err:
             await _abort(context, err)
@@ -222,8 +230,9 @@ def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]]) -> grpc.RpcMet
     return grpc.unary_stream_rpc_method_handler(handler)
 
 
-def build_server(service: ApiService, *, address: str) -> tuple[grpc.aio.Server, int,
-                                                                 health.aio.HealthServicer]:
+def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = None,
+                 guard: RequestGuard | None = None,
+                 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -237,15 +246,16 @@ def build_server(service: ApiService, *, address: str) -> tuple[grpc.aio.Server,
         ("grpc.keepalive_timeout_ms", 10_000),
     ])
     handlers: dict[str, grpc.RpcMethodHandler] = {
-        name: _unary(name, getattr(service, name))
+        name: _unary(name, getattr(service, name), guard)
         for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
                      "Evict", "History", "Discovery")
     }
-    handlers["Watch"] = _stream("Watch", service.Watch)
+    handlers["Watch"] = _stream("Watch", service.Watch, guard)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    port = server.add_insecure_port(address)
+    port = (server.add_secure_port(address, tls.grpc_credentials()) if tls is not None
+            else server.add_insecure_port(address))
     if port == 0:
         raise OSError(f"could not bind the apiserver to {address}; is the port in use?")
     return server, port, health_servicer

@@ -32,6 +32,7 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
+from skiff.etcdtls import EtcdTls, TlsEtcdClient
 from skiff.rpc import codec
 from skiff.rpc.epoch import LeaderEpoch
 
@@ -104,7 +105,8 @@ class EtcdStorage:
     """Typed, retried access to etcd for the registry and the watch cache."""
 
     def __init__(self, endpoint: str, *, request_timeout: float = 5.0,
-                 retry_seconds: float = 10.0) -> None:
+                 retry_seconds: float = 10.0, tls: EtcdTls | None = None) -> None:
+        self._tls = tls
         # `--etcd-servers` may list several members, comma-separated, as kube-apiserver's:
         # requests go to one and move to the next when it fails or cannot reach a quorum.
         self.endpoints = [e.strip() for e in endpoint.split(",") if e.strip()]
@@ -122,7 +124,11 @@ class EtcdStorage:
         return self.endpoints[self._index]
 
     def _new_client(self) -> aetcd.Client:
-        host, _, port = self.endpoint.removeprefix("http://").rpartition(":")
+        host, _, port = self.endpoint.removeprefix("http://").removeprefix(
+            "https://").rpartition(":")
+        if self._tls is not None:
+            return TlsEtcdClient(tls=self._tls, host=host or "127.0.0.1", port=int(port),
+                                 timeout=int(max(1, self._timeout)))
         return aetcd.Client(host=host or "127.0.0.1", port=int(port),
                             timeout=int(max(1, self._timeout)))
 

@@ -190,7 +190,9 @@ apiVersion: policy/v1
 kind: PodDisruptionBudget
 metadata: {name: defect11-pdb}
 spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
-"""
+---
+""" + POD.replace("name: web", "name: defect11-po").replace("    madeUpField: 1\n", "")
+    # Its own pod: `web` (bound to a node that does not exist) is PodGC's after 40 s.
     applied = skiff(cluster_dir, "apply", "-f", "-", stdin=objects)
     assert applied.returncode == 0, applied.stderr
     both = skiff(cluster_dir, "get", "pc,pdb")
@@ -200,7 +202,8 @@ spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
     assert tables[0].splitlines()[0].split()[:2] == ["NAME", "VALUE"]
     assert "priorityclass.scheduling.k8s.io/defect11-high" in tables[0]
     assert "poddisruptionbudget.policy/defect11-pdb" in tables[1]
-    for short, name in [("po", "web"), ("pc", "defect11-high"), ("pdb", "defect11-pdb")]:
+    for short, name in [("po", "defect11-po"), ("pc", "defect11-high"),
+                        ("pdb", "defect11-pdb")]:
         assert name in skiff(cluster_dir, "get", short).stdout
 
 

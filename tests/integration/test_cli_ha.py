@@ -12,10 +12,10 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import aetcd
 import pytest
 
 from skiff.cli.localcluster import ClusterState, pid_alive
+from skiff.etcdtls import EtcdTls, TlsEtcdClient
 from tests.integration.test_cli import skiff
 
 CONFIG = """kubelet:
@@ -86,10 +86,13 @@ def test_issue11_etcd_member_list_shows_three_and_apiservers_use_all(ha: Path) -
     state = ClusterState.load(ha)
     assert state is not None
     urls = [c.address for c in state.components if c.name.startswith("etcd-")]
+    pki = ha / "pki" / "etcd"  # etcd is TLS with client certificates (SPEC AU4)
 
     async def names() -> list[str]:
-        host, _, port = urls[0].removeprefix("http://").rpartition(":")
-        async with aetcd.Client(host=host, port=int(port)) as client:
+        host, _, port = urls[0].removeprefix("https://").rpartition(":")
+        tls = EtcdTls(pki / "ca.crt", pki / "apiserver-etcd-client.crt",
+                      pki / "apiserver-etcd-client.key")
+        async with TlsEtcdClient(tls=tls, host=host, port=int(port)) as client:
             return sorted([m.name async for m in client.members()])
 
     assert asyncio.run(names()) == ["etcd-1", "etcd-2", "etcd-3"]

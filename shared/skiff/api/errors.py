@@ -21,8 +21,8 @@ class Reason(enum.StrEnum):
     ALREADY_EXISTS = "AlreadyExists"
     CONFLICT = "Conflict"
     INVALID = "Invalid"
-    FORBIDDEN = "Forbidden"
     UNAUTHORIZED = "Unauthorized"
+    FORBIDDEN = "Forbidden"
     GONE = "Expired"
     TOO_MANY_REQUESTS = "TooManyRequests"
     REQUEST_ENTITY_TOO_LARGE = "RequestEntityTooLarge"
@@ -39,8 +39,8 @@ HTTP_CODES: dict[Reason, int] = {
     Reason.ALREADY_EXISTS: 409,
     Reason.CONFLICT: 409,
     Reason.INVALID: 422,
-    Reason.FORBIDDEN: 403,
     Reason.UNAUTHORIZED: 401,
+    Reason.FORBIDDEN: 403,
     Reason.GONE: 410,
     Reason.TOO_MANY_REQUESTS: 429,
     Reason.REQUEST_ENTITY_TOO_LARGE: 413,
@@ -238,7 +238,7 @@ class ApiError(Exception):
 
     @classmethod
     def unauthorized(cls, message: str = "") -> ApiError:
-        return cls(Reason.UNAUTHORIZED, message or "not authorized")
+        return cls(Reason.UNAUTHORIZED, message or "Unauthorized")
 
     @classmethod
     def method_not_supported(cls, resource: str, action: str, *,

@@ -46,6 +46,14 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False, ("va",)),
     # Skiff's own (SPEC FN1): one Fence per fenced node, with its state and reason.
     KindInfo("Fence", "skiff.io/v1", "fences", False, ("fence",)),
+    # Identity and access (SPEC AU3): RBAC, evaluated by the apiserver (skiff.auth).
+    KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", True, (), has_status=False),
+    KindInfo("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False, (),
+             has_status=False),
+    KindInfo("RoleBinding", "rbac.authorization.k8s.io/v1", "rolebindings", True, (),
+             has_status=False),
+    KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings",
+             False, (), has_status=False),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

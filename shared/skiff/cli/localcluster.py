@@ -39,6 +39,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.security import ClusterSecurity, prepare
 
 STATE_FILE = "cluster.json"
 FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
@@ -147,6 +148,7 @@ class LocalCluster:
     config: ClusterConfig = field(default_factory=ClusterConfig)
     processes: list[Process] = field(default_factory=list)
     components: list[Component] = field(default_factory=list)
+    insecure: bool = False  # `skiff up --insecure`: the old plaintext mode (warned)
 
     def _record(self, proc: Process, address: str, health: str) -> None:
         assert proc.pid is not None
@@ -164,29 +166,37 @@ class LocalCluster:
         logs = self.data_dir / "logs"
         config_dir = self.data_dir / "config"
         env = {"SKIFF_LOG_FORMAT": "json"}
+        sec = self.security(echo)
         try:
             etcd_port, peer_port = free_port(), free_port()
-            etcd = etcd_process(self.data_dir, client_port=etcd_port, peer_port=peer_port)
+            etcd_url = f"{sec.scheme}://127.0.0.1:{etcd_port}"
+            etcd = etcd_process(self.data_dir, client_port=etcd_port, peer_port=peer_port,
+                                tls=sec.etcd_tls())
             etcd.start()
-            wait_etcd_healthy(etcd, etcd_port)
-            self._record(etcd, f"http://127.0.0.1:{etcd_port}", "")
-            echo(_line("etcd", etcd, f"http://127.0.0.1:{etcd_port}"))
+            wait_etcd_healthy(etcd, etcd_port, tls=sec.etcd_tls())
+            self._record(etcd, etcd_url, "")
+            echo(_line("etcd", etcd, etcd_url))
 
             api_port, http_port = free_port(), free_port()
             api_target = f"127.0.0.1:{api_port}"
             apiserver = service_process(
                 "apiserver", "skiff.apiserver",
-                ["--etcd-servers", f"http://127.0.0.1:{etcd_port}",
+                ["--etcd-servers", etcd_url,
                  "--secure-port", str(api_port), "--http-port", str(http_port),
-                 *self.config.flags("apiserver", config_dir)],
+                 *sec.apiserver_args(), *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
-            wait_grpc_healthy(apiserver, api_target)
+            wait_grpc_healthy(apiserver, api_target, credentials=sec.credentials())
             self._record(apiserver, api_target, api_target)
             echo(_line("apiserver", apiserver, api_target))
-            kubeconfig = write_kubeconfig(self.data_dir, f"http://127.0.0.1:{http_port}")
-            echo(f"{'kubectl':<22} {'':<12} http://127.0.0.1:{http_port:<8}   "
+            kubeconfig = write_kubeconfig(self.data_dir,
+                                          f"{sec.scheme}://127.0.0.1:{http_port}",
+                                          security=sec)
+            echo(f"{'kubectl':<22} {'':<12} {sec.scheme}://127.0.0.1:{http_port:<8}   "
                  f"export KUBECONFIG={kubeconfig}")
+            if sec.pki is not None:
+                echo(f"{'credentials':<22} {'':<12} {sec.pki.directory}   (CA, admin "
+                     f"certificate in system:masters; files 0600)")
 
             for name, module, extra in self._services():
                 if not service_available(module):
@@ -194,7 +204,7 @@ class LocalCluster:
                 health_port = free_port()
                 proc = service_process(name, module, [
                     "--apiserver", api_target, "--health-port", str(health_port), *extra],
-                    log_dir=logs, env=env)
+                    log_dir=logs, env={**env, **sec.component_env(name)})
                 proc.start()
                 health = f"127.0.0.1:{health_port}"
                 wait_grpc_healthy(proc, health)
@@ -207,6 +217,12 @@ class LocalCluster:
                              components=self.components, started=time.time())
         state.save(self.data_dir)
         return state
+
+    def security(self, echo: Any = print, *, hosts: tuple[str, ...] = ()) -> ClusterSecurity:
+        """The PKI (made once, in <data-dir>/pki) or the announced insecure mode."""
+        return prepare(self.data_dir, insecure=self.insecure,
+                       nodes=[f"node-{i}" for i in range(1, self.nodes + 1)], hosts=hosts,
+                       echo=echo)
 
     def _services(self) -> list[tuple[str, str, list[str]]]:
         config_dir = self.data_dir / "config"
@@ -254,13 +270,16 @@ class LocalCluster:
         return summary(ended)
 
 
-def write_kubeconfig(data_dir: Path, server: str) -> Path:
-    """A kubeconfig for the real kubectl, pointing at the apiserver's HTTP front."""
+def write_kubeconfig(data_dir: Path, server: str, *,
+                     security: ClusterSecurity | None = None) -> Path:
+    """A kubeconfig for the real kubectl, pointing at the apiserver's HTTP front; with a
+    PKI it carries the CA and the admin's client certificate (AU1)."""
+    sec = security or ClusterSecurity(None)
     path = data_dir / "kubeconfig"
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "skiff",
-        "clusters": [{"name": "skiff", "cluster": {"server": server}}],
-        "users": [{"name": "skiff", "user": {}}],
+        "clusters": [{"name": "skiff", "cluster": sec.kubeconfig_cluster(server)}],
+        "users": [{"name": "skiff", "user": sec.kubeconfig_user()}],
         "contexts": [{"name": "skiff", "context": {"cluster": "skiff", "user": "skiff",
                                                    "namespace": "default"}}],
     }, indent=2))
@@ -301,22 +320,40 @@ async def health_of(comp: Component) -> str:
     if not pid_alive(comp.pid):
         return "exited"
     if not comp.health:
+        import ssl
         import urllib.request
+        context = None
+        if comp.address.startswith("https://"):  # etcd with TLS: its own files prove us
+            context = ssl.create_default_context(cafile=_flag_of(comp, "--trusted-ca-file"))
+            context.load_cert_chain(_flag_of(comp, "--cert-file"),
+                                    _flag_of(comp, "--key-file"))
         try:
-            with urllib.request.urlopen(f"{comp.address}/health", timeout=1) as resp:
+            with urllib.request.urlopen(f"{comp.address}/health", timeout=1,
+                                        context=context) as resp:
                 return "healthy" if b'"health":"true"' in resp.read() else "unhealthy"
         except OSError:
             return "unreachable"
     import grpc
     from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-    async with grpc.aio.insecure_channel(comp.health) as channel:
+    from skiff.client.credentials import Credentials
+
+    creds = Credentials.from_env()
+    secure = "--tls-cert-file" in comp.argv and creds.secure  # an apiserver's mTLS port
+    async with (grpc.aio.secure_channel(comp.health, creds.grpc_credentials()) if secure
+                else grpc.aio.insecure_channel(comp.health)) as channel:
         try:
             resp = await health_pb2_grpc.HealthStub(channel).Check(
                 health_pb2.HealthCheckRequest(), timeout=1.0)
         except grpc.aio.AioRpcError:
             return "unreachable"
     return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "starting"
+
+
+def _flag_of(comp: Component, flag: str) -> str:
+    with contextlib.suppress(ValueError, IndexError):
+        return comp.argv[comp.argv.index(flag) + 1]
+    return ""
 
 
 STATUS_COLUMNS = ["NAME", "PID", "ADDRESS", "HEALTH", "ROLE", "RESTARTS", "LOG"]

@@ -34,6 +34,7 @@ from skiff.cli.localcluster import (
     stop_by_state,
 )
 from skiff.cli.processes import StartError
+from skiff.cli.security import INSECURE_WARNING, use_kubeconfig_credentials
 from skiff.cli.supervisor import (
     Backoff,
     MemberError,
@@ -78,6 +79,7 @@ def find_server(args: argparse.Namespace) -> str:
 def with_client(args: argparse.Namespace,
                 body: Callable[[ApiClient], Awaitable[None]]) -> None:
     server = find_server(args)
+    use_kubeconfig_credentials(Path(args.data_dir), server)
 
     async def run() -> None:
         async with ApiClient(server, retry_seconds=args.request_timeout,
@@ -103,18 +105,22 @@ def cmd_up(args: argparse.Namespace) -> None:
         from skiff.cli.netns_ha import NetnsHaCluster
 
         require_netns_support()
+        _err(f"{INSECURE_WARNING} (network-namespace clusters have no TLS yet)")
         cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config)
     elif args.ha:
         from skiff.cli.topology import HaCluster
 
-        cluster = HaCluster(data_dir, nodes=args.nodes, config=config)
+        cluster = HaCluster(data_dir, nodes=args.nodes, config=config,
+                            insecure=args.insecure)
     elif args.netns:
         from skiff.cli.netns import NetnsCluster, require_netns_support
 
         require_netns_support()
+        _err(f"{INSECURE_WARNING} (network-namespace clusters have no TLS yet)")
         cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config)
     else:
-        cluster = LocalCluster(data_dir, nodes=args.nodes, config=config)
+        cluster = LocalCluster(data_dir, nodes=args.nodes, config=config,
+                               insecure=args.insecure)
     stop = {"flag": False}
 
     def on_signal(*_: Any) -> None:
@@ -127,6 +133,7 @@ def cmd_up(args: argparse.Namespace) -> None:
             not any(pid_alive(c.pid) for c in running.components):
         clear_stopped(data_dir)  # a new cluster starts with nothing held down
     state = cluster.start(echo=_out)
+    use_kubeconfig_credentials(data_dir)  # for the readiness wait below
     try:
         if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):
             asyncio.run(_wait_nodes_ready(state.api, args.nodes, args.ready_timeout))
@@ -193,6 +200,7 @@ def cmd_down(args: argparse.Namespace) -> None:
 
 
 def cmd_status(args: argparse.Namespace) -> None:
+    use_kubeconfig_credentials(Path(args.data_dir))
     state = ClusterState.load(Path(args.data_dir))
     if state is None or not any(pid_alive(c.pid) for c in state.components):
         fail(f"no running cluster in {args.data_dir}; start one with `skiff up`")
@@ -267,6 +275,7 @@ def cmd_unfence(args: argparse.Namespace) -> None:
 
 
 def cmd_chaos(args: argparse.Namespace) -> None:
+    use_kubeconfig_credentials(Path(args.data_dir))
     if args.chaos_command in MEMBER_COMMANDS:
         try:
             _out(MEMBER_COMMANDS[args.chaos_command](Path(args.data_dir), args.member))
@@ -350,6 +359,9 @@ def build_parser() -> argparse.ArgumentParser:
                     help="wait before restarting a component that died again (doubles "
                          "each time; the first restart is at once)")
     up.add_argument("--restart-backoff-max", type=float, default=300.0, metavar="SECONDS")
+    up.add_argument("--insecure", action="store_true",
+                    help="no TLS, no authentication, no authorization (quick experiments "
+                         "only; warned on every start)")
     up.add_argument("--netns", action="store_true",
                     help="each component on its own network namespace (root only), so "
                          "`skiff chaos` cuts are real network partitions")

@@ -21,6 +21,8 @@ from pathlib import Path
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from skiff.client.credentials import Credentials
+
 ETCD_INSTALL_HINT = (
     "etcd is not installed: install it with `sudo apt-get install etcd-server` "
     "(Debian/Ubuntu), or put an etcd 3.4+ binary on PATH"
@@ -105,13 +107,37 @@ class Process:
             return ""
 
 
+@dataclass(frozen=True)
+class EtcdTlsFiles:
+    """etcd's TLS (SPEC AU4): serving and peer certificates, and the CA whose client
+    certificates it accepts (`--client-cert-auth`); see `skiff.pki`."""
+
+    ca: Path
+    server_cert: Path
+    server_key: Path
+    peer_cert: Path
+    peer_key: Path
+    # For our own health probe only (the apiservers' client certificate).
+    client_cert: Path
+    client_key: Path
+
+    def args(self) -> list[str]:
+        return ["--client-cert-auth", "--trusted-ca-file", str(self.ca),
+                "--cert-file", str(self.server_cert), "--key-file", str(self.server_key),
+                "--peer-client-cert-auth", "--peer-trusted-ca-file", str(self.ca),
+                "--peer-cert-file", str(self.peer_cert),
+                "--peer-key-file", str(self.peer_key)]
+
+
 def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
                  name: str = "etcd", member: str = "skiff", initial_cluster: str = "",
-                 cluster_token: str = "") -> Process:
+                 cluster_token: str = "", tls: EtcdTlsFiles | None = None) -> Process:
     """One etcd member; alone by default, or one of `initial_cluster` (`name=peerURL,...`,
-    `skiff up --ha`), keeping its data in `<data_dir>/<name>` then."""
-    client = f"http://127.0.0.1:{client_port}"
-    peer = f"http://127.0.0.1:{peer_port}"
+    `skiff up --ha`), keeping its data in `<data_dir>/<name>` then. With `tls` its client
+    and peer URLs are https and it accepts only clients with a certificate."""
+    scheme = "https" if tls is not None else "http"
+    client = f"{scheme}://127.0.0.1:{client_port}"
+    peer = f"{scheme}://127.0.0.1:{peer_port}"
     # Pre-vote (etcd 3.5's default): a member back from a partition does not depose the
     # leader with the terms it ran up alone.
     clustered = ["--initial-cluster-token", cluster_token, "--pre-vote"] \
@@ -125,6 +151,7 @@ def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
         "--initial-cluster-state", "new", *clustered,
         "--logger", "zap", "--log-outputs", "stderr",
         "--quota-backend-bytes", str(2 * 1024**3),
+        *(tls.args() if tls is not None else []),
     ], data_dir / "logs" / f"{name}.log")
 
 
@@ -134,10 +161,15 @@ def service_process(name: str, module: str, args: list[str], *, log_dir: Path,
                    env=dict(env or {}))
 
 
-def wait_grpc_healthy(proc: Process, target: str, *, timeout: float = 30.0) -> None:
-    """Wait until `target` answers the gRPC health check with SERVING."""
+def wait_grpc_healthy(proc: Process, target: str, *, timeout: float = 30.0,
+                      credentials: Credentials | None = None) -> None:
+    """Wait until `target` answers the gRPC health check with SERVING (over mutual TLS
+    with secure `credentials`: the apiserver's secure port)."""
     deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(target) as channel:
+    channel_of = (grpc.secure_channel(target, credentials.grpc_credentials())
+                  if credentials is not None and credentials.secure
+                  else grpc.insecure_channel(target))
+    with channel_of as channel:
         stub = health_pb2_grpc.HealthStub(channel)
         while time.monotonic() < deadline:
             if not proc.alive():
@@ -154,17 +186,24 @@ def wait_grpc_healthy(proc: Process, target: str, *, timeout: float = 30.0) -> N
                      f"see {proc.log_path}:\n{proc.tail()}")
 
 
-def wait_etcd_healthy(proc: Process, client_port: int, *, timeout: float = 30.0) -> None:
+def wait_etcd_healthy(proc: Process, client_port: int, *, timeout: float = 30.0,
+                      tls: EtcdTlsFiles | None = None) -> None:
+    import ssl
     import urllib.request
 
+    context = None
+    if tls is not None:
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        context.load_cert_chain(str(tls.client_cert), str(tls.client_key))
+    scheme = "https" if tls is not None else "http"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if not proc.alive():
             raise StartError(f"etcd exited while starting; its log ({proc.log_path}) "
                              f"ends with:\n{proc.tail()}")
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{client_port}/health",
-                                        timeout=1) as resp:
+            with urllib.request.urlopen(f"{scheme}://127.0.0.1:{client_port}/health",
+                                        timeout=1, context=context) as resp:
                 if b'"health":"true"' in resp.read():
                     return
         except OSError:

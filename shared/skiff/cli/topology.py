@@ -40,6 +40,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.security import ClusterSecurity
 
 ETCD_MEMBERS = 3
 APISERVERS = 2
@@ -64,10 +65,11 @@ class HaCluster(LocalCluster):
             raise StartError(f"a cluster is already running from {self.data_dir} (API "
                              f"{running.api}); stop it with `skiff down` first")
         self.data_dir.mkdir(parents=True, exist_ok=True)
+        self._sec = self.security(echo)
         try:
             etcd_urls = self._start_etcd(echo)
             api_targets, http_urls = self._start_apiservers(etcd_urls, echo)
-            kubeconfig = write_ha_kubeconfig(self.data_dir, http_urls)
+            kubeconfig = write_ha_kubeconfig(self.data_dir, http_urls, security=self._sec)
             echo(f"{'kubectl':<22} {'':<12} {', '.join(http_urls)}   "
                  f"export KUBECONFIG={kubeconfig}  (context skiff-apiserver-2 for the other)")
             self._start_services(api_targets, echo)
@@ -81,19 +83,21 @@ class HaCluster(LocalCluster):
 
     def _start_etcd(self, echo: Any) -> list[str]:
         ports = [(free_port(), free_port()) for _ in range(ETCD_MEMBERS)]
-        initial = ",".join(f"etcd-{i}=http://127.0.0.1:{peer}"
+        scheme, tls = self._sec.scheme, self._sec.etcd_tls()
+        initial = ",".join(f"etcd-{i}={scheme}://127.0.0.1:{peer}"
                            for i, (_, peer) in enumerate(ports, 1))
         members: list[tuple[Process, int]] = []
         for i, (client, peer) in enumerate(ports, 1):
             proc = etcd_process(self.data_dir, client_port=client, peer_port=peer,
                                 name=f"etcd-{i}", member=f"etcd-{i}",
-                                initial_cluster=initial, cluster_token=CLUSTER_TOKEN)
+                                initial_cluster=initial, cluster_token=CLUSTER_TOKEN,
+                                tls=tls)
             proc.start()  # all at once: a member waits for a quorum before it is healthy
             members.append((proc, client))
         urls = []
         for proc, client in members:
-            wait_etcd_healthy(proc, client, timeout=60.0)
-            url = f"http://127.0.0.1:{client}"
+            wait_etcd_healthy(proc, client, timeout=60.0, tls=tls)
+            url = f"{scheme}://127.0.0.1:{client}"
             self._record(proc, url, "")
             echo(_line(proc.name, proc, url))
             urls.append(url)
@@ -110,14 +114,14 @@ class HaCluster(LocalCluster):
             proc = service_process(f"apiserver-{i}", "skiff.apiserver", [
                 "--etcd-servers", ",".join(rotated(etcd_urls, i - 1)),
                 "--secure-port", str(api_port), "--http-port", str(http_port),
-                *self.config.flags("apiserver", config_dir)],
+                *self._sec.apiserver_args(), *self.config.flags("apiserver", config_dir)],
                 log_dir=self.data_dir / "logs", env=env)
             proc.start()
-            wait_grpc_healthy(proc, target, timeout=60.0)
+            wait_grpc_healthy(proc, target, timeout=60.0, credentials=self._sec.credentials())
             self._record(proc, target, target)
             echo(_line(proc.name, proc, target))
             targets.append(target)
-            http_urls.append(f"http://127.0.0.1:{http_port}")
+            http_urls.append(f"{self._sec.scheme}://127.0.0.1:{http_port}")
         return targets, http_urls
 
     def _start_services(self, api_targets: list[str], echo: Any) -> None:
@@ -132,7 +136,7 @@ class HaCluster(LocalCluster):
             proc = service_process(name, module, [
                 "--apiserver", ",".join(rotated(api_targets, spread)),
                 "--health-port", str(health_port), *extra],
-                log_dir=self.data_dir / "logs", env=env)
+                log_dir=self.data_dir / "logs", env={**env, **self._sec.component_env(name)})
             spread += 1
             proc.start()
             health = f"127.0.0.1:{health_port}"
@@ -161,15 +165,17 @@ def _without_identity(args: list[str]) -> list[str]:
     return args[:at] + args[at + 2:]
 
 
-def write_ha_kubeconfig(data_dir: Path, servers: list[str]) -> Path:
+def write_ha_kubeconfig(data_dir: Path, servers: list[str], *,
+                        security: ClusterSecurity | None = None) -> Path:
     """One cluster and context per apiserver; the current context is apiserver-1's."""
+    sec = security or ClusterSecurity(None)
     names = ["skiff"] + [f"skiff-apiserver-{i}" for i in range(2, len(servers) + 1)]
     path = data_dir / "kubeconfig"
     path.write_text(json.dumps({
         "apiVersion": "v1", "kind": "Config", "current-context": "skiff",
-        "clusters": [{"name": n, "cluster": {"server": s}}
+        "clusters": [{"name": n, "cluster": sec.kubeconfig_cluster(s)}
                      for n, s in zip(names, servers, strict=True)],
-        "users": [{"name": "skiff", "user": {}}],
+        "users": [{"name": "skiff", "user": sec.kubeconfig_user()}],
         "contexts": [{"name": n, "context": {"cluster": n, "user": "skiff",
                                              "namespace": "default"}} for n in names],
     }, indent=2))
@@ -189,10 +195,17 @@ async def etcd_role(comp: Component) -> str:
     """`leader` or `follower`, as the member itself reports (etcd's maintenance Status)."""
     import aetcd
 
-    host, _, port = comp.address.removeprefix("http://").rpartition(":")
+    from skiff.etcdtls import EtcdTls, TlsEtcdClient
+
+    host, _, port = comp.address.removeprefix("http://").removeprefix(
+        "https://").rpartition(":")
     try:
-        async with aetcd.Client(host=host, port=int(port), timeout=2,
-                                connect_wait_timeout=2) as client:
+        client_of = (TlsEtcdClient(tls=EtcdTls(
+            Path(_flag(comp, "--trusted-ca-file")), Path(_flag(comp, "--cert-file")),
+            Path(_flag(comp, "--key-file"))), host=host, port=int(port), timeout=2,
+            connect_wait_timeout=2) if comp.address.startswith("https://")
+            else aetcd.Client(host=host, port=int(port), timeout=2, connect_wait_timeout=2))
+        async with client_of as client:
             status = await asyncio.wait_for(client.status(), timeout=3.0)
     except (aetcd.exceptions.ClientError, OSError, TimeoutError, ValueError):
         return ""

@@ -25,6 +25,7 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
+from skiff.client.credentials import Credentials
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, encode, from_grpc, method_path
 from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
@@ -41,7 +42,7 @@ FENCED_RESOURCES = frozenset({"fences", "volumeattachments"})
 def parse_targets(target: str) -> list[str]:
     """`"grpc://a:1, b:2"` → `["a:1", "b:2"]`: the apiservers of a comma-separated list."""
     targets = [t.strip().removeprefix("grpc://").removeprefix("http://")
-               for t in target.split(",")]
+               .removeprefix("https://") for t in target.split(",")]
     targets = [t for t in targets if t]
     if not targets:
         raise ValueError(f"no apiserver address in {target!r} (want HOST:PORT[,HOST:PORT...])")
@@ -71,8 +72,12 @@ class ApiClient:
     `ApiClient("127.0.0.1:6443,127.0.0.1:6444")` fails over between two apiservers."""
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
-                 user_agent: str = "skiff", keepalive_seconds: float = 10.0) -> None:
+                 user_agent: str = "skiff", keepalive_seconds: float = 10.0,
+                 credentials: Credentials | None = None) -> None:
         self.targets = parse_targets(target)
+        # TLS and who we are: given, or from the environment `skiff up` sets (AU1).
+        self.credentials = credentials if credentials is not None else \
+            Credentials.from_env()
         self._index = 0
         self.failovers = 0
         self.timeout = timeout
@@ -89,7 +94,7 @@ class ApiClient:
             ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.max_pings_without_data", 0),
         ]
-        self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
+        self._channel = self.credentials.channel(self.target, self._options)
         self._generation = 0
         self._unary: dict[str, Any] = {}
         self._closed = False
@@ -130,7 +135,7 @@ class ApiClient:
             log.warning("apiserver unavailable; failing over",
                         extra={"from": old_target, "to": self.target})
         old = self._channel
-        self._channel = grpc.aio.insecure_channel(self.target, options=self._options)
+        self._channel = self.credentials.channel(self.target, self._options)
         self._generation += 1
         self._unary = {}
         await old.close(grace=None)
@@ -151,6 +156,12 @@ class ApiClient:
             return ApiError(Reason.SERVICE_UNAVAILABLE,
                             f"connection to {target} was replaced")
         api_err = from_grpc(err, target=target)
+        if (api_err.reason == Reason.SERVICE_UNAVAILABLE and self.credentials.secure
+                and not self.credentials.cert_file):
+            api_err = ApiError(Reason.SERVICE_UNAVAILABLE, (
+                f"{target} refused the connection: the apiserver's gRPC port is mutual TLS "
+                "and this client has no client certificate (set SKIFF_CLIENT_CERT_FILE and "
+                "SKIFF_CLIENT_KEY_FILE, or use the kubeconfig `skiff up` wrote)"))
         if code == grpc.StatusCode.DEADLINE_EXCEEDED or (
                 len(self.targets) > 1 and api_err.reason in _RETRYABLE):
             await self.reconnect(generation=generation)

@@ -1,0 +1,374 @@
+"""Authentication, authorization and NodeRestriction for both fronts (SPEC AU1-AU3).
+
+The gRPC and HTTPS fronts authenticate each request (`Authenticator`: a client certificate
+signed by the cluster CA, or a bearer token from `--token-auth-file`), put the user in
+`current_user` for the request's task and ask `ApiAuthorizer.check(attrs)` before the
+registry runs: `system:masters` bypasses, then the Node authorizer (kubelets), then RBAC.
+The registry calls `node_restriction` on every create/update, where the objects are known.
+
+Without `--tls-cert-file` the apiserver runs in the insecure mode (`current_user` stays
+None): nothing is checked, as before this module existed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import time
+from collections.abc import Iterable
+from contextvars import ContextVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+
+from skiff.api import ApiError
+from skiff.api.kinds import KindInfo
+from skiff.auth import (
+    MASTERS_GROUP,
+    NODES_GROUP,
+    READ_VERBS,
+    Attributes,
+    AuthorizationResult,
+    Decision,
+    RbacRules,
+    UserInfo,
+    forbidden,
+    load_token_file,
+    node_identity,
+)
+from skiff.pki import (
+    CONTROLLER_MANAGER_USER,
+    FENCE_AGENT_USER,
+    SCHEDULER_USER,
+    identity_of,
+)
+
+if TYPE_CHECKING:
+    from skiff.apiserver.registry import Registry
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+# The authenticated user of the request this task serves; None in the insecure mode.
+current_user: ContextVar[UserInfo | None] = ContextVar("skiff_current_user", default=None)
+
+NODE_LEASE_NAMESPACE = "kube-node-lease"
+RBAC_GROUP = "rbac.authorization.k8s.io"
+
+
+# -- authentication --------------------------------------------------------------------------
+
+
+class Authenticator:
+    """Client certificates (verified against the cluster CA) and static bearer tokens."""
+
+    def __init__(self, *, client_ca_file: Path, token_auth_file: Path | None = None) -> None:
+        self._ca = x509.load_pem_x509_certificate(client_ca_file.read_bytes())
+        self._tokens = load_token_file(token_auth_file) if token_auth_file else {}
+        self._verified: dict[bytes, UserInfo | None] = {}
+
+    def from_certificate(self, cert: x509.Certificate) -> UserInfo | None:
+        """The user a certificate names, if the cluster CA issued it and it is current."""
+        now = datetime.datetime.now(datetime.UTC)
+        try:
+            cert.verify_directly_issued_by(self._ca)
+        except (ValueError, TypeError, Exception):
+            return None
+        if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
+            return None
+        ident = identity_of(cert.public_bytes(serialization.Encoding.PEM))
+        if not ident.user:
+            return None
+        return UserInfo(ident.user, groups=ident.groups).with_authenticated()
+
+    def from_pem(self, pem: bytes) -> UserInfo | None:
+        if pem not in self._verified:
+            if len(self._verified) > 1024:
+                self._verified.clear()
+            try:
+                cert = x509.load_pem_x509_certificate(pem)
+            except ValueError:
+                self._verified[pem] = None
+            else:
+                self._verified[pem] = self.from_certificate(cert)
+        return self._verified[pem]
+
+    def from_der(self, der: bytes) -> UserInfo | None:
+        try:
+            cert = x509.load_der_x509_certificate(der)
+        except ValueError:
+            return None
+        return self.from_pem(cert.public_bytes(serialization.Encoding.PEM))
+
+    def from_authorization(self, header: str) -> UserInfo | None:
+        """`Bearer <token>` from the static token file."""
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            return None
+        user = self._tokens.get(token.strip())
+        return user.with_authenticated() if user else None
+
+
+# -- authorization ---------------------------------------------------------------------------
+
+
+_NODE_READABLE = frozenset({"nodes", "pods", "leases", "volumeattachments", "fences",
+                            "namespaces", "services", "endpoints", "priorityclasses",
+                            "events", "csinodes", "storageclasses"})
+_NODE_REFERENCED = frozenset({"persistentvolumeclaims", "configmaps", "secrets",
+                              "persistentvolumes"})
+
+
+def _pod_references(pod: Obj, resource: str, name: str) -> bool:
+    for volume in (pod.get("spec") or {}).get("volumes") or ():
+        if resource == "persistentvolumeclaims" and (
+                (volume.get("persistentVolumeClaim") or {}).get("claimName") == name):
+            return True
+        if resource == "configmaps" and (volume.get("configMap") or {}).get("name") == name:
+            return True
+        if resource == "secrets" and (volume.get("secret") or {}).get("secretName") == name:
+            return True
+    return False
+
+
+class NodeAuthorizer:
+    """Kubernetes' Node authorizer, by lookup instead of a graph: a kubelet
+    (`system:node:<name>` in `system:nodes`) reads what its pods need and writes its own
+    Node, its own Lease, its pods' status and their deletion, and events."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+
+    async def authorize(self, attrs: Attributes) -> AuthorizationResult:
+        node = node_identity(attrs.user)
+        if node is None or not attrs.is_resource_request:
+            return AuthorizationResult(Decision.NO_OPINION)
+        r, verb = attrs.resource, attrs.verb
+        if r in _NODE_REFERENCED:
+            if verb == "get" and await self._referenced(node, attrs):
+                return AuthorizationResult(Decision.ALLOW)
+            return _deny(f"no relationship found between node '{node}' and this object")
+        if verb in READ_VERBS:
+            return AuthorizationResult(
+                Decision.ALLOW if r in _NODE_READABLE else Decision.NO_OPINION)
+        if r == "nodes":
+            if verb == "create" or (verb in ("update", "patch", "delete")
+                                    and attrs.name == node):
+                return AuthorizationResult(Decision.ALLOW)
+            return _deny(f"node '{node}' cannot modify node '{attrs.name}'")
+        if r == "leases" and attrs.api_group == "coordination.k8s.io":
+            if attrs.namespace == NODE_LEASE_NAMESPACE and (
+                    verb == "create" or attrs.name == node):
+                return AuthorizationResult(Decision.ALLOW)
+            return _deny(f"node '{node}' can only modify its own Lease "
+                         f"'{NODE_LEASE_NAMESPACE}/{node}'")
+        if r == "events" and verb in ("create", "update", "patch"):
+            return AuthorizationResult(Decision.ALLOW)
+        if r == "pods" and ((attrs.subresource == "status" and verb in ("update", "patch"))
+                            or (attrs.subresource == "" and verb == "delete")):
+            if await self._bound_here(node, attrs.namespace, attrs.name):
+                return AuthorizationResult(Decision.ALLOW)
+            return _deny(f"node '{node}' can only {verb} pods bound to it")
+        return AuthorizationResult(Decision.NO_OPINION)
+
+    async def _bound_here(self, node: str, namespace: str, name: str) -> bool:
+        try:
+            pod = await self.registry.get("pods", namespace, name)
+        except ApiError:
+            return False
+        return bool((pod.get("spec") or {}).get("nodeName") == node)
+
+    async def _referenced(self, node: str, attrs: Attributes) -> bool:
+        if not attrs.namespace:
+            return False
+        pods = await self.registry.list("pods", attrs.namespace,
+                                        field_selector=f"spec.nodeName={node}")
+        return any(_pod_references(p, attrs.resource, attrs.name) for p in pods["items"])
+
+
+def _deny(reason: str) -> AuthorizationResult:
+    return AuthorizationResult(Decision.DENY, reason)
+
+
+class RbacAuthorizer:
+    """RBAC over the Role/ClusterRole/RoleBinding/ClusterRoleBinding objects in etcd,
+    re-read at most every `refresh_seconds` (Kubernetes' informers lag a little too)."""
+
+    def __init__(self, registry: Registry, *, refresh_seconds: float = 1.0) -> None:
+        self.registry = registry
+        self.refresh_seconds = refresh_seconds
+        self._rules: RbacRules | None = None
+        self._read_at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def _snapshot(self) -> RbacRules:
+        async with self._lock:
+            if self._rules is None or time.monotonic() - self._read_at > self.refresh_seconds:
+                listed = [(await self.registry.list(r, None))["items"]
+                          for r in ("roles", "clusterroles", "rolebindings",
+                                    "clusterrolebindings")]
+                self._rules = RbacRules.from_objects(
+                    roles=listed[0], cluster_roles=listed[1], role_bindings=listed[2],
+                    cluster_role_bindings=listed[3])
+                self._read_at = time.monotonic()
+            return self._rules
+
+    async def authorize(self, attrs: Attributes) -> AuthorizationResult:
+        return (await self._snapshot()).authorize(attrs)
+
+
+class ApiAuthorizer:
+    """The apiserver's authorizer chain: system:masters, Node, RBAC; the first ALLOW or
+    DENY decides, no opinion from all is a denial. This is the API issue 19's
+    SelfSubjectAccessReview uses: `await authorizer.authorize(attrs)`."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.node = NodeAuthorizer(registry)
+        self.rbac = RbacAuthorizer(registry)
+
+    async def authorize(self, attrs: Attributes) -> AuthorizationResult:
+        if MASTERS_GROUP in attrs.user.groups:
+            return AuthorizationResult(Decision.ALLOW, "system:masters")
+        for authorizer in (self.node, self.rbac):
+            result = await authorizer.authorize(attrs)
+            if result.decision is not Decision.NO_OPINION:
+                return result
+        return AuthorizationResult(Decision.DENY)
+
+    async def check(self, attrs: Attributes) -> None:
+        """Raise Kubernetes' 403 unless `attrs` is allowed."""
+        result = await self.authorize(attrs)
+        if not result.allowed:
+            raise forbidden(attrs, result.reason)
+
+
+# -- NodeRestriction admission ---------------------------------------------------------------
+
+_NODE_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
+_NODE_LABELS_ALLOWED = frozenset({
+    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
+    "node.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region",
+    "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/region",
+    "topology.kubernetes.io/zone"})
+_NODE_LABEL_PREFIXES_ALLOWED = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
+
+
+def _restricted_label(key: str) -> bool:
+    """Labels a kubelet may not set on itself (NodeRestriction's rules)."""
+    domain = key.partition("/")[0] if "/" in key else ""
+    if domain == "node-restriction.kubernetes.io" or domain.endswith(
+            ".node-restriction.kubernetes.io"):
+        return True
+    if key in _NODE_LABELS_ALLOWED or key.startswith(_NODE_LABEL_PREFIXES_ALLOWED):
+        return False
+    return any(domain == d or domain.endswith("." + d) for d in _NODE_LABEL_DOMAINS)
+
+
+def _changed_labels(new: Obj, old: Obj | None) -> Iterable[str]:
+    new_labels = (new.get("metadata") or {}).get("labels") or {}
+    old_labels = ((old or {}).get("metadata") or {}).get("labels") or {}
+    for key in set(new_labels) | set(old_labels):
+        if new_labels.get(key) != old_labels.get(key):
+            yield key
+
+
+def node_restriction(info: KindInfo, obj: Obj, old: Obj | None) -> None:
+    """Kubernetes' NodeRestriction for the current user if it is a kubelet: its own Node
+    and Lease only, no own taint changes, no restricted labels, no pods of its own."""
+    user = current_user.get()
+    node = node_identity(user) if user is not None else None
+    if user is None or node is None:
+        return
+    name = (obj.get("metadata") or {}).get("name", "")
+    verb = "create" if old is None else "update"
+    if info.kind == "Node":
+        if name != node:
+            raise _admission(info, name, f"node '{node}' is not allowed to modify node '{name}'")
+        if old is not None and ((obj.get("spec") or {}).get("taints") or []) != (
+                (old.get("spec") or {}).get("taints") or []):
+            raise _admission(info, name, f"node '{node}' is not allowed to modify taints")
+        restricted = sorted(k for k in _changed_labels(obj, old) if _restricted_label(k))
+        if restricted:
+            raise _admission(info, name, f"node '{node}' is not allowed to modify labels: "
+                             f"{', '.join(restricted)}")
+    elif info.kind == "Lease" and (obj.get("metadata") or {}).get(
+            "namespace") == NODE_LEASE_NAMESPACE:
+        if name != node:
+            raise _admission(info, name, f"node '{node}' is not allowed to {verb} lease '{name}'")
+    elif info.kind == "Pod":
+        if old is None:
+            raise _admission(info, name, f"node '{node}' is not allowed to create pods")
+        if (obj.get("spec") or {}).get("nodeName") != node:
+            raise _admission(info, name, f"node '{node}' can only update pods bound to it")
+
+
+def _admission(info: KindInfo, name: str, message: str) -> ApiError:
+    return ApiError.forbidden(info.resource, name, message, group=info.group)
+
+
+# -- bootstrap policy ------------------------------------------------------------------------
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+_READ = ["get", "list", "watch"]
+_WRITE = ["create", "update", "patch", "delete"]
+
+
+def bootstrap_policy() -> list[Obj]:
+    """The ClusterRoles and ClusterRoleBindings every cluster starts with, so each
+    component works (Kubernetes' bootstrappolicy, cut to what Skiff's components do)."""
+    roles: dict[str, list[Obj]] = {
+        "cluster-admin": [_rule(["*"], ["*"], ["*"]),
+                          {"nonResourceURLs": ["*"], "verbs": ["*"]}],
+        "view": [_rule(["*"], ["*"], _READ)],
+        "edit": [_rule(["", "apps", "policy"],
+                       ["pods", "pods/eviction", "replicasets", "statefulsets",
+                        "persistentvolumeclaims", "poddisruptionbudgets", "events",
+                        "replicasets/scale", "statefulsets/scale"], [*_READ, *_WRITE])],
+        SCHEDULER_USER: [
+            _rule(["*"], ["*"], _READ),
+            _rule([""], ["pods/binding", "bindings"], ["create"]),
+            _rule([""], ["pods/status"], ["update", "patch"]),
+            _rule([""], ["pods"], ["delete", "update", "patch"]),
+            _rule([""], ["events"], ["create", "update", "patch"]),
+            _rule(["coordination.k8s.io"], ["leases"], ["create", "update", "patch"]),
+        ],
+        # Kubernetes splits this over one ServiceAccount per controller; Skiff's
+        # controller-manager runs them all under one identity (and may create Fences).
+        CONTROLLER_MANAGER_USER: [_rule(["*"], ["*"], ["*"])],
+        FENCE_AGENT_USER: [
+            _rule(["*"], ["*"], _READ),
+            _rule(["skiff.io"], ["fences", "fences/status"], ["update", "patch"]),
+            _rule(["storage.k8s.io"], ["volumeattachments"], ["delete"]),
+            _rule([""], ["events"], ["create", "update", "patch"]),
+        ],
+    }
+    subjects: dict[str, Obj] = {
+        "cluster-admin": {"kind": "Group", "name": MASTERS_GROUP},
+        SCHEDULER_USER: {"kind": "User", "name": SCHEDULER_USER},
+        CONTROLLER_MANAGER_USER: {"kind": "User", "name": CONTROLLER_MANAGER_USER},
+        FENCE_AGENT_USER: {"kind": "User", "name": FENCE_AGENT_USER},
+    }
+    api_version = f"{RBAC_GROUP}/v1"
+    labels = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+    objs: list[Obj] = [{"apiVersion": api_version, "kind": "ClusterRole",
+                        "metadata": {"name": name, "labels": labels}, "rules": rules}
+                       for name, rules in roles.items()]
+    objs += [{"apiVersion": api_version, "kind": "ClusterRoleBinding",
+              "metadata": {"name": name, "labels": labels},
+              "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
+              "subjects": [{**subject, "apiGroup": RBAC_GROUP}]}
+             for name, subject in subjects.items()]
+    return objs
+
+
+__all__ = ["NODES_GROUP", "ApiAuthorizer", "Authenticator", "NodeAuthorizer",
+           "RbacAuthorizer", "bootstrap_policy", "current_user", "node_restriction"]

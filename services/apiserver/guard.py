@@ -1,0 +1,143 @@
+"""The door of both fronts: who is calling (401) and may they (403), before the registry.
+
+`RequestGuard.grpc(method, context, request)` and `RequestGuard.http(raw, ...)` turn a call
+into Kubernetes' request attributes (verb, group, resource, subresource, namespace, name),
+authenticate it (`authz.Authenticator`) and authorize it (`authz.ApiAuthorizer`). The user
+is left in `authz.current_user` for NodeRestriction admission in the registry. Also makes
+the TLS server credentials of both fronts from `--tls-cert-file`/`--tls-private-key-file`
+and `--client-ca-file`.
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from skiff.api import ApiError
+from skiff.api.kinds import lookup
+from skiff.apiserver.authz import ApiAuthorizer, Authenticator, current_user
+from skiff.auth import Attributes, UserInfo, unauthorized
+
+Obj = dict[str, Any]
+
+# gRPC method -> (verb, subresource); Discovery needs only authentication.
+_GRPC_VERBS: dict[str, tuple[str, str]] = {
+    "Create": ("create", ""),
+    "Get": ("get", ""),
+    "List": ("list", ""),
+    "Watch": ("watch", ""),
+    "Update": ("update", ""),
+    "UpdateStatus": ("update", "status"),
+    "Delete": ("delete", ""),
+    "Bind": ("create", "binding"),
+    "Evict": ("create", "eviction"),
+    "History": ("get", ""),
+}
+
+_HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+# Paths any authenticated user may read (Kubernetes' system:discovery and
+# system:public-info-viewer); health probes answer even without credentials.
+PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
+
+
+@dataclass(frozen=True)
+class TlsFiles:
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path
+
+    def grpc_credentials(self) -> grpc.ServerCredentials:
+        # gRPC is mutual TLS: grpcio can only require a client certificate or not ask for
+        # one at all, so the gRPC port (components, the skiff CLI) requires one signed by
+        # the CA; bearer-token users come in over HTTPS, where it is optional.
+        return grpc.ssl_server_credentials(
+            [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
+            root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)
+
+    def ssl_context(self) -> ssl.SSLContext:
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(
+            self.client_ca_file))
+        ctx.load_cert_chain(str(self.cert_file), str(self.key_file))
+        ctx.verify_mode = ssl.CERT_OPTIONAL
+        ctx.set_alpn_protocols(["http/1.1"])
+        return ctx
+
+
+class RequestGuard:
+    def __init__(self, authenticator: Authenticator, authorizer: ApiAuthorizer) -> None:
+        self.authenticator = authenticator
+        self.authorizer = authorizer
+
+    # -- gRPC ----------------------------------------------------------------------------
+
+    def grpc_user(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
+        pems = context.auth_context().get("x509_pem_cert") or []
+        for pem in pems:
+            user = self.authenticator.from_pem(bytes(pem))
+            if user is not None:
+                return user
+        raise unauthorized()
+
+    async def grpc(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                   req: Obj) -> None:
+        user = self.grpc_user(context)
+        current_user.set(user)
+        verb_sub = _GRPC_VERBS.get(method)
+        if verb_sub is None:
+            return  # Discovery: any authenticated user
+        verb, sub = verb_sub
+        resource = "pods" if method in ("Bind", "Evict") else str(req.get("resource") or "")
+        try:
+            info = lookup(resource)
+        except ApiError:
+            return  # the registry answers NotFound for an unknown resource
+        obj = req.get("object")
+        obj = obj if isinstance(obj, dict) else {}
+        meta = obj.get("metadata")
+        meta = meta if isinstance(meta, dict) else {}
+        namespace = ""
+        if info.namespaced:
+            namespace = str(req.get("namespace") or meta.get("namespace") or "default")
+        name = str(req.get("name") or "")
+        if method in ("Update", "UpdateStatus"):
+            name = str(meta.get("name") or "")
+        await self.authorizer.check(Attributes(
+            user=user, verb=verb, api_group=info.group, resource=info.resource,
+            subresource=sub, namespace=namespace, name=name))
+
+    # -- HTTP ----------------------------------------------------------------------------
+
+    def http_user(self, *, peer_der: bytes | None, authorization: str) -> UserInfo:
+        if peer_der:
+            user = self.authenticator.from_der(peer_der)
+            if user is not None:
+                return user
+        if authorization:
+            user = self.authenticator.from_authorization(authorization)
+            if user is not None:
+                return user
+        raise unauthorized()
+
+    def http_user_of(self, peer_der: bytes | None, authorization: str) -> UserInfo:
+        return self.http_user(peer_der=peer_der, authorization=authorization)
+
+    async def http_resource(self, *, method: str, query: dict[str, str], group: str,
+                            resource: str, namespace: str | None, name: str,
+                            subresource: str) -> None:
+        user = current_user.get()
+        if user is None:
+            return
+        if method == "GET":
+            verb = "get" if name else (
+                "watch" if query.get("watch") in ("true", "1") else "list")
+        else:
+            verb = _HTTP_VERBS.get(method, method.lower())
+            if verb == "delete" and not name:
+                verb = "deletecollection"
+        await self.authorizer.check(Attributes(
+            user=user, verb=verb, api_group=group, resource=resource,
+            subresource=subresource, namespace=namespace or "", name=name))

@@ -1,0 +1,68 @@
+"""The client's credentials (SPEC AU1): the one place a Skiff client learns how to prove
+who it is and whom to trust.
+
+Every service and the CLI build their `ApiClient` from a `Credentials`: the cluster CA
+(TLS is on when it is set) and a client certificate and key (components, the admin: the
+gRPC port is mutual TLS). A bearer token (`--token-auth-file` users) is for HTTPS.
+Services read them from their environment (`SKIFF_CA_FILE`, `SKIFF_CLIENT_CERT_FILE`,
+`SKIFF_CLIENT_KEY_FILE`, `SKIFF_TOKEN`), which `skiff up` sets per component; the CLI
+reads the kubeconfig.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+ENV_CA = "SKIFF_CA_FILE"
+ENV_CERT = "SKIFF_CLIENT_CERT_FILE"
+ENV_KEY = "SKIFF_CLIENT_KEY_FILE"
+ENV_TOKEN = "SKIFF_TOKEN"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    ca_file: str = ""
+    cert_file: str = ""
+    key_file: str = ""
+    token: str = ""
+
+    @property
+    def secure(self) -> bool:
+        return bool(self.ca_file)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Credentials:
+        env = os.environ if env is None else env
+        return cls(ca_file=env.get(ENV_CA, ""), cert_file=env.get(ENV_CERT, ""),
+                   key_file=env.get(ENV_KEY, ""), token=env.get(ENV_TOKEN, ""))
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that makes a child process's `from_env` return these."""
+        return {k: v for k, v in ((ENV_CA, self.ca_file), (ENV_CERT, self.cert_file),
+                                  (ENV_KEY, self.key_file), (ENV_TOKEN, self.token)) if v}
+
+    def grpc_credentials(self) -> grpc.ChannelCredentials:
+        """TLS trusting the cluster CA, presenting the client certificate."""
+        if self.token and not self.cert_file:
+            raise ValueError("the apiserver's gRPC port takes client certificates only; a "
+                             "bearer token works on its HTTPS port (kubectl)")
+        if bool(self.cert_file) != bool(self.key_file):
+            raise ValueError("a client certificate needs its key (and the key its "
+                             "certificate)")
+        return grpc.ssl_channel_credentials(
+            root_certificates=Path(self.ca_file).read_bytes(),
+            private_key=Path(self.key_file).read_bytes() if self.key_file else None,
+            certificate_chain=Path(self.cert_file).read_bytes() if self.cert_file else None)
+
+    def channel(self, target: str,
+                options: Sequence[tuple[str, Any]]) -> grpc.aio.Channel:
+        """A gRPC channel to one apiserver: TLS with these credentials, or plaintext."""
+        if not self.secure:
+            return grpc.aio.insecure_channel(target, options=options)
+        return grpc.aio.secure_channel(target, self.grpc_credentials(), options=options)
