@@ -19,6 +19,7 @@ from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.registry import Registry, RegistryConfig
+from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache
@@ -50,6 +51,15 @@ class ApiServerSettings:
     etcd_retry_seconds: float = duration(10.0, help="how long a request retries a lost etcd")
     shutdown_grace_seconds: float = duration(5.0)
     log_level: str = setting("INFO")
+    service_account_signing_key_file: str = setting(
+        "", help="PEM RSA private key that signs ServiceAccount tokens (created there if "
+                 "missing; empty: a key for this process's lifetime only)")
+    service_account_key_file: str = setting(
+        "", help="PEM public key also accepted when verifying ServiceAccount tokens")
+    service_account_issuer: str = setting(DEFAULT_ISSUER,
+                                          help="`iss` of ServiceAccount tokens")
+    disable_admission_plugins: str = setting(
+        "", help="comma-separated admission plugins to turn off (ServiceAccount)")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -77,7 +87,12 @@ class ApiServer:
                            quorum_check_interval=s.watch_quorum_check_interval)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
-            default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
+            default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
+            service_account_admission="ServiceAccount" not in
+            s.disable_admission_plugins.split(",")))
+        tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
+                                key_file=s.service_account_key_file,
+                                issuer=s.service_account_issuer)
         server, port, health = build_server(ApiService(registry),
                                             address=f"{s.bind_address}:{s.secure_port}")
         await health.set("", NOT_SERVING)
@@ -91,7 +106,7 @@ class ApiServer:
                 lookups_task = tg.create_task(registry.run_lookups(), name="lookups")
                 http = None
                 if s.http_port >= 0:
-                    http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
+                    http = HttpServer(KubeApi(registry, tokens=tokens).handle, host=s.bind_address,
                                       port=s.http_port)
                     http_port = await http.start()
                     log.info("kubectl endpoint serving",

@@ -26,6 +26,8 @@ from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.satoken import TokenAuthority
+from skiff.apiserver.tokenrequest import create_token
 from skiff.client import logs as kubelet_logs
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
 _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
-                 "PodDisruptionBudget": ("status",), "Namespace": ("status",)}
+                 "PodDisruptionBudget": ("status",), "Namespace": ("status",),
+                 "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 _VERBS = ["create", "delete", "get", "list", "patch", "update", "watch"]
 
 
@@ -63,11 +66,14 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
                      "eviction": ["create"], "log": ["get"],
-                     "scale": ["get", "patch", "update"]}[sub]
+                     "scale": ["get", "patch", "update"], "token": ["create"]}[sub]
             entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
                           "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs}
             if sub == "scale":
                 entry.update(kind="Scale", group="autoscaling", version="v1")
+            if sub == "token":
+                entry.update(kind="TokenRequest", group="authentication.k8s.io",
+                             version="v1")
             resources.append(entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}
@@ -136,8 +142,9 @@ def merge_patch(target: Any, patch: Any, *, strategic: bool = False) -> Any:
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None) -> None:
         self.registry = registry
+        self.tokens = tokens or TokenAuthority()
         self._by_gv = _groups()
 
     async def handle(self, req: Request) -> Response:
@@ -247,6 +254,9 @@ class KubeApi:
             return Response(201, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                                   "code": 201, "details": {"name": name}}
                             if evicted["deleted"] else evicted["object"])
+        if sub == "token" and info.kind == "ServiceAccount" and method == "POST":
+            return Response(201, await create_token(r, self.tokens, namespace or "default",
+                                                    name, _body(req)))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
         if sub not in ("", "status"):

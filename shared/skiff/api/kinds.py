@@ -46,6 +46,11 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False, ("va",)),
     # Skiff's own (SPEC FN1): one Fence per fenced node, with its state and reason.
     KindInfo("Fence", "skiff.io/v1", "fences", False, ("fence",)),
+    # SPEC AX3, AX4 (skiff.api.accountkinds).
+    KindInfo("ServiceAccount", "v1", "serviceaccounts", True, ("sa",), has_status=False),
+    KindInfo("PersistentVolume", "v1", "persistentvolumes", False, ("pv",)),
+    KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, ("sc",),
+             has_status=False),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
+from skiff.api import accountkinds
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1121,6 +1122,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "PersistentVolumeClaim": _validate_pvc,
     "VolumeAttachment": _validate_volume_attachment,
     "Fence": _validate_fence,
+    **accountkinds.VALIDATORS,
 }
 
 

@@ -178,6 +178,8 @@ class LocalCluster:
                 "apiserver", "skiff.apiserver",
                 ["--etcd-servers", f"http://127.0.0.1:{etcd_port}",
                  "--secure-port", str(api_port), "--http-port", str(http_port),
+                 "--service-account-signing-key-file",
+                 str(self.data_dir / "pki" / "service-account.key"),
                  *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
