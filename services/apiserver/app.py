@@ -93,7 +93,7 @@ class ApiServer:
         tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
                                 key_file=s.service_account_key_file,
                                 issuer=s.service_account_issuer)
-        server, port, health = build_server(ApiService(registry),
+        server, port, health = build_server(ApiService(registry, tokens=tokens),
                                             address=f"{s.bind_address}:{s.secure_port}")
         await health.set("", NOT_SERVING)
         await server.start()

@@ -24,6 +24,7 @@ from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogService
 from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.pod_worker import PodEnvironment
+from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
@@ -64,7 +65,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 backoff=Backoff(initial=settings.container_restart_backoff_base,
                                 maximum=settings.container_restart_backoff_max,
                                 clock=REAL_CLOCK),
-                base_env=base_environment(), volumes=volumes)
+                base_env={**base_environment(),
+                          **kubernetes_service_env(settings.kube_api_address)},
+                volumes=volumes, root_ca_file=settings.root_ca_file)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),

@@ -85,7 +85,8 @@ def pod(name: str, command: list[str], **spec: Any) -> client.V1Pod:
 
 def jwt_claims(token: str) -> dict[str, Any]:
     payload = token.split(".")[1]
-    decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    padded = payload + "=" * (-len(payload) % 4)
+    decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(padded))
     return decoded
 
 
@@ -137,3 +138,38 @@ def test_AX3_token_request_issues_a_token_for_the_service_account(
                                                      client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=[])))
     assert missing.value.status == 404
+
+
+IN_CLUSTER = """
+import os
+from kubernetes import client
+sa = "var/run/secrets/kubernetes.io/serviceaccount"  # the mount, relative to the pod dir
+token = open(os.path.join(sa, "token")).read()
+namespace = open(os.path.join(sa, "namespace")).read()
+cfg = client.Configuration()
+# Skiff's REST front is plain HTTP (no serving certificate yet), so the scheme is http.
+cfg.host = "http://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"],
+                             os.environ["KUBERNETES_SERVICE_PORT"])
+cfg.api_key = {"authorization": "Bearer " + token}
+with client.ApiClient(cfg) as api:
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace)
+print("namespace=%s pods=%s" % (namespace, ",".join(sorted(p.metadata.name for p in pods.items))))
+"""
+
+
+def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    created = core.create_namespaced_pod(ns, pod("lister", [sys.executable, "-c", IN_CLUSTER],
+                                                 restart_policy="Never"))
+    volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]
+    assert len(volumes) == 1 and volumes[0].projected is not None
+    mounts = created.spec.containers[0].volume_mounts
+    assert [(m.mount_path, m.read_only) for m in mounts] == [
+        ("/var/run/secrets/kubernetes.io/serviceaccount", True)]
+    phase = until(lambda: core.read_namespaced_pod("lister", ns).status.phase
+                  in ("Succeeded", "Failed") and core.read_namespaced_pod("lister", ns),
+                  "the in-cluster pod to finish", timeout=90).status.phase
+    log = core.read_namespaced_pod_log("lister", ns)
+    assert phase == "Succeeded", log
+    assert log == f"namespace={ns} pods=lister\n"

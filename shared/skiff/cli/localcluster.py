@@ -190,6 +190,7 @@ class LocalCluster:
             echo(f"{'kubectl':<22} {'':<12} http://127.0.0.1:{http_port:<8}   "
                  f"export KUBECONFIG={kubeconfig}")
 
+            self.kube_api_address = f"127.0.0.1:{http_port}"
             for name, module, extra in self._services():
                 if not service_available(module):
                     continue
@@ -227,6 +228,8 @@ class LocalCluster:
                 "--node-labels", labels,
                 "--node-annotations", f"{FENCE_AGENT_ANNOTATION}=power",
                 "--volume-root", str(self.data_dir / "volumes"),
+                *(["--kube-api-address", self.kube_api_address]
+                  if getattr(self, "kube_api_address", "") else []),
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
