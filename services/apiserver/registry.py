@@ -49,7 +49,8 @@ T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
 _RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget",
-                           "PersistentVolumeClaim", "VolumeAttachment", "Fence"}
+                           "PersistentVolumeClaim", "VolumeAttachment", "Fence",
+                           "PersistentVolume"}
 # Kinds whose top-level fields other than metadata are all "spec" (no status subresource).
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 

@@ -84,7 +84,7 @@ class PodVolumes:
         meta = pod.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "default")
         self.claims = claim_volumes(pod)
-        self._uids: dict[str, str] = {}
+        self._volumes: dict[str, tuple[str, Path]] = {}  # claim → (volume, directory)
 
     async def check(self, *, node_name: str) -> VolumeReadiness:
         if not self.claims:
@@ -92,8 +92,8 @@ class PodVolumes:
         await self.manager.informer.wait_synced()
         paths: dict[str, Path] = {}
         for name, claim in self.claims.items():
-            uid = self._uids.get(claim)
-            if uid is None:
+            bound = self._volumes.get(claim)
+            if bound is None:
                 try:
                     pvc = await self.manager.api.get("persistentvolumeclaims", claim,
                                                      self.namespace)
@@ -102,11 +102,33 @@ class PodVolumes:
                         raise
                     return VolumeReadiness(ready=False, message=(
                         f'persistentvolumeclaim "{claim}" not found (volume {name})'))
-                uid = self._uids[claim] = str(pvc["metadata"]["uid"])
-            volume = volume_name(uid)
+                volume = (pvc.get("spec") or {}).get("volumeName")
+                if not volume:
+                    return VolumeReadiness(ready=False, message=(
+                        f'persistentvolumeclaim "{claim}" is not bound to a volume yet '
+                        f"(volume {name})"))
+                bound = self._volumes[claim] = (str(volume), await self._path(str(volume)))
+            volume, path = bound
             problem = attachment_problem(self.manager.informer.store.get(volume),
                                          volume=volume, node_name=node_name)
             if problem is not None:
                 return VolumeReadiness(ready=False, message=problem)
-            paths[name] = self.manager.volume_root / volume
+            paths[name] = path
         return VolumeReadiness(ready=True, paths=paths)
+
+    async def _path(self, volume: str) -> Path:
+        """Where a PersistentVolume's data is on this host (SPEC AX4): a `hostPath` or
+        `local` volume's own path; otherwise (the local provisioner's `skiff.io/local`)
+        the directory named like the volume under the volume root."""
+        try:
+            pv = await self.manager.api.get("persistentvolumes", volume)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+            return self.manager.volume_root / volume
+        spec = pv.get("spec") or {}
+        for source in ("hostPath", "local"):
+            path = (spec.get(source) or {}).get("path")
+            if path:
+                return Path(str(path))
+        return self.manager.volume_root / volume

@@ -76,10 +76,15 @@ def new_namespace(core: client.CoreV1Api) -> str:
     return name
 
 
-def pod(name: str, command: list[str], **spec: Any) -> client.V1Pod:
+def pod(name: str, command: list[str], *, mounts: dict[str, str] | None = None,
+        **spec: Any) -> client.V1Pod:
+    """A one-container pod; `mounts` maps volume names to mount paths."""
     return client.V1Pod(metadata=client.V1ObjectMeta(name=name), spec=client.V1PodSpec(
         termination_grace_period_seconds=1,
-        containers=[client.V1Container(name="main", image="busybox", command=command)],
+        containers=[client.V1Container(
+            name="main", image="busybox", command=command,
+            volume_mounts=[client.V1VolumeMount(name=v, mount_path=p)
+                           for v, p in (mounts or {}).items()] or None)],
         **spec))
 
 
@@ -173,3 +178,118 @@ def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
     log = core.read_namespaced_pod_log("lister", ns)
     assert phase == "Succeeded", log
     assert log == f"namespace={ns} pods=lister\n"
+
+
+# -- AX4 PersistentVolumes and StorageClasses -----------------------------------------------
+
+def claim(name: str, size: str, *, storage_class: str | None = None,
+          modes: tuple[str, ...] = ("ReadWriteOnce",)) -> client.V1PersistentVolumeClaim:
+    return client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=list(modes), storage_class_name=storage_class,
+            resources=client.V1VolumeResourceRequirements(requests={"storage": size})))
+
+
+def volume(name: str, size: str, path: Path, *, storage_class: str,
+           modes: tuple[str, ...] = ("ReadWriteOnce",)) -> client.V1PersistentVolume:
+    return client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PersistentVolumeSpec(
+            capacity={"storage": size}, access_modes=list(modes),
+            storage_class_name=storage_class, persistent_volume_reclaim_policy="Retain",
+            host_path=client.V1HostPathVolumeSource(path=str(path))))
+
+
+def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_delete(
+        core: client.CoreV1Api, data_dir: Path, tmp_path: Path) -> None:
+    ns = new_namespace(core)
+    cls = f"manual-{uuid.uuid4().hex[:6]}"
+    for name, size, modes in (("small", "1Gi", ("ReadWriteOnce",)),
+                              ("big", "5Gi", ("ReadWriteOnce",)),
+                              ("huge", "50Gi", ("ReadWriteOnce",)),
+                              ("shared", "5Gi", ("ReadOnlyMany",))):
+        core.create_persistent_volume(volume(f"{cls}-{name}", size, tmp_path / name,
+                                             storage_class=cls, modes=modes))
+    core.create_namespaced_persistent_volume_claim(ns, claim("data", "2Gi",
+                                                             storage_class=cls))
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound")
+    assert bound.spec.volume_name == f"{cls}-big"
+    assert bound.status.capacity == {"storage": "5Gi"}
+    pv = core.read_persistent_volume(f"{cls}-big")
+    assert pv.status.phase == "Bound"
+    assert (pv.spec.claim_ref.namespace, pv.spec.claim_ref.name) == (ns, "data")
+    got = kubectl(data_dir, "get", "pv", f"{cls}-big")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split("\n")[1].split()[:6] == [f"{cls}-big", "5Gi", "RWO", "Retain",
+                                                     "Bound", f"{ns}/data"]
+    assert core.read_persistent_volume(f"{cls}-small").status.phase == "Available"
+
+    core.delete_namespaced_persistent_volume_claim("data", ns)
+    until(lambda: core.read_persistent_volume(f"{cls}-big").status.phase == "Released",
+          "the Retain volume Released")
+
+
+def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    classes = kubectl(data_dir, "get", "storageclass")
+    assert classes.returncode == 0, classes.stderr
+    assert classes.stdout.split("\n")[1].split()[:5] == [
+        "standard", "(default)", "skiff.io/local", "Delete", "Immediate"]
+    ns = new_namespace(core)
+    created = core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi"))
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound")
+    assert bound.spec.storage_class_name == "standard"
+    assert bound.spec.volume_name == f"pvc-{created.metadata.uid}"
+    pv = core.read_persistent_volume(bound.spec.volume_name)
+    assert pv.spec.csi.driver == "skiff.io/local"
+    assert pv.spec.persistent_volume_reclaim_policy == "Delete"
+    assert pv.spec.storage_class_name == "standard"
+
+    core.create_namespaced_pod(ns, pod(
+        "writer", ["sh", "-c", "echo written > data/f"], restart_policy="Never",
+        mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    until(lambda: core.read_namespaced_pod("writer", ns).status.phase in ("Succeeded",
+                                                                          "Failed"),
+          "the writer pod to finish", timeout=90)
+    assert (data_dir / "volumes" / bound.spec.volume_name / "f").read_text() == "written\n"
+
+    core.delete_namespaced_pod("writer", ns, grace_period_seconds=0)
+    core.delete_namespaced_persistent_volume_claim("data", ns)
+
+    def volume_gone() -> bool:
+        try:
+            core.read_persistent_volume(bound.spec.volume_name)
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    until(volume_gone, "the Delete volume reclaimed", timeout=90)
+
+
+def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    cls = f"wait-{uuid.uuid4().hex[:6]}"
+    client.StorageV1Api(core.api_client).create_storage_class(client.V1StorageClass(
+        metadata=client.V1ObjectMeta(name=cls), provisioner="skiff.io/local",
+        volume_binding_mode="WaitForFirstConsumer"))
+    ns = new_namespace(core)
+    core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi",
+                                                             storage_class=cls))
+    until(lambda: any(e.reason == "WaitForFirstConsumer" for e in core.list_namespaced_event(
+        ns).items), "the WaitForFirstConsumer event")
+    assert core.read_namespaced_persistent_volume_claim("data", ns).status.phase == "Pending"
+    core.create_namespaced_pod(ns, pod(
+        "user", ["sleep", "60"], mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound after scheduling",
+                  timeout=90)
+    assert bound.metadata.annotations["volume.kubernetes.io/selected-node"] == "node-1"
+    until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
+          "the consumer Running", timeout=90)

@@ -123,7 +123,7 @@ DEFAULTERS: dict[str, Callable[[Obj], None]] = {
 }
 
 
-def is_default_class(sc: Obj) -> bool:
+def is_default_class(sc: Mapping[str, Any]) -> bool:
     annotations = sc.get("metadata", {}).get("annotations") or {}
     return str(annotations.get(DEFAULT_CLASS_ANNOTATION, "")).lower() == "true"
 
