@@ -23,7 +23,7 @@ from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
-from skiff.apiserver import protobuf
+from skiff.apiserver import metricsapi, protobuf
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
@@ -145,6 +145,7 @@ class KubeApi:
     def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None) -> None:
         self.registry = registry
         self.tokens = tokens or TokenAuthority()
+        self.metrics = metricsapi.MetricsApi(registry)
         self._by_gv = _groups()
 
     async def handle(self, req: Request) -> Response:
@@ -181,7 +182,9 @@ class KubeApi:
                 {"name": gv.split("/")[0],
                  "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
                  "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]}}
-                for gv in self._by_gv if "/" in gv]})
+                for gv in self._by_gv if "/" in gv] + [metricsapi.api_group()]})
+        if path.startswith(metricsapi.PREFIX):
+            return await self.metrics.handle(req, path)
         if path == "/openapi/v3":
             return Response(200, {"paths": {
                 ("api/v1" if gv == "v1" else f"apis/{gv}"): {

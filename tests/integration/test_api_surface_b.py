@@ -21,6 +21,7 @@ from kubernetes.client.rest import ApiException
 
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
+  metricsResolution: 1s
 """
 
 
@@ -293,3 +294,48 @@ def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
     assert bound.metadata.annotations["volume.kubernetes.io/selected-node"] == "node-1"
     until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
           "the consumer Running", timeout=90)
+
+
+# -- AX5 metrics.k8s.io ---------------------------------------------------------------------
+
+def cpu_millis(text: str) -> float:
+    if text.endswith("m"):
+        return float(text[:-1])
+    if text.endswith("n"):
+        return float(text[:-1]) / 1e6
+    return float(text) * 1000
+
+
+def test_AX5_kubectl_top_pods_shows_a_busy_pod_using_more_cpu_than_an_idle_one(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    ns = new_namespace(core)
+    core.create_namespaced_pod(ns, pod("busy", ["sh", "-c", "while :; do :; done"]))
+    core.create_namespaced_pod(ns, pod("idle", ["sleep", "600"]))
+    try:
+        for name in ("busy", "idle"):
+            until(lambda n=name: core.read_namespaced_pod(n, ns).status.phase == "Running",
+                  f"{name} Running", timeout=90)
+
+        def top() -> dict[str, tuple[float, str]] | None:
+            out = kubectl(data_dir, "top", "pods", "-n", ns, "--no-headers")
+            if out.returncode != 0:
+                return None
+            rows = {line.split()[0]: (cpu_millis(line.split()[1]), line.split()[2])
+                    for line in out.stdout.splitlines() if line.strip()}
+            return rows if {"busy", "idle"} <= set(rows) and rows["busy"][0] > 0 else None
+
+        rows = until(top, "kubectl top pods to show both pods", timeout=90)
+        assert rows["busy"][0] > rows["idle"][0] + 100, rows  # a spinning shell: most of
+        assert rows["idle"][0] < 50, rows                      # a core, against a sleep
+        assert rows["busy"][1].endswith("Mi") and rows["idle"][1].endswith("Mi")
+
+        metrics = client.CustomObjectsApi(core.api_client).get_namespaced_custom_object(
+            "metrics.k8s.io", "v1beta1", ns, "pods", "busy")
+        assert metrics["kind"] == "PodMetrics"
+        assert [c["name"] for c in metrics["containers"]] == ["main"]
+
+        nodes = kubectl(data_dir, "top", "nodes", "--no-headers")
+        assert nodes.returncode == 0, nodes.stderr
+        assert nodes.stdout.split()[0] == "node-1"
+    finally:
+        core.delete_namespaced_pod("busy", ns, grace_period_seconds=0)
