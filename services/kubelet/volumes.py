@@ -1,8 +1,10 @@
 """Persistent volumes on the node: a pod starts only when its volume is attached here (SC1).
 
-A pod volume `persistentVolumeClaim: {claimName}` is the directory
-`<volume-root>/pvc-<claim uid>`, shared by every kubelet of the host (local mode). Before
-any container of the pod starts, the kubelet requires the VolumeAttachment `pvc-<claim uid>`
+A pod volume `persistentVolumeClaim: {claimName}` is the directory of the claim's bound
+PersistentVolume (SPEC AX4): a `hostPath`/`local` volume's path, else (the local
+provisioner's volumes) `<volume-root>/<volume name>`, shared by every kubelet of the host
+(local mode). Before any container of the pod starts, the kubelet requires the
+VolumeAttachment named like the volume
 to exist, to name this node in `spec.nodeName`, to say `status.attached: true` and not to be
 being deleted; the attach/detach controller creates it with a compare-and-swap, so at most
 one node holds it. The kubelet watches attachments (one informer per process), so a pod
