@@ -37,6 +37,7 @@ from skiff.apiserver import admission, graceful
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import EtcdStorage, KeyValue, LeaderFenced
+from skiff.apiserver.storageclasses import admit_default_storage_class
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, encode
@@ -246,6 +247,9 @@ class Registry:
             admission.admit_default_tolerations(obj, self.config.admission)
             if self.config.service_account_admission:
                 await admit_service_account(obj, self._get_service_account)
+        elif info.kind == "PersistentVolumeClaim":
+            storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
+            admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])
         elif info.kind == "PriorityClass":
             name = obj["metadata"]["name"]
             if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:

@@ -105,11 +105,15 @@ class PodVolumes:
                     return VolumeReadiness(ready=False, message=(
                         f'persistentvolumeclaim "{claim}" not found (volume {name})'))
                 volume = (pvc.get("spec") or {}).get("volumeName")
-                if not volume:
-                    return VolumeReadiness(ready=False, message=(
-                        f'persistentvolumeclaim "{claim}" is not bound to a volume yet '
-                        f"(volume {name})"))
-                bound = self._volumes[claim] = (str(volume), await self._path(str(volume)))
+                if volume:
+                    bound = self._volumes[claim] = (str(volume),
+                                                    await self._path(str(volume)))
+                else:
+                    # Not bound yet: only the local provisioner's name can be attached
+                    # (the attach/detach controller waits for the binding), so the pod
+                    # waits below unless that volume is already attached here.
+                    unbound = volume_name(str(pvc["metadata"]["uid"]))
+                    bound = (unbound, self.manager.volume_root / unbound)
             volume, path = bound
             problem = attachment_problem(self.manager.informer.store.get(volume),
                                          volume=volume, node_name=node_name)

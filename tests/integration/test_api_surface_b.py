@@ -240,6 +240,7 @@ def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
         "standard", "(default)", "skiff.io/local", "Delete", "Immediate"]
     ns = new_namespace(core)
     created = core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi"))
+    assert created.spec.storage_class_name == "standard"  # DefaultStorageClass admission
     bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
                   .status.phase == "Bound" and c, "the claim Bound")
     assert bound.spec.storage_class_name == "standard"

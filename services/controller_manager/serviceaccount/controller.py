@@ -57,5 +57,5 @@ class ServiceAccountsController(Controller):
                 if err.reason == Reason.FORBIDDEN:  # the namespace is being terminated
                     return None
                 raise
-            log.info("created service account", extra={"namespace": key, "name": name})
+            log.info("created service account", extra={"namespace": key, "serviceAccount": name})
         return None
