@@ -160,6 +160,9 @@ def columns(meta: Callable[[str], Callable[[Obj], str]],
             ("STATUS", lambda o: str(o.get("status", {}).get("phase", ""))),
             ("CLAIM", _claim_ref),
             ("STORAGECLASS", lambda o: str(o.get("spec", {}).get("storageClassName", ""))),
+            ("VOLUMEATTRIBUTESCLASS", lambda o: str(o.get("spec", {}).get(
+                "volumeAttributesClassName") or "<unset>")),
+            ("REASON", lambda o: str(o.get("status", {}).get("reason", ""))),
             ("AGE", age)],
         "StorageClass": [
             ("NAME", lambda o: meta("name")(o) + (" (default)" if is_default_class(o)
