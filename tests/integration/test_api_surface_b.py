@@ -227,6 +227,20 @@ def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_dele
                                                      "Bound", f"{ns}/data"]
     assert core.read_persistent_volume(f"{cls}-small").status.phase == "Available"
 
+    # The attach/detach path works on the PV: its attachment is named after it and the
+    # pod's mount is the volume's hostPath.
+    core.create_namespaced_pod(ns, pod(
+        "writer", ["sh", "-c", "echo static > data/f"], restart_policy="Never",
+        mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    until(lambda: core.read_namespaced_pod("writer", ns).status.phase == "Succeeded",
+          "the writer pod to succeed", timeout=90)
+    assert (tmp_path / "big" / "f").read_text() == "static\n"
+    attachment = client.StorageV1Api(core.api_client).read_volume_attachment(f"{cls}-big")
+    assert attachment.spec.source.persistent_volume_name == f"{cls}-big"
+    core.delete_namespaced_pod("writer", ns, grace_period_seconds=0)
+
     core.delete_namespaced_persistent_volume_claim("data", ns)
     until(lambda: core.read_persistent_volume(f"{cls}-big").status.phase == "Released",
           "the Retain volume Released")
