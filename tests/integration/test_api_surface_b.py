@@ -285,6 +285,7 @@ def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
         return False
 
     until(volume_gone, "the Delete volume reclaimed", timeout=90)
+    assert not (data_dir / "volumes" / bound.spec.volume_name).exists()  # its data too
 
 
 def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(

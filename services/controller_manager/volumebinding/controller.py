@@ -10,7 +10,8 @@
   and, for `WaitForFirstConsumer`, once the scheduler has annotated the claim with
   `volume.kubernetes.io/selected-node`;
 - when the claim goes away its volume is Released; `Delete` reclaims (deletes) it,
-  `Retain` keeps it Released for an administrator.
+  `Retain` keeps it Released for an administrator. A `Delete` volume still attached waits
+  for its detach; then its directory (under `--local-volume-root`) and the object go.
 
 Like kind's and k3s' clusters, the embedded cluster has a default StorageClass `standard`
 (provisioner `skiff.io/local`, reclaim `Delete`): the controller creates it on start when
@@ -23,8 +24,11 @@ Keys are `claim/<namespace>/<name>` and `volume/<name>`.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import logging
+import shutil
+from pathlib import Path
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
@@ -54,6 +58,7 @@ BOUND = "Bound"
 RELEASED = "Released"
 AVAILABLE = "Available"
 CLAIM, VOLUME = "claim/", "volume/"
+RECLAIM_RETRY_SECONDS = 2.0
 DEFAULT_CLASS_NAME = "standard"
 DEFAULT_STORAGE_CLASS: Obj = {
     "apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
@@ -71,6 +76,7 @@ class VolumeBindingController(Controller):
         self.claims = context.informers.persistent_volume_claims()
         self.volumes = context.informers.persistent_volumes()
         self.classes = context.informers.storage_classes()
+        self.attachments = context.informers.volume_attachments()
         self.recorder = context.recorder("persistentvolume-controller")
         self.claims.add_handler(on_add=self._on_claim,
                                 on_update=lambda _o, n: self._on_claim(n),
@@ -121,9 +127,8 @@ class VolumeBindingController(Controller):
     async def reconcile(self, key: str) -> float | None:
         try:
             if key.startswith(VOLUME):
-                await self.sync_volume(key.removeprefix(VOLUME))
-            else:
-                await self.sync_claim(key.removeprefix(CLAIM))
+                return await self.sync_volume(key.removeprefix(VOLUME))
+            await self.sync_claim(key.removeprefix(CLAIM))
         except ApiError as err:
             if err.reason == Reason.NOT_FOUND:
                 return None
@@ -224,31 +229,47 @@ class VolumeBindingController(Controller):
 
     # -- volumes -------------------------------------------------------------------------
 
-    async def sync_volume(self, name: str) -> None:
+    async def sync_volume(self, name: str) -> float | None:
         volume = self.volumes.store.get(name)
         if volume is None or is_terminating(volume):
-            return
+            return None
         ref = volume["spec"].get("claimRef")
         phase = (volume.get("status") or {}).get("phase")
         if not ref:
             if phase != AVAILABLE:
                 await self._set_phase(volume, AVAILABLE)
-            return
+            return None
         claim = self.claims.store.get(f"{ref.get('namespace')}/{ref.get('name')}")
         if claim is not None and (not ref.get("uid")
                                   or claim["metadata"].get("uid") == ref.get("uid")):
-            return  # pre-bound or bound: the claim's sync finishes the pair
+            return None  # pre-bound or bound: the claim's sync finishes the pair
         if claim is None and not ref.get("uid"):
-            return  # pre-bound to a claim that is yet to come
+            return None  # pre-bound to a claim that is yet to come
         # The claim is gone: reclaim.
         policy = volume["spec"].get("persistentVolumeReclaimPolicy", "Retain")
         if policy == "Delete":
+            if self.attachments.store.get(name) is not None:
+                # Still attached (a pod may be writing): delete once it is detached.
+                return RECLAIM_RETRY_SECONDS
+            await self.delete_local_data(volume)
             await self.client.delete("persistentvolumes", name,
                                      uid=volume["metadata"].get("uid"))
             log.info("deleted released volume", extra={"volume": name})
-            return
+            return None
         if phase != RELEASED:
             await self._set_phase(volume, RELEASED)
+        return None
+
+    async def delete_local_data(self, volume: Obj) -> None:
+        """The local provisioner's part of `Delete`: remove the volume's directory under
+        `--local-volume-root` (only for volumes it provisioned)."""
+        root = self.context.settings.local_volume_root
+        csi = volume["spec"].get("csi") or {}
+        handle = str(csi.get("volumeHandle") or "")
+        if (not root or csi.get("driver") != LOCAL_PROVISIONER or not handle
+                or "/" in handle or handle in (".", "..")):
+            return
+        await asyncio.to_thread(shutil.rmtree, Path(root) / handle, ignore_errors=True)
 
     async def _set_phase(self, volume: Obj, phase: str) -> None:
         updated = copy.deepcopy(volume)

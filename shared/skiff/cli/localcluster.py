@@ -218,6 +218,7 @@ class LocalCluster:
                                               "--leader-elect-identity", "scheduler"]),
             ("controller-manager", "skiff.controller_manager",
              [*self.config.flags("controllerManager", config_dir),
+              "--local-volume-root", str(self.data_dir / "volumes"),
               "--leader-elect-identity", "controller-manager"]),
         ]
         for i in range(1, self.nodes + 1):
