@@ -21,6 +21,7 @@ from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.registry import Registry, RegistryConfig
+from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache
@@ -64,6 +65,15 @@ class ApiServerSettings:
     etcd_cafile: str = setting("", help="CA of etcd's serving certificate (TLS to etcd)")
     etcd_certfile: str = setting("", help="client certificate for etcd")
     etcd_keyfile: str = setting("", help="key of --etcd-certfile")
+    service_account_signing_key_file: str = setting(
+        "", help="PEM RSA private key that signs ServiceAccount tokens (created there if "
+                 "missing; empty: a key for this process's lifetime only)")
+    service_account_key_file: str = setting(
+        "", help="PEM public key also accepted when verifying ServiceAccount tokens")
+    service_account_issuer: str = setting(DEFAULT_ISSUER,
+                                          help="`iss` of ServiceAccount tokens")
+    disable_admission_plugins: str = setting(
+        "", help="comma-separated admission plugins to turn off (ServiceAccount)")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -93,9 +103,14 @@ class ApiServer:
                            quorum_check_interval=s.watch_quorum_check_interval)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
-            default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
-        tls, guard = self._security(registry)
-        server, port, health = build_server(ApiService(registry),
+            default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
+            service_account_admission="ServiceAccount" not in
+            s.disable_admission_plugins.split(",")))
+        tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
+                                key_file=s.service_account_key_file,
+                                issuer=s.service_account_issuer)
+        tls, guard = self._security(registry, tokens)
+        server, port, health = build_server(ApiService(registry, tokens=tokens),
                                             address=f"{s.bind_address}:{s.secure_port}",
                                             tls=tls, guard=guard)
         await health.set("", NOT_SERVING)
@@ -110,8 +125,8 @@ class ApiServer:
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(
-                        KubeApi(registry, guard=guard).handle, host=s.bind_address,
-                        port=s.http_port,
+                        KubeApi(registry, guard=guard, tokens=tokens).handle,
+                        host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None))
                     http_port = await http.start()
@@ -136,7 +151,8 @@ class ApiServer:
             await server.stop(0)
             await storage.close()
 
-    def _security(self, registry: Registry) -> tuple[TlsFiles | None, RequestGuard | None]:
+    def _security(self, registry: Registry, tokens: TokenAuthority
+                  ) -> tuple[TlsFiles | None, RequestGuard | None]:
         s = self.settings
         if not s.tls_cert_file:
             log.warning("INSECURE: serving plaintext without authentication or "
@@ -150,7 +166,8 @@ class ApiServer:
                        Path(s.client_ca_file))
         authenticator = Authenticator(
             client_ca_file=Path(s.client_ca_file),
-            token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None)
+            token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None,
+            service_accounts=tokens)
         return tls, RequestGuard(authenticator, ApiAuthorizer(registry))
 
     async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives import serialization
 
 from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
+from skiff.apiserver.satoken import TokenAuthority
 from skiff.auth import (
     MASTERS_GROUP,
     NODES_GROUP,
@@ -66,9 +67,11 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 class Authenticator:
     """Client certificates (verified against the cluster CA) and static bearer tokens."""
 
-    def __init__(self, *, client_ca_file: Path, token_auth_file: Path | None = None) -> None:
+    def __init__(self, *, client_ca_file: Path, token_auth_file: Path | None = None,
+                 service_accounts: TokenAuthority | None = None) -> None:
         self._ca = x509.load_pem_x509_certificate(client_ca_file.read_bytes())
         self._tokens = load_token_file(token_auth_file) if token_auth_file else {}
+        self._service_accounts = service_accounts
         self._verified: dict[bytes, UserInfo | None] = {}
 
     def from_certificate(self, cert: x509.Certificate) -> UserInfo | None:
@@ -105,11 +108,14 @@ class Authenticator:
         return self.from_pem(cert.public_bytes(serialization.Encoding.PEM))
 
     def from_authorization(self, header: str) -> UserInfo | None:
-        """`Bearer <token>` from the static token file."""
+        """`Bearer <token>`: from the static token file, else a ServiceAccount token this
+        cluster signed (system:serviceaccount:<namespace>:<name>)."""
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
         user = self._tokens.get(token.strip())
+        if user is None and self._service_accounts is not None:
+            user = self._service_accounts.verify(token.strip())
         return user.with_authenticated() if user else None
 
 

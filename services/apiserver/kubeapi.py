@@ -25,11 +25,13 @@ from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver import collection, openapi, patches, protobuf, reviews
+from skiff.apiserver import collection, metricsapi, openapi, patches, protobuf, reviews
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.satoken import TokenAuthority
+from skiff.apiserver.tokenrequest import create_token
 from skiff.auth import Authorizer
 from skiff.client import logs as kubelet_logs
 
@@ -44,7 +46,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
 _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
-                 "PodDisruptionBudget": ("status",), "Namespace": ("status",)}
+                 "PodDisruptionBudget": ("status",), "Namespace": ("status",),
+                 "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
@@ -72,11 +75,14 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
                      "eviction": ["create"], "log": ["get"],
-                     "scale": ["get", "patch", "update"]}[sub]
+                     "scale": ["get", "patch", "update"], "token": ["create"]}[sub]
             entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
                           "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs}
             if sub == "scale":
                 entry.update(kind="Scale", group="autoscaling", version="v1")
+            if sub == "token":
+                entry.update(kind="TokenRequest", group="authentication.k8s.io",
+                             version="v1")
             resources.append(entry)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
             "resources": resources}
@@ -96,10 +102,13 @@ _OPENAPI_V2_PB = _pb_string(1, b"2.0") + _pb_string(
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
-    def __init__(self, registry: Registry, *, guard: RequestGuard | None = None) -> None:
+    def __init__(self, registry: Registry, *, guard: RequestGuard | None = None,
+                 tokens: TokenAuthority | None = None) -> None:
         self.registry = registry
         self.guard = guard
         self.authorizer: Authorizer = guard.authorizer if guard else reviews.ALLOW_ALL
+        self.tokens = tokens or TokenAuthority()
+        self.metrics = metricsapi.MetricsApi(registry)
         self._openapi_v3: dict[str, Obj] = {}
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
@@ -138,7 +147,10 @@ class KubeApi:
                 {"name": gv.split("/")[0],
                  "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
                  "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]}}
-                for gv in [*self._by_gv, *reviews.GROUP_VERSIONS] if "/" in gv]})
+                for gv in [*self._by_gv, *reviews.GROUP_VERSIONS] if "/" in gv]
+                + [metricsapi.api_group()]})
+        if path.startswith(metricsapi.PREFIX):
+            return await self.metrics.handle(req, path)
         if path == "/openapi/v3":
             return Response(200, {"paths": {
                 ("api/v1" if gv == "v1" else f"apis/{gv}"): {
@@ -238,6 +250,9 @@ class KubeApi:
                                   "status": "Success", "details": {"name": name},
                                   "code": 201}
                             if evicted["deleted"] else evicted["object"])
+        if sub == "token" and info.kind == "ServiceAccount" and method == "POST":
+            return Response(201, await create_token(r, self.tokens, namespace or "default",
+                                                    name, _body(req)))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
         if sub not in ("", "status"):

@@ -36,7 +36,9 @@ from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, graceful
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
+from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import EtcdStorage, KeyValue, LeaderFenced
+from skiff.apiserver.storageclasses import admit_default_storage_class
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, encode
@@ -49,7 +51,8 @@ T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
 _RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget",
-                           "PersistentVolumeClaim", "VolumeAttachment", "Fence"}
+                           "PersistentVolumeClaim", "VolumeAttachment", "Fence",
+                           "PersistentVolume"}
 # Kinds whose top-level fields other than metadata are all "spec" (no status subresource).
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
@@ -70,6 +73,9 @@ class Result:
 class RegistryConfig:
     admission: admission.AdmissionConfig = admission.AdmissionConfig()
     max_conflict_retries: int = 16
+    # SPEC AX3: default and check pod.spec.serviceAccountName (the apiserver turns it on
+    # unless --disable-admission-plugins names ServiceAccount).
+    service_account_admission: bool = False
 
 
 def _name(obj: Obj) -> str:
@@ -248,6 +254,11 @@ class Registry:
                 classes = [*classes, fresh] if fresh else classes
             admission.admit_priority(obj, classes)
             admission.admit_default_tolerations(obj, self.config.admission)
+            if self.config.service_account_admission:
+                await admit_service_account(obj, self._get_service_account)
+        elif info.kind == "PersistentVolumeClaim":
+            storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
+            admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])
         elif info.kind == "PriorityClass":
             name = obj["metadata"]["name"]
             if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:
@@ -256,6 +267,10 @@ class Registry:
                     "priority class names with 'system-' prefix are reserved")])
             existing, _ = await self.storage.list(storage_prefix(info))
             admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
+
+    async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
+        kv, _ = await self.storage.get(storage_key(lookup("serviceaccounts"), namespace, name))
+        return kv.obj if kv is not None else None
 
     async def _check_namespace_active(self, namespace: str) -> None:
         ns = await self.namespaces.get(namespace)

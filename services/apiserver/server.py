@@ -20,7 +20,9 @@ from skiff.api.kinds import KINDS
 from skiff.apiserver import collection
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.storage import leader_epoch
+from skiff.apiserver.tokenrequest import create_token
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
     MAX_OBJECT_BYTES,
@@ -82,8 +84,9 @@ def _field_validation(options: Obj) -> str:
 class ApiService:
     """Maps each RPC method to the registry."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None) -> None:
         self.registry = registry
+        self.tokens = tokens or TokenAuthority()
 
     async def Create(self, req: Obj) -> Obj:
         opts = _options(req)
@@ -141,6 +144,12 @@ class ApiService:
     async def History(self, req: Obj) -> Obj:
         return await self.registry.history(_str(req, "resource"), req.get("namespace"),
                                            _str(req, "name"))
+
+    async def CreateToken(self, req: Obj) -> Obj:
+        """`serviceaccounts/<name>/token` (TokenRequest), for the kubelet (SPEC AX3)."""
+        token = await create_token(self.registry, self.tokens, _str(req, "namespace"),
+                                   _str(req, "name"), req.get("object") or {})
+        return {"object": token}
 
     async def Discovery(self, req: Obj) -> Obj:
         return {"resources": [
@@ -248,7 +257,7 @@ def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = No
     handlers: dict[str, grpc.RpcMethodHandler] = {
         name: _unary(name, getattr(service, name), guard)
         for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
-                     "Evict", "History", "Discovery")
+                     "Evict", "History", "Discovery", "CreateToken")
     }
     handlers["Watch"] = _stream("Watch", service.Watch, guard)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

@@ -91,6 +91,18 @@ class SharedInformers:
     def fences(self) -> Informer:
         return self._get("fences")
 
+    def namespaces(self) -> Informer:
+        return self._get("namespaces")
+
+    def service_accounts(self) -> Informer:
+        return self._get("serviceaccounts")
+
+    def persistent_volumes(self) -> Informer:
+        return self._get("persistentvolumes")
+
+    def storage_classes(self) -> Informer:
+        return self._get("storageclasses")
+
     async def run(self) -> None:
         """Run every informer asked for so far, until cancelled."""
         self._started = True

@@ -19,6 +19,7 @@ from skiff.controller_manager.nodelifecycle import (
 )
 from skiff.controller_manager.podgc import PodGCController
 from skiff.controller_manager.replicaset import ReplicaSetController
+from skiff.controller_manager.serviceaccount import ServiceAccountsController
 from skiff.controller_manager.statefulset import StatefulSetController
 from skiff.controller_manager.volumebinding import VolumeBindingController
 from skiff.settings import SettingsError
@@ -42,6 +43,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("attachdetach", lambda ctx: [AttachDetachController(context=ctx)]),
     ControllerSpec("persistentvolume-binder",
                    lambda ctx: [VolumeBindingController(context=ctx)]),
+    ControllerSpec("serviceaccount", lambda ctx: [ServiceAccountsController(context=ctx)]),
 )
 
 

@@ -52,6 +52,9 @@ class ControllerManagerSettings:
     unhealthy_zone_threshold: float = setting(
         0.55, help="share of not-ready nodes (at least 3) that makes a zone partially "
                    "disrupted")
+    # The local provisioner (SPEC AX4): where its volumes' directories are, so reclaiming a
+    # `Delete` volume removes its data (empty: the data is left in place).
+    local_volume_root: str = setting("", help="the nodes' shared volume root (local mode)")
     # PodGC (SPEC PS3).
     terminated_pod_gc_threshold: int = setting(12500, help="0 disables gc of terminated pods")
     pod_gc_period: float = duration(20.0)

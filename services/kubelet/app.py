@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 from collections.abc import Coroutine
@@ -22,8 +23,10 @@ from skiff.clock import REAL_CLOCK
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogService
+from skiff.kubelet.metrics import ResourceMetrics, running_containers
 from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.pod_worker import PodEnvironment
+from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
@@ -43,7 +46,8 @@ __all__ = ["main", "run_kubelet"]
 log = logging.getLogger(__name__)
 
 
-async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService) -> None:
+async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,
+                      metrics: ResourceMetrics | None = None) -> None:
     runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
     root = Path(settings.root_dir)
     names = settings.node_names()
@@ -64,7 +68,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 backoff=Backoff(initial=settings.container_restart_backoff_base,
                                 maximum=settings.container_restart_backoff_max,
                                 clock=REAL_CLOCK),
-                base_env=base_environment(), volumes=volumes)
+                base_env={**base_environment(),
+                          **kubernetes_service_env(settings.kube_api_address)},
+                volumes=volumes, root_ca_file=settings.root_ca_file)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
@@ -90,6 +96,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             evictions.append(eviction)
         by_node = {k.node_name: k for k in kubelets}
         logs.locators = [k.log_path for k in kubelets]
+        if metrics is not None:
+            metrics.nodes = [k.node_name for k in kubelets]
+            metrics.listers = [functools.partial(running_containers, k) for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")
@@ -132,6 +141,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             for kubelet in kubelets:
                 kubelet.kill_orphans()
             if settings.runtime == "process":
+                if metrics is not None:
+                    tasks.append(asyncio.create_task(metrics.sample_forever(),
+                                                     name="resource-metrics"))
                 tasks += [asyncio.create_task(e.run(), name=f"eviction:{e.kubelet.node_name}")
                           for e in evictions]
             log.info("kubelet ready", extra={"nodes": len(names), "runtime": settings.runtime})
@@ -156,11 +168,12 @@ async def _delayed(coro: Coroutine[Any, Any, None], delay: float) -> None:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     logs = LogService()
+    metrics = ResourceMetrics(resolution=settings.metrics_resolution)
     address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
 
     async def body(service: Service) -> None:
         with contextlib.suppress(asyncio.CancelledError):
-            await run_kubelet(settings, service, logs)
+            await run_kubelet(settings, service, logs, metrics)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,
-                handlers=[logs.handler()])
+                handlers=[logs.handler(), metrics.handler()])

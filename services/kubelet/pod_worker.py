@@ -31,6 +31,11 @@ from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
 from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
+from skiff.kubelet.projected import (
+    has_projected_volumes,
+    keep_projected_volumes,
+    write_projected_volumes,
+)
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.runtime.process import signal_number
@@ -75,6 +80,7 @@ class PodEnvironment:
     tracer: Tracer
     base_env: dict[str, str]
     volumes: VolumeManager
+    root_ca_file: str = ""  # SPEC AX3: the ca.crt of projected token volumes
 
 
 def _rv(obj: Obj) -> int:
@@ -171,6 +177,7 @@ class PodWorker:
         status_task = asyncio.create_task(self._status_loop(), name=f"status:{self.uid}")
         try:
             self.dir.prepare(self.pod)
+            await self._project_volumes()
             self._adopt()
             if self._start_time is None:
                 self._start_time = rfc3339(self.env.clock.now())
@@ -192,6 +199,26 @@ class PodWorker:
             with contextlib.suppress(asyncio.CancelledError):
                 await status_task
             await self._flush_events()
+
+    async def _project_volumes(self) -> None:
+        """AX3: write the projected token volume before any container starts, then keep
+        its token fresh in the background."""
+        if not has_projected_volumes(self.pod):
+            return
+        volume_dir = self.dir.path / "volumes"
+        try:
+            due = await write_projected_volumes(self.pod, volume_dir, self.env.api,
+                                                root_ca_file=self.env.root_ca_file)
+        except ApiError as err:
+            self._event(WARNING, "FailedMount", "MountVolume.SetUp failed for the "
+                        f"ServiceAccount token volume: {err.message}")
+            due = self.env.clock.now() + 5.0
+        if due is not None:
+            task = asyncio.create_task(keep_projected_volumes(
+                self.pod, volume_dir, self.env.api, root_ca_file=self.env.root_ca_file,
+                first_due=due), name=f"projected:{self.uid}")
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def _run_until_terminating(self) -> None:
         first = True

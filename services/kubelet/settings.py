@@ -37,6 +37,13 @@ class KubeletSettings:
                                         "<root-dir>/volumes)")
     register_with_taints: str = setting("", help="taints at registration, "
                                                  "key=value:Effect,...")
+    kube_api_address: str = setting(
+        "", help="host:port of the Kubernetes REST API that containers reach as "
+                 "KUBERNETES_SERVICE_HOST / KUBERNETES_SERVICE_PORT (SPEC AX3)")
+    root_ca_file: str = setting("", help="the cluster's root CA, written as ca.crt into "
+                                         "ServiceAccount token volumes")
+    metrics_resolution: float = duration(
+        10.0, help="how often container and node resource usage is sampled (metrics.k8s.io)")
     node_lease_duration_seconds: int = setting(40, help="the node Lease's duration")
     node_lease_renew_interval: float = duration(
         0.0, help="how often the Lease is renewed (0 = a quarter of the lease duration, "

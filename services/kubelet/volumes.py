@@ -1,8 +1,10 @@
 """Persistent volumes on the node: a pod starts only when its volume is attached here (SC1).
 
-A pod volume `persistentVolumeClaim: {claimName}` is the directory
-`<volume-root>/pvc-<claim uid>`, shared by every kubelet of the host (local mode). Before
-any container of the pod starts, the kubelet requires the VolumeAttachment `pvc-<claim uid>`
+A pod volume `persistentVolumeClaim: {claimName}` is the directory of the claim's bound
+PersistentVolume (SPEC AX4): a `hostPath`/`local` volume's path, else (the local
+provisioner's volumes) `<volume-root>/<volume name>`, shared by every kubelet of the host
+(local mode). Before any container of the pod starts, the kubelet requires the
+VolumeAttachment named like the volume
 to exist, to name this node in `spec.nodeName`, to say `status.attached: true` and not to be
 being deleted; the attach/detach controller creates it with a compare-and-swap, so at most
 one node holds it. The kubelet watches attachments (one informer per process), so a pod
@@ -84,7 +86,7 @@ class PodVolumes:
         meta = pod.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "default")
         self.claims = claim_volumes(pod)
-        self._uids: dict[str, str] = {}
+        self._volumes: dict[str, tuple[str, Path]] = {}  # claim → (volume, directory)
 
     async def check(self, *, node_name: str) -> VolumeReadiness:
         if not self.claims:
@@ -92,8 +94,8 @@ class PodVolumes:
         await self.manager.informer.wait_synced()
         paths: dict[str, Path] = {}
         for name, claim in self.claims.items():
-            uid = self._uids.get(claim)
-            if uid is None:
+            bound = self._volumes.get(claim)
+            if bound is None:
                 try:
                     pvc = await self.manager.api.get("persistentvolumeclaims", claim,
                                                      self.namespace)
@@ -102,11 +104,37 @@ class PodVolumes:
                         raise
                     return VolumeReadiness(ready=False, message=(
                         f'persistentvolumeclaim "{claim}" not found (volume {name})'))
-                uid = self._uids[claim] = str(pvc["metadata"]["uid"])
-            volume = volume_name(uid)
+                volume = (pvc.get("spec") or {}).get("volumeName")
+                if volume:
+                    bound = self._volumes[claim] = (str(volume),
+                                                    await self._path(str(volume)))
+                else:
+                    # Not bound yet: only the local provisioner's name can be attached
+                    # (the attach/detach controller waits for the binding), so the pod
+                    # waits below unless that volume is already attached here.
+                    unbound = volume_name(str(pvc["metadata"]["uid"]))
+                    bound = (unbound, self.manager.volume_root / unbound)
+            volume, path = bound
             problem = attachment_problem(self.manager.informer.store.get(volume),
                                          volume=volume, node_name=node_name)
             if problem is not None:
                 return VolumeReadiness(ready=False, message=problem)
-            paths[name] = self.manager.volume_root / volume
+            paths[name] = path
         return VolumeReadiness(ready=True, paths=paths)
+
+    async def _path(self, volume: str) -> Path:
+        """Where a PersistentVolume's data is on this host (SPEC AX4): a `hostPath` or
+        `local` volume's own path; otherwise (the local provisioner's `skiff.io/local`)
+        the directory named like the volume under the volume root."""
+        try:
+            pv = await self.manager.api.get("persistentvolumes", volume)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+            return self.manager.volume_root / volume
+        spec = pv.get("spec") or {}
+        for source in ("hostPath", "local"):
+            path = (spec.get(source) or {}).get("path")
+            if path:
+                return Path(str(path))
+        return self.manager.volume_root / volume

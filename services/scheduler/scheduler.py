@@ -26,6 +26,7 @@ from skiff.scheduler.config import SchedulerConfiguration
 from skiff.scheduler.framework import ClusterEvent, Code, CycleState, FitError, Framework
 from skiff.scheduler.framework.registry import Handle, build_framework
 from skiff.scheduler.plugins import in_tree_registry
+from skiff.scheduler.plugins.volumebinding import SELECTED_NODE, delayed_claims
 from skiff.scheduler.podinfo import NodeFacts, PodInfo
 from skiff.scheduler.preemption import DISRUPTION_TARGET, REASON_PREEMPTION_BY_SCHEDULER
 from skiff.scheduler.queue import QueuedPodInfo, SchedulingQueue
@@ -91,6 +92,7 @@ class Scheduler:
         self.stateful_sets = Informer(client, "statefulsets")
         self.namespaces = Informer(client, "namespaces")
         self.claims = Informer(client, "persistentvolumeclaims")
+        self.storage_classes = Informer(client, "storageclasses")
         self.recorder = EventRecorder(client, component="default-scheduler", clock=clock)
         self.rng = rng or random.Random()
         handle = Handle(cache=self.cache, nominator=self.queue.nominator, owners=self,
@@ -250,7 +252,7 @@ class Scheduler:
 
     async def run(self, stop: asyncio.Event, *, on_ready: Any = None) -> None:
         informers = (self.nodes, self.pods, self.pdbs, self.replica_sets, self.stateful_sets,
-                     self.namespaces, self.claims)
+                     self.namespaces, self.claims, self.storage_classes)
         flush = min(1.0, self.settings.pod_initial_backoff_seconds)
         try:
             async with asyncio.TaskGroup() as tg:
@@ -383,6 +385,7 @@ class Scheduler:
         try:
             with start_span_from_object(self._tracer, "scheduler.bind", pod.pod,
                                         attributes={"pod": pod.key, "node": node_name}):
+                await self._select_node_for_claims(pod, node_name)
                 await self.client.bind(pod.namespace, pod.name, node_name, uid=pod.uid)
         except ApiError as err:
             self.cache.forget_pod(pod.key)
@@ -404,6 +407,16 @@ class Scheduler:
                                   f"Successfully assigned {pod.key} to {node_name}")
 
     # -- API writes ------------------------------------------------------------------------------
+
+    async def _select_node_for_claims(self, pod: PodInfo, node_name: str) -> None:
+        """VolumeBinding PreBind (SPEC AX4): name the chosen node on the pod's delayed
+        (WaitForFirstConsumer) claims, so their volumes are provisioned for it."""
+        for claim in delayed_claims(
+                pod, self.get_claim,
+                lambda name: self.storage_classes.store.get(name) if name else None):
+            updated = copy.deepcopy(dict(claim))
+            updated["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node_name
+            await self.client.update(updated)
 
     async def update_pod_status(self, pod: PodInfo, *, condition: Mapping[str, str] | None,
                                 nominated_node_name: str | None = None) -> None:

@@ -26,6 +26,9 @@ class Cluster:
     apiserver_args: list[str] = field(default_factory=list)
     apiserver_env: dict[str, str] = field(default_factory=dict)
     services: dict[str, Process] = field(default_factory=dict)
+    # Most tests run no controller-manager, so nothing would make the `default`
+    # ServiceAccount their pods need; the tests of SPEC AX3 turn the admission on.
+    service_account_admission: bool = False
 
     def __post_init__(self) -> None:
         self.etcd_port = free_port()
@@ -36,7 +39,10 @@ class Cluster:
         self.apiserver: Process = service_process(
             "apiserver", "skiff.apiserver",
             ["--etcd-servers", self.etcd_endpoint, "--secure-port", str(self.api_port),
-             "--etcd-retry-seconds", "2", *self.apiserver_args],
+             "--etcd-retry-seconds", "2",
+             *([] if self.service_account_admission
+               else ["--disable-admission-plugins", "ServiceAccount"]),
+             *self.apiserver_args],
             log_dir=self.root / "logs",
             env={"SKIFF_LOG_FORMAT": "json", **self.apiserver_env})
 

@@ -42,7 +42,6 @@ log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-VOLUME_PREFIX = "pvc-"
 
 
 def multi_attach_message(volume: str) -> str:
@@ -114,9 +113,7 @@ class AttachDetachController(Controller):
             self.enqueue(str(va["metadata"]["name"]))
 
     def _claim(self, volume: str) -> Obj | None:
-        uid = volume.removeprefix(VOLUME_PREFIX)
-        return next((c for c in self.claims.store.list()
-                     if str(c["metadata"].get("uid")) == uid), None)
+        return next((c for c in self.claims.store.list() if volume_name(c) == volume), None)
 
     # -- reconcile -----------------------------------------------------------------------
 
@@ -124,6 +121,8 @@ class AttachDetachController(Controller):
         claim = self._claim(key)
         if claim is None or not is_exclusive(claim):
             return None  # a deleted claim's attachment stays: nothing proves it unused
+        if not (claim.get("spec") or {}).get("volumeName"):
+            return None  # not bound to a volume yet; the binding's update brings it back
         users = pods_using(claim, self.pods.store.by_index(
             BY_NAMESPACE, str(claim["metadata"].get("namespace"))))
         fences = self.fences.store.list()

@@ -26,8 +26,10 @@ FENCED = "Fenced"
 
 
 def volume_name(claim: Mapping[str, Any]) -> str:
-    """The volume bound to a claim, and the name of its VolumeAttachment."""
-    return f"pvc-{claim['metadata']['uid']}"
+    """The volume bound to a claim (its PersistentVolume, SPEC AX4), and the name of its
+    VolumeAttachment; `pvc-<claim uid>` (what the local provisioner names it) until bound."""
+    bound = (claim.get("spec") or {}).get("volumeName")
+    return str(bound) if bound else f"pvc-{claim['metadata']['uid']}"
 
 
 def is_exclusive(claim: Mapping[str, Any]) -> bool:

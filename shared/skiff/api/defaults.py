@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from skiff.api import accountkinds
+
 Obj = dict[str, Any]
 
 PROBE_DEFAULTS = {"periodSeconds": 10, "timeoutSeconds": 1, "successThreshold": 1,
@@ -166,6 +168,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "PriorityClass": _default_priority_class,
     "Node": _default_node,
     "Namespace": _default_namespace,
+    **accountkinds.DEFAULTERS,
 }
 
 

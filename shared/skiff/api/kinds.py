@@ -54,6 +54,11 @@ KINDS: tuple[KindInfo, ...] = (
              has_status=False),
     KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings",
              False, (), has_status=False),
+    # SPEC AX3, AX4 (skiff.api.accountkinds).
+    KindInfo("ServiceAccount", "v1", "serviceaccounts", True, ("sa",), has_status=False),
+    KindInfo("PersistentVolume", "v1", "persistentvolumes", False, ("pv",)),
+    KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, ("sc",),
+             has_status=False),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

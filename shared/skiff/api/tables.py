@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from skiff.api import accountkinds
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -205,6 +206,7 @@ COLUMNS: dict[str, list[Column]] = {
               ("OBJECT", lambda o: f"{o.get('involvedObject', {}).get('kind', '').lower()}/"
                                    f"{o.get('involvedObject', {}).get('name', '')}"),
               ("MESSAGE", lambda o: str(o.get("message", "")))],
+    **accountkinds.columns(_meta, _age),
 }
 
 WIDE: dict[str, list[Column]] = {

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from skiff.api import rbac
+from skiff.api import accountkinds, rbac
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1126,6 +1126,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "ClusterRole": rbac.validate_role,
     "RoleBinding": rbac.validate_binding,
     "ClusterRoleBinding": rbac.validate_binding,
+    **accountkinds.VALIDATORS,
 }
 
 

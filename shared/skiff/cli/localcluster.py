@@ -183,7 +183,10 @@ class LocalCluster:
                 "apiserver", "skiff.apiserver",
                 ["--etcd-servers", etcd_url,
                  "--secure-port", str(api_port), "--http-port", str(http_port),
-                 *sec.apiserver_args(), *self.config.flags("apiserver", config_dir)],
+                 *sec.apiserver_args(),
+                 "--service-account-signing-key-file",
+                 str(self.data_dir / "pki" / "service-account.key"),
+                 *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
             wait_grpc_healthy(apiserver, api_target, credentials=sec.credentials())
@@ -198,6 +201,7 @@ class LocalCluster:
                 echo(f"{'credentials':<22} {'':<12} {sec.pki.directory}   (CA, admin "
                      f"certificate in system:masters; files 0600)")
 
+            self.kube_api_address = f"127.0.0.1:{http_port}"
             for name, module, extra in self._services():
                 if not service_available(module):
                     continue
@@ -231,6 +235,7 @@ class LocalCluster:
                                               "--leader-elect-identity", "scheduler"]),
             ("controller-manager", "skiff.controller_manager",
              [*self.config.flags("controllerManager", config_dir),
+              "--local-volume-root", str(self.data_dir / "volumes"),
               "--leader-elect-identity", "controller-manager"]),
         ]
         for i in range(1, self.nodes + 1):
@@ -241,6 +246,8 @@ class LocalCluster:
                 "--node-labels", labels,
                 "--node-annotations", f"{FENCE_AGENT_ANNOTATION}=power",
                 "--volume-root", str(self.data_dir / "volumes"),
+                *(["--kube-api-address", self.kube_api_address]
+                  if getattr(self, "kube_api_address", "") else []),
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))

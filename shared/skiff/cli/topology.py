@@ -114,7 +114,11 @@ class HaCluster(LocalCluster):
             proc = service_process(f"apiserver-{i}", "skiff.apiserver", [
                 "--etcd-servers", ",".join(rotated(etcd_urls, i - 1)),
                 "--secure-port", str(api_port), "--http-port", str(http_port),
-                *self._sec.apiserver_args(), *self.config.flags("apiserver", config_dir)],
+                *self._sec.apiserver_args(),
+                # One key for both: a token one apiserver issued verifies at the other.
+                "--service-account-signing-key-file",
+                str(self.data_dir / "pki" / "service-account.key"),
+                *self.config.flags("apiserver", config_dir)],
                 log_dir=self.data_dir / "logs", env=env)
             proc.start()
             wait_grpc_healthy(proc, target, timeout=60.0, credentials=self._sec.credentials())

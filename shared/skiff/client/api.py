@@ -298,6 +298,13 @@ class ApiClient:
             "name": name})
         return list(resp["items"])
 
+    async def create_token(self, namespace: str, name: str, request: Obj) -> Obj:
+        """TokenRequest for ServiceAccount `namespace/name`: the answer's
+        `status.token` and `status.expirationTimestamp` (SPEC AX3)."""
+        resp = await self.call("CreateToken", {"namespace": namespace, "name": name,
+                                               "object": request})
+        return dict(resp["object"])
+
     async def discovery(self) -> builtins.list[Obj]:
         return list((await self.call("Discovery", {}))["resources"])
 

@@ -58,4 +58,25 @@ class VolumeBinding:
         return unresolvable(problem) if problem else SKIP
 
 
-__all__ = ["ClaimLister", "VolumeBinding"]
+SELECTED_NODE = "volume.kubernetes.io/selected-node"
+
+
+def delayed_claims(pod: PodInfo, get_claim: Any, get_class: Any) -> list[Mapping[str, Any]]:
+    """SPEC AX4, the VolumeBinding PreBind: the pod's unbound claims whose StorageClass
+    says `WaitForFirstConsumer` and that no node was selected for yet; the scheduler
+    annotates each with `volume.kubernetes.io/selected-node` before it binds the pod, and
+    the PersistentVolume controller provisions or binds them for that node."""
+    out = []
+    for name in pod.pvc_names:
+        claim = get_claim(pod.namespace, name)
+        if claim is None or (claim.get("spec") or {}).get("volumeName"):
+            continue
+        if SELECTED_NODE in ((claim.get("metadata") or {}).get("annotations") or {}):
+            continue
+        storage_class = get_class((claim.get("spec") or {}).get("storageClassName") or "")
+        if storage_class and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer":
+            out.append(claim)
+    return out
+
+
+__all__ = ["SELECTED_NODE", "ClaimLister", "VolumeBinding", "delayed_claims"]

@@ -1,0 +1,135 @@
+"""Projected ServiceAccount token volumes (SPEC AX3), as the kubelet's `projected` volume
+plugin fills the `kube-api-access-*` volume that ServiceAccount admission adds: `token` (a
+TokenRequest bound to the pod), `ca.crt` (the cluster's root CA, `--root-ca-file`, when the
+node has one) and `namespace`. A process cannot mount, so the volume is the pod's volume
+directory, reachable through the `volumeMount` symlink `var/run/secrets/kubernetes.io/
+serviceaccount` in the pod directory and `SKIFF_VOLUME_<NAME>` (see `poddir`).
+
+Tokens are requested again when 80% of their lifetime has passed (`refresh_due`), as the
+kubelet's token manager does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Mapping
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from skiff.api.errors import ApiError
+from skiff.client import ApiClient
+
+log = logging.getLogger(__name__)
+
+Obj = Mapping[str, Any]
+
+
+def _write(path: Path, data: bytes, mode: int) -> None:
+    """Atomically replace `path` (a reader never sees half a token)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def _field(pod: Obj, field_path: str) -> str:
+    meta = pod.get("metadata") or {}
+    if field_path.startswith("metadata.") and field_path.count(".") == 1:
+        return str(meta.get(field_path.split(".", 1)[1], ""))
+    if field_path == "spec.serviceAccountName":
+        return str((pod.get("spec") or {}).get("serviceAccountName", ""))
+    return ""
+
+
+async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
+                                  root_ca_file: str = "") -> float | None:
+    """Fill every projected volume of `pod`; returns when its tokens need refreshing (unix
+    time), or None when it has none. Raises ApiError when a token cannot be had."""
+    refresh: float | None = None
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    for volume in spec.get("volumes") or []:
+        projected = volume.get("projected")
+        if not isinstance(projected, dict):
+            continue
+        target = volume_dir / str(volume.get("name", ""))
+        mode = int(projected.get("defaultMode", 0o644))
+        for source in projected.get("sources") or []:
+            if "serviceAccountToken" in source:
+                sat = source["serviceAccountToken"]
+                audience = sat.get("audience")
+                answer = await api.create_token(
+                    str(meta.get("namespace", "default")),
+                    str(spec.get("serviceAccountName") or "default"),
+                    {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+                     "spec": {"audiences": [audience] if audience else [],
+                              "expirationSeconds": int(sat.get("expirationSeconds", 3607)),
+                              "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
+                                                 "name": meta.get("name", ""),
+                                                 "uid": meta.get("uid", "")}}})
+                _write(target / str(sat.get("path", "token")),
+                       str(answer["status"]["token"]).encode(), mode)
+                expires = datetime.fromisoformat(
+                    str(answer["status"]["expirationTimestamp"]).replace("Z", "+00:00"))
+                now = time.time()
+                due = now + 0.8 * (expires.timestamp() - now)
+                refresh = due if refresh is None else min(refresh, due)
+            elif "configMap" in source:
+                config_map = source["configMap"]
+                if config_map.get("name") != "kube-root-ca.crt" or not root_ca_file:
+                    continue  # ConfigMaps are not served yet; only the root CA is known
+                for item in config_map.get("items") or [{"key": "ca.crt", "path": "ca.crt"}]:
+                    if item.get("key") == "ca.crt":
+                        _write(target / str(item.get("path", "ca.crt")),
+                               Path(root_ca_file).read_bytes(), mode)
+            elif "downwardAPI" in source:
+                for item in source["downwardAPI"].get("items") or []:
+                    ref = item.get("fieldRef") or {}
+                    _write(target / str(item.get("path", "")),
+                           _field(pod, str(ref.get("fieldPath", ""))).encode(), mode)
+    return refresh
+
+
+RETRY_SECONDS = 5.0
+
+
+async def keep_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
+                                 root_ca_file: str, first_due: float) -> None:
+    """Refresh the pod's tokens at 80% of their lifetime until cancelled (with the pod)."""
+    due: float | None = first_due
+    while due is not None:
+        await asyncio.sleep(max(1.0, due - time.time()))
+        try:
+            due = await write_projected_volumes(pod, volume_dir, api,
+                                                root_ca_file=root_ca_file)
+        except ApiError as err:
+            log.warning("cannot refresh the pod's ServiceAccount token",
+                        extra={"pod": f"{(pod.get('metadata') or {}).get('namespace')}/"
+                                      f"{(pod.get('metadata') or {}).get('name')}",
+                               "error": err.message})
+            due = time.time() + RETRY_SECONDS
+
+
+def has_projected_volumes(pod: Obj) -> bool:
+    return any(isinstance(v.get("projected"), dict)
+               for v in (pod.get("spec") or {}).get("volumes") or [])
+
+
+def kubernetes_service_env(address: str) -> dict[str, str]:
+    """The `kubernetes` Service's variables every container gets (docker-link style, as
+    the kubelet makes them), from `--kube-api-address host:port`; none when unset."""
+    if not address:
+        return {}
+    host, _, port = address.rpartition(":")
+    return {"KUBERNETES_SERVICE_HOST": host, "KUBERNETES_SERVICE_PORT": port,
+            "KUBERNETES_SERVICE_PORT_HTTPS": port,
+            "KUBERNETES_PORT": f"tcp://{host}:{port}",
+            f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+            f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+            f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+            f"KUBERNETES_PORT_{port}_TCP_ADDR": host}

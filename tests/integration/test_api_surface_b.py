@@ -1,0 +1,357 @@
+"""Issue 19 part B against a whole `skiff up` cluster, with the real kubectl and the
+official Python client: ServiceAccounts and tokens (SPEC AX3), PersistentVolumes and
+StorageClasses (AX4), metrics.k8s.io (AX5)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client, config
+from kubernetes.client.rest import ApiException
+
+CONFIG = """kubelet:
+  nodeStatusUpdateFrequency: 1s
+  metricsResolution: 1s
+"""
+
+
+def skiff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "skiff.cli.main", *args], text=True,
+                          capture_output=True, timeout=180,
+                          env={**os.environ, "SKIFF_DATA_DIR": str(data_dir),
+                               "SKIFF_SERVER": ""})
+
+
+@pytest.fixture(scope="module")
+def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    data_dir = tmp_path_factory.mktemp("surface-b")
+    (data_dir / "config.yaml").write_text(CONFIG)
+    up = skiff(data_dir, "up", "--detach", "--nodes", "1", "--config",
+               str(data_dir / "config.yaml"))
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        yield data_dir
+    finally:
+        skiff(data_dir, "down")
+
+
+@pytest.fixture(scope="module")
+def api_client(data_dir: Path) -> Iterator[client.ApiClient]:
+    with config.new_client_from_config(config_file=str(data_dir / "kubeconfig")) as api:
+        yield api
+
+
+@pytest.fixture
+def core(api_client: client.ApiClient) -> client.CoreV1Api:
+    return client.CoreV1Api(api_client)
+
+
+def kubectl(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["kubectl", "--kubeconfig", str(data_dir / "kubeconfig"), *args],
+                          text=True, capture_output=True, timeout=60)
+
+
+def until(predicate: Any, what: str, timeout: float = 60.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.2)
+
+
+def new_namespace(core: client.CoreV1Api) -> str:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    return name
+
+
+def pod(name: str, command: list[str], *, mounts: dict[str, str] | None = None,
+        **spec: Any) -> client.V1Pod:
+    """A one-container pod; `mounts` maps volume names to mount paths."""
+    return client.V1Pod(metadata=client.V1ObjectMeta(name=name), spec=client.V1PodSpec(
+        termination_grace_period_seconds=1,
+        containers=[client.V1Container(
+            name="main", image="busybox", command=command,
+            volume_mounts=[client.V1VolumeMount(name=v, mount_path=p)
+                           for v, p in (mounts or {}).items()] or None)],
+        **spec))
+
+
+def jwt_claims(token: str) -> dict[str, Any]:
+    payload = token.split(".")[1]
+    padded = payload + "=" * (-len(payload) % 4)
+    decoded: dict[str, Any] = json.loads(base64.urlsafe_b64decode(padded))
+    return decoded
+
+
+# -- AX3 ServiceAccounts ----------------------------------------------------------------
+
+def test_AX3_new_namespace_gets_default_service_account_and_pod_gets_it(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    ns = new_namespace(core)
+    # Created at once: admission waits briefly for the controller's `default` account.
+    created = core.create_namespaced_pod(ns, pod("p", ["sleep", "60"]))
+    assert created.spec.service_account_name == "default"
+    accounts = core.list_namespaced_service_account(ns)
+    assert [a.metadata.name for a in accounts.items] == ["default"]
+    got = kubectl(data_dir, "get", "sa", "-n", ns)
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split("\n")[0].split() == ["NAME", "SECRETS", "AGE"]
+    assert got.stdout.split("\n")[1].split()[0] == "default"
+
+
+def test_AX3_pod_whose_service_account_is_missing_is_refused(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    with pytest.raises(ApiException) as refused:
+        core.create_namespaced_pod(ns, pod("p", ["true"], service_account_name="robot"))
+    assert refused.value.status == 403
+    body = json.loads(refused.value.body)
+    assert body["message"] == (f'pods "p" is forbidden: error looking up service account '
+                               f'{ns}/robot: serviceaccount "robot" not found')
+    core.create_namespaced_service_account(ns, client.V1ServiceAccount(
+        metadata=client.V1ObjectMeta(name="robot")))
+    accepted = core.create_namespaced_pod(ns, pod("p", ["true"], service_account_name="robot"))
+    assert accepted.spec.service_account_name == "robot"
+
+
+def test_AX3_token_request_issues_a_token_for_the_service_account(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    until(lambda: core.list_namespaced_service_account(ns).items, "the default account")
+    answer = core.create_namespaced_service_account_token("default", ns,
+                                                          client.AuthenticationV1TokenRequest(
+        spec=client.V1TokenRequestSpec(audiences=["skiff-test"], expiration_seconds=3600)))
+    claims = jwt_claims(answer.status.token)
+    assert claims["sub"] == f"system:serviceaccount:{ns}:default"
+    assert claims["aud"] == ["skiff-test"]
+    assert claims["exp"] - claims["iat"] == 3600
+    assert answer.status.expiration_timestamp is not None
+    with pytest.raises(ApiException) as missing:
+        core.create_namespaced_service_account_token("nobody", ns,
+                                                     client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[])))
+    assert missing.value.status == 404
+
+
+IN_CLUSTER = """
+import os
+from kubernetes import client
+sa = "var/run/secrets/kubernetes.io/serviceaccount"  # the mount, relative to the pod dir
+token = open(os.path.join(sa, "token")).read()
+namespace = open(os.path.join(sa, "namespace")).read()
+cfg = client.Configuration()
+# Skiff's REST front is plain HTTP (no serving certificate yet), so the scheme is http.
+cfg.host = "http://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"],
+                             os.environ["KUBERNETES_SERVICE_PORT"])
+cfg.api_key = {"authorization": "Bearer " + token}
+with client.ApiClient(cfg) as api:
+    pods = client.CoreV1Api(api).list_namespaced_pod(namespace)
+print("namespace=%s pods=%s" % (namespace, ",".join(sorted(p.metadata.name for p in pods.items))))
+"""
+
+
+def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    created = core.create_namespaced_pod(ns, pod("lister", [sys.executable, "-c", IN_CLUSTER],
+                                                 restart_policy="Never"))
+    volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]
+    assert len(volumes) == 1 and volumes[0].projected is not None
+    mounts = created.spec.containers[0].volume_mounts
+    assert [(m.mount_path, m.read_only) for m in mounts] == [
+        ("/var/run/secrets/kubernetes.io/serviceaccount", True)]
+    phase = until(lambda: core.read_namespaced_pod("lister", ns).status.phase
+                  in ("Succeeded", "Failed") and core.read_namespaced_pod("lister", ns),
+                  "the in-cluster pod to finish", timeout=90).status.phase
+    log = core.read_namespaced_pod_log("lister", ns)
+    assert phase == "Succeeded", log
+    assert log == f"namespace={ns} pods=lister\n"
+
+
+# -- AX4 PersistentVolumes and StorageClasses -----------------------------------------------
+
+def claim(name: str, size: str, *, storage_class: str | None = None,
+          modes: tuple[str, ...] = ("ReadWriteOnce",)) -> client.V1PersistentVolumeClaim:
+    return client.V1PersistentVolumeClaim(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PersistentVolumeClaimSpec(
+            access_modes=list(modes), storage_class_name=storage_class,
+            resources=client.V1VolumeResourceRequirements(requests={"storage": size})))
+
+
+def volume(name: str, size: str, path: Path, *, storage_class: str,
+           modes: tuple[str, ...] = ("ReadWriteOnce",)) -> client.V1PersistentVolume:
+    return client.V1PersistentVolume(
+        metadata=client.V1ObjectMeta(name=name),
+        spec=client.V1PersistentVolumeSpec(
+            capacity={"storage": size}, access_modes=list(modes),
+            storage_class_name=storage_class, persistent_volume_reclaim_policy="Retain",
+            host_path=client.V1HostPathVolumeSource(path=str(path))))
+
+
+def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_delete(
+        core: client.CoreV1Api, data_dir: Path, tmp_path: Path) -> None:
+    ns = new_namespace(core)
+    cls = f"manual-{uuid.uuid4().hex[:6]}"
+    for name, size, modes in (("small", "1Gi", ("ReadWriteOnce",)),
+                              ("big", "5Gi", ("ReadWriteOnce",)),
+                              ("huge", "50Gi", ("ReadWriteOnce",)),
+                              ("shared", "5Gi", ("ReadOnlyMany",))):
+        core.create_persistent_volume(volume(f"{cls}-{name}", size, tmp_path / name,
+                                             storage_class=cls, modes=modes))
+    core.create_namespaced_persistent_volume_claim(ns, claim("data", "2Gi",
+                                                             storage_class=cls))
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound")
+    assert bound.spec.volume_name == f"{cls}-big"
+    assert bound.status.capacity == {"storage": "5Gi"}
+    pv = core.read_persistent_volume(f"{cls}-big")
+    assert pv.status.phase == "Bound"
+    assert (pv.spec.claim_ref.namespace, pv.spec.claim_ref.name) == (ns, "data")
+    got = kubectl(data_dir, "get", "pv", f"{cls}-big")
+    assert got.returncode == 0, got.stderr
+    assert got.stdout.split("\n")[1].split()[:6] == [f"{cls}-big", "5Gi", "RWO", "Retain",
+                                                     "Bound", f"{ns}/data"]
+    assert core.read_persistent_volume(f"{cls}-small").status.phase == "Available"
+
+    # The attach/detach path works on the PV: its attachment is named after it and the
+    # pod's mount is the volume's hostPath.
+    core.create_namespaced_pod(ns, pod(
+        "writer", ["sh", "-c", "echo static > data/f"], restart_policy="Never",
+        mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    until(lambda: core.read_namespaced_pod("writer", ns).status.phase == "Succeeded",
+          "the writer pod to succeed", timeout=90)
+    assert (tmp_path / "big" / "f").read_text() == "static\n"
+    attachment = client.StorageV1Api(core.api_client).read_volume_attachment(f"{cls}-big")
+    assert attachment.spec.source.persistent_volume_name == f"{cls}-big"
+    core.delete_namespaced_pod("writer", ns, grace_period_seconds=0)
+
+    core.delete_namespaced_persistent_volume_claim("data", ns)
+    until(lambda: core.read_persistent_volume(f"{cls}-big").status.phase == "Released",
+          "the Retain volume Released")
+
+
+def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    classes = kubectl(data_dir, "get", "storageclass")
+    assert classes.returncode == 0, classes.stderr
+    assert classes.stdout.split("\n")[1].split()[:5] == [
+        "standard", "(default)", "skiff.io/local", "Delete", "Immediate"]
+    ns = new_namespace(core)
+    created = core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi"))
+    assert created.spec.storage_class_name == "standard"  # DefaultStorageClass admission
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound")
+    assert bound.spec.storage_class_name == "standard"
+    assert bound.spec.volume_name == f"pvc-{created.metadata.uid}"
+    pv = core.read_persistent_volume(bound.spec.volume_name)
+    assert pv.spec.csi.driver == "skiff.io/local"
+    assert pv.spec.persistent_volume_reclaim_policy == "Delete"
+    assert pv.spec.storage_class_name == "standard"
+
+    core.create_namespaced_pod(ns, pod(
+        "writer", ["sh", "-c", "echo written > data/f"], restart_policy="Never",
+        mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    until(lambda: core.read_namespaced_pod("writer", ns).status.phase in ("Succeeded",
+                                                                          "Failed"),
+          "the writer pod to finish", timeout=90)
+    assert (data_dir / "volumes" / bound.spec.volume_name / "f").read_text() == "written\n"
+
+    core.delete_namespaced_pod("writer", ns, grace_period_seconds=0)
+    core.delete_namespaced_persistent_volume_claim("data", ns)
+
+    def volume_gone() -> bool:
+        try:
+            core.read_persistent_volume(bound.spec.volume_name)
+        except ApiException as err:
+            return err.status == 404
+        return False
+
+    until(volume_gone, "the Delete volume reclaimed", timeout=90)
+    assert not (data_dir / "volumes" / bound.spec.volume_name).exists()  # its data too
+
+
+def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    cls = f"wait-{uuid.uuid4().hex[:6]}"
+    client.StorageV1Api(core.api_client).create_storage_class(client.V1StorageClass(
+        metadata=client.V1ObjectMeta(name=cls), provisioner="skiff.io/local",
+        volume_binding_mode="WaitForFirstConsumer"))
+    ns = new_namespace(core)
+    core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi",
+                                                             storage_class=cls))
+    until(lambda: any(e.reason == "WaitForFirstConsumer" for e in core.list_namespaced_event(
+        ns).items), "the WaitForFirstConsumer event")
+    assert core.read_namespaced_persistent_volume_claim("data", ns).status.phase == "Pending"
+    core.create_namespaced_pod(ns, pod(
+        "user", ["sleep", "60"], mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
+                  .status.phase == "Bound" and c, "the claim Bound after scheduling",
+                  timeout=90)
+    assert bound.metadata.annotations["volume.kubernetes.io/selected-node"] == "node-1"
+    until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
+          "the consumer Running", timeout=90)
+
+
+# -- AX5 metrics.k8s.io ---------------------------------------------------------------------
+
+def cpu_millis(text: str) -> float:
+    if text.endswith("m"):
+        return float(text[:-1])
+    if text.endswith("n"):
+        return float(text[:-1]) / 1e6
+    return float(text) * 1000
+
+
+def test_AX5_kubectl_top_pods_shows_a_busy_pod_using_more_cpu_than_an_idle_one(
+        core: client.CoreV1Api, data_dir: Path) -> None:
+    ns = new_namespace(core)
+    core.create_namespaced_pod(ns, pod("busy", ["sh", "-c", "while :; do :; done"]))
+    core.create_namespaced_pod(ns, pod("idle", ["sleep", "600"]))
+    try:
+        for name in ("busy", "idle"):
+            until(lambda n=name: core.read_namespaced_pod(n, ns).status.phase == "Running",
+                  f"{name} Running", timeout=90)
+
+        def top() -> dict[str, tuple[float, str]] | None:
+            out = kubectl(data_dir, "top", "pods", "-n", ns, "--no-headers")
+            if out.returncode != 0:
+                return None
+            rows = {line.split()[0]: (cpu_millis(line.split()[1]), line.split()[2])
+                    for line in out.stdout.splitlines() if line.strip()}
+            return rows if {"busy", "idle"} <= set(rows) and rows["busy"][0] > 0 else None
+
+        rows = until(top, "kubectl top pods to show both pods", timeout=90)
+        assert rows["busy"][0] > rows["idle"][0] + 100, rows  # a spinning shell: most of
+        assert rows["idle"][0] < 50, rows                      # a core, against a sleep
+        assert rows["busy"][1].endswith("Mi") and rows["idle"][1].endswith("Mi")
+
+        metrics = client.CustomObjectsApi(core.api_client).get_namespaced_custom_object(
+            "metrics.k8s.io", "v1beta1", ns, "pods", "busy")
+        assert metrics["kind"] == "PodMetrics"
+        assert [c["name"] for c in metrics["containers"]] == ["main"]
+
+        nodes = kubectl(data_dir, "top", "nodes", "--no-headers")
+        assert nodes.returncode == 0, nodes.stderr
+        assert nodes.stdout.split()[0] == "node-1"
+    finally:
+        core.delete_namespaced_pod("busy", ns, grace_period_seconds=0)
