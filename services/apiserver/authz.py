@@ -174,6 +174,11 @@ class NodeAuthorizer:
                          f"'{NODE_LEASE_NAMESPACE}/{node}'")
         if r == "events" and verb in ("create", "update", "patch"):
             return AuthorizationResult(Decision.ALLOW)
+        if r == "serviceaccounts" and attrs.subresource == "token" and verb == "create":
+            # the projected token of a pod bound here (Kubernetes' node authorizer graph)
+            if await self._runs_service_account(node, attrs.namespace, attrs.name):
+                return AuthorizationResult(Decision.ALLOW)
+            return _deny(f"no relationship found between node '{node}' and this object")
         if r == "pods" and ((attrs.subresource == "status" and verb in ("update", "patch"))
                             or (attrs.subresource == "" and verb == "delete")):
             if await self._bound_here(node, attrs.namespace, attrs.name):
@@ -188,12 +193,37 @@ class NodeAuthorizer:
             return False
         return bool((pod.get("spec") or {}).get("nodeName") == node)
 
+    async def _pods_here(self, node: str, namespace: str | None) -> list[Obj]:
+        pods = await self.registry.list("pods", namespace,
+                                        field_selector=f"spec.nodeName={node}")
+        return list(pods["items"])
+
     async def _referenced(self, node: str, attrs: Attributes) -> bool:
+        if attrs.resource == "persistentvolumes":  # pod -> claim -> volume
+            return await self._volume_of_a_claim_here(node, attrs.name)
         if not attrs.namespace:
             return False
-        pods = await self.registry.list("pods", attrs.namespace,
-                                        field_selector=f"spec.nodeName={node}")
-        return any(_pod_references(p, attrs.resource, attrs.name) for p in pods["items"])
+        pods = await self._pods_here(node, attrs.namespace)
+        return any(_pod_references(p, attrs.resource, attrs.name) for p in pods)
+
+    async def _volume_of_a_claim_here(self, node: str, volume: str) -> bool:
+        for pod in await self._pods_here(node, None):
+            namespace = pod["metadata"].get("namespace")
+            for v in (pod.get("spec") or {}).get("volumes") or ():
+                claim = (v.get("persistentVolumeClaim") or {}).get("claimName")
+                if not claim:
+                    continue
+                try:
+                    pvc = await self.registry.get("persistentvolumeclaims", namespace, claim)
+                except ApiError:
+                    continue
+                if (pvc.get("spec") or {}).get("volumeName") == volume:
+                    return True
+        return False
+
+    async def _runs_service_account(self, node: str, namespace: str, name: str) -> bool:
+        return any((p.get("spec") or {}).get("serviceAccountName", "default") == name
+                   for p in await self._pods_here(node, namespace))
 
 
 def _deny(reason: str) -> AuthorizationResult:

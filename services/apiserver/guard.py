@@ -36,7 +36,9 @@ _GRPC_VERBS: dict[str, tuple[str, str]] = {
     "Bind": ("create", "binding"),
     "Evict": ("create", "eviction"),
     "History": ("get", ""),
+    "CreateToken": ("create", "token"),  # serviceaccounts/token (TokenRequest)
 }
+_GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts"}
 
 _HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 # Paths any authenticated user may read (Kubernetes' system:discovery and
@@ -90,7 +92,7 @@ class RequestGuard:
         if verb_sub is None:
             return  # Discovery: any authenticated user
         verb, sub = verb_sub
-        resource = "pods" if method in ("Bind", "Evict") else str(req.get("resource") or "")
+        resource = _GRPC_RESOURCE.get(method) or str(req.get("resource") or "")
         try:
             info = lookup(resource)
         except ApiError:

@@ -153,9 +153,9 @@ sa = "var/run/secrets/kubernetes.io/serviceaccount"  # the mount, relative to th
 token = open(os.path.join(sa, "token")).read()
 namespace = open(os.path.join(sa, "namespace")).read()
 cfg = client.Configuration()
-# Skiff's REST front is plain HTTP (no serving certificate yet), so the scheme is http.
-cfg.host = "http://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"],
-                             os.environ["KUBERNETES_SERVICE_PORT"])
+cfg.host = "https://%s:%s" % (os.environ["KUBERNETES_SERVICE_HOST"],
+                              os.environ["KUBERNETES_SERVICE_PORT"])
+cfg.ssl_ca_cert = os.path.join(sa, "ca.crt")  # the cluster CA: the apiserver is verified
 cfg.api_key = {"authorization": "Bearer " + token}
 with client.ApiClient(cfg) as api:
     pods = client.CoreV1Api(api).list_namespaced_pod(namespace)
@@ -166,6 +166,17 @@ print("namespace=%s pods=%s" % (namespace, ",".join(sorted(p.metadata.name for p
 def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
         core: client.CoreV1Api) -> None:
     ns = new_namespace(core)
+    # As on Kubernetes, a ServiceAccount may do nothing until RBAC grants it something.
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    rbac.create_namespaced_role(ns, client.V1Role(
+        metadata=client.V1ObjectMeta(name="pod-reader"),
+        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["list"])]))
+    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="default-reads-pods"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
+                                  name="pod-reader"),
+        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
+                                       namespace=ns)]))
     created = core.create_namespaced_pod(ns, pod("lister", [sys.executable, "-c", IN_CLUSTER],
                                                  restart_policy="Never"))
     volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]

@@ -202,6 +202,8 @@ class LocalCluster:
                      f"certificate in system:masters; files 0600)")
 
             self.kube_api_address = f"127.0.0.1:{http_port}"
+            # Pods' ServiceAccount volume carries the CA, so in-cluster clients verify HTTPS.
+            self.root_ca_file = str(sec.pki.ca) if sec.pki is not None else ""
             for name, module, extra in self._services():
                 if not service_available(module):
                     continue
@@ -248,6 +250,8 @@ class LocalCluster:
                 "--volume-root", str(self.data_dir / "volumes"),
                 *(["--kube-api-address", self.kube_api_address]
                   if getattr(self, "kube_api_address", "") else []),
+                *(["--root-ca-file", self.root_ca_file]
+                  if getattr(self, "root_ca_file", "") else []),
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))

@@ -78,6 +78,8 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
         "--etcd-servers", f"https://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
         "--http-port", str(http_port), "--etcd-retry-seconds", "2",
         *pki.apiserver_tls_args(), *pki.etcd_tls_args(), "--token-auth-file", str(tokens),
+        # no controller-manager here to make each namespace's default ServiceAccount
+        "--disable-admission-plugins", "ServiceAccount",
     ], log_dir=root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
     try:
         etcd.start()
