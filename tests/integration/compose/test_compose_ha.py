@@ -42,9 +42,12 @@ NODES = ["node-1", "node-2", "node-3"]
 CMS = ["controller-manager", "controller-manager-2"]
 SERVICES = ["etcd", "etcd-2", "etcd-3", "apiserver", "apiserver-2", "scheduler",
             "scheduler-2", *CMS, "fence-agent", *NODES]
-ELECTION = {"LEADER_ELECT_LEASE_DURATION": "4s", "LEADER_ELECT_RENEW_DEADLINE": "3s",
-            "LEADER_ELECT_RETRY_PERIOD": "500ms"}
-CM_ENV = {"SKIFF_CONTROLLER_MANAGER_NODE_MONITOR_GRACE_PERIOD": "6s",
+ELECTION = {"LEADER_ELECT_LEASE_DURATION": "8s", "LEADER_ELECT_RENEW_DEADLINE": "6s",
+            "LEADER_ELECT_RETRY_PERIOD": "1500ms"}
+# Node grace 20 s: kubelets whose first apiserver sits on the cut etcd member miss a few
+# seconds of Lease renewals while their requests time out and move to apiserver-2; a
+# shorter grace fences their nodes during scenario 1 (seen with 6 s).
+CM_ENV = {"SKIFF_CONTROLLER_MANAGER_NODE_MONITOR_GRACE_PERIOD": "20s",
           "SKIFF_CONTROLLER_MANAGER_NODE_MONITOR_PERIOD": "1s",
           "SKIFF_CONTROLLER_MANAGER_FENCING_DELAY": "3s",
           **{f"SKIFF_CONTROLLER_MANAGER_{k}": v for k, v in ELECTION.items()}}
@@ -200,9 +203,19 @@ async def _scenario1(project: HaProject, api: ApiClient, api1: str, api2: str) -
         names = {o["metadata"]["name"] for o in (await api.list("leases", ns))["items"]}
         assert set(writes_1.acked) | set(writes_2.acked) <= names, "acknowledged write lost"
     await wait_for(api, "rs whole after scenario 1", _rs_whole, timeout=90)
+    assert (await api.list("fences"))["items"] == [], "a node was fenced in scenario 1"
     log(f"scenario 1 done in {time.monotonic() - t0:.1f}s "
         f"({len(writes_1.acked)} acked / {len(writes_1.clean_failures)} clean failures via "
         f"apiserver, {len(writes_2.acked)} via apiserver-2)")
+
+
+async def requested_pod(api: ApiClient) -> Obj | None:
+    try:
+        return await api.get("pods", "db-0", "default")
+    except ApiError as err:
+        if err.reason == Reason.NOT_FOUND:
+            return None
+        raise
 
 
 async def _scenario4(project: HaProject, api: ApiClient) -> None:
@@ -237,13 +250,26 @@ async def _scenario4(project: HaProject, api: ApiClient) -> None:
         await wait_for(api, f"{other} to take the lease", taken, timeout=60, interval=0.5)
         project.compose("start", "fence-agent")
 
+        seen: list[str] = []
+
         async def replaced(c: ApiClient) -> Obj | None:
-            pod = await c.get("pods", "db-0", "default")
+            pod = await requested_pod(c)
+            if pod is None:
+                seen.append("db-0 absent")
+                return None
+            seen.append(f"db-0 uid {pod['metadata']['uid']} on "
+                        f"{pod['spec'].get('nodeName')} {pod.get('status', {}).get('phase')}")
             if pod["metadata"]["uid"] != pet["metadata"]["uid"] and \
                     pod.get("status", {}).get("phase") == "Running":
                 return pod
             return None
-        new = await wait_for(api, "db-0 replaced", replaced, timeout=120, interval=0.5)
+        try:
+            new = await wait_for(api, "db-0 replaced", replaced, timeout=120, interval=0.5)
+        except BaseException:
+            log(f"db-0 states seen: {sorted(set(seen))}")
+            log(project.compose("logs", "--no-color", "--tail", "15", *CMS, "scheduler",
+                                "scheduler-2", check=False).stdout[-5000:])
+            raise
         assert new["spec"]["nodeName"] != node
         assert not project.running(node), "the old pet's node runs beside its replacement"
         async with ApiClient(f"127.0.0.1:{project.api_port}", retry_seconds=10) as late:
