@@ -4,6 +4,9 @@
 #   cluster.sh up [--offline]   start (or reuse) a Docker engine, build the wheelhouse and the
 #                               image, `compose up -d`, wait until every service is healthy
 #   cluster.sh down             `compose down -v`, then stop the private engine if one runs
+#   cluster.sh up --ha          the HA profile (compose.ha.yaml: 3 etcd members, 2 apiservers,
+#                               2 schedulers, 2 controller-managers); SKIFF_HA=1 does the same,
+#                               and `SKIFF_HA=1 cluster.sh down` tears it down
 #
 # --offline (or SKIFF_BASE_IMAGE=...) builds on the debootstrap base of build-base-image.sh
 # instead of pulling python:3.11-slim. The project is $COMPOSE_PROJECT_NAME (default skiff),
@@ -20,10 +23,12 @@ die() { echo "cluster.sh: $*" >&2; exit 1; }
 say() { echo "cluster.sh: $*" >&2; }
 
 compose() {
+  local files=(-f "$here/compose.yaml")
+  [ "${SKIFF_HA:-0}" = 1 ] && files+=(-f "$here/compose.ha.yaml")
   if docker compose version >/dev/null 2>&1; then
-    docker compose -f "$here/compose.yaml" "$@"
+    docker compose "${files[@]}" "$@"
   elif command -v docker-compose >/dev/null 2>&1; then
-    docker-compose -f "$here/compose.yaml" "$@"
+    docker-compose "${files[@]}" "$@"
   else
     die "neither 'docker compose' nor 'docker-compose' is installed; apt-get install docker-compose"
   fi
@@ -38,8 +43,14 @@ docker_socket() {  # the fence agent mounts the engine's socket: the one DOCKER_
 }
 
 up() {
-  local offline=0
-  [ "${1:-}" = --offline ] && offline=1
+  local offline=0 arg
+  for arg in "$@"; do
+    case "$arg" in
+      --offline) offline=1 ;;
+      --ha) export SKIFF_HA=1 ;;
+      *) die "unknown option $arg; usage: cluster.sh up [--offline] [--ha]" ;;
+    esac
+  done
   DOCKER_HOST=$("$here/dockerd.sh" start)
   export DOCKER_HOST
   docker_socket
@@ -82,5 +93,5 @@ down() {
 case "${1:-}" in
   up) shift; up "$@" ;;
   down) down ;;
-  *) die "usage: cluster.sh up [--offline] | down" ;;
+  *) die "usage: cluster.sh up [--offline] [--ha] | down" ;;
 esac

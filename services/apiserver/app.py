@@ -1,7 +1,9 @@
 """The apiserver process: settings, start-up order and clean shutdown.
 
 Start-up: connect to etcd (retrying), create the system namespaces and priority classes,
-start the watch cache, then serve gRPC and report SERVING. SIGTERM drains in-flight calls
+start the watch cache, then serve gRPC and report SERVING; afterwards health is NOT_SERVING
+whenever the watch cache cannot confirm it is current with etcd's quorum (see
+watchcache.py). SIGTERM drains in-flight calls
 and stops watches. Every setting is a Kubernetes flag name (kebab-case) or the matching
 `SKIFF_APISERVER_*` environment variable, so tests can compress time.
 """
@@ -98,9 +100,16 @@ class ApiServer:
                               retry_seconds=s.etcd_retry_seconds, tls=etcd_tls(
                                   cafile=s.etcd_cafile, certfile=s.etcd_certfile,
                                   keyfile=s.etcd_keyfile))
+        serving = False  # health follows the cache's currency only while serving
+
+        async def on_currency(current: bool) -> None:
+            if serving:
+                await health.set("", SERVING if current else NOT_SERVING)
+
         cache = WatchCache(storage, capacity=s.watch_cache_size,
                            bookmark_interval=s.watch_bookmark_interval,
-                           quorum_check_interval=s.watch_quorum_check_interval)
+                           quorum_check_interval=s.watch_quorum_check_interval,
+                           on_currency=on_currency)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
@@ -134,12 +143,14 @@ class ApiServer:
                     log.info("kubectl endpoint serving",
                              extra={"address": f"{scheme}://{s.bind_address}:{http_port}"})
                 await health.set("", SERVING)
+                serving = True
                 if s.port_file:
                     Path(s.port_file).write_text(f"{port}\n")
                 log.info("apiserver serving", extra={"address": f"{s.bind_address}:{port}",
                                                      "etcd": s.etcd_servers})
                 await self._stop.wait()
                 log.info("apiserver shutting down")
+                serving = False
                 await health.set("", NOT_SERVING)
                 if http is not None:
                     await http.stop()

@@ -17,7 +17,11 @@ client resumes elsewhere instead of waiting on a cache that may be cut off from 
 fails (this apiserver's etcd member lost the quorum, or etcd is gone), every watch is closed
 with ServiceUnavailable and new ones are refused until a read succeeds again: the stream
 would otherwise stay open with bookmarks that look current while it can see nothing the
-majority commits, and its clients would never move to another apiserver.
+majority commits, and its clients would never move to another apiserver. Each verdict of
+`monitor()` (current or not: the quorum read failed, or the cache did not reach etcd's
+revision in time) is passed to `on_currency`, which the apiserver uses to report its gRPC
+health NOT_SERVING while it cannot vouch for its data (so `skiff status` and failing-over
+clients see it).
 
 Label and field selectors are applied per watcher with Kubernetes' transition rules: an
 object that stops matching is sent as DELETED, one that starts matching as ADDED.
@@ -28,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -118,8 +122,10 @@ class WatchCache:
 
     def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
                  bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
-                 quorum_check_interval: float = 5.0) -> None:
+                 quorum_check_interval: float = 5.0,
+                 on_currency: Callable[[bool], Awaitable[None]] | None = None) -> None:
         self._storage = storage
+        self._on_currency = on_currency
         self.too_large_wait = too_large_wait
         self.quorum_check_interval = quorum_check_interval
         self.unavailable: ApiError | None = None  # set while currency cannot be confirmed
@@ -181,15 +187,22 @@ class WatchCache:
                     "watch again from your last resourceVersion (on another apiserver if "
                     "you have one)"))
                 self._fail_watchers(self.unavailable)
+                await self._report(current=False)
                 continue
             if not await self.wait_for_revision(revision, self.too_large_wait):
                 log.warning("watch cache behind etcd",
                             extra={"revision": self.revision, "etcdRevision": revision})
+                await self._report(current=False)
                 continue
             if self.unavailable is not None:
                 log.info("etcd quorum reachable again; serving watches",
                          extra={"revision": self.revision})
             self.unavailable = None
+            await self._report(current=True)
+
+    async def _report(self, *, current: bool) -> None:
+        if self._on_currency is not None:
+            await self._on_currency(current)
 
     def _fail_watchers(self, err: ApiError) -> None:
         for sub in self._subscribers:

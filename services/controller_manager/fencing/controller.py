@@ -17,6 +17,8 @@ Fence's `podsDeleted` tells how many pods went. A Failed Fence is deleted after
 restarts the wait, which only delays) and requested again if the node still qualifies —
 the agent removes its finalizer from a Failed Fence it never applied. Unfencing is explicit:
 a user deletes the Fence; while it exists, terminating or not, the node stays cordoned.
+No fence is requested while every zone is fully disrupted (a control-plane-side partition,
+see safety.py), nor for a fencing delay after such a disruption ends.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from skiff.client import BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.fencing.cordon import cordoned, uncordoned
 from skiff.controller_manager.fencing.policy import FencingPolicy, Verdict, decide
+from skiff.controller_manager.fencing.safety import ControlPlaneGuard
 from skiff.controller_manager.podutil import DISRUPTION_TARGET, set_condition, update_pod_status
 
 log = logging.getLogger(__name__)
@@ -69,6 +72,9 @@ class FencingController(Controller):
         self.policy = FencingPolicy(delay=s.fencing_delay, default_agent=s.default_fence_agent,
                                     min_priority=s.fencing_min_priority)
         self.retry_backoff = s.fencing_retry_backoff
+        self.guard = ControlPlaneGuard(delay=s.fencing_delay,
+                                       unhealthy_zone_threshold=s.unhealthy_zone_threshold)
+        self.held: set[str] = set()  # nodes whose fence the guard holds (logged once)
         self.requested_by = f"controller-manager/{s.identity}"
         self.nodes = context.informers.nodes()
         self.pods = context.informers.pods()
@@ -122,6 +128,14 @@ class FencingController(Controller):
                          now=self.clock.now())
         if not verdict.fence:
             return verdict.recheck_in
+        held, recheck_in = self.guard.hold(self.nodes.store.list(), self.clock.now())
+        if held is not None:
+            if name not in self.held:
+                self.held.add(name)
+                log.warning("not fencing a partitioned node", extra={"node": name,
+                                                                      "why": held})
+            return recheck_in
+        self.held.discard(name)
         try:
             created = await self.client.create(fence_object(
                 node_name=name, verdict=verdict, requested_by=self.requested_by))

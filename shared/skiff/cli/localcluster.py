@@ -358,7 +358,8 @@ async def health_of(comp: Component) -> str:
                 health_pb2.HealthCheckRequest(), timeout=1.0)
         except grpc.aio.AioRpcError:
             return "unreachable"
-    return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "starting"
+    # NOT_SERVING: starting, or (an apiserver) unable to confirm its data is current.
+    return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "not-serving"
 
 
 def _flag_of(comp: Component, flag: str) -> str:

@@ -167,6 +167,22 @@ class ApiClient:
             await self.reconnect(generation=generation)
         return api_err
 
+    def _replaced(self, generation: int) -> ApiError | None:
+        """What to raise for a CancelledError out of a call or stream begun at `generation`.
+
+        grpc.aio cancels every call still open on a channel when it is closed, and reports
+        that to the caller as asyncio.CancelledError, not as an RPC error. When our own
+        `reconnect` (perhaps triggered by another caller sharing this client) closed the
+        channel under the call, that is a broken connection to retry on the new one; were it
+        left a CancelledError it would silently end the caller's task (an informer, a
+        kubelet's watch of its pods). A real cancellation of the caller's task stays one."""
+        task = asyncio.current_task()
+        if (self._closed or generation == self._generation
+                or (task is not None and task.cancelling())):
+            return None
+        return ApiError(Reason.SERVICE_UNAVAILABLE,
+                        f"connection replaced by a failover to {self.target}; retrying")
+
     def _fenced(self, fenced: bool) -> tuple[tuple[str, str], ...] | None:
         epoch = self.leader_epoch
         if not fenced or epoch is None:
@@ -186,6 +202,10 @@ class ApiClient:
                                   metadata=self._fenced(fenced))
             except grpc.aio.AioRpcError as err:
                 raise await self._failed(err, generation) from None
+            except asyncio.CancelledError:
+                if (replaced := self._replaced(generation)) is None:
+                    raise
+                raise replaced from None
             return decode_map(data)
 
         if not retry:
@@ -331,5 +351,9 @@ class ApiClient:
                 yield WatchEvent(str(msg["type"]), dict(msg["object"]))
         except grpc.aio.AioRpcError as err:
             raise await self._failed(err, generation) from None
+        except asyncio.CancelledError:
+            if (replaced := self._replaced(generation)) is None:
+                raise
+            raise replaced from None
         finally:
             call.cancel()
