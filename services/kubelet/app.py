@@ -27,6 +27,12 @@ from skiff.kubelet.pod_worker import PodEnvironment
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
+from skiff.kubelet.sandbox import (
+    NOT_ISOLATED_MESSAGE,
+    PodNetwork,
+    SandboxManager,
+    sandbox_supported,
+)
 from skiff.kubelet.settings import (
     KubeletSettings,
     parse_grace_periods,
@@ -41,6 +47,19 @@ from skiff.tracing import tracer
 __all__ = ["main", "run_kubelet"]
 
 log = logging.getLogger(__name__)
+
+
+def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str,
+                    root: Path) -> SandboxManager | None:
+    """SB1: pod sandboxes when running as root (and not `--sandbox=none`); else say once
+    that pods are not isolated (each pod also gets an event)."""
+    if settings.runtime == "fake":
+        return None
+    if not sandbox_supported(settings.sandbox):
+        log.warning(NOT_ISOLATED_MESSAGE, extra={"node": node_name})
+        return None
+    return SandboxManager(api=api, node_name=node_name, network=PodNetwork(
+        namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"))
 
 
 async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService) -> None:
@@ -64,7 +83,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 backoff=Backoff(initial=settings.container_restart_backoff_base,
                                 maximum=settings.container_restart_backoff_max,
                                 clock=REAL_CLOCK),
-                base_env=base_environment(), volumes=volumes)
+                base_env=base_environment(), volumes=volumes,
+                sandboxes=sandbox_manager(settings, api=api, node_name=name,
+                                          root=root / name if len(names) > 1 else root))
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),

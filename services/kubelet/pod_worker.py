@@ -34,6 +34,13 @@ from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.runtime.process import signal_number
+from skiff.kubelet.sandbox import (
+    NO_POD_CIDR_MESSAGE,
+    NOT_ISOLATED_MESSAGE,
+    Sandbox,
+    SandboxError,
+    SandboxManager,
+)
 from skiff.kubelet.status import (
     container_status,
     merge_conditions,
@@ -75,6 +82,8 @@ class PodEnvironment:
     tracer: Tracer
     base_env: dict[str, str]
     volumes: VolumeManager
+    # Pod sandboxes (SPEC SB1); None: pods share the node's network, and are told so.
+    sandboxes: SandboxManager | None = None
 
 
 def _rv(obj: Obj) -> int:
@@ -118,6 +127,9 @@ class PodWorker:
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._pre_stop_started: set[str] = set()
+        self.sandbox: Sandbox | None = None
+        self._sandbox_message: str | None = None
+        self._not_isolated = False
         self.task: asyncio.Task[None] | None = None
 
     # -- inputs ----------------------------------------------------------------------------
@@ -214,6 +226,8 @@ class PodWorker:
 
     async def _sync(self) -> bool:
         """Start what should run now; True when the pod has completed (nothing restarts)."""
+        if not await self._sandbox_ready():
+            return False
         if self.uses_claims and not await self._volumes_ready():
             return False
         policy = str(self.pod["spec"].get("restartPolicy", "Always"))
@@ -278,6 +292,53 @@ class PodWorker:
             self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
         return False
 
+    @property
+    def _host_network(self) -> bool:
+        return bool(self.pod.get("spec", {}).get("hostNetwork"))
+
+    async def _sandbox_ready(self) -> bool:
+        """SB1: the pod's sandbox exists before any of its containers starts."""
+        if self.sandbox is not None or self._host_network or self._not_isolated:
+            return True
+        if self.env.sandboxes is None:
+            self._announce_not_isolated(NOT_ISOLATED_MESSAGE)
+            return True
+        try:
+            self.sandbox = await self.env.sandboxes.ensure(self.pod)
+            if self.sandbox is None:
+                self._announce_not_isolated(
+                    NO_POD_CIDR_MESSAGE.format(node=self.env.node_name))
+                return True
+        except SandboxError as err:
+            message = str(err)
+            for r in self.records:
+                if not r.has_run():
+                    r.state = {"waiting": {"reason": "ContainerCreating", "message": message}}
+            if message != self._sandbox_message:
+                self._sandbox_message = message
+                self._event(WARNING, "FailedCreatePodSandBox", message)
+                self._status_dirty.set()
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return False
+        self._sandbox_message = None
+        self._status_dirty.set()
+        return True
+
+    def _announce_not_isolated(self, message: str) -> None:
+        """SB1: never a silent difference: the pod carries an event saying what is shared."""
+        self._not_isolated = True
+        self._event(WARNING, "SandboxNotIsolated", message)
+
+    async def _remove_sandbox(self) -> None:
+        """SB4: the sandbox goes once the pod's last process is gone."""
+        if self.env.sandboxes is None or self._host_network or self._not_isolated:
+            return
+        try:
+            await self.env.sandboxes.remove(self.uid)
+        except OSError as err:
+            log.warning("could not remove the pod's sandbox", extra={
+                "pod": f"{self.namespace}/{self.name}", "error": str(err)})
+
     @staticmethod
     def _should_restart(r: ContainerRecord, policy: str) -> bool:
         if r.running or not r.has_run():
@@ -325,7 +386,7 @@ class PodWorker:
             env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")))
+            image=str(spec.get("image", "")), sandbox=self.sandbox)
 
     @staticmethod
     def _retire_termination(r: ContainerRecord) -> None:
@@ -600,6 +661,7 @@ class PodWorker:
                                               ordering=ordering)
                                    for r in self.records if r.running))
         await self._confirm_gone()
+        await self._remove_sandbox()
         self._terminal = True
         if not self._evicted.done():
             self._evicted.set_result(None)
@@ -660,7 +722,7 @@ class PodWorker:
             "conditions": merge_conditions(status.get("conditions") or [], owned,
                                            now=self.env.clock.now()),
             "hostIP": POD_IP, "hostIPs": [{"ip": POD_IP}],
-            "podIP": POD_IP, "podIPs": [{"ip": POD_IP}],
+            "podIP": self._pod_ip(), "podIPs": [{"ip": self._pod_ip()}],
             "startTime": self._start_time, "qosClass": qos_class(pod),
             "containerStatuses": [container_status(r) for r in self.records if r.kind == APP],
         })
@@ -678,6 +740,9 @@ class PodWorker:
             if self._terminal or self._eviction_reason == "DeadlineExceeded":
                 status["phase"] = self._phase = "Failed"
         return status
+
+    def _pod_ip(self) -> str:
+        return self.sandbox.ip if self.sandbox is not None else POD_IP
 
     async def _status_loop(self) -> None:
         while True:
