@@ -39,6 +39,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.sandboxes import isolation_warning, pod_network_namespace, remove_sandboxes
 
 STATE_FILE = "cluster.json"
 FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
@@ -160,6 +161,9 @@ class LocalCluster:
             raise StartError(f"a cluster is already running from {self.data_dir} (API "
                              f"{running.api}); stop it with `skiff down` first")
         find_etcd()
+        warning = isolation_warning(self.config.sections.get("kubelet", {}))
+        if warning:
+            echo(warning)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         logs = self.data_dir / "logs"
         config_dir = self.data_dir / "config"
@@ -225,6 +229,7 @@ class LocalCluster:
                 "--node-labels", labels,
                 "--node-annotations", f"{FENCE_AGENT_ANNOTATION}=power",
                 "--volume-root", str(self.data_dir / "volumes"),
+                "--pod-network-namespace", pod_network_namespace(self.data_dir),
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
@@ -249,6 +254,7 @@ class LocalCluster:
             proc.stop()
         self._stop_adopted()
         ended = end_pod_groups(roots)
+        remove_sandboxes(roots, pod_network_namespace(self.data_dir))
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
         return summary(ended)
@@ -292,6 +298,7 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
     # The kubelets leave their containers running when they stop; the cluster does not.
     stopped.append(summary(end_pod_groups(roots)))
+    remove_sandboxes(roots, pod_network_namespace(data_dir))
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return stopped
