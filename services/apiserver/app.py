@@ -21,6 +21,7 @@ from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.watchcache import WatchCache
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
@@ -92,7 +93,8 @@ class ApiServer:
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
-                                      port=s.http_port)
+                                      port=s.http_port,
+                                      routes=PodStreams(registry).register)
                     http_port = await http.start()
                     log.info("kubectl endpoint serving",
                              extra={"address": f"http://{s.bind_address}:{http_port}"})

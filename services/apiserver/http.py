@@ -54,14 +54,18 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int,
-                 max_body: int = MAX_BODY) -> None:
+                 max_body: int = MAX_BODY,
+                 routes: Callable[[web.Application], None] | None = None) -> None:
         self._handler = handler
+        self._routes = routes  # routes served by aiohttp directly (WebSocket streams)
         self._host, self._port = host, port
         self._max_body = max_body
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
         app = web.Application(client_max_size=self._max_body)
+        if self._routes is not None:
+            self._routes(app)
         app.router.add_route("*", "/{tail:.*}", self._serve)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=1.0)

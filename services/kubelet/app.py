@@ -40,6 +40,7 @@ from skiff.kubelet.settings import (
     parse_settings,
     parse_taints,
 )
+from skiff.kubelet.streaming import ExecService
 from skiff.kubelet.volumes import VolumeManager
 from skiff.service import Service, run_service
 from skiff.tracing import tracer
@@ -62,7 +63,8 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
         namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"))
 
 
-async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService) -> None:
+async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,
+                      streams: ExecService | None = None) -> None:
     runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
     root = Path(settings.root_dir)
     names = settings.node_names()
@@ -111,6 +113,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             evictions.append(eviction)
         by_node = {k.node_name: k for k in kubelets}
         logs.locators = [k.log_path for k in kubelets]
+        if streams is not None:
+            streams.locators = [k.exec_config for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")
@@ -177,11 +181,12 @@ async def _delayed(coro: Coroutine[Any, Any, None], delay: float) -> None:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     logs = LogService()
+    streams = ExecService()
     address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
 
     async def body(service: Service) -> None:
         with contextlib.suppress(asyncio.CancelledError):
-            await run_kubelet(settings, service, logs)
+            await run_kubelet(settings, service, logs, streams)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,
-                handlers=[logs.handler()])
+                handlers=[logs.handler(), streams.handler()])

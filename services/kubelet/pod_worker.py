@@ -388,6 +388,10 @@ class PodWorker:
             log_path=self.dir.log_path(r.name, r.restart_count),
             image=str(spec.get("image", "")), sandbox=self.sandbox)
 
+    def exec_config(self, r: ContainerRecord) -> ContainerConfig:
+        """What pods/exec runs a command with in container `r` (SB4)."""
+        return self._config(r)
+
     @staticmethod
     def _retire_termination(r: ContainerRecord) -> None:
         """LC2: lastState holds the latest termination, once state moves on from it."""

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
+from skiff.cli.localcluster import write_kubeconfig
+from skiff.cli.processes import free_port
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import Node, start_kubelet, stop_kubelet
@@ -28,6 +30,12 @@ class SandboxCluster:
     cluster: Cluster
     pod_network: str
     nodes: list[Node]
+    kubeconfig: Path
+
+    def kubectl(self, *args: str, stdin: str | None = None, timeout: float = 60
+                ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["kubectl", "--kubeconfig", str(self.kubeconfig), *args],
+                              input=stdin, capture_output=True, text=True, timeout=timeout)
 
 
 def skiff_namespaces(pod_network: str) -> list[str]:
@@ -45,7 +53,9 @@ def veths(pod_network: str) -> list[str]:
 @pytest.fixture(scope="package")
 def sandbox_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SandboxCluster]:
     root = tmp_path_factory.mktemp("sandbox")
-    cluster = Cluster(root).start()
+    http_port = free_port()
+    cluster = Cluster(root, apiserver_args=["--http-port", str(http_port)]).start()
+    kubeconfig = write_kubeconfig(root, f"http://127.0.0.1:{http_port}")
     pod_network = f"skiff-podnet-{uuid.uuid4().hex[:6]}"
     try:
         cluster.add_service("controller-manager", "skiff.controller_manager", [
@@ -54,7 +64,7 @@ def sandbox_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbo
         nodes = [start_kubelet(cluster, Path(root), name=f"sb-{i}",
                                extra=["--pod-network-namespace", pod_network])
                  for i in range(2)]
-        yield SandboxCluster(cluster, pod_network, nodes)
+        yield SandboxCluster(cluster, pod_network, nodes, kubeconfig)
         for node in nodes:
             asyncio.run(stop_kubelet(node))
     finally:
