@@ -41,6 +41,7 @@ from skiff.kubelet.sandbox import (
     SandboxError,
     SandboxManager,
 )
+from skiff.kubelet.sandbox.mounts import plan_mounts, write_downward_api
 from skiff.kubelet.status import (
     container_status,
     merge_conditions,
@@ -386,7 +387,24 @@ class PodWorker:
             env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")), sandbox=self.sandbox)
+            image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec))
+
+    def _container_sandbox(self, container: Obj) -> Sandbox | None:
+        """SB3: the sandbox with this container's volumes at their mountPath."""
+        if self.sandbox is None:
+            return None
+        for volume in self.pod["spec"].get("volumes") or []:
+            if "downwardAPI" in volume:
+                write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
+                                   self.pod, self._field_value)
+        return self.sandbox.for_container(plan_mounts(container, self.dir.volume_path))
+
+    def _field_value(self, path: str) -> str:
+        meta = self.pod.get("metadata") or {}
+        return str({"metadata.name": meta.get("name"), "metadata.namespace":
+                    meta.get("namespace"), "metadata.uid": meta.get("uid"),
+                    "spec.nodeName": self.env.node_name, "status.podIP": self._pod_ip()
+                    }.get(path) or "")
 
     def exec_config(self, r: ContainerRecord) -> ContainerConfig:
         """What pods/exec runs a command with in container `r` (SB4)."""

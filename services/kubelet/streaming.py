@@ -91,8 +91,10 @@ class ExecService:
         if config.sandbox is not None:
             # nsenter(1) joins the pod's namespaces: no Python runs between fork and exec
             # in this threaded process.
-            command = ["nsenter", f"--net={config.sandbox.netns_path}",
-                       *([f"--uts=/proc/{pid}/ns/uts"] if pid else []), "--", *command]
+            joined = ([f"--uts=/proc/{pid}/ns/uts", f"--mount=/proc/{pid}/ns/mnt",
+                       f"--wd={config.working_dir}"] if pid else [])
+            command = ["nsenter", f"--net={config.sandbox.netns_path}", *joined, "--",
+                       *command]
         async for message in self._run(config, command, requests,
                                        stdin=bool(first.get("stdin")),
                                        tty=bool(first.get("tty"))):

@@ -8,6 +8,7 @@ hostname is the pod's. A sandbox goes once the pod's last process is gone.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import socket
 import threading
@@ -17,6 +18,7 @@ from typing import Any
 from skiff.api import ApiError
 from skiff.client import ApiClient
 from skiff.kubelet.sandbox.linux import CLONE_NEWNET, CLONE_NEWUTS, setns_path, unshare
+from skiff.kubelet.sandbox.mounts import BindMount, enter_mounts
 from skiff.kubelet.sandbox.network import NETNS_DIR, PodNetwork, pod_netns_name
 
 __all__ = ["NOT_ISOLATED_MESSAGE", "NO_POD_CIDR_MESSAGE", "Sandbox", "SandboxError",
@@ -49,9 +51,12 @@ def pod_hostname(pod: Obj) -> str:
 
 @dataclass(frozen=True)
 class Sandbox:
+    """The pod's sandbox as one container enters it: `mounts` are that container's."""
+
     uid: str
     ip: str
     hostname: str
+    mounts: tuple[BindMount, ...] = ()
 
     @property
     def netns_path(self) -> str:
@@ -62,6 +67,10 @@ class Sandbox:
         setns_path(self.netns_path, CLONE_NEWNET)
         unshare(CLONE_NEWUTS)
         socket.sethostname(self.hostname)
+        enter_mounts(self.mounts)
+
+    def for_container(self, mounts: tuple[BindMount, ...]) -> Sandbox:
+        return dataclasses.replace(self, mounts=mounts)
 
     def socket(self) -> socket.socket:
         """A non-blocking TCP socket that lives in the pod's network namespace (made on a
