@@ -5,6 +5,7 @@ reaches pods on another node at podIP:8080."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -114,3 +115,15 @@ async def test_sb2_a_pod_on_another_node_gets_each_answer_through_kubectl_exec(
         assert (got.returncode, got.stdout) == (0, f"{name}\n"), got.stderr
     for name in ("one", "two", "third"):
         await sb_api.delete("pods", name, ns)
+
+
+async def test_sb4_kubectl_exec_it_gets_a_terminal_of_the_callers_size(
+        shell_pod: Obj, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    # `script` gives kubectl a terminal (as a user's shell would), 33 rows x 91 columns
+    inner = (f"stty cols 91 rows 33; kubectl --kubeconfig {sandbox_cluster.kubeconfig} exec "
+             f"-it -n {sb_namespace} shell -- sh -c 'tty; stty size; exit 5'")
+    ran = subprocess.run(["script", "-qec", inner, "/dev/null"], capture_output=True,
+                         text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert ran.returncode == 5, ran.stdout + ran.stderr
+    assert "/dev/pts/" in ran.stdout
+    assert "33 91" in ran.stdout
