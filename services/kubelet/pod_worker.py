@@ -41,7 +41,12 @@ from skiff.kubelet.sandbox import (
     SandboxError,
     SandboxManager,
 )
-from skiff.kubelet.sandbox.mounts import plan_mounts, write_downward_api
+from skiff.kubelet.sandbox.mounts import (
+    mount_memory_volumes,
+    plan_mounts,
+    unmount_memory_volumes,
+    write_downward_api,
+)
 from skiff.kubelet.status import (
     container_status,
     merge_conditions,
@@ -321,6 +326,12 @@ class PodWorker:
                 self._status_dirty.set()
             self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
             return False
+        try:
+            mount_memory_volumes(self.pod, self.dir.volume_path)
+        except OSError as err:
+            log.warning("cannot mount a memory-backed emptyDir", extra={
+                "pod": f"{self.namespace}/{self.name}", "error": str(err)})
+            self._event(WARNING, "FailedMount", f"emptyDir medium Memory: {err}")
         self._sandbox_message = None
         self._status_dirty.set()
         return True
@@ -335,6 +346,7 @@ class PodWorker:
         if self.env.sandboxes is None or self._host_network or self._not_isolated:
             return
         try:
+            unmount_memory_volumes(self.dir.path)
             await self.env.sandboxes.remove(self.uid)
         except OSError as err:
             log.warning("could not remove the pod's sandbox", extra={

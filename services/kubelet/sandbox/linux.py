@@ -11,7 +11,7 @@ import ctypes.util
 import os
 
 __all__ = ["CLONE_NEWNET", "CLONE_NEWNS", "CLONE_NEWUTS", "MS_BIND", "MS_RDONLY", "MS_REC",
-           "MS_REMOUNT", "MS_SLAVE", "mount", "setns_path", "unshare"]
+           "MS_REMOUNT", "MS_SLAVE", "mount", "setns_path", "umount", "unshare"]
 
 CLONE_NEWNS = 0x00020000
 CLONE_NEWUTS = 0x04000000
@@ -38,6 +38,14 @@ def setns_path(path: str, nstype: int) -> None:
         _check(_libc.setns(fd, nstype), f"setns {path}")
     finally:
         os.close(fd)
+
+
+MNT_DETACH = 2
+
+
+def umount(target: str) -> None:
+    """Lazily unmount `target` (gone once nothing uses it)."""
+    _check(_libc.umount2(target.encode(), MNT_DETACH), f"umount {target}")
 
 
 def unshare(flags: int) -> None:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skiff.api.quantity import bytes_
 from skiff.kubelet.sandbox.linux import (
     CLONE_NEWNS,
     MS_BIND,
@@ -26,10 +27,12 @@ from skiff.kubelet.sandbox.linux import (
     MS_REMOUNT,
     MS_SLAVE,
     mount,
+    umount,
     unshare,
 )
 
-__all__ = ["BindMount", "enter_mounts", "plan_mounts", "write_downward_api"]
+__all__ = ["BindMount", "enter_mounts", "mount_memory_volumes", "plan_mounts",
+           "unmount_memory_volumes", "write_downward_api"]
 
 Obj = dict[str, Any]
 
@@ -79,6 +82,32 @@ def enter_mounts(mounts: tuple[BindMount, ...]) -> None:
         if m.read_only:
             mount(None, m.target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
     os.chdir(cwd)  # a working dir under a mount point now sees the volume
+
+
+def mount_memory_volumes(pod: Obj, volume_dir: Any) -> None:
+    """emptyDir `medium: Memory`: a tmpfs (of `sizeLimit`) on the volume's directory, in
+    the node's mount namespace under the kubelet's root dir, so every container binds it."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        empty = volume.get("emptyDir")
+        if not isinstance(empty, dict) or empty.get("medium") != "Memory":
+            continue
+        path = Path(volume_dir(str(volume["name"])))
+        path.mkdir(parents=True, exist_ok=True)
+        if os.path.ismount(path):
+            continue
+        size = empty.get("sizeLimit")
+        options = f"size={bytes_(str(size))}" if size else None
+        mount("tmpfs", str(path), "tmpfs", 0, options)
+
+
+def unmount_memory_volumes(pod_dir: Path) -> None:
+    """Undo `mount_memory_volumes` once the pod's processes are gone."""
+    volumes = pod_dir / "volumes"
+    if not volumes.is_dir():
+        return
+    for path in volumes.iterdir():
+        if not path.is_symlink() and os.path.ismount(path):
+            umount(str(path))
 
 
 def _field(pod: Obj, path: str, field_value: Any) -> str:

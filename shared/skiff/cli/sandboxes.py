@@ -12,6 +12,8 @@ them) and then the pod network namespace itself (with its bridge).
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import hashlib
 import os
 import shutil
@@ -56,6 +58,21 @@ def _pod_uids(root: Path) -> set[str]:
     return uids
 
 
+_MNT_DETACH = 2
+
+
+def _unmount_under(root: Path) -> None:
+    """Memory-backed emptyDirs (tmpfs) the kubelet under `root` left mounted."""
+    prefix = str(root.resolve()) + "/"
+    points = [line.split()[4] for line in Path("/proc/self/mountinfo").read_text()
+              .splitlines() if line.split()[4].startswith(prefix)]
+    if not points:
+        return
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+    for point in sorted(points, reverse=True):
+        libc.umount2(point.encode(), _MNT_DETACH)
+
+
 def remove_sandboxes(roots: Iterable[Path], pod_network: str) -> int:
     """Remove the pod namespaces the kubelets under `roots` recorded and the cluster's pod
     network namespace; returns how many namespaces went. Only names Skiff made are
@@ -70,6 +87,7 @@ def remove_sandboxes(roots: Iterable[Path], pod_network: str) -> int:
                     netns.remove(name)
                     removed += 1
         shutil.rmtree(root / "ipam", ignore_errors=True)
+        _unmount_under(root)
     if pod_network in existing:
         with contextlib.suppress(OSError):
             netns.remove(pod_network)
