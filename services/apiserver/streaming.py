@@ -110,8 +110,12 @@ class PodStreams:
                 first = decode_map(await call.read())
             except grpc.aio.AioRpcError as err:
                 error = from_grpc(err, target=target)
+                message = error.message
+                if error.reason == Reason.SERVICE_UNAVAILABLE:
+                    message = (f"the kubelet at {target} is unavailable ({err.details()}); "
+                               "is the node's kubelet running?")
                 return _status_response(ApiError(
-                    error.reason, f"unable to upgrade connection: {error.message}"))
+                    error.reason, f"unable to upgrade connection: {message}"))
             if not websocket:
                 return _status_response(ApiError.bad_request(
                     "pods/exec needs a WebSocket upgrade (channel.k8s.io); SPDY is not "

@@ -183,6 +183,10 @@ def main(argv: list[str] | None = None) -> None:
     logs = LogService()
     streams = ExecService()
     address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
+    if address and not settings.node_ip.startswith("127."):
+        # the apiserver reaches the kubelet (logs, exec) at the Node's InternalIP, as in
+        # Kubernetes; in --netns mode that is the node's own namespace's address
+        address += f",{settings.node_ip}:{settings.health_port}"
 
     async def body(service: Service) -> None:
         with contextlib.suppress(asyncio.CancelledError):

@@ -103,8 +103,9 @@ class PodNetwork:
         if self.namespace not in netns.listnetns():
             with contextlib.suppress(OSError):  # another kubelet made it meanwhile
                 _create_netns(self.namespace)
-            _on_thread(lambda: _write_sysctl("/proc/sys/net/ipv4/ip_forward", "1"),
-                       join=self.namespace)
+        # it routes between the nodes' podCIDRs (also when --netns made the namespace)
+        _on_thread(lambda: _write_sysctl("/proc/sys/net/ipv4/ip_forward", "1"),
+                   join=self.namespace)
 
         def bridge(ns: IPRoute) -> None:
             ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")

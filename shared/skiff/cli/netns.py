@@ -665,9 +665,15 @@ class NetnsCluster:
                 "--node-ip", self._host_ip(node),
                 "--node-labels", labels, "--node-annotations", annotations,
                 "--volume-root", str(self.data_dir / "volumes"),
+                # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2)
+                "--pod-network-namespace", self._bridge_netns(),
                 *self.config.flags("kubelet", config_dir),
                 *self.extra_args.get("kubelet", [])]))
         return services
+
+    def _bridge_netns(self) -> str:
+        assert self.topology is not None
+        return self.topology.bridge_netns
 
     def _host_ip(self, name: str) -> str:
         """The host's address in the cluster's subnet: a Node's InternalIP."""
