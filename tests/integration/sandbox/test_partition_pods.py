@@ -33,6 +33,7 @@ def _kubectl(data_dir: Path, *args: str, stdin: str | None = None
 
 def test_sb2_a_partitioned_nodes_pod_stops_answering_and_answers_after_heal(
         tmp_path: Path) -> None:
+    pod_uids: set[str] = set()
     up = skiff(tmp_path, "up", "--netns", "--detach", "--nodes", "2")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -45,6 +46,8 @@ def test_sb2_a_partitioned_nodes_pod_stops_answering_and_answers_after_heal(
         assert ready.returncode == 0, ready.stderr
         ip = json.loads(_kubectl(tmp_path, "get", "pod", "server", "-o", "json").stdout)[
             "status"]["podIP"]
+        pod_uids = {json.loads(_kubectl(tmp_path, "get", "pod", n, "-o", "json").stdout)[
+            "metadata"]["uid"] for n in ("server", "client")}
 
         def answers() -> bool:
             got = _kubectl(tmp_path, "exec", "client", "--", sys.executable, "-c",
@@ -67,4 +70,10 @@ def test_sb2_a_partitioned_nodes_pod_stops_answering_and_answers_after_heal(
         assert healed.returncode == 0, healed.stderr
         eventually(True, "the pod does not answer again after heal")
     finally:
-        skiff(tmp_path, "down")
+        down = skiff(tmp_path, "down")
+    assert down.returncode == 0, down.stderr
+    left = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    uids = {p.read_text() for p in tmp_path.glob("nodes/*/ipam/*/*")}
+    assert uids == set()  # skiff down forgets the addresses with the namespaces
+    assert not [line for line in left.splitlines() if "skiff-pod-" in line
+                and line.split()[0][len("skiff-pod-"):] in pod_uids]
