@@ -49,9 +49,9 @@ def _skiff_netns() -> list[str]:
                   if line.startswith(("skiff-pod-", "skiff-podnet-")))
 
 
-def _netns_mounts() -> int:
-    return sum(1 for line in Path("/proc/self/mountinfo").read_text().splitlines()
-               if "/netns/skiff-" in line)
+def _netns_mounts(names: set[str]) -> list[str]:
+    return [line for line in Path("/proc/self/mountinfo").read_text().splitlines()
+            if line.split()[4].rsplit("/", 1)[-1] in names]
 
 
 def _pod_ips(data_dir: Path, names: list[str], timeout: float = 90.0) -> list[str]:
@@ -72,7 +72,8 @@ def _pod_ips(data_dir: Path, names: list[str], timeout: float = 90.0) -> list[st
 
 def test_sb2_skiff_up_sandboxes_pods_and_down_leaves_no_namespace_veth_or_mount(
         tmp_path: Path) -> None:
-    before = (_skiff_netns(), _host_links(), _netns_mounts())
+    host_before = _host_links()
+    ours: set[str] = set()  # this cluster's namespaces (other tests may run their own)
     up = skiff(tmp_path, "up", "--detach", "--nodes", "1")
     try:
         assert up.returncode == 0, up.stderr
@@ -82,15 +83,19 @@ def test_sb2_skiff_up_sandboxes_pods_and_down_leaves_no_namespace_veth_or_mount(
                             stdin=POD.format(name=name, python=sys.executable))
             assert applied.returncode == 0, applied.stderr
         ips = _pod_ips(tmp_path, ["a", "b"])
+        ours = {pod_network_namespace(tmp_path)} | {
+            "skiff-pod-" + json.loads(skiff(tmp_path, "get", "pod", n, "-o", "json").stdout)[
+                "metadata"]["uid"] for n in ("a", "b")}
         assert len(set(ips)) == 2 and "127.0.0.1" not in ips
-        running = _skiff_netns()
-        assert pod_network_namespace(tmp_path) in running
-        assert len([n for n in running if n.startswith("skiff-pod-")]) >= 2
-        assert _host_links() == before[1]  # SB2: the host's namespace is never changed
+        assert ours <= set(_skiff_netns())
+        assert len(_netns_mounts(ours)) >= len(ours)
+        assert _host_links() == host_before  # SB2: the host's namespace is never changed
     finally:
         down = skiff(tmp_path, "down")
     assert down.returncode == 0, down.stderr
-    assert (_skiff_netns(), _host_links(), _netns_mounts()) == before
+    assert ours and not ours & set(_skiff_netns())
+    assert _netns_mounts(ours) == []
+    assert _host_links() == host_before
 
 
 def test_sb1_a_start_without_sandboxes_prints_the_warning(tmp_path: Path) -> None:
