@@ -396,7 +396,8 @@ class PodWorker:
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
             command=[str(c) for c in list(spec.get("command") or []) + list(
                 spec.get("args") or [])],
-            env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
+            env=self._with_pod_ip(spec, container_env(
+                self.pod, spec, node_name=self.env.node_name, base=base)),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
             image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec))
@@ -410,6 +411,16 @@ class PodWorker:
                 write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
                                    self.pod, self._field_value)
         return self.sandbox.for_container(plan_mounts(container, self.dir.volume_path))
+
+    def _with_pod_ip(self, container: Obj, env: dict[str, str]) -> dict[str, str]:
+        """`valueFrom.fieldRef` status.podIP/podIPs is the sandbox's address (SB1)."""
+        if self.sandbox is None:
+            return env
+        for item in container.get("env") or []:
+            ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            if ref in ("status.podIP", "status.podIPs"):
+                env[str(item.get("name", ""))] = self.sandbox.ip
+        return env
 
     def _field_value(self, path: str) -> str:
         meta = self.pod.get("metadata") or {}

@@ -25,7 +25,8 @@ Obj = dict[str, Any]
 
 def _shell(name: str = "main", **extra: Any) -> Obj:
     return {"name": name, "image": "python", "workingDir": "/tmp",
-            "env": [{"name": "GREETING", "value": "hello"}],
+            "env": [{"name": "GREETING", "value": "hello"},
+                    {"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
             "command": [sys.executable, "-c", SERVER],
             "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 1}, **extra}
 
@@ -49,6 +50,9 @@ async def test_sb4_kubectl_exec_prints_output_and_returns_the_exit_code(
     fed = sandbox_cluster.kubectl("exec", "-i", "-n", sb_namespace, "shell", "--", "cat",
                                   stdin="through stdin\n")
     assert (fed.returncode, fed.stdout) == (0, "through stdin\n"), fed.stderr
+    own = sandbox_cluster.kubectl("exec", "-n", sb_namespace, "shell", "--", "sh", "-c",
+                                  'echo "$MY_IP"')
+    assert own.stdout.strip() == shell_pod["status"]["podIP"]
     # inside the pod's network namespace: its own IP, and the server on localhost
     ip = sandbox_cluster.kubectl(
         "exec", "-n", sb_namespace, "shell", "--", sys.executable, "-c",
