@@ -26,6 +26,7 @@ from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.watchcache import WatchCache
 from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
@@ -137,7 +138,8 @@ class ApiServer:
                         KubeApi(registry, guard=guard, tokens=tokens).handle,
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
-                        authenticate=(guard.http_user_of if guard is not None else None))
+                        authenticate=(guard.http_user_of if guard is not None else None),
+                        routes=PodStreams(registry, guard=guard).register)
                     http_port = await http.start()
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",

@@ -61,16 +61,20 @@ PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int,
                  max_body: int = MAX_BODY, ssl_context: ssl.SSLContext | None = None,
-                 authenticate: Authenticate | None = None) -> None:
+                 authenticate: Authenticate | None = None,
+                 routes: Callable[[web.Application], None] | None = None) -> None:
         self._handler = handler
         self._ssl_context = ssl_context
         self._authenticate = authenticate
+        self._routes = routes  # routes served by aiohttp directly (WebSocket streams)
         self._host, self._port = host, port
         self._max_body = max_body
         self._runner: web.AppRunner | None = None
 
     async def start(self) -> int:
         app = web.Application(client_max_size=self._max_body)
+        if self._routes is not None:
+            self._routes(app)
         app.router.add_route("*", "/{tail:.*}", self._serve)
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=1.0)
@@ -89,7 +93,7 @@ class HttpServer:
     async def _serve(self, raw: web.Request) -> web.StreamResponse:
         if self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
             try:
-                current_user.set(self._authenticate(_peer_certificate(raw),
+                current_user.set(self._authenticate(peer_certificate(raw),
                                                     raw.headers.get("Authorization", "")))
             except ApiError as err:
                 return _reply(Response(err.code, err.to_status()))
@@ -112,7 +116,7 @@ def encode_json(body: Any) -> bytes:
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return text.encode() + b"\n"
-def _peer_certificate(raw: web.Request) -> bytes | None:
+def peer_certificate(raw: web.Request) -> bytes | None:
     """The client's certificate (DER), verified by the TLS handshake against the CA."""
     ssl_object = raw.transport.get_extra_info("ssl_object") if raw.transport else None
     if ssl_object is None:

@@ -13,6 +13,7 @@ from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.disruption import DisruptionController
 from skiff.controller_manager.fencing import FencingController
+from skiff.controller_manager.nodeipam import NodeIpamController
 from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
     TaintEvictionController,
@@ -41,6 +42,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),
     ControllerSpec("attachdetach", lambda ctx: [AttachDetachController(context=ctx)]),
+    ControllerSpec("nodeipam", lambda ctx: [NodeIpamController(context=ctx)]),
     ControllerSpec("persistentvolume-binder",
                    lambda ctx: [VolumeBindingController(context=ctx)]),
     ControllerSpec("serviceaccount", lambda ctx: [ServiceAccountsController(context=ctx)]),

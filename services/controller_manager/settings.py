@@ -8,6 +8,7 @@ production keeps Kubernetes' defaults.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 from dataclasses import dataclass
@@ -72,6 +73,9 @@ class ControllerManagerSettings:
     # Attach/detach: every exclusive volume is reconciled again this often (Kubernetes'
     # --attach-detach-reconcile-sync-period, 1 min), so a missed event cannot strand one.
     attach_detach_reconcile_sync_period: float = duration(60.0)
+    # Node IPAM (SPEC SB1): each Node's spec.podCIDR is a block of the cluster CIDR.
+    cluster_cidr: str = setting("10.244.0.0/16", help="CIDR range of the pod network")
+    node_cidr_mask_size: int = setting(24, help="prefix length of each node's pod CIDR")
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
     concurrent_statefulset_syncs: int = setting(5)
@@ -96,6 +100,14 @@ class ControllerManagerSettings:
                                 "must be >= 0")
         if not 0 <= self.unhealthy_zone_threshold <= 1:
             raise SettingsError("--unhealthy-zone-threshold must be between 0 and 1")
+        try:
+            net = ipaddress.ip_network(self.cluster_cidr, strict=False)
+        except ValueError:
+            raise SettingsError(f"--cluster-cidr: {self.cluster_cidr!r} is not a CIDR "
+                                "(e.g. 10.244.0.0/16)") from None
+        if not net.prefixlen <= self.node_cidr_mask_size <= net.max_prefixlen:
+            raise SettingsError(f"--node-cidr-mask-size: {self.node_cidr_mask_size} must be "
+                                f"between {net.prefixlen} and {net.max_prefixlen}")
         if self.fencing_delay < 0 or self.fencing_retry_backoff < 0:
             raise SettingsError("--fencing-delay and --fencing-retry-backoff must be >= 0")
 

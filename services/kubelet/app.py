@@ -30,6 +30,12 @@ from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
+from skiff.kubelet.sandbox import (
+    NOT_ISOLATED_MESSAGE,
+    PodNetwork,
+    SandboxManager,
+    sandbox_supported,
+)
 from skiff.kubelet.settings import (
     KubeletSettings,
     parse_grace_periods,
@@ -37,6 +43,7 @@ from skiff.kubelet.settings import (
     parse_settings,
     parse_taints,
 )
+from skiff.kubelet.streaming import ExecService
 from skiff.kubelet.volumes import VolumeManager
 from skiff.service import Service, run_service
 from skiff.tracing import tracer
@@ -46,8 +53,22 @@ __all__ = ["main", "run_kubelet"]
 log = logging.getLogger(__name__)
 
 
+def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str,
+                    root: Path) -> SandboxManager | None:
+    """SB1: pod sandboxes when running as root (and not `--sandbox=none`); else say once
+    that pods are not isolated (each pod also gets an event)."""
+    if settings.runtime == "fake":
+        return None
+    if not sandbox_supported(settings.sandbox):
+        log.warning(NOT_ISOLATED_MESSAGE, extra={"node": node_name})
+        return None
+    return SandboxManager(api=api, node_name=node_name, network=PodNetwork(
+        namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"))
+
+
 async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,
-                      metrics: ResourceMetrics | None = None) -> None:
+                      metrics: ResourceMetrics | None = None,
+                      streams: ExecService | None = None) -> None:
     runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
     root = Path(settings.root_dir)
     names = settings.node_names()
@@ -70,7 +91,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                                 clock=REAL_CLOCK),
                 base_env={**base_environment(),
                           **kubernetes_service_env(settings.kube_api_address)},
-                volumes=volumes, root_ca_file=settings.root_ca_file)
+                volumes=volumes, root_ca_file=settings.root_ca_file,
+                sandboxes=sandbox_manager(settings, api=api, node_name=name,
+                                          root=root / name if len(names) > 1 else root))
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
@@ -99,6 +122,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         if metrics is not None:
             metrics.nodes = [k.node_name for k in kubelets]
             metrics.listers = [functools.partial(running_containers, k) for k in kubelets]
+        if streams is not None:
+            streams.locators = [k.exec_config for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")
@@ -169,11 +194,16 @@ def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     logs = LogService()
     metrics = ResourceMetrics(resolution=settings.metrics_resolution)
+    streams = ExecService()
     address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
+    if address and not settings.node_ip.startswith("127."):
+        # the apiserver reaches the kubelet (logs, exec) at the Node's InternalIP, as in
+        # Kubernetes; in --netns mode that is the node's own namespace's address
+        address += f",{settings.node_ip}:{settings.health_port}"
 
     async def body(service: Service) -> None:
         with contextlib.suppress(asyncio.CancelledError):
-            await run_kubelet(settings, service, logs, metrics)
+            await run_kubelet(settings, service, logs, metrics, streams)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,
-                handlers=[logs.handler(), metrics.handler()])
+                handlers=[logs.handler(), metrics.handler(), streams.handler()])

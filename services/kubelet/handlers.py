@@ -1,8 +1,8 @@
 """The four ways the kubelet checks or pokes a container: exec, httpGet, tcpSocket, grpc.
 
 Probes (LC7) and lifecycle hooks (LC8, GT5) share these handlers; `sleep` is a hook-only
-handler. The pod IP of every Skiff pod is 127.0.0.1 (processes share the node's network),
-so httpGet/tcpSocket/grpc go to localhost unless `host` says otherwise.
+handler. A sandboxed pod (SPEC SB1) is reached at its pod IP from inside its network
+namespace; without sandboxes its IP is 127.0.0.1 (processes share the node's network).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
+from skiff.kubelet.sandbox import Sandbox
 
 __all__ = ["POD_IP", "HandlerResult", "run_handler"]
 
@@ -44,8 +45,26 @@ def _port(value: Any, container: Obj) -> int:
     raise ValueError(f"port {text!r} is not a number nor a named port of the container")
 
 
-async def _http_get(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
-    host = spec.get("host") or POD_IP
+async def _open(host: str, port: int, sandbox: Sandbox | None, *,
+                ssl: ssl.SSLContext | None = None
+                ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """Connect as a real node would reach the pod: from inside its network namespace when
+    it has a sandbox (SPEC SB1), else on the node's network."""
+    if sandbox is None:
+        return await asyncio.open_connection(host, port, ssl=ssl)
+    sock = await asyncio.to_thread(sandbox.socket)
+    try:
+        await asyncio.get_running_loop().sock_connect(sock, (host, port))
+    except BaseException:
+        sock.close()
+        raise
+    return await asyncio.open_connection(sock=sock, ssl=ssl,
+                                         server_hostname=host if ssl else None)
+
+
+async def _http_get(spec: Obj, container: Obj, timeout: float,
+                    sandbox: Sandbox | None = None) -> HandlerResult:
+    host = spec.get("host") or (sandbox.ip if sandbox else POD_IP)
     port = _port(spec.get("port"), container)
     path = spec.get("path") or "/"
     tls = str(spec.get("scheme", "HTTP")).upper() == "HTTPS"
@@ -59,7 +78,7 @@ async def _http_get(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
                f"Accept: */*\r\nConnection: close\r\n{headers}\r\n").encode()
 
     async def go() -> HandlerResult:
-        reader, writer = await asyncio.open_connection(host, port, ssl=context)
+        reader, writer = await _open(host, port, sandbox, ssl=context)
         try:
             writer.write(request)
             await writer.drain()
@@ -79,10 +98,11 @@ async def _http_get(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
     return await asyncio.wait_for(go(), timeout)
 
 
-async def _tcp(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
-    host = spec.get("host") or POD_IP
+async def _tcp(spec: Obj, container: Obj, timeout: float,
+               sandbox: Sandbox | None = None) -> HandlerResult:
+    host = spec.get("host") or (sandbox.ip if sandbox else POD_IP)
     port = _port(spec.get("port"), container)
-    _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout)
+    _, writer = await asyncio.wait_for(_open(host, port, sandbox), timeout)
     writer.close()
     with contextlib.suppress(Exception):
         await writer.wait_closed()
@@ -120,9 +140,9 @@ async def run_handler(handler: Obj, *, container: Obj, runtime: ContainerRuntime
                                             f"{result.exit_code}: {result.output[-200:]}")
             return HandlerResult(True, result.output[-200:])
         if "httpGet" in handler:
-            return await _http_get(handler["httpGet"], container, timeout)
+            return await _http_get(handler["httpGet"], container, timeout, config.sandbox)
         if "tcpSocket" in handler:
-            return await _tcp(handler["tcpSocket"], container, timeout)
+            return await _tcp(handler["tcpSocket"], container, timeout, config.sandbox)
         if "grpc" in handler:
             return await _grpc(handler["grpc"], container, timeout)
         if "sleep" in handler:

@@ -15,6 +15,7 @@ from typing import Any
 from skiff.api.errors import ApiError, Reason
 from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
 from skiff.kubelet.records import load_state
+from skiff.kubelet.runtime import ContainerConfig
 
 __all__ = ["Kubelet"]
 
@@ -126,6 +127,30 @@ class Kubelet:
             raise ApiError.bad_request(f'previous terminated container "{container}" in pod '
                                        f'"{name}" not found')
         return worker.dir.log_path(container, attempt)
+
+    def exec_config(self, namespace: str, name: str, container: str | None
+                    ) -> tuple[ContainerConfig, int | None]:
+        """SB4: the start config of a running container, for pods/exec (its env, working
+        dir and sandbox); Kubernetes' errors for a missing or not running container."""
+        uid = self._by_name.get((namespace, name))
+        worker = self.workers.get(uid or "")
+        if worker is None:
+            raise ApiError(Reason.NOT_FOUND, f'pod "{name}" not found on node '
+                                             f'{self.node_name}')
+        names = [r.name for r in worker.records]
+        if container is None:
+            apps = [r.name for r in worker.records if r.kind == "app"]
+            if len(apps) != 1:
+                raise ApiError.bad_request(
+                    f"a container name must be specified for pod {name}, choose one of: "
+                    f"[{' '.join(names)}]")
+            container = apps[0]
+        record = next((r for r in worker.records if r.name == container), None)
+        if record is None:
+            raise ApiError.bad_request(f"container {container} is not valid for pod {name}")
+        if not record.running:
+            raise ApiError.bad_request(f'container not found ("{container}")')
+        return worker.exec_config(record), record.handle.pid if record.handle else None
 
     async def shutdown(self) -> None:
         """Stop the workers, leaving the pods' processes running (a kubelet restart must not

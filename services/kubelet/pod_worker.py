@@ -39,6 +39,19 @@ from skiff.kubelet.projected import (
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.runtime.process import signal_number
+from skiff.kubelet.sandbox import (
+    NO_POD_CIDR_MESSAGE,
+    NOT_ISOLATED_MESSAGE,
+    Sandbox,
+    SandboxError,
+    SandboxManager,
+)
+from skiff.kubelet.sandbox.mounts import (
+    mount_memory_volumes,
+    plan_mounts,
+    unmount_memory_volumes,
+    write_downward_api,
+)
 from skiff.kubelet.status import (
     container_status,
     merge_conditions,
@@ -81,6 +94,8 @@ class PodEnvironment:
     base_env: dict[str, str]
     volumes: VolumeManager
     root_ca_file: str = ""  # SPEC AX3: the ca.crt of projected token volumes
+    # Pod sandboxes (SPEC SB1); None: pods share the node's network, and are told so.
+    sandboxes: SandboxManager | None = None
 
 
 def _rv(obj: Obj) -> int:
@@ -125,6 +140,9 @@ class PodWorker:
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._pre_stop_started: set[str] = set()
+        self.sandbox: Sandbox | None = None
+        self._sandbox_message: str | None = None
+        self._not_isolated = False
         self.task: asyncio.Task[None] | None = None
 
     # -- inputs ----------------------------------------------------------------------------
@@ -243,6 +261,8 @@ class PodWorker:
 
     async def _sync(self) -> bool:
         """Start what should run now; True when the pod has completed (nothing restarts)."""
+        if not await self._sandbox_ready():
+            return False
         if self.uses_claims and not await self._volumes_ready():
             return False
         policy = str(self.pod["spec"].get("restartPolicy", "Always"))
@@ -307,6 +327,60 @@ class PodWorker:
             self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
         return False
 
+    @property
+    def _host_network(self) -> bool:
+        return bool(self.pod.get("spec", {}).get("hostNetwork"))
+
+    async def _sandbox_ready(self) -> bool:
+        """SB1: the pod's sandbox exists before any of its containers starts."""
+        if self.sandbox is not None or self._host_network or self._not_isolated:
+            return True
+        if self.env.sandboxes is None:
+            self._announce_not_isolated(NOT_ISOLATED_MESSAGE)
+            return True
+        try:
+            self.sandbox = await self.env.sandboxes.ensure(self.pod)
+            if self.sandbox is None:
+                self._announce_not_isolated(
+                    NO_POD_CIDR_MESSAGE.format(node=self.env.node_name))
+                return True
+        except SandboxError as err:
+            message = str(err)
+            for r in self.records:
+                if not r.has_run():
+                    r.state = {"waiting": {"reason": "ContainerCreating", "message": message}}
+            if message != self._sandbox_message:
+                self._sandbox_message = message
+                self._event(WARNING, "FailedCreatePodSandBox", message)
+                self._status_dirty.set()
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return False
+        try:
+            mount_memory_volumes(self.pod, self.dir.volume_path)
+        except OSError as err:
+            log.warning("cannot mount a memory-backed emptyDir", extra={
+                "pod": f"{self.namespace}/{self.name}", "error": str(err)})
+            self._event(WARNING, "FailedMount", f"emptyDir medium Memory: {err}")
+        self._sandbox_message = None
+        self._status_dirty.set()
+        return True
+
+    def _announce_not_isolated(self, message: str) -> None:
+        """SB1: never a silent difference: the pod carries an event saying what is shared."""
+        self._not_isolated = True
+        self._event(WARNING, "SandboxNotIsolated", message)
+
+    async def _remove_sandbox(self) -> None:
+        """SB4: the sandbox goes once the pod's last process is gone."""
+        if self.env.sandboxes is None or self._host_network or self._not_isolated:
+            return
+        try:
+            unmount_memory_volumes(self.dir.path)
+            await self.env.sandboxes.remove(self.uid)
+        except OSError as err:
+            log.warning("could not remove the pod's sandbox", extra={
+                "pod": f"{self.namespace}/{self.name}", "error": str(err)})
+
     @staticmethod
     def _should_restart(r: ContainerRecord, policy: str) -> bool:
         if r.running or not r.has_run():
@@ -351,10 +425,42 @@ class PodWorker:
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
             command=[str(c) for c in list(spec.get("command") or []) + list(
                 spec.get("args") or [])],
-            env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
+            env=self._with_pod_ip(spec, container_env(
+                self.pod, spec, node_name=self.env.node_name, base=base)),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")))
+            image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec))
+
+    def _container_sandbox(self, container: Obj) -> Sandbox | None:
+        """SB3: the sandbox with this container's volumes at their mountPath."""
+        if self.sandbox is None:
+            return None
+        for volume in self.pod["spec"].get("volumes") or []:
+            if "downwardAPI" in volume:
+                write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
+                                   self.pod, self._field_value)
+        return self.sandbox.for_container(plan_mounts(container, self.dir.volume_path))
+
+    def _with_pod_ip(self, container: Obj, env: dict[str, str]) -> dict[str, str]:
+        """`valueFrom.fieldRef` status.podIP/podIPs is the sandbox's address (SB1)."""
+        if self.sandbox is None:
+            return env
+        for item in container.get("env") or []:
+            ref = ((item.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath")
+            if ref in ("status.podIP", "status.podIPs"):
+                env[str(item.get("name", ""))] = self.sandbox.ip
+        return env
+
+    def _field_value(self, path: str) -> str:
+        meta = self.pod.get("metadata") or {}
+        return str({"metadata.name": meta.get("name"), "metadata.namespace":
+                    meta.get("namespace"), "metadata.uid": meta.get("uid"),
+                    "spec.nodeName": self.env.node_name, "status.podIP": self._pod_ip()
+                    }.get(path) or "")
+
+    def exec_config(self, r: ContainerRecord) -> ContainerConfig:
+        """What pods/exec runs a command with in container `r` (SB4)."""
+        return self._config(r)
 
     @staticmethod
     def _retire_termination(r: ContainerRecord) -> None:
@@ -630,6 +736,7 @@ class PodWorker:
                                               ordering=ordering)
                                    for r in self.records if r.running))
         await self._confirm_gone()
+        await self._remove_sandbox()
         self._terminal = True
         if not self._evicted.done():
             self._evicted.set_result(None)
@@ -690,7 +797,7 @@ class PodWorker:
             "conditions": merge_conditions(status.get("conditions") or [], owned,
                                            now=self.env.clock.now()),
             "hostIP": POD_IP, "hostIPs": [{"ip": POD_IP}],
-            "podIP": POD_IP, "podIPs": [{"ip": POD_IP}],
+            "podIP": self._pod_ip(), "podIPs": [{"ip": self._pod_ip()}],
             "startTime": self._start_time, "qosClass": qos_class(pod),
             "containerStatuses": [container_status(r) for r in self.records if r.kind == APP],
         })
@@ -708,6 +815,9 @@ class PodWorker:
             if self._terminal or self._eviction_reason == "DeadlineExceeded":
                 status["phase"] = self._phase = "Failed"
         return status
+
+    def _pod_ip(self) -> str:
+        return self.sandbox.ip if self.sandbox is not None else POD_IP
 
     async def _status_loop(self) -> None:
         while True:

@@ -44,6 +44,12 @@ class KubeletSettings:
                                          "ServiceAccount token volumes")
     metrics_resolution: float = duration(
         10.0, help="how often container and node resource usage is sampled (metrics.k8s.io)")
+    sandbox: str = setting("auto", help="pod sandboxes (SPEC SB1): auto = a network and UTS "
+                                        "namespace per pod when running as root; none = "
+                                        "pods share the node's network")
+    pod_network_namespace: str = setting(
+        "skiff-podnet", help="the network namespace holding the pod network's bridge "
+                             "(shared by every kubelet of the cluster)")
     node_lease_duration_seconds: int = setting(40, help="the node Lease's duration")
     node_lease_renew_interval: float = duration(
         0.0, help="how often the Lease is renewed (0 = a quarter of the lease duration, "

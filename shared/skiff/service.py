@@ -53,8 +53,9 @@ async def serve(component: str, body: Callable[[Service], Awaitable[None]], *,
             server.add_generic_rpc_handlers(tuple(handlers))
         service._health = health.aio.HealthServicer()
         health_pb2_grpc.add_HealthServicer_to_server(service._health, server)
-        if server.add_insecure_port(health_address) == 0:
-            raise OSError(f"{component}: cannot bind the health port {health_address}")
+        for address in health_address.split(","):  # "a:port,b:port": several addresses
+            if server.add_insecure_port(address) == 0:
+                raise OSError(f"{component}: cannot bind the health port {address}")
         await service.ready(False)
         await server.start()
     loop = asyncio.get_running_loop()

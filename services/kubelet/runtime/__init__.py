@@ -10,7 +10,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from skiff.kubelet.sandbox import Sandbox
 
 __all__ = ["ContainerConfig", "ContainerHandle", "ContainerRuntime", "ExecResult"]
 
@@ -28,6 +31,8 @@ class ContainerConfig:
     working_dir: Path
     log_path: Path
     image: str = ""
+    # The pod's sandbox (SPEC SB1): the process joins its namespaces before exec.
+    sandbox: Sandbox | None = None
 
 
 @dataclass(eq=False)

@@ -52,7 +52,8 @@ class ProcessRuntime:
             popen = subprocess.Popen(
                 config.command, stdout=logf, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, cwd=str(config.working_dir),
-                env={**base_environment(), **config.env}, start_new_session=True)
+                env={**base_environment(), **config.env}, start_new_session=True,
+                preexec_fn=config.sandbox.enter if config.sandbox else None)
         stat = read_stat(popen.pid)
         self._children[popen.pid] = popen
         handle = ContainerHandle(
@@ -115,6 +116,8 @@ class ProcessRuntime:
         kwargs: dict[str, object] = {"start_new_session": True}
         if handle is not None and handle.running:
             kwargs = {"process_group": handle.pgid}
+        if config.sandbox is not None:
+            kwargs["preexec_fn"] = config.sandbox.enter
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -126,7 +129,8 @@ class ProcessRuntime:
                 proc = await asyncio.create_subprocess_exec(
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
-                    start_new_session=True)
+                    start_new_session=True,
+                    preexec_fn=config.sandbox.enter if config.sandbox else None)
         except OSError as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:

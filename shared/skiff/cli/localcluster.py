@@ -39,6 +39,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.sandboxes import isolation_warning, pod_network_namespace, remove_sandboxes
 from skiff.cli.security import ClusterSecurity, prepare
 
 STATE_FILE = "cluster.json"
@@ -162,6 +163,9 @@ class LocalCluster:
             raise StartError(f"a cluster is already running from {self.data_dir} (API "
                              f"{running.api}); stop it with `skiff down` first")
         find_etcd()
+        warning = isolation_warning(self.config.sections.get("kubelet", {}))
+        if warning:
+            echo(warning)
         self.data_dir.mkdir(parents=True, exist_ok=True)
         logs = self.data_dir / "logs"
         config_dir = self.data_dir / "config"
@@ -252,6 +256,7 @@ class LocalCluster:
                   if getattr(self, "kube_api_address", "") else []),
                 *(["--root-ca-file", self.root_ca_file]
                   if getattr(self, "root_ca_file", "") else []),
+                "--pod-network-namespace", pod_network_namespace(self.data_dir),
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
@@ -276,6 +281,7 @@ class LocalCluster:
             proc.stop()
         self._stop_adopted()
         ended = end_pod_groups(roots)
+        remove_sandboxes(roots, pod_network_namespace(self.data_dir))
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
         return summary(ended)
@@ -322,6 +328,7 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
     # The kubelets leave their containers running when they stop; the cluster does not.
     stopped.append(summary(end_pod_groups(roots)))
+    remove_sandboxes(roots, pod_network_namespace(data_dir))
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return stopped

@@ -288,10 +288,17 @@ def cmd_chaos(args: argparse.Namespace) -> None:
 
         try:
             topology = netns.topology_of(state)
+            from skiff.cli import netns_pods
+
             if args.chaos_command == "partition":
                 _out(netns.partition(topology, args.node, args.from_component))
+                pods = netns_pods.partition_pods(topology, Path(args.data_dir), args.node,
+                                                 args.from_component)
+                if pods:
+                    _out(pods)
             else:
                 _out(netns.heal(topology, args.node))
+                netns_pods.heal_pods(topology, args.node)
         except netns.NetnsError as err:
             fail(str(err))
         return

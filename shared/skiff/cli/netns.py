@@ -77,6 +77,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.sandboxes import remove_sandboxes
 
 __all__ = ["NetnsCluster", "NetnsError", "destroy", "heal", "is_netns_state", "partition",
            "require_netns_support"]
@@ -370,6 +371,7 @@ def destroy_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     lines.append(summary(end_pod_groups(roots)))
     for netns in destroy(Topology.from_json(state.netns)):
         lines.append(f"{'netns':<22} {netns} deleted")
+    remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return lines
@@ -665,9 +667,15 @@ class NetnsCluster:
                 "--node-ip", self._host_ip(node),
                 "--node-labels", labels, "--node-annotations", annotations,
                 "--volume-root", str(self.data_dir / "volumes"),
+                # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2)
+                "--pod-network-namespace", self._bridge_netns(),
                 *self.config.flags("kubelet", config_dir),
                 *self.extra_args.get("kubelet", [])]))
         return services
+
+    def _bridge_netns(self) -> str:
+        assert self.topology is not None
+        return self.topology.bridge_netns
 
     def _host_ip(self, name: str) -> str:
         """The host's address in the cluster's subnet: a Node's InternalIP."""
@@ -749,6 +757,7 @@ class NetnsCluster:
         ended = end_pod_groups(roots)
         if self.topology is not None:
             destroy(self.topology)
+        remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
         return summary(ended)

@@ -1,0 +1,203 @@
+"""pods/exec on the HTTP front (SPEC SB4): kubectl's and the client libraries' WebSocket
+protocol, relayed to the kubelet that runs the pod.
+
+kubectl 1.32 (client-go `remotecommand`, WebSocket first) asks for `v5.channel.k8s.io`; the
+official Python client's `stream()` for `v4.channel.k8s.io`. Every frame is binary (text
+frames are accepted from clients that send them) and starts with its channel byte: 0 stdin,
+1 stdout, 2 stderr, 3 error (the final `Status`, with the exit code as kubectl reports it),
+4 resize (`{"Width", "Height"}`); v5 adds 255 = close, naming the stream that ended (stdin).
+The kubelet is asked first, so a refusal (container not running) is an HTTP error before
+the upgrade, as Kubernetes' "unable to upgrade connection" is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from typing import Any
+
+import grpc
+from aiohttp import WSMsgType, web
+
+from skiff.api import ApiError, Reason
+from skiff.apiserver.authz import current_user
+from skiff.apiserver.guard import RequestGuard
+from skiff.apiserver.http import peer_certificate
+from skiff.auth import Attributes
+from skiff.client.streaming import exec_call
+from skiff.rpc.codec import decode_map, encode
+from skiff.rpc.errors import from_grpc
+
+__all__ = ["PROTOCOLS", "PodStreams"]
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+
+PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
+             "v2.channel.k8s.io", "channel.k8s.io")
+STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
+_TRUE = ("true", "1")
+
+
+def exit_status(code: int) -> Obj:
+    """The error channel's last word: Success, or NonZeroExitCode with the code as cause."""
+    if code == 0:
+        return {"metadata": {}, "status": "Success"}
+    return {"metadata": {}, "status": "Failure",
+            "message": f"command terminated with non-zero exit code: error executing "
+                       f"command, exit status {code}",
+            "reason": "NonZeroExitCode",
+            "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+
+
+def _status_response(err: ApiError) -> web.Response:
+    return web.Response(status=err.code, body=json.dumps(err.to_status()).encode(),
+                        content_type="application/json")
+
+
+class PodStreams:
+    """`register(app)` adds the pods/exec route in front of the catch-all router."""
+
+    def __init__(self, registry: Any, *, guard: RequestGuard | None = None) -> None:
+        self.registry = registry
+        self.guard = guard  # None: the insecure mode
+
+    async def _authorize(self, raw: web.Request, namespace: str, name: str, sub: str) -> None:
+        """These routes bypass the REST handler, so they authenticate and authorize here:
+        `create` on pods/exec (attach, portforward), as kube-apiserver asks RBAC."""
+        if self.guard is None:
+            return
+        user = self.guard.http_user_of(peer_certificate(raw),
+                                       raw.headers.get("Authorization", ""))
+        current_user.set(user)
+        await self.guard.authorizer.check(Attributes(
+            user=user, verb="create", resource="pods", subresource=sub, namespace=namespace,
+            name=name))
+
+    def register(self, app: web.Application) -> None:
+        path = "/api/v1/namespaces/{namespace}/pods/{name}/{sub:exec|attach|portforward}"
+        app.router.add_route("GET", path, self.handle)
+        app.router.add_route("POST", path, self.handle)
+
+    async def _kubelet_target(self, pod: Obj) -> str:
+        node_name = pod.get("spec", {}).get("nodeName")
+        if not node_name:
+            raise ApiError.bad_request(f'pod {pod["metadata"]["name"]} is not scheduled to '
+                                       "a node yet")
+        node = await self.registry.get("nodes", None, node_name)
+        status = node.get("status", {})
+        port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
+        address = next((a["address"] for a in status.get("addresses", [])
+                        if a.get("type") == "InternalIP"), "127.0.0.1")
+        if not port:
+            raise ApiError(Reason.SERVICE_UNAVAILABLE,
+                           f'node "{node_name}" does not publish a kubelet endpoint')
+        return f"{address}:{port}"
+
+    async def handle(self, raw: web.Request) -> web.StreamResponse:
+        namespace, name = raw.match_info["namespace"], raw.match_info["name"]
+        sub = raw.match_info["sub"]
+        try:
+            await self._authorize(raw, namespace, name, sub)
+            if sub != "exec":
+                raise ApiError.bad_request(f"pods/{sub} is not supported by Skiff yet; use "
+                                           "`kubectl exec` (pods/exec)")
+            pod = await self.registry.get("pods", namespace, name)
+            if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
+                raise ApiError.bad_request("cannot exec into a container in a completed "
+                                           f"pod; current phase is "
+                                           f"{pod['status']['phase']}")
+            target = await self._kubelet_target(pod)
+        except ApiError as err:
+            return _status_response(err)
+        websocket = raw.headers.get("Upgrade", "").lower() == "websocket"
+        q = raw.query
+        request = {"namespace": namespace, "name": name,
+                   "container": q.get("container") or None,
+                   "command": q.getall("command", []),
+                   "stdin": q.get("stdin", "") in _TRUE, "tty": q.get("tty", "") in _TRUE,
+                   # a SPDY request (kubectl's fallback) only learns what is wrong
+                   "check": not websocket}
+        async with grpc.aio.insecure_channel(target) as channel:
+            call = exec_call(channel)
+            try:
+                await call.write(encode(request))
+                first = decode_map(await call.read())
+            except grpc.aio.AioRpcError as err:
+                error = from_grpc(err, target=target)
+                message = error.message
+                if error.reason == Reason.SERVICE_UNAVAILABLE:
+                    message = (f"the kubelet at {target} is unavailable ({err.details()}); "
+                               "is the node's kubelet running?")
+                return _status_response(ApiError(
+                    error.reason, f"unable to upgrade connection: {message}"))
+            if not websocket:
+                return _status_response(ApiError.bad_request(
+                    "pods/exec needs a WebSocket upgrade (channel.k8s.io); SPDY is not "
+                    "served: use kubectl 1.30 or newer, or the client's stream()"))
+            if not first.get("started"):
+                return _status_response(ApiError(Reason.INTERNAL_ERROR,
+                                                 "the kubelet did not start the command"))
+            ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
+            await ws.prepare(raw)
+            try:
+                await self._relay(ws, call, stdout=q.get("stdout", "") in _TRUE,
+                                  stderr=q.get("stderr", "") in _TRUE)
+            finally:
+                call.cancel()
+                await ws.close()
+            return ws
+
+    async def _relay(self, ws: web.WebSocketResponse, call: Any, *, stdout: bool,
+                     stderr: bool) -> None:
+        async def from_client() -> None:
+            async for msg in ws:
+                if msg.type == WSMsgType.BINARY:
+                    data = bytes(msg.data)
+                elif msg.type == WSMsgType.TEXT:
+                    data = str(msg.data).encode()
+                else:
+                    break
+                if not data:
+                    continue
+                channel, payload = data[0], data[1:]
+                if channel == STDIN and payload:
+                    await call.write(encode({"stdin": payload}))
+                elif channel == RESIZE:
+                    with contextlib.suppress(ValueError, KeyError, TypeError):
+                        size = json.loads(payload)
+                        await call.write(encode({"resize": [int(size["Width"]),
+                                                            int(size["Height"])]}))
+                elif channel == CLOSE and payload[:1] == bytes([STDIN]):
+                    await call.write(encode({"stdinClose": True}))
+            # the client went away (or closed): stdin ends with it
+            with contextlib.suppress(Exception):
+                await call.write(encode({"stdinClose": True}))
+
+        reader = asyncio.create_task(from_client())
+        code = 0
+        try:
+            while True:
+                try:
+                    data = await call.read()
+                except grpc.aio.AioRpcError as err:
+                    error = from_grpc(err)
+                    await ws.send_bytes(bytes([ERROR]) + json.dumps(error.to_status()).encode())
+                    return
+                if data is grpc.aio.EOF:
+                    break
+                msg = decode_map(data)
+                if "exit" in msg:
+                    code = int(msg["exit"])
+                    break
+                stream = int(msg.get("stream", STDOUT))
+                if (stream == STDOUT and stdout) or (stream == STDERR and stderr):
+                    await ws.send_bytes(bytes([stream]) + bytes(msg["data"]))
+            await ws.send_bytes(bytes([ERROR]) + json.dumps(exit_status(code)).encode())
+        finally:
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader

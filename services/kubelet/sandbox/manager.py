@@ -1,0 +1,123 @@
+"""The kubelet's sandbox manager: one `Sandbox` per pod, made before its first container.
+
+`Sandbox.enter()` runs in each container's child process before exec (and in exec'd
+commands): it joins the pod's network namespace and gives the process a UTS namespace whose
+hostname is the pod's. A sandbox goes once the pod's last process is gone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import os
+import socket
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from skiff.api import ApiError
+from skiff.client import ApiClient
+from skiff.kubelet.sandbox.linux import CLONE_NEWNET, CLONE_NEWUTS, setns_path, unshare
+from skiff.kubelet.sandbox.mounts import BindMount, enter_mounts
+from skiff.kubelet.sandbox.network import NETNS_DIR, PodNetwork, pod_netns_name
+
+__all__ = ["NOT_ISOLATED_MESSAGE", "NO_POD_CIDR_MESSAGE", "Sandbox", "SandboxError",
+           "SandboxManager", "sandbox_supported"]
+
+Obj = dict[str, Any]
+
+NO_POD_CIDR_MESSAGE = (
+    "Node {node} has no spec.podCIDR (the controller-manager's nodeipam controller assigns "
+    "one): this pod shares the node's network (pod IP 127.0.0.1, ports collide between "
+    "pods), hostname and mount namespace")
+NOT_ISOLATED_MESSAGE = (
+    "pod sandboxes are off (not root, or --sandbox=none): this pod shares the node's "
+    "network (pod IP 127.0.0.1, ports collide between pods), hostname and mount namespace")
+
+
+class SandboxError(Exception):
+    """The sandbox cannot be made yet (e.g. the node has no podCIDR)."""
+
+
+def sandbox_supported(mode: str) -> bool:
+    """`--sandbox`: `auto` sandboxes pods when running as root, `none` never does."""
+    return mode != "none" and os.geteuid() == 0
+
+
+def pod_hostname(pod: Obj) -> str:
+    spec = pod.get("spec") or {}
+    return str(spec.get("hostname") or pod["metadata"]["name"])[:63]
+
+
+@dataclass(frozen=True)
+class Sandbox:
+    """The pod's sandbox as one container enters it: `mounts` are that container's."""
+
+    uid: str
+    ip: str
+    hostname: str
+    mounts: tuple[BindMount, ...] = ()
+
+    @property
+    def netns_path(self) -> str:
+        return str(NETNS_DIR / pod_netns_name(self.uid))
+
+    def enter(self) -> None:
+        """Join the pod's namespaces (called in a forked child before exec)."""
+        setns_path(self.netns_path, CLONE_NEWNET)
+        unshare(CLONE_NEWUTS)
+        socket.sethostname(self.hostname)
+        enter_mounts(self.mounts)
+
+    def for_container(self, mounts: tuple[BindMount, ...]) -> Sandbox:
+        return dataclasses.replace(self, mounts=mounts)
+
+    def socket(self) -> socket.socket:
+        """A non-blocking TCP socket that lives in the pod's network namespace (made on a
+        thread that joins it: setns is per thread, a socket keeps its namespace)."""
+        made: list[socket.socket] = []
+
+        def make() -> None:
+            setns_path(self.netns_path, CLONE_NEWNET)
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            made.append(sock)
+
+        thread = threading.Thread(target=make, name=f"sandbox:{self.uid}")
+        thread.start()
+        thread.join()
+        if not made:
+            raise OSError(f"cannot enter the pod's network namespace {self.netns_path}")
+        return made[0]
+
+
+class SandboxManager:
+    def __init__(self, *, api: ApiClient, node_name: str, network: PodNetwork) -> None:
+        self.api = api
+        self.node_name = node_name
+        self.network = network
+
+    async def pod_cidr(self) -> str | None:
+        try:
+            node = await self.api.get("nodes", self.node_name)
+        except ApiError as err:
+            raise SandboxError(f"cannot read Node {self.node_name}: {err.message}") from None
+        spec = node.get("spec") or {}
+        cidr = spec.get("podCIDR") or next(iter(spec.get("podCIDRs") or []), None)
+        return str(cidr) if cidr else None
+
+    async def ensure(self, pod: Obj) -> Sandbox | None:
+        """The pod's sandbox, or None when the node has no podCIDR (no node IPAM runs:
+        the pod shares the node's network, and the caller says so)."""
+        uid = str(pod["metadata"]["uid"])
+        cidr = await self.pod_cidr()
+        if cidr is None:
+            return None
+        try:
+            ip = await asyncio.to_thread(self.network.setup_pod, uid, cidr)
+        except OSError as err:
+            raise SandboxError(f"cannot set up the pod's network: {err}") from None
+        return Sandbox(uid=uid, ip=ip, hostname=pod_hostname(pod))
+
+    async def remove(self, uid: str) -> None:
+        await asyncio.to_thread(self.network.teardown_pod, uid)

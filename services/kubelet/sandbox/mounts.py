@@ -1,0 +1,139 @@
+"""Volumes at their `mountPath` (SPEC SB3), in each container's mount namespace.
+
+Every container of a sandboxed pod gets its own mount namespace (a slave of the node's, so
+the rest of the host's filesystem stays visible, as there are no images) in which each of
+its `volumeMounts` is bind-mounted at its absolute `mountPath` — with `subPath` and
+`readOnly` honoured — before the command runs. All containers of a pod bind the same
+volume directories, so they share their contents. A mount point that does not exist on the
+node is created (an empty directory or file) so it can be mounted over.
+
+downwardAPI volumes are written here as files (`items`, `defaultMode`/`mode`);
+`write_projected_files` is the hook for configMap/secret/projected sources.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skiff.api.quantity import bytes_
+from skiff.kubelet.sandbox.linux import (
+    CLONE_NEWNS,
+    MS_BIND,
+    MS_RDONLY,
+    MS_REC,
+    MS_REMOUNT,
+    MS_SLAVE,
+    mount,
+    umount,
+    unshare,
+)
+
+__all__ = ["BindMount", "enter_mounts", "mount_memory_volumes", "plan_mounts",
+           "unmount_memory_volumes", "write_downward_api"]
+
+Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BindMount:
+    source: str
+    target: str
+    read_only: bool = False
+
+
+def plan_mounts(container: Obj, volume_dir: Any) -> tuple[BindMount, ...]:
+    """The container's bind mounts; `volume_dir(name)` is the volume's directory on the
+    node. Creates subPath directories and missing mount points."""
+    mounts: list[BindMount] = []
+    for m in container.get("volumeMounts") or []:
+        target = str(m.get("mountPath") or "")
+        if not target.startswith("/"):
+            continue
+        source = Path(os.path.realpath(volume_dir(str(m.get("name", "")))))
+        if m.get("subPath"):
+            source = source / str(m["subPath"]).lstrip("/")
+            if not source.exists():
+                source.mkdir(parents=True, exist_ok=True)
+        if not source.exists():
+            source.mkdir(parents=True, exist_ok=True)
+        point = Path(target)
+        if not point.exists():
+            if source.is_dir():
+                point.mkdir(parents=True, exist_ok=True)
+            else:
+                point.parent.mkdir(parents=True, exist_ok=True)
+                point.touch()
+        mounts.append(BindMount(str(source), target, bool(m.get("readOnly"))))
+    return tuple(mounts)
+
+
+def enter_mounts(mounts: tuple[BindMount, ...]) -> None:
+    """In the container's child before exec: a private view with the volumes mounted."""
+    if not mounts:
+        return
+    cwd = os.getcwd()
+    unshare(CLONE_NEWNS)
+    mount(None, "/", None, MS_REC | MS_SLAVE)  # nothing here propagates to the node
+    for m in mounts:
+        mount(m.source, m.target, None, MS_BIND | MS_REC)
+        if m.read_only:
+            mount(None, m.target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
+    os.chdir(cwd)  # a working dir under a mount point now sees the volume
+
+
+def mount_memory_volumes(pod: Obj, volume_dir: Any) -> None:
+    """emptyDir `medium: Memory`: a tmpfs (of `sizeLimit`) on the volume's directory, in
+    the node's mount namespace under the kubelet's root dir, so every container binds it."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        empty = volume.get("emptyDir")
+        if not isinstance(empty, dict) or empty.get("medium") != "Memory":
+            continue
+        path = Path(volume_dir(str(volume["name"])))
+        path.mkdir(parents=True, exist_ok=True)
+        if os.path.ismount(path):
+            continue
+        size = empty.get("sizeLimit")
+        options = f"size={bytes_(str(size))}" if size else None
+        mount("tmpfs", str(path), "tmpfs", 0, options)
+
+
+def unmount_memory_volumes(pod_dir: Path) -> None:
+    """Undo `mount_memory_volumes` once the pod's processes are gone."""
+    volumes = pod_dir / "volumes"
+    if not volumes.is_dir():
+        return
+    for path in volumes.iterdir():
+        if not path.is_symlink() and os.path.ismount(path):
+            umount(str(path))
+
+
+def _field(pod: Obj, path: str, field_value: Any) -> str:
+    meta = pod.get("metadata") or {}
+    if path in ("metadata.labels", "metadata.annotations"):
+        values = meta.get(path.split(".")[1]) or {}
+        return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
+    return str(field_value(path))
+
+
+def write_downward_api(directory: Path, volume: Obj, pod: Obj, field_value: Any) -> None:
+    """Write a downwardAPI volume's `items` as files (`fieldRef` only)."""
+    source = volume.get("downwardAPI") or {}
+    default_mode = int(source.get("defaultMode", 0o644))
+    write_projected_files(directory, [
+        (str(item.get("path", "")), _field(pod, str((item.get("fieldRef") or {})
+                                                    .get("fieldPath", "")), field_value),
+         int(item.get("mode", default_mode)))
+        for item in source.get("items") or [] if item.get("fieldRef")])
+
+
+def write_projected_files(directory: Path, files: list[tuple[str, str, int]]) -> None:
+    """The hook for configMap/secret/projected volumes: (relative path, content, mode)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for relative, content, mode in files:
+        path = directory / relative.lstrip("/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+        path.chmod(mode)

@@ -1,0 +1,201 @@
+"""The pod network, with netlink (pyroute2) only: a bridge inside a Skiff-made namespace.
+
+Layout (one per cluster, shared by every node's kubelet):
+
+    netns <pod-network>:  bridge skiff0 (gateway .1 of every node's podCIDR, forwarding on)
+        └─ veth sk<uid>  ⇄  eth0 in netns skiff-pod-<uid> (the pod's IP/prefix, default
+                              route via its node's gateway; lo up)
+
+Addresses are handed out like CNI's host-local IPAM: one file per address under
+`<root>/ipam/<podCIDR>/`, created exclusively, so a restarted kubelet keeps its pods' IPs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import ipaddress
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from pyroute2 import IPRoute, NetlinkError, netns
+
+from skiff.kubelet.sandbox.linux import CLONE_NEWNET, setns_path, unshare
+
+T = TypeVar("T")
+
+__all__ = ["PodNetwork", "pod_netns_name", "veth_name"]
+
+BRIDGE = "skiff0"
+NETNS_DIR = Path("/run/netns")
+
+
+def pod_netns_name(uid: str) -> str:
+    return f"skiff-pod-{uid}"
+
+
+def veth_name(uid: str) -> str:
+    """The bridge side of a pod's veth (interface names are at most 15 bytes)."""
+    return "sk" + uid.replace("-", "")[:12]
+
+
+def _on_thread(fn: Callable[[], T], *, join: str | None = None, new: str | None = None) -> T:
+    """Run `fn()` on a fresh thread that first joins netns `join` (setns is per thread),
+    or makes a new network namespace and binds it at /run/netns/`new`. pyroute2's own
+    netns helpers fork a child, which is unsafe in a process with gRPC's threads."""
+    result: list[T] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            if join is not None:
+                setns_path(str(NETNS_DIR / join), CLONE_NEWNET)
+            if new is not None:
+                unshare(CLONE_NEWNET)
+                netns.attach(new, f"self/task/{threading.get_native_id()}")
+            result.append(fn())
+        except BaseException as err:  # handed back to the caller
+            failure.append(err)
+
+    thread = threading.Thread(target=run, name=f"netns:{join or new}")
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+    return result[0]
+
+
+def _in_netns(name: str, fn: Callable[[IPRoute], T]) -> T:
+    """`fn(ipr)` with a netlink socket inside netns `name`."""
+    def run() -> T:
+        with IPRoute() as ipr:
+            return fn(ipr)
+    return _on_thread(run, join=name)
+
+
+def _create_netns(name: str) -> None:
+    if name not in netns.listnetns():
+        _on_thread(lambda: None, new=name)
+
+
+def _write_sysctl(path: str, value: str) -> None:
+    with open(path, "w") as f:
+        f.write(value)
+
+
+class PodNetwork:
+    """Creates and removes pod network namespaces and their links on the shared bridge."""
+
+    def __init__(self, *, namespace: str, ipam_dir: Path) -> None:
+        self.namespace = namespace
+        self.ipam_dir = ipam_dir
+
+    # -- the shared bridge namespace ---------------------------------------------------------
+
+    def ensure_bridge(self, pod_cidr: str) -> str:
+        """Create the pod network namespace and bridge if needed; returns the gateway of
+        `pod_cidr` (its first address), which the bridge holds."""
+        net = ipaddress.ip_network(pod_cidr, strict=False)
+        gateway = str(net.network_address + 1)
+        if self.namespace not in netns.listnetns():
+            with contextlib.suppress(OSError):  # another kubelet made it meanwhile
+                _create_netns(self.namespace)
+        # it routes between the nodes' podCIDRs (also when --netns made the namespace)
+        _on_thread(lambda: _write_sysctl("/proc/sys/net/ipv4/ip_forward", "1"),
+                   join=self.namespace)
+
+        def bridge(ns: IPRoute) -> None:
+            ns.link("set", index=ns.link_lookup(ifname="lo")[0], state="up")
+            if not ns.link_lookup(ifname=BRIDGE):
+                with contextlib.suppress(NetlinkError):
+                    ns.link("add", ifname=BRIDGE, kind="bridge")
+            index = ns.link_lookup(ifname=BRIDGE)[0]
+            with contextlib.suppress(NetlinkError):  # EEXIST: another node added it
+                ns.addr("add", index=index, address=gateway, prefixlen=net.prefixlen)
+            ns.link("set", index=index, state="up")
+
+        _in_netns(self.namespace, bridge)
+        return gateway
+
+    # -- IPAM ------------------------------------------------------------------------------
+
+    def _pool(self, pod_cidr: str) -> Path:
+        return self.ipam_dir / pod_cidr.replace("/", "_")
+
+    def allocate(self, pod_cidr: str, uid: str) -> str:
+        pool = self._pool(pod_cidr)
+        pool.mkdir(parents=True, exist_ok=True)
+        for entry in pool.iterdir():  # already holds one (a kubelet restart)
+            if entry.read_text() == uid:
+                return entry.name
+        net = ipaddress.ip_network(pod_cidr, strict=False)
+        for host in list(net.hosts())[1:]:  # the first address is the gateway
+            try:
+                fd = os.open(pool / str(host), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                continue
+            with os.fdopen(fd, "w") as f:
+                f.write(uid)
+            return str(host)
+        raise OSError(errno.ENOSPC, f"no free address left in the node's podCIDR {pod_cidr}")
+
+    def release(self, uid: str) -> None:
+        if not self.ipam_dir.is_dir():
+            return
+        for pool in self.ipam_dir.iterdir():
+            for entry in pool.iterdir():
+                with contextlib.suppress(OSError):
+                    if entry.read_text() == uid:
+                        entry.unlink()
+
+    # -- one pod ---------------------------------------------------------------------------
+
+    def setup_pod(self, uid: str, pod_cidr: str) -> str:
+        """The pod's namespace, veth and address; returns the pod IP (idempotent)."""
+        gateway = self.ensure_bridge(pod_cidr)
+        ip = self.allocate(pod_cidr, uid)
+        prefix = ipaddress.ip_network(pod_cidr, strict=False).prefixlen
+        name = pod_netns_name(uid)
+        _create_netns(name)
+        host_side = veth_name(uid)
+
+        def veth(ns: IPRoute) -> None:
+            if not ns.link_lookup(ifname=host_side):
+                fd = os.open(NETNS_DIR / name, os.O_RDONLY)
+                try:
+                    ns.link("add", ifname=host_side, kind="veth",
+                            peer={"ifname": "eth0", "net_ns_fd": fd})
+                finally:
+                    os.close(fd)
+            ns.link("set", index=ns.link_lookup(ifname=host_side)[0],
+                    master=ns.link_lookup(ifname=BRIDGE)[0], state="up")
+
+        def address(pod: IPRoute) -> None:
+            pod.link("set", index=pod.link_lookup(ifname="lo")[0], state="up")
+            eth0 = pod.link_lookup(ifname="eth0")[0]
+            with contextlib.suppress(NetlinkError):
+                pod.addr("add", index=eth0, address=ip, prefixlen=prefix)
+            pod.link("set", index=eth0, state="up")
+            with contextlib.suppress(NetlinkError):
+                pod.route("add", dst="0.0.0.0/0", gateway=gateway)
+
+        _in_netns(self.namespace, veth)
+        _in_netns(name, address)
+        return ip
+
+    def teardown_pod(self, uid: str) -> None:
+        """Remove the pod's namespace (its eth0 and so the veth pair go with it) and IP."""
+        name = pod_netns_name(uid)
+        if name in netns.listnetns():
+            with contextlib.suppress(OSError):
+                netns.remove(name)
+        if self.namespace in netns.listnetns():
+            def unlink(ns: IPRoute) -> None:
+                for index in ns.link_lookup(ifname=veth_name(uid)):
+                    with contextlib.suppress(NetlinkError):
+                        ns.link("del", index=index)
+            _in_netns(self.namespace, unlink)
+        self.release(uid)

@@ -1,0 +1,207 @@
+"""The kubelet's end of pods/exec (SPEC SB4): run a command inside a running container.
+
+The exec'd process gets the container's environment and working directory and joins the
+pod's sandbox (its network and UTS namespaces) before exec, as `nsenter` would. With `tty`
+it runs on a pseudo-terminal (resize sets its window size); otherwise stdout and stderr
+are kept apart. The answer ends with the exit code (128 + signal when killed by one).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import logging
+import os
+import struct
+import subprocess
+import termios
+from collections.abc import AsyncIterator, Callable
+
+import grpc
+
+from skiff.api.errors import ApiError, Reason
+from skiff.client.streaming import SERVICE
+from skiff.kubelet.runtime import ContainerConfig
+from skiff.kubelet.runtime.process import base_environment
+from skiff.rpc.codec import CodecError, decode_map, encode
+from skiff.rpc.errors import to_grpc
+
+__all__ = ["ExecLocator", "ExecService"]
+
+log = logging.getLogger(__name__)
+
+# (namespace, pod name, container or None) → the running container's start config and PID
+ExecLocator = Callable[[str, str, str | None], tuple[ContainerConfig, int | None]]
+
+_CHUNK = 32 * 1024
+
+
+def _set_window(fd: int, width: int, height: int) -> None:
+    with contextlib.suppress(OSError):
+        fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
+
+
+def _exit_code(returncode: int) -> int:
+    return 128 - returncode if returncode < 0 else returncode
+
+
+class ExecService:
+    """Register with `run_service(handlers=[svc.handler()])`; set `locators` when ready."""
+
+    def __init__(self) -> None:
+        self.locators: list[ExecLocator] = []
+
+    def locate(self, namespace: str, name: str, container: str | None
+               ) -> tuple[ContainerConfig, int | None]:
+        last: ApiError | None = None
+        for locator in self.locators:
+            try:
+                return locator(namespace, name, container)
+            except ApiError as err:
+                last = err
+        raise last or ApiError(Reason.NOT_FOUND, f'pod "{name}" in namespace "{namespace}" '
+                                                 "is not on this node")
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(SERVICE, {
+            "Exec": grpc.stream_stream_rpc_method_handler(self._exec)})
+
+    async def _exec(self, requests: AsyncIterator[bytes],
+                    context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        try:
+            try:
+                first = decode_map(await anext(aiter(requests)))
+            except (CodecError, StopAsyncIteration):
+                raise ApiError.bad_request("exec: the first message must be the request") \
+                    from None
+            command = [str(c) for c in first.get("command") or []]
+            if not command:
+                raise ApiError.bad_request("you must specify at least one command for the "
+                                           "container")
+            config, pid = self.locate(str(first.get("namespace") or "default"),
+                                 str(first.get("name")), first.get("container") or None)
+        except ApiError as err:
+            code, details, trailer = to_grpc(err)
+            await context.abort(code, details, trailing_metadata=trailer)
+            return
+        if first.get("check"):  # only whether the container can be exec'd into
+            yield encode({"checked": True})
+            return
+        if config.sandbox is not None:
+            # nsenter(1) joins the pod's namespaces: no Python runs between fork and exec
+            # in this threaded process.
+            joined = ([f"--uts=/proc/{pid}/ns/uts", f"--mount=/proc/{pid}/ns/mnt",
+                       f"--wd={config.working_dir}"] if pid else [])
+            command = ["nsenter", f"--net={config.sandbox.netns_path}", *joined, "--",
+                       *command]
+        async for message in self._run(config, command, requests,
+                                       stdin=bool(first.get("stdin")),
+                                       tty=bool(first.get("tty"))):
+            yield message
+
+    async def _run(self, config: ContainerConfig, command: list[str],
+                   requests: AsyncIterator[bytes], *, stdin: bool,
+                   tty: bool) -> AsyncIterator[bytes]:
+        env = {**base_environment(), **config.env}
+        if tty:
+            env.setdefault("TERM", "xterm")
+        master = -1
+        out_queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        loop = asyncio.get_running_loop()
+        try:
+            if tty:
+                master, slave = os.openpty()
+
+                proc = subprocess.Popen(
+                    ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
+                    stderr=slave, cwd=str(config.working_dir), env=env)
+                os.close(slave)
+            else:
+                proc = subprocess.Popen(
+                    command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    cwd=str(config.working_dir), env=env, start_new_session=True)
+        except OSError as err:
+            yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
+                          .encode()})
+            yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
+            return
+
+        yield encode({"started": True})  # the apiserver upgrades the connection now
+        readers: list[tuple[int, int]] = []  # (fd, stream number)
+        if tty:
+            readers.append((master, 1))
+        else:
+            assert proc.stdout is not None and proc.stderr is not None
+            readers += [(proc.stdout.fileno(), 1), (proc.stderr.fileno(), 2)]
+        open_readers = {fd for fd, _ in readers}
+
+        def on_readable(fd: int, stream: int) -> None:
+            try:
+                data = os.read(fd, _CHUNK)
+            except OSError:
+                data = b""
+            if data:
+                out_queue.put_nowait(encode({"stream": stream, "data": data}))
+                return
+            loop.remove_reader(fd)
+            open_readers.discard(fd)
+            if not open_readers:
+                out_queue.put_nowait(None)
+
+        for fd, stream in readers:
+            os.set_blocking(fd, False)
+            loop.add_reader(fd, on_readable, fd, stream)
+        stdin_fd = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
+
+        async def pump_input() -> None:
+            async for raw in requests:
+                try:
+                    msg = decode_map(raw)
+                except CodecError:
+                    continue
+                if "stdin" in msg and stdin_fd >= 0:
+                    data = bytes(msg["stdin"])
+                    while data:
+                        try:
+                            data = data[os.write(stdin_fd, data):]
+                        except BlockingIOError:
+                            await asyncio.sleep(0.01)
+                        except OSError:
+                            break
+                if msg.get("stdinClose"):
+                    if tty:
+                        with contextlib.suppress(OSError):
+                            os.write(master, b"\x04")
+                    elif proc.stdin is not None:
+                        with contextlib.suppress(OSError):
+                            proc.stdin.close()
+                if "resize" in msg and tty:
+                    width, height = msg["resize"]
+                    _set_window(master, int(width), int(height))
+
+        pump = asyncio.create_task(pump_input())
+        try:
+            while True:
+                item = await out_queue.get()
+                if item is None:
+                    break
+                yield item
+            returncode = await asyncio.to_thread(proc.wait)
+            yield encode({"exit": _exit_code(returncode)})
+        finally:
+            pump.cancel()
+            for fd, _ in readers:
+                loop.remove_reader(fd)
+            if proc.poll() is None:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, 9)
+                await asyncio.to_thread(proc.wait)
+            if master >= 0:
+                with contextlib.suppress(OSError):
+                    os.close(master)
+            for f in (proc.stdin, proc.stdout, proc.stderr):
+                if f is not None:
+                    with contextlib.suppress(OSError):
+                        f.close()

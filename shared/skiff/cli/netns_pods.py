@@ -1,0 +1,71 @@
+"""Pod traffic in `skiff up --netns` clusters (SPEC SB2): partitions cut pods too.
+
+In --netns mode the kubelets attach their pods' sandboxes to a `skiff0` bridge inside the
+cluster's existing bridge namespace (`skiff-<id>-net`), one gateway per node's podCIDR;
+traffic between pods of different nodes is routed there. `skiff chaos partition node-1`
+therefore also adds nftables rules to that namespace's forward chain (in the cluster's own
+table) that drop what node-1's pods exchange with pods outside node-1's podCIDR (or only
+with the named peer node's); `heal` deletes them by their `skiff-cut` comment. A node's
+podCIDR is read from its kubelet's IPAM directory (`<data-dir>/nodes/<node>/ipam/`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from skiff.cli.netns import CUT_COMMENT, Topology, _nft
+
+__all__ = ["heal_pods", "node_pod_cidrs", "partition_pods"]
+
+POD_CUT = f"{CUT_COMMENT}-pods"
+
+
+def node_pod_cidrs(data_dir: Path, node: str) -> list[str]:
+    ipam = data_dir / "nodes" / node / "ipam"
+    return sorted(p.name.replace("_", "/") for p in ipam.iterdir()) if ipam.is_dir() else []
+
+
+def _rules(topology: Topology) -> list[tuple[int, str]]:
+    out = _nft(topology.bridge_netns, "-j", "-a", "list", "chain", "inet", topology.table,
+               "forward", check=False)
+    if not out.strip():
+        return []
+    found = []
+    for item in json.loads(out).get("nftables", []):
+        rule = item.get("rule")
+        if rule and str(rule.get("comment", "")).startswith(POD_CUT):
+            found.append((int(rule["handle"]), str(rule["comment"])))
+    return found
+
+
+def partition_pods(topology: Topology, data_dir: Path, a: str, b: str | None) -> str:
+    """Drop pod traffic of node `a` to and from other nodes' pods (or node `b`'s only)."""
+    cidrs = node_pod_cidrs(data_dir, a)
+    peers = node_pod_cidrs(data_dir, b) if b is not None else []
+    if not cidrs or (b is not None and not peers):
+        return ""
+    _nft(topology.bridge_netns, "-f", "-", stdin=(
+        f"table inet {topology.table} {{\n"
+        f"  chain forward {{ type filter hook forward priority -10; policy accept; }}\n"
+        f"}}\n"))
+    comment = f'"{POD_CUT}:{a}:{b or "*"}"'
+    for cidr in cidrs:
+        others = peers or [cidr]
+        op = "==" if peers else "!="
+        for other in others:
+            for src, dst, cmp_dst in (("saddr", "daddr", other), ("daddr", "saddr", other)):
+                _nft(topology.bridge_netns, "add", "rule", "inet", topology.table, "forward",
+                     "ip", src, cidr, "ip", dst, op, cmp_dst, "drop", "comment", comment)
+    return f"and cut the pod traffic of {a} ({', '.join(cidrs)})"
+
+
+def heal_pods(topology: Topology, a: str | None) -> int:
+    removed = 0
+    for handle, comment in _rules(topology):
+        ends = comment.split(":")[1:]
+        if a is None or a in ends:
+            _nft(topology.bridge_netns, "delete", "rule", "inet", topology.table, "forward",
+                 "handle", str(handle))
+            removed += 1
+    return removed
