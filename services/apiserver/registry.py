@@ -26,6 +26,7 @@ from skiff.api import (
     Reason,
     apply_defaults,
     lookup,
+    ownership,
     prune_unknown_fields,
     validate,
 )
@@ -411,10 +412,15 @@ class Registry:
 
     async def delete(self, resource: str, namespace: str | None, name: str, *,
                      grace_period_seconds: int | None = None,
-                     preconditions: Obj | None = None) -> Obj:
+                     preconditions: Obj | None = None,
+                     propagation_policy: str | None = None,
+                     orphan_dependents: bool | None = None) -> Obj:
         """GT1–GT3: mark for graceful deletion, or remove now. Returns the object and
-        whether it is gone (`{"object": ..., "deleted": bool}`)."""
+        whether it is gone (`{"object": ..., "deleted": bool}`). `propagation_policy`
+        Orphan/Foreground adds the garbage collector's finalizer (see skiff.api.ownership)."""
         info = lookup(resource)
+        propagation_finalizer = ownership.propagation_finalizer(
+            propagation_policy, orphan_dependents=orphan_dependents)
         namespace = self._namespace(info, namespace)
         key = storage_key(info, namespace, name)
         if grace_period_seconds is not None and not isinstance(grace_period_seconds, int):
@@ -429,13 +435,18 @@ class Registry:
             cur = await self._get_kv(info, namespace, name)
             assert cur.obj is not None
             _check_preconditions(info, name, cur, preconditions)
+            current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
             if info.kind == "Pod":
-                period = graceful.pod_grace_period(cur.obj, grace_period_seconds)
+                period = graceful.pod_grace_period(current, grace_period_seconds)
             else:
                 period = 0
-            decision = graceful.decide(cur.obj, period, self.clock.now())
+            decision = graceful.decide(current, period, self.clock.now())
             try:
                 if decision.action is graceful.Action.UNCHANGED:
+                    if current is not cur.obj:  # a later DELETE asked for another propagation
+                        stored = await self.storage.update(key, current,
+                                                           expected_revision=cur.mod_revision)
+                        return {"object": stored, "deleted": False}
                     return {"object": cur.obj, "deleted": False}
                 if decision.action is graceful.Action.MARK:
                     marked = decision.obj

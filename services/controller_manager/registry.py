@@ -11,8 +11,10 @@ from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
 from skiff.controller_manager.fencing import FencingController
+from skiff.controller_manager.garbagecollector import GarbageCollector
 from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
     TaintEvictionController,
@@ -36,6 +38,8 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("nodelifecycle", lambda ctx: [NodeLifecycleController(context=ctx),
                                                  TaintEvictionController(context=ctx)]),
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
+    ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
+    ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),

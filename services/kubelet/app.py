@@ -26,6 +26,7 @@ from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.pod_worker import PodEnvironment
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
+from skiff.kubelet.runtime.images import load_image_commands
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
 from skiff.kubelet.settings import (
     KubeletSettings,
@@ -56,6 +57,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         evictions: list[EvictionManager] = []
         volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
                                 if settings.volume_root else root / "volumes")
+        image_commands = load_image_commands(settings.image_commands)
         for name in names:
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
@@ -64,7 +66,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 backoff=Backoff(initial=settings.container_restart_backoff_base,
                                 maximum=settings.container_restart_backoff_max,
                                 clock=REAL_CLOCK),
-                base_env=base_environment(), volumes=volumes)
+                base_env=base_environment(), volumes=volumes,
+                image_commands=image_commands)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),

@@ -17,7 +17,7 @@ import copy
 import logging
 import signal as signals
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from skiff.clock import Clock, parse_rfc3339, rfc3339
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
+from skiff.kubelet.runtime.images import ImageCommands, container_command
 from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
@@ -75,6 +76,7 @@ class PodEnvironment:
     tracer: Tracer
     base_env: dict[str, str]
     volumes: VolumeManager
+    image_commands: ImageCommands = field(default_factory=dict)
 
 
 def _rv(obj: Obj) -> int:
@@ -320,8 +322,7 @@ class PodWorker:
         base = {**self.env.base_env, **self.dir.volume_env(self.pod)}
         return ContainerConfig(
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
-            command=[str(c) for c in list(spec.get("command") or []) + list(
-                spec.get("args") or [])],
+            command=container_command(spec, self.env.image_commands),
             env=container_env(self.pod, spec, node_name=self.env.node_name, base=base),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),

@@ -46,6 +46,17 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False, ("va",)),
     # Skiff's own (SPEC FN1): one Fence per fenced node, with its state and reason.
     KindInfo("Fence", "skiff.io/v1", "fences", False, ("fence",)),
+    # Real manifests (issue 16): rules in skiff.api.workloads.
+    KindInfo("Deployment", "apps/v1", "deployments", True, ("deploy",)),
+    KindInfo("DaemonSet", "apps/v1", "daemonsets", True, ("ds",)),
+    KindInfo("ControllerRevision", "apps/v1", "controllerrevisions", True, (),
+             has_status=False),
+    KindInfo("Job", "batch/v1", "jobs", True, ()),
+    KindInfo("Service", "v1", "services", True, ("svc",)),
+    KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
+             has_status=False),
+    KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
+    KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}
