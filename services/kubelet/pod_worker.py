@@ -30,10 +30,10 @@ from skiff.clock import Clock, parse_rfc3339, rfc3339
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
-from skiff.kubelet.runtime.images import ImageCommands, container_command
 from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
+from skiff.kubelet.runtime.images import ImageCommands, container_command
 from skiff.kubelet.runtime.process import signal_number
 from skiff.kubelet.status import (
     container_status,
