@@ -25,6 +25,7 @@ from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
+from skiff.apiserver.jsonpatch import apply_json_patch, json_patch_operations
 from skiff.apiserver.registry import Registry
 from skiff.client import logs as kubelet_logs
 
@@ -286,14 +287,17 @@ class KubeApi:
             raise ApiError(Reason.BAD_REQUEST, f"patch type {kind or '(none)'} is not "
                            "supported; use a merge or strategic merge patch")
         if kind == "application/json-patch+json":
-            raise ApiError(Reason.BAD_REQUEST, "JSON patch is not supported; use "
-                           "--type=merge or --type=strategic")
-        patch = _body(req)
+            patch: Any = json_patch_operations(req.body)
+        else:
+            patch = _body(req)
         strict = req.query.get("fieldValidation") == "Strict"
         for _ in range(8):
             current = await self.registry.get(info.resource, namespace, name)
-            patched = merge_patch(current, patch,
-                                  strategic=kind.startswith("application/strategic"))
+            if kind == "application/json-patch+json":
+                patched = apply_json_patch(current, patch)
+            else:
+                patched = merge_patch(current, patch,
+                                      strategic=kind.startswith("application/strategic"))
             if strict:
                 _refuse_unknown_patched_fields(patched)
             patched["metadata"]["resourceVersion"] = current["metadata"]["resourceVersion"]
@@ -302,8 +306,7 @@ class KubeApi:
                     info.resource, namespace, patched, subresource=sub,
                     field_validation=req.query.get("fieldValidation", "Warn"))
             except ApiError as err:
-                if err.reason == Reason.CONFLICT and not patch.get("metadata", {}).get(
-                        "resourceVersion"):
+                if err.reason == Reason.CONFLICT and not _patch_pins_version(patch):
                     continue
                 raise
             return Response(200, result.object, headers=_warnings(result.warnings))
@@ -455,6 +458,14 @@ def _scale_of(obj: Obj) -> Obj:
                                               "creationTimestamp") if k in meta},
             "spec": {"replicas": spec.get("replicas", 1)},
             "status": {"replicas": status.get("replicas", 0), "selector": text}}
+
+
+def _patch_pins_version(patch: Any) -> bool:
+    """A patch that names a resourceVersion must not be retried on a newer object."""
+    if isinstance(patch, dict):
+        return bool(patch.get("metadata", {}).get("resourceVersion"))
+    return any(isinstance(op, dict) and str(op.get("path", "")).startswith(
+        "/metadata/resourceVersion") for op in patch)
 
 
 def _orphan_dependents(options: Obj, q: dict[str, str]) -> bool | None:
