@@ -23,7 +23,7 @@ _SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 def template_hash(template: Obj, collision_count: int = 0) -> str:
     """A short, label-safe hash of the pod template (FNV-1a 32 over a canonical form, the
     decimal digits spelled in Kubernetes' vowel-free alphabet so it never forms words)."""
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
+    data = json.dumps(_semantic(template), sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += str(collision_count).encode()
     value = 0x811C9DC5
@@ -32,8 +32,19 @@ def template_hash(template: Obj, collision_count: int = 0) -> str:
     return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in str(value))
 
 
+def _semantic(value: Any) -> Any:
+    """Go's semantic equality on JSON: a null, empty map or empty list equals a missing
+    field (`creationTimestamp: null`, `resources: {}` that clients send)."""
+    if isinstance(value, dict):
+        out = {k: _semantic(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_semantic(v) for v in value]
+    return value
+
+
 def _without_hash(template: Obj) -> Obj:
-    t = copy.deepcopy(template or {})
+    t = _semantic(copy.deepcopy(template or {}))
     labels = (t.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)

@@ -96,6 +96,7 @@ def test_set_image_rolls_with_max_surge_one_never_below_three_ready_and_undo(
         _items(kube, "pods", "-l", "app=roll")) == 3, what="the undo to nginx:1.26")
     kube("rollout", "status", "deployment/roll", "--timeout=60s")
     history = kube("rollout", "history", "deployment/roll").stdout
+    assert len(_items(kube, "replicasets", "-l", "app=roll")) == 2, "undo reuses revision 1's set"
     assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["2", "3"]
 
 
