@@ -44,7 +44,7 @@ def _semantic(value: Any) -> Any:
 
 
 def _without_hash(template: Obj) -> Obj:
-    t = _semantic(copy.deepcopy(template or {}))
+    t: Obj = _semantic(copy.deepcopy(template or {}))
     labels = (t.get("metadata") or {}).get("labels")
     if isinstance(labels, dict):
         labels.pop(POD_TEMPLATE_HASH_LABEL, None)
