@@ -110,11 +110,13 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 
 @pytest.mark.parametrize(("flag", "names"), [
-    pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "statefulset", "disruption",
-                       "fencing", "attachdetach", "persistentvolume-binder"], id="all"),
+    pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
+                       "statefulset", "disruption", "fencing", "attachdetach",
+                       "persistentvolume-binder"], id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
-    pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "disruption",
-                                    "fencing", "attachdetach", "persistentvolume-binder"],
+    pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
+                                    "garbagecollector", "disruption", "fencing",
+                                    "attachdetach", "persistentvolume-binder"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:
