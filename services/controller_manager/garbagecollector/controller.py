@@ -182,7 +182,7 @@ class GarbageCollector(Controller):
             info = lookup(str(ref.get("kind", "")))
         except ApiError:
             log.warning("ownerReference to an unknown kind; leaving the dependent alone",
-                        extra={"kind": ref.get("kind"), "name": ref.get("name")})
+                        extra={"kind": ref.get("kind"), "owner": ref.get("name")})
             return {"metadata": {"uid": ref.get("uid")}}
         try:
             live = await self.client.get(info.resource, str(ref.get("name")),
@@ -204,7 +204,7 @@ class GarbageCollector(Controller):
             if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
                 raise
             return
-        log.info("garbage collected", extra={"resource": resource, "name": meta["name"],
+        log.info("garbage collected", extra={"resource": resource, "object": meta["name"],
                                              "namespace": meta.get("namespace"),
                                              "propagationPolicy": policy})
 
