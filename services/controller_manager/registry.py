@@ -13,6 +13,7 @@ from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
+from skiff.controller_manager.endpointslice import EndpointSliceController
 from skiff.controller_manager.fencing import FencingController
 from skiff.controller_manager.garbagecollector import GarbageCollector
 from skiff.controller_manager.nodelifecycle import (
@@ -40,6 +41,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
     ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
     ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
+    ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),
