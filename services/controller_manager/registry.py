@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.daemonset import DaemonSetController
 from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
 from skiff.controller_manager.endpointslice import EndpointSliceController
@@ -42,6 +43,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
     ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
     ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
+    ControllerSpec("daemonset", lambda ctx: [DaemonSetController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),

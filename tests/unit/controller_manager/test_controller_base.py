@@ -111,11 +111,12 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 @pytest.mark.parametrize(("flag", "names"), [
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
-                       "endpointslice", "statefulset", "disruption", "fencing", "attachdetach",
-                       "persistentvolume-binder"], id="all"),
+                       "endpointslice", "daemonset", "statefulset", "disruption", "fencing",
+                       "attachdetach", "persistentvolume-binder"], id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
-                                    "garbagecollector", "endpointslice", "disruption",
+                                    "garbagecollector", "endpointslice", "daemonset",
+                                    "disruption",
                                     "fencing",
                                     "attachdetach", "persistentvolume-binder"],
                  id="all-but-one"),

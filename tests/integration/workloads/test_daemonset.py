@@ -1,0 +1,60 @@
+"""A DaemonSet puts one pod on every node and keeps it through a partition (issue 16)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+
+from tests.integration.workloads.conftest import NODES, Kube
+from tests.integration.workloads.test_deployment import _items, _ready, _wait
+
+MANIFEST = """apiVersion: apps/v1
+kind: DaemonSet
+metadata: {name: agent}
+spec:
+  selector: {matchLabels: {app: agent}}
+  template:
+    metadata: {labels: {app: agent}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: main, image: fluentd}]
+"""
+
+
+def test_daemonset_one_pod_per_node_kept_through_a_node_partition(kube: Kube) -> None:
+    kube("apply", "-f", "-", stdin=MANIFEST)
+    pods = _wait(lambda: (ps := _items(kube, "pods", "-l", "app=agent")) and len(ps) == 3
+                 and all(_ready(p) for p in ps) and ps, what="a ready daemon pod per node")
+    assert sorted(p["spec"]["nodeName"] for p in pods) == sorted(NODES)
+    row = kube("get", "daemonset", "agent").stdout.splitlines()
+    assert row[0].split()[:6] == ["NAME", "DESIRED", "CURRENT", "READY", "UP-TO-DATE",
+                                  "AVAILABLE"]
+    _wait(lambda: kube("get", "daemonset", "agent").stdout.splitlines()[1].split()[1:6]
+          == ["3", "3", "3", "3", "3"], what="the DaemonSet status")
+    tolerations = pods[0]["spec"]["tolerations"]
+    assert {"key": "node.kubernetes.io/unreachable", "operator": "Exists",
+            "effect": "NoExecute"} in tolerations
+
+    victim = pods[0]
+    node = victim["spec"]["nodeName"]
+    pid = kube.cluster.services[f"kubelet-{node}"].popen.pid  # type: ignore[union-attr]
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        _wait(lambda: any(t.get("key") == "node.kubernetes.io/unreachable"
+                          and t.get("effect") == "NoExecute"
+                          for t in json.loads(kube("get", "node", node, "-o", "json").stdout)
+                          ["spec"].get("taints") or []),
+              what=f"the unreachable NoExecute taint on {node}")
+        time.sleep(3)  # the taint manager had time to evict what does not tolerate it
+        still = json.loads(kube("get", "pod", victim["metadata"]["name"], "-o",
+                                "json").stdout)
+        assert not still["metadata"].get("deletionTimestamp")
+        assert len(_items(kube, "pods", "-l", "app=agent")) == 3
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    _wait(lambda: all(_ready(p) for p in _items(kube, "pods", "-l", "app=agent")),
+          what="the daemon pods ready after heal")
+    kube("delete", "daemonset", "agent")
+    _wait(lambda: not _items(kube, "pods", "-l", "app=agent"), what="the daemon pods gone")
