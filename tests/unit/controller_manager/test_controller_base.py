@@ -111,12 +111,12 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 @pytest.mark.parametrize(("flag", "names"), [
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
-                       "endpointslice", "daemonset", "statefulset", "disruption", "fencing",
+                       "endpointslice", "daemonset", "job", "statefulset", "disruption", "fencing",
                        "attachdetach", "persistentvolume-binder"], id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
                                     "garbagecollector", "endpointslice", "daemonset",
-                                    "disruption",
+                                    "job", "disruption",
                                     "fencing",
                                     "attachdetach", "persistentvolume-binder"],
                  id="all-but-one"),
