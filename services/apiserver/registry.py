@@ -441,6 +441,11 @@ class Registry:
             else:
                 period = 0
             decision = graceful.decide(current, period, self.clock.now())
+            terminating = graceful.mark_namespace_terminating(current, self.clock.now())
+            if terminating is not None:
+                decision = graceful.Decision(
+                    graceful.Action.UNCHANGED if terminating is cur.obj
+                    else graceful.Action.MARK, terminating)
             try:
                 if decision.action is graceful.Action.UNCHANGED:
                     if current is not cur.obj:  # a later DELETE asked for another propagation

@@ -18,6 +18,7 @@ from skiff.controller_manager.endpointslice import EndpointSliceController
 from skiff.controller_manager.fencing import FencingController
 from skiff.controller_manager.garbagecollector import GarbageCollector
 from skiff.controller_manager.job import JobController
+from skiff.controller_manager.namespace import NamespaceController
 from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
     TaintEvictionController,
@@ -46,6 +47,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
     ControllerSpec("daemonset", lambda ctx: [DaemonSetController(context=ctx)]),
     ControllerSpec("job", lambda ctx: [JobController(context=ctx)]),
+    ControllerSpec("namespace", lambda ctx: [NamespaceController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),

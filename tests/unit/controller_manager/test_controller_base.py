@@ -111,12 +111,13 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 @pytest.mark.parametrize(("flag", "names"), [
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
-                       "endpointslice", "daemonset", "job", "statefulset", "disruption", "fencing",
-                       "attachdetach", "persistentvolume-binder"], id="all"),
+                       "endpointslice", "daemonset", "job", "namespace", "statefulset",
+                       "disruption", "fencing", "attachdetach", "persistentvolume-binder"],
+                 id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
                                     "garbagecollector", "endpointslice", "daemonset",
-                                    "job", "disruption",
+                                    "job", "namespace", "disruption",
                                     "fencing",
                                     "attachdetach", "persistentvolume-binder"],
                  id="all-but-one"),
