@@ -266,10 +266,24 @@ def _to_json(msg: message.Message) -> Any:
         elif field.message_type is not None and field.name.startswith("inline"):
             out.update(_to_json(value))  # embedded in Go: fields belong to the parent
         elif field.message_type is not None:
+            if field.message_type.name == "Time" and not getattr(value, "seconds"):  # noqa: B009
+                continue  # Go's zero time is `null`, i.e. not set
             out[field.name] = _to_json(value)
+        elif _go_zero(field, value):
+            continue
         else:
             out[field.name] = _scalar(field, value)
     return out
+
+
+def _go_zero(field: FieldDescriptor, value: Any) -> bool:
+    """Go writes its non-pointer fields even when empty (`type: ""`, `hostNetwork: false`,
+    `generation: 0`); in JSON they are omitted, and Skiff's defaults must see them missing.
+    Numbers other than `generation` are kept: a pointer's 0 (`replicas: 0`,
+    `backoffLimit: 0`) is meaningful."""
+    if value == "" or value is False:
+        return True
+    return bool(field.name == "generation" and value == 0)
 
 
 def _scalar(field: FieldDescriptor, value: Any) -> Any:
