@@ -22,7 +22,7 @@ from skiff.client import BY_NAMESPACE, NORMAL, object_key
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.deployment import plan
-from skiff.controller_manager.informers import controller_ref
+from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
 from skiff.controller_manager.workload import owner_reference
 
 log = logging.getLogger(__name__)
@@ -42,12 +42,23 @@ class DeploymentController(Controller):
                          workers=context.settings.concurrent_deployment_syncs)
         self.deployments = context.informers.resource("deployments")
         self.sets = context.informers.replica_sets()
+        self.pods = context.informers.pods()
         self.recorder = context.recorder("deployment-controller")
         self.deployments.add_handler(on_add=self._on_deployment,
                                      on_update=lambda _o, n: self._on_deployment(n),
                                      on_delete=self._on_deployment)
         self.sets.add_handler(on_add=self._on_set, on_update=self._on_set_update,
                               on_delete=self._on_set)
+        self.pods.add_handler(on_delete=self._on_pod_delete)
+
+    def _on_pod_delete(self, pod: Obj) -> None:
+        """Recreate waits for the old pods to be gone: a pod's removal may unblock it."""
+        ref = controller_ref(pod)
+        if ref is None or ref.get("kind") != "ReplicaSet":
+            return
+        rs = self.sets.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
+        if rs is not None:
+            self._on_set(rs)
 
     def _on_deployment(self, d: Obj) -> None:
         self.enqueue(object_key(d))
@@ -162,12 +173,17 @@ class DeploymentController(Controller):
         active_old = [rs for rs in old if plan.replicas_of(rs)]
         for rs in active_old:
             await self._scale(rs, 0, d)
-        if active_old or any(int((rs.get("status") or {}).get("replicas") or 0)
-                             for rs in old):
-            return  # the new pods wait until every old pod is gone
+        if active_old or any(self._old_pods_running(rs) for rs in old):
+            return  # the new pods wait until every old pod is gone (terminating ones too)
         replicas = int(d["spec"].get("replicas", 1))
         if plan.replicas_of(new) != replicas:
             await self._scale(new, replicas, d)
+
+    def _old_pods_running(self, rs: Obj) -> bool:
+        """`oldPodsRunning`: a pod of the set that has not reached a terminal phase."""
+        return any((p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+                   for p in self.pods.store.by_index(BY_CONTROLLER_UID,
+                                                     str(rs["metadata"].get("uid"))))
 
     async def cleanup(self, d: Obj, old: list[Obj]) -> None:
         limit = d["spec"].get("revisionHistoryLimit")
