@@ -82,7 +82,11 @@ def claim_templates(sts: Obj) -> list[Obj]:
 
 def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
     """`getPersistentVolumeClaims`: the claims `<template>-<set>-<ordinal>` of one identity,
-    labelled with the set's selector labels and owned by the set."""
+    labelled with the set's selector labels. Owned by the set only when its
+    `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete: under Retain (the default)
+    the garbage collector must never delete a claim with the set (issue 16)."""
+    retention = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    owned = retention.get("whenDeleted") == "Delete"
     set_name = sts["metadata"]["name"]
     selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     claims = []
@@ -93,7 +97,7 @@ def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
             "metadata": {"name": f"{tmeta['name']}-{set_name}-{ordinal}",
                          "namespace": sts["metadata"].get("namespace"),
                          "labels": {**(tmeta.get("labels") or {}), **selector},
-                         "ownerReferences": [owner_reference(sts)]},
+                         **({"ownerReferences": [owner_reference(sts)]} if owned else {})},
             "spec": copy.deepcopy(template.get("spec") or {})})
     return claims
 
