@@ -58,3 +58,24 @@ def test_daemonset_one_pod_per_node_kept_through_a_node_partition(kube: Kube) ->
           what="the daemon pods ready after heal")
     kube("delete", "daemonset", "agent")
     _wait(lambda: not _items(kube, "pods", "-l", "app=agent"), what="the daemon pods gone")
+
+
+def test_daemonset_rolling_update_replaces_one_node_at_a_time(kube: Kube) -> None:
+    kube("apply", "-f", "-", stdin=MANIFEST.replace("agent", "roller"))
+    _wait(lambda: len([p for p in _items(kube, "pods", "-l", "app=roller") if _ready(p)]) == 3,
+          what="three ready daemon pods")
+    kube("set", "image", "daemonset/roller", "main=fluentd:2")
+    lowest = 3
+    deadline = time.monotonic() + 120
+    while True:
+        pods = _items(kube, "pods", "-l", "app=roller")
+        lowest = min(lowest, sum(1 for p in pods if _ready(p)))
+        live = [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+        if len(live) == 3 and all(_ready(p) and p["spec"]["containers"][0]["image"] ==
+                                  "fluentd:2" for p in live):
+            break
+        assert time.monotonic() < deadline, "the rolling update did not finish"
+        time.sleep(0.3)
+    assert lowest >= 2, "more than maxUnavailable=1 daemon pods were down at once"
+    assert sorted(p["spec"]["nodeName"] for p in live) == sorted(NODES)
+    kube("delete", "daemonset", "roller")
