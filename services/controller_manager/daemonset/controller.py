@@ -20,7 +20,12 @@ from skiff.controller_manager.daemonset import plan
 from skiff.controller_manager.expectations import Expectations
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podutil import is_available, is_pod_ready
-from skiff.controller_manager.workload import owner_key, pod_from_template, write_status_if_changed
+from skiff.controller_manager.workload import (
+    owner_key,
+    owner_reference,
+    pod_from_template,
+    write_status_if_changed,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +49,7 @@ class DaemonSetController(Controller):
         self.sets = context.informers.resource("daemonsets")
         self.nodes = context.informers.nodes()
         self.pods = context.informers.pods()
+        self.revisions = context.informers.resource("controllerrevisions")
         self.recorder = context.recorder("daemonset-controller")
         self.expectations = Expectations(clock=context.clock)
         self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
@@ -98,6 +104,8 @@ class DaemonSetController(Controller):
         for pod in pods:
             if not is_terminating(pod):
                 by_node.setdefault(plan.node_of(pod) or "", []).append(pod)
+        if not is_terminating(ds):
+            await self.ensure_revision(ds, pod_hash)
         if self.expectations.satisfied(key) and not is_terminating(ds):
             await self.manage(ds, key, eligible, keep, by_node, pod_hash)
         return await self.update_status(ds, eligible, by_node, pod_hash)
@@ -142,6 +150,33 @@ class DaemonSetController(Controller):
                     continue
                 await self.recorder.event(ds, NORMAL, "SuccessfulDelete",
                                           f"Deleted pod: {meta['name']}")
+
+    async def ensure_revision(self, ds: Obj, pod_hash: str) -> None:
+        """The template's ControllerRevision `<set>-<hash>` (what `kubectl rollout
+        history|undo daemonset` read), numbered after the set's earlier ones."""
+        name = f"{ds['metadata']['name']}-{pod_hash}"
+        namespace = ds["metadata"].get("namespace")
+        if self.revisions.store.get(f"{namespace}/{name}") is not None:
+            return
+        uid = ds["metadata"].get("uid")
+        owned = [r for r in self.revisions.store.list()
+                 if r["metadata"].get("namespace") == namespace and any(
+                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
+                     or [])]
+        selector = (ds["spec"].get("selector") or {}).get("matchLabels") or {}
+        revision = {
+            "apiVersion": "apps/v1", "kind": "ControllerRevision",
+            "metadata": {"name": name, "namespace": namespace,
+                         "labels": {**selector, plan.REVISION_HASH_LABEL: pod_hash},
+                         "ownerReferences": [owner_reference(ds)]},
+            "data": {"spec": {"template": {**(ds["spec"].get("template") or {}),
+                                           "$patch": "replace"}}},
+            "revision": max((int(r.get("revision") or 0) for r in owned), default=0) + 1}
+        try:
+            await self.client.create(revision)
+        except ApiError as err:
+            if err.reason != Reason.ALREADY_EXISTS:
+                raise
 
     def _rolling_victims(self, ds: Obj, eligible: set[str], by_node: dict[str, list[Obj]],
                          pod_hash: str) -> list[Obj]:

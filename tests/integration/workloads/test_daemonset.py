@@ -78,4 +78,8 @@ def test_daemonset_rolling_update_replaces_one_node_at_a_time(kube: Kube) -> Non
         time.sleep(0.3)
     assert lowest >= 2, "more than maxUnavailable=1 daemon pods were down at once"
     assert sorted(p["spec"]["nodeName"] for p in live) == sorted(NODES)
+    history = kube("rollout", "history", "daemonset/roller").stdout
+    assert [line.split()[0] for line in history.splitlines()[2:] if line.strip()] == ["1", "2"]
     kube("delete", "daemonset", "roller")
+    _wait(lambda: not _items(kube, "controllerrevisions", "-l", "app=roller"),
+          what="the DaemonSet's revisions garbage collected")
