@@ -173,6 +173,9 @@ class JobController(Controller):
         else:
             complete = succeeded > 0 and not active
         conditions = [dict(c) for c in status.get("conditions") or []]
+        target = next((c for c in conditions if c.get("type") == "FailureTarget"), None)
+        if target is not None:  # the first reason stays, whatever the killed pods add
+            fail_reason = (str(target.get("reason")), str(target.get("message")))
         if fail_reason is not None:
             _set(conditions, "FailureTarget", fail_reason, now)
             await self._delete_pods(job, key, active)

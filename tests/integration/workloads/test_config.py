@@ -20,17 +20,19 @@ kind: Pod
 metadata: {name: reader}
 spec:
   terminationGracePeriodSeconds: 1
-  volumes: [{name: cfg, configMap: {name: settings}}]
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  - {name: sec, secret: {secretName: creds, items: [{key: password, path: pw.txt}]}}
   containers:
   - name: main
     image: busybox
     command: [sh, -c, 'echo "env=$GREETING pw=$PASSWORD from=$CFG_color"; while true; do
-      echo "file=$(cat etc/config/greeting)"; sleep 0.5; done']
+      echo "file=$(cat etc/config/greeting) secret=$(cat etc/creds/pw.txt)"; sleep 0.5; done']
     env:
     - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting}}}
     - {name: PASSWORD, valueFrom: {secretKeyRef: {name: creds, key: password}}}
     envFrom: [{prefix: CFG_, configMapRef: {name: settings}}]
-    volumeMounts: [{name: cfg, mountPath: /etc/config}]
+    volumeMounts: [{name: cfg, mountPath: /etc/config}, {name: sec, mountPath: /etc/creds}]
 """
 
 
@@ -44,6 +46,7 @@ def test_configmap_and_secret_values_in_env_and_volume_and_updates_reach_the_fil
     logs = _wait(lambda: (out := kube("logs", "reader", check=False).stdout)
                  and "file=hello" in out and out, what="the pod's output")
     assert "env=hello pw=s3cret from=blue" in logs
+    assert "secret=s3cret" in logs
     kube("patch", "configmap", "settings", "--type=merge", "-p", '{"data":{"greeting":"bye"}}')
     _wait(lambda: "file=bye" in kube("logs", "reader", check=False).stdout,
           what="the updated ConfigMap in the volume file")

@@ -117,3 +117,15 @@ def test_indexed_job_completes_every_index_then_ttl_deletes_it(kube: Kube) -> No
           what="ttlSecondsAfterFinished to delete the Job")
     _wait(lambda: not _items(kube, "pods", "-l", "job-name=indexed"),
           what="the Job's pods garbage collected")
+
+
+def test_job_active_deadline_seconds_fails_it_with_deadline_exceeded(kube: Kube) -> None:
+    slow = JOB.replace("name: batch", "name: slow").replace('"sleep 8"', '"sleep 3600"') \
+        .replace("cpu: 1500m", "cpu: 10m").replace("backoffLimit: 0",
+                                                   "backoffLimit: 0\n  activeDeadlineSeconds: 3")
+    kube("apply", "-f", "-", stdin=slow)
+    _wait(lambda: _conditions(_job(kube, "slow")).get("Failed") == "DeadlineExceeded",
+          what="Failed with DeadlineExceeded")
+    _wait(lambda: not [p for p in _items(kube, "pods", "-l", "job-name=slow")
+                       if p["status"].get("phase") == "Running"],
+          what="the job's pods stopped")
