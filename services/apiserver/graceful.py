@@ -96,5 +96,21 @@ def decide(obj: Obj, period: int | None, now: float) -> Decision:
 def finished_finalizing(obj: Obj) -> bool:
     """An object marked for deletion whose last finalizer is gone and whose grace is over."""
     meta = obj.get("metadata", {})
+    if obj.get("kind") == "Namespace" and (obj.get("spec") or {}).get("finalizers"):
+        return False  # the namespace controller has not emptied it yet
     return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and (
         int(meta.get("deletionGracePeriodSeconds") or 0) == 0)
+
+
+def mark_namespace_terminating(obj: Obj, now: float) -> Obj | None:
+    """A DELETE of a namespace with `spec.finalizers` marks it Terminating (the namespace
+    controller deletes its content, then the `kubernetes` finalizer); None otherwise."""
+    if obj.get("kind") != "Namespace" or not (obj.get("spec") or {}).get("finalizers"):
+        return None
+    if obj.get("metadata", {}).get("deletionTimestamp"):
+        return obj
+    marked = copy.deepcopy(obj)
+    marked["metadata"]["deletionTimestamp"] = rfc3339(now)
+    marked["metadata"]["deletionGracePeriodSeconds"] = 0
+    marked.setdefault("status", {})["phase"] = "Terminating"
+    return marked

@@ -46,6 +46,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
 _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
+                 "Deployment": ("status", "scale"), "DaemonSet": ("status",),
+                 "Job": ("status",), "Service": ("status",),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
@@ -279,7 +281,10 @@ class KubeApi:
                                      grace_period_seconds=None if grace in (None, "")
                                      else _int_param("gracePeriodSeconds", grace),
                                      preconditions=options.get("preconditions"),
-                                     dry_run=_dry_run(q, options))
+                                     dry_run=_dry_run(q, options),
+                                     propagation_policy=options.get(
+                                         "propagationPolicy", q.get("propagationPolicy")),
+                                     orphan_dependents=_orphan_dependents(options, q))
             return Response(200, deleted["object"])
         raise ApiError.method_not_supported(info.resource, _VERB_OF.get(method, method),
                                             group=info.group)
@@ -510,6 +515,11 @@ def _scale_of(obj: Obj) -> Obj:
                                               "creationTimestamp") if k in meta},
             "spec": {"replicas": spec.get("replicas", 1)},
             "status": {"replicas": status.get("replicas", 0), "selector": text}}
+
+
+def _orphan_dependents(options: Obj, q: dict[str, str]) -> bool | None:
+    value = options.get("orphanDependents", q.get("orphanDependents"))
+    return None if value in (None, "") else value in (True, "true", "1")
 
 
 def _int_param(name: str, value: Any) -> int:

@@ -16,6 +16,7 @@ A kind not in the table is answered with 415, which tells the client to send JSO
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 from typing import Any
 
@@ -94,6 +95,101 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                 ("namespace", 4, "string")],
     "RoleBinding": [("metadata", 1, "ObjectMeta"), ("subjects", 2, "[]Subject"),
                     ("roleRef", 3, "RoleRef")],
+    # core/v1 pod templates, for `kubectl create deployment|job` (issue 16). A field named
+    # `inline...` is embedded in Go: its fields appear in the parent's JSON.
+    "Quantity": [("string", 1, "string")],
+    "LocalObjectReference": [("name", 1, "string")],
+    "KeyToPath": [("key", 1, "string"), ("path", 2, "string"), ("mode", 3, "int32")],
+    "ConfigMapVolumeSource": [("inlineRef", 1, "LocalObjectReference"),
+                              ("items", 2, "[]KeyToPath"), ("defaultMode", 3, "int32"),
+                              ("optional", 4, "bool")],
+    "SecretVolumeSource": [("secretName", 1, "string"), ("items", 2, "[]KeyToPath"),
+                           ("defaultMode", 3, "int32"), ("optional", 4, "bool")],
+    "EmptyDirVolumeSource": [("medium", 1, "string"), ("sizeLimit", 2, "Quantity")],
+    "HostPathVolumeSource": [("path", 1, "string"), ("type", 2, "string")],
+    "PersistentVolumeClaimVolumeSource": [("claimName", 1, "string"), ("readOnly", 2, "bool")],
+    "VolumeSource": [("hostPath", 1, "HostPathVolumeSource"),
+                     ("emptyDir", 2, "EmptyDirVolumeSource"),
+                     ("secret", 6, "SecretVolumeSource"),
+                     ("persistentVolumeClaim", 10, "PersistentVolumeClaimVolumeSource"),
+                     ("configMap", 19, "ConfigMapVolumeSource")],
+    "Volume": [("name", 1, "string"), ("inlineSource", 2, "VolumeSource")],
+    "ContainerPort": [("name", 1, "string"), ("hostPort", 2, "int32"),
+                      ("containerPort", 3, "int32"), ("protocol", 4, "string"),
+                      ("hostIP", 5, "string")],
+    "KeySelector": [("inlineRef", 1, "LocalObjectReference"), ("key", 2, "string"),
+                    ("optional", 3, "bool")],
+    "ObjectFieldSelector": [("apiVersion", 1, "string"), ("fieldPath", 2, "string")],
+    "EnvVarSource": [("fieldRef", 1, "ObjectFieldSelector"),
+                     ("configMapKeyRef", 3, "KeySelector"), ("secretKeyRef", 4, "KeySelector")],
+    "EnvVar": [("name", 1, "string"), ("value", 2, "string"), ("valueFrom", 3, "EnvVarSource")],
+    "EnvSource": [("inlineRef", 1, "LocalObjectReference"), ("optional", 2, "bool")],
+    "EnvFromSource": [("prefix", 1, "string"), ("configMapRef", 2, "EnvSource"),
+                      ("secretRef", 3, "EnvSource")],
+    "ResourceRequirements": [("limits", 1, "map:Quantity"), ("requests", 2, "map:Quantity")],
+    "VolumeMount": [("name", 1, "string"), ("readOnly", 2, "bool"), ("mountPath", 3, "string"),
+                    ("subPath", 4, "string")],
+    "ExecAction": [("command", 1, "[]string")],
+    "HTTPGetAction": [("path", 1, "string"), ("port", 2, "IntOrString"),
+                      ("host", 3, "string"), ("scheme", 4, "string")],
+    "TCPSocketAction": [("port", 1, "IntOrString"), ("host", 2, "string")],
+    "ProbeHandler": [("exec", 1, "ExecAction"), ("httpGet", 2, "HTTPGetAction"),
+                     ("tcpSocket", 3, "TCPSocketAction")],
+    "Probe": [("inlineHandler", 1, "ProbeHandler"), ("initialDelaySeconds", 2, "int32"),
+              ("timeoutSeconds", 3, "int32"), ("periodSeconds", 4, "int32"),
+              ("successThreshold", 5, "int32"), ("failureThreshold", 6, "int32")],
+    "Container": [("name", 1, "string"), ("image", 2, "string"), ("command", 3, "[]string"),
+                  ("args", 4, "[]string"), ("workingDir", 5, "string"),
+                  ("ports", 6, "[]ContainerPort"), ("env", 7, "[]EnvVar"),
+                  ("resources", 8, "ResourceRequirements"),
+                  ("volumeMounts", 9, "[]VolumeMount"), ("livenessProbe", 10, "Probe"),
+                  ("readinessProbe", 11, "Probe"), ("terminationMessagePath", 13, "string"),
+                  ("imagePullPolicy", 14, "string"), ("envFrom", 19, "[]EnvFromSource"),
+                  ("terminationMessagePolicy", 20, "string"), ("startupProbe", 22, "Probe")],
+    "Toleration": [("key", 1, "string"), ("operator", 2, "string"), ("value", 3, "string"),
+                   ("effect", 4, "string"), ("tolerationSeconds", 5, "int64")],
+    "PodSpec": [("volumes", 1, "[]Volume"), ("containers", 2, "[]Container"),
+                ("restartPolicy", 3, "string"), ("terminationGracePeriodSeconds", 4, "int64"),
+                ("activeDeadlineSeconds", 5, "int64"), ("dnsPolicy", 6, "string"),
+                ("nodeSelector", 7, "map:string"), ("serviceAccountName", 8, "string"),
+                ("nodeName", 10, "string"), ("hostNetwork", 11, "bool"),
+                ("imagePullSecrets", 15, "[]LocalObjectReference"),
+                ("hostname", 16, "string"), ("subdomain", 17, "string"),
+                ("schedulerName", 19, "string"), ("initContainers", 20, "[]Container"),
+                ("tolerations", 22, "[]Toleration"), ("priorityClassName", 24, "string")],
+    "PodTemplateSpec": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodSpec")],
+    # apps/v1
+    "RollingUpdateDeployment": [("maxUnavailable", 1, "IntOrString"),
+                                ("maxSurge", 2, "IntOrString")],
+    "DeploymentStrategy": [("type", 1, "string"),
+                           ("rollingUpdate", 2, "RollingUpdateDeployment")],
+    "DeploymentSpec": [("replicas", 1, "int32"), ("selector", 2, "LabelSelector"),
+                       ("template", 3, "PodTemplateSpec"), ("strategy", 4, "DeploymentStrategy"),
+                       ("minReadySeconds", 5, "int32"), ("revisionHistoryLimit", 6, "int32"),
+                       ("paused", 7, "bool"), ("progressDeadlineSeconds", 9, "int32")],
+    "Deployment": [("metadata", 1, "ObjectMeta"), ("spec", 2, "DeploymentSpec")],
+    # batch/v1
+    "JobSpec": [("parallelism", 1, "int32"), ("completions", 2, "int32"),
+                ("activeDeadlineSeconds", 3, "int64"), ("selector", 4, "LabelSelector"),
+                ("manualSelector", 5, "bool"), ("template", 6, "PodTemplateSpec"),
+                ("backoffLimit", 7, "int32"), ("ttlSecondsAfterFinished", 8, "int32"),
+                ("completionMode", 9, "string"), ("suspend", 10, "bool")],
+    "Job": [("metadata", 1, "ObjectMeta"), ("spec", 2, "JobSpec")],
+    # core/v1 configuration and services
+    "ConfigMap": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:string"),
+                  ("binaryData", 3, "map:bytes"), ("immutable", 4, "bool")],
+    "Secret": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:bytes"), ("type", 3, "string"),
+               ("stringData", 4, "map:string"), ("immutable", 5, "bool")],
+    "ServicePort": [("name", 1, "string"), ("protocol", 2, "string"), ("port", 3, "int32"),
+                    ("targetPort", 4, "IntOrString"), ("nodePort", 5, "int32"),
+                    ("appProtocol", 6, "string")],
+    "ServiceSpec": [("ports", 1, "[]ServicePort"), ("selector", 2, "map:string"),
+                    ("clusterIP", 3, "string"), ("type", 4, "string"),
+                    ("externalIPs", 5, "[]string"), ("sessionAffinity", 7, "string"),
+                    ("externalName", 10, "string"), ("publishNotReadyAddresses", 13, "bool"),
+                    ("ipFamilyPolicy", 17, "string"), ("clusterIPs", 18, "[]string"),
+                    ("ipFamilies", 19, "[]string"), ("internalTrafficPolicy", 22, "string")],
+    "Service": [("metadata", 1, "ObjectMeta"), ("spec", 2, "ServiceSpec")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -111,6 +207,11 @@ KINDS: dict[tuple[str, str], str] = {
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): "Role",  # + aggregationRule (unused)
     ("rbac.authorization.k8s.io/v1", "RoleBinding"): "RoleBinding",
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): "RoleBinding",
+    ("apps/v1", "Deployment"): "Deployment",
+    ("batch/v1", "Job"): "Job",
+    ("v1", "ConfigMap"): "ConfigMap",
+    ("v1", "Secret"): "Secret",
+    ("v1", "Service"): "Service",
 }
 
 _SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,
@@ -182,19 +283,45 @@ def _to_json(msg: message.Message) -> Any:
     if desc.name == "IntOrString":
         return getattr(msg, "strVal") if getattr(msg, "type") == 1 \
             else getattr(msg, "intVal")  # noqa: B009
+    if desc.name == "Quantity":
+        return getattr(msg, "string")  # noqa: B009
     out: dict[str, Any] = {}
     for field, value in msg.ListFields():
         if field.message_type is not None and field.message_type.GetOptions().map_entry:
             value_field = field.message_type.fields_by_name["value"]
-            out[field.name] = {k: _to_json(v) if value_field.message_type else v
-                               for k, v in value.items()}
+            out[field.name] = {k: _to_json(v) if value_field.message_type else _scalar(
+                value_field, v) for k, v in value.items()}
         elif _repeated(field):
-            out[field.name] = [_to_json(v) if field.message_type else v for v in value]
+            out[field.name] = [_to_json(v) if field.message_type else _scalar(field, v)
+                               for v in value]
+        elif field.message_type is not None and field.name.startswith("inline"):
+            out.update(_to_json(value))  # embedded in Go: fields belong to the parent
         elif field.message_type is not None:
+            if field.message_type.name == "Time" and not getattr(value, "seconds"):  # noqa: B009
+                continue  # Go's zero time is `null`, i.e. not set
             out[field.name] = _to_json(value)
+        elif _go_zero(field, value):
+            continue
         else:
-            out[field.name] = value
+            out[field.name] = _scalar(field, value)
     return out
+
+
+def _go_zero(field: FieldDescriptor, value: Any) -> bool:
+    """Go writes its non-pointer fields even when empty (`type: ""`, `hostNetwork: false`,
+    `generation: 0`); in JSON they are omitted, and Skiff's defaults must see them missing.
+    Numbers other than `generation` are kept: a pointer's 0 (`replicas: 0`,
+    `backoffLimit: 0`) is meaningful."""
+    if value == "" or value is False:
+        return True
+    return bool(field.name == "generation" and value == 0)
+
+
+def _scalar(field: FieldDescriptor, value: Any) -> Any:
+    """bytes are base64 in Kubernetes' JSON (a Secret's data)."""
+    if field.type == FieldDescriptor.TYPE_BYTES:
+        return base64.b64encode(value).decode()
+    return value
 
 
 def decode(body: bytes) -> dict[str, Any]:

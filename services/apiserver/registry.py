@@ -26,6 +26,7 @@ from skiff.api import (
     Reason,
     apply_defaults,
     lookup,
+    ownership,
     prune_unknown_fields,
     validate,
 )
@@ -444,10 +445,15 @@ class Registry:
 
     async def delete(self, resource: str, namespace: str | None, name: str, *,
                      grace_period_seconds: int | None = None,
-                     preconditions: Obj | None = None, dry_run: bool = False) -> Obj:
+                     preconditions: Obj | None = None, dry_run: bool = False,
+                     propagation_policy: str | None = None,
+                     orphan_dependents: bool | None = None) -> Obj:
         """GT1–GT3: mark for graceful deletion, or remove now. Returns the object and
-        whether it is gone (`{"object": ..., "deleted": bool}`)."""
+        whether it is gone (`{"object": ..., "deleted": bool}`). `propagation_policy`
+        Orphan/Foreground adds the garbage collector's finalizer (see skiff.api.ownership)."""
         info = lookup(resource)
+        propagation_finalizer = ownership.propagation_finalizer(
+            propagation_policy, orphan_dependents=orphan_dependents)
         namespace = self._namespace(info, namespace)
         key = storage_key(info, namespace, name)
         if grace_period_seconds is not None and not isinstance(grace_period_seconds, int):
@@ -462,19 +468,29 @@ class Registry:
             cur = await self._get_kv(info, namespace, name)
             assert cur.obj is not None
             _check_preconditions(info, name, cur, preconditions)
+            current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
             period: int | None = 0
-            if info.kind == "Pod" and cur.obj["metadata"].get("deletionTimestamp"):
+            if info.kind == "Pod" and current["metadata"].get("deletionTimestamp"):
                 period = graceful.later_delete_period(grace_period_seconds)
             elif info.kind == "Pod":
-                period = graceful.pod_grace_period(cur.obj, grace_period_seconds)
-            decision = graceful.decide(cur.obj, period, self.clock.now())
+                period = graceful.pod_grace_period(current, grace_period_seconds)
+            decision = graceful.decide(current, period, self.clock.now())
+            terminating = graceful.mark_namespace_terminating(current, self.clock.now())
+            if terminating is not None:
+                decision = graceful.Decision(
+                    graceful.Action.UNCHANGED if terminating is cur.obj
+                    else graceful.Action.MARK, terminating)
             if dry_run:
                 return {"object": decision.obj if decision.action is graceful.Action.MARK
-                        else cur.obj,
+                        else current,
                         "deleted": decision.action not in (graceful.Action.UNCHANGED,
                                                            graceful.Action.MARK)}
             try:
                 if decision.action is graceful.Action.UNCHANGED:
+                    if current is not cur.obj:  # a later DELETE asked for another propagation
+                        stored = await self.storage.update(key, current,
+                                                           expected_revision=cur.mod_revision)
+                        return {"object": stored, "deleted": False}
                     return {"object": cur.obj, "deleted": False}
                 if decision.action is graceful.Action.MARK:
                     marked = decision.obj

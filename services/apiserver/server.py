@@ -131,7 +131,9 @@ class ApiService:
             raise ApiError.bad_request("preconditions: must be a map")
         return await self.registry.delete(_str(req, "resource"), req.get("namespace"),
                                           _str(req, "name"), grace_period_seconds=grace,
-                                          preconditions=preconditions)
+                                          preconditions=preconditions,
+                                          propagation_policy=opts.get("propagationPolicy"),
+                                          orphan_dependents=opts.get("orphanDependents"))
 
     async def Bind(self, req: Obj) -> Obj:
         obj = await self.registry.bind(req.get("namespace"), _str(req, "name"), _object(req))

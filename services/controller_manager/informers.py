@@ -64,6 +64,10 @@ class SharedInformers:
             self._informers[key] = informer
         return informer
 
+    def resource(self, resource: str) -> Informer:
+        """The informer of any resource (the garbage collector watches many)."""
+        return self._get(resource)
+
     def pods(self) -> Informer:
         return self._get("pods")
 

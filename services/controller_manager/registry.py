@@ -11,8 +11,14 @@ from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.daemonset import DaemonSetController
+from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
+from skiff.controller_manager.endpointslice import EndpointSliceController
 from skiff.controller_manager.fencing import FencingController
+from skiff.controller_manager.garbagecollector import GarbageCollector
+from skiff.controller_manager.job import JobController
+from skiff.controller_manager.namespace import NamespaceController
 from skiff.controller_manager.nodeipam import NodeIpamController
 from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
@@ -38,6 +44,12 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("nodelifecycle", lambda ctx: [NodeLifecycleController(context=ctx),
                                                  TaintEvictionController(context=ctx)]),
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
+    ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
+    ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
+    ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
+    ControllerSpec("daemonset", lambda ctx: [DaemonSetController(context=ctx)]),
+    ControllerSpec("job", lambda ctx: [JobController(context=ctx)]),
+    ControllerSpec("namespace", lambda ctx: [NamespaceController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),
     ControllerSpec("fencing", lambda ctx: [FencingController(context=ctx)]),

@@ -78,6 +78,10 @@ class ControllerManagerSettings:
     node_cidr_mask_size: int = setting(24, help="prefix length of each node's pod CIDR")
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
+    concurrent_garbage_collector_syncs: int = setting(5)
+    concurrent_deployment_syncs: int = setting(5)
+    # The garbage collector re-checks every owned object this often (events do the rest).
+    gc_resync_period: float = duration(30.0)
     concurrent_statefulset_syncs: int = setting(5)
     concurrent_node_syncs: int = setting(5)
     concurrent_taint_eviction_syncs: int = setting(8)

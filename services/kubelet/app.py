@@ -29,6 +29,7 @@ from skiff.kubelet.pod_worker import PodEnvironment
 from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
+from skiff.kubelet.runtime.images import load_image_commands
 from skiff.kubelet.runtime.process import ProcessRuntime, base_environment
 from skiff.kubelet.sandbox import (
     NOT_ISOLATED_MESSAGE,
@@ -81,6 +82,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         evictions: list[EvictionManager] = []
         volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
                                 if settings.volume_root else root / "volumes")
+        image_commands = load_image_commands(settings.image_commands)
         for name in names:
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
@@ -93,7 +95,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                           **kubernetes_service_env(settings.kube_api_address)},
                 volumes=volumes, root_ca_file=settings.root_ca_file,
                 sandboxes=sandbox_manager(settings, api=api, node_name=name,
-                                          root=root / name if len(names) > 1 else root))
+                                          root=root / name if len(names) > 1 else root),
+                image_commands=image_commands)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),

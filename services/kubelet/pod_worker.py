@@ -17,7 +17,7 @@ import copy
 import logging
 import signal as signals
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,12 @@ from skiff.api.errors import ApiError, Reason
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder
 from skiff.client.backoff import Backoff
 from skiff.clock import Clock, parse_rfc3339, rfc3339
+from skiff.kubelet.configsources import (
+    ConfigError,
+    config_volumes,
+    refresh_config_volumes,
+    resolve_env,
+)
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
@@ -38,6 +44,7 @@ from skiff.kubelet.projected import (
 )
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
+from skiff.kubelet.runtime.images import ImageCommands, container_command
 from skiff.kubelet.runtime.process import signal_number
 from skiff.kubelet.sandbox import (
     NO_POD_CIDR_MESSAGE,
@@ -96,6 +103,8 @@ class PodEnvironment:
     root_ca_file: str = ""  # SPEC AX3: the ca.crt of projected token volumes
     # Pod sandboxes (SPEC SB1); None: pods share the node's network, and are told so.
     sandboxes: SandboxManager | None = None
+    image_commands: ImageCommands = field(default_factory=dict)
+    config_volume_refresh_seconds: float = 2.0
 
 
 def _rv(obj: Obj) -> int:
@@ -137,6 +146,7 @@ class PodWorker:
         self._started_events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._events: set[asyncio.Task[None]] = set()  # Event writes, flushed at the end
+        self._config_env: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._pre_stop_started: set[str] = set()
@@ -193,6 +203,9 @@ class PodWorker:
 
     async def run(self) -> None:
         status_task = asyncio.create_task(self._status_loop(), name=f"status:{self.uid}")
+        if config_volumes(self.pod):
+            self._background.add(asyncio.create_task(self._refresh_config_volumes(),
+                                                     name=f"config-volumes:{self.uid}"))
         try:
             self.dir.prepare(self.pod)
             await self._project_volumes()
@@ -420,13 +433,14 @@ class PodWorker:
 
     def _config(self, r: ContainerRecord) -> ContainerConfig:
         spec = r.spec
-        base = {**self.env.base_env, **self.dir.volume_env(self.pod)}
+        env_from, keyed = self._config_env.get(r.name, ({}, {}))
+        base = {**self.env.base_env, **self.dir.volume_env(self.pod), **env_from}
+        env = container_env(self.pod, spec, node_name=self.env.node_name, base=base)
+        env.update(keyed)
         return ContainerConfig(
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
-            command=[str(c) for c in list(spec.get("command") or []) + list(
-                spec.get("args") or [])],
-            env=self._with_pod_ip(spec, container_env(
-                self.pod, spec, node_name=self.env.node_name, base=base)),
+            command=container_command(spec, self.env.image_commands),
+            env=self._with_pod_ip(spec, env),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
             image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec))
@@ -468,8 +482,37 @@ class PodWorker:
         if r.state.get("terminated"):
             r.last_state = {"terminated": r.state["terminated"]}
 
+    async def _resolve_config(self, r: ContainerRecord) -> bool:
+        """ConfigMaps and Secrets the container reads (env and volumes); False, with the
+        container waiting in CreateContainerConfigError, while one is missing."""
+        try:
+            await refresh_config_volumes(self.env.api, self.pod, self.dir.volume_path)
+            self._config_env[r.name] = await resolve_env(self.env.api, self.pod, r.spec)
+        except (ConfigError, ApiError) as err:
+            message = str(err) if isinstance(err, ConfigError) else err.message
+            r.state = {"waiting": {"reason": "CreateContainerConfigError",
+                                   "message": message}}
+            self._event(WARNING, "Failed", f"Error: {message}")
+            self._status_dirty.set()
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return False
+        return True
+
+    async def _refresh_config_volumes(self) -> None:
+        """Updates of a mounted ConfigMap/Secret reach the files (the volume manager's
+        periodic remount)."""
+        while True:
+            await asyncio.sleep(self.env.config_volume_refresh_seconds)
+            try:
+                await refresh_config_volumes(self.env.api, self.pod, self.dir.volume_path)
+            except (ConfigError, ApiError) as err:
+                log.info("config volume not refreshed", extra={
+                    "pod": f"{self.namespace}/{self.name}", "error": str(err)})
+
     async def _start_container(self, r: ContainerRecord) -> None:
         self._retire_termination(r)
+        if not await self._resolve_config(r):
+            return
         config = self._config(r)
         r.image = config.image
         try:

@@ -56,7 +56,7 @@ class PodDir:
             elif "persistentVolumeClaim" in volume:
                 continue  # linked by link_claim once attached to this node
             else:
-                if "emptyDir" not in volume and "projected" not in volume:
+                if not {"emptyDir", "projected", "configMap", "secret"} & set(volume):
                     log.warning("volume type not supported; using an empty directory",
                                 extra={"volume": name})
                 self.volume_path(name).mkdir(parents=True, exist_ok=True)

@@ -74,6 +74,9 @@ class KubeletSettings:
     capacity_cpu: str = setting("", help="node cpu capacity (default: the host's cores)")
     capacity_memory: str = setting("", help="node memory capacity (default: MemTotal)")
     max_pods: int = setting(110, help="pods capacity")
+    image_commands: str = setting("", help="YAML/JSON file: image name -> command list, "
+                                  "for containers without `command` (default: a stand-in "
+                                  "that serves the declared ports; see runtime/images.py)")
     runtime: str = setting("process", help="process (real processes) or fake (hollow)")
     hollow_nodes: int = setting(0, help="with --runtime fake: host N nodes named "
                                         "<node-name>-<i> in this process")

@@ -27,6 +27,7 @@ from skiff.controller_manager.podutil import (
     is_available,
     is_running_and_ready,
 )
+from skiff.controller_manager.statefulset import revisions
 from skiff.controller_manager.statefulset.plan import (
     Action,
     Verb,
@@ -49,10 +50,16 @@ POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"
 
 
-def stateful_pod(sts: Obj, ordinal: int) -> Obj:
-    """`newStatefulSetPod`: the pod for one identity of the set."""
+def stateful_pod(sts: Obj, ordinal: int, *, template: Obj | None = None,
+                 revision: str = "") -> Obj:
+    """`newStatefulSetPod`: the pod for one identity of the set (from `template`, the
+    revision's, when given)."""
     name = f"{sts['metadata']['name']}-{ordinal}"
-    pod = pod_from_template(sts)
+    source = sts if template is None else {**sts, "spec": {**sts["spec"],
+                                                           "template": template}}
+    pod = pod_from_template(source)
+    if revision:
+        pod["metadata"]["labels"][revisions.REVISION_LABEL] = revision
     pod["metadata"]["name"] = name
     pod["metadata"]["labels"].update({POD_NAME_LABEL: name, POD_INDEX_LABEL: str(ordinal)})
     pod["spec"]["hostname"] = name
@@ -75,7 +82,11 @@ def claim_templates(sts: Obj) -> list[Obj]:
 
 def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
     """`getPersistentVolumeClaims`: the claims `<template>-<set>-<ordinal>` of one identity,
-    labelled with the set's selector labels and owned by the set."""
+    labelled with the set's selector labels. Owned by the set only when its
+    `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete: under Retain (the default)
+    the garbage collector must never delete a claim with the set (issue 16)."""
+    retention = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
+    owned = retention.get("whenDeleted") == "Delete"
     set_name = sts["metadata"]["name"]
     selector = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     claims = []
@@ -86,7 +97,7 @@ def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
             "metadata": {"name": f"{tmeta['name']}-{set_name}-{ordinal}",
                          "namespace": sts["metadata"].get("namespace"),
                          "labels": {**(tmeta.get("labels") or {}), **selector},
-                         "ownerReferences": [owner_reference(sts)]},
+                         **({"ownerReferences": [owner_reference(sts)]} if owned else {})},
             "spec": copy.deepcopy(template.get("spec") or {})})
     return claims
 
@@ -100,6 +111,7 @@ class StatefulSetController(Controller):
         self.sets = context.informers.stateful_sets()
         self.pods = context.informers.pods()
         self.claims = context.informers.persistent_volume_claims()
+        self.revisions = context.informers.resource("controllerrevisions")
         self.recorder = context.recorder("statefulset-controller")
         self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
                               on_delete=self._on_set)
@@ -135,17 +147,54 @@ class StatefulSetController(Controller):
         if decided.waiting_for:
             log.debug("statefulset waiting", extra={"statefulset": key,
                                                     "for": decided.waiting_for})
+        update, current = await self.sync_revisions(sts, pods)
         for action in decided.actions:
-            await self.apply(sts, action, pods)
-        return await self.update_status(sts, pods)
+            await self.apply(sts, action, pods, update=update, current=current)
+        if not decided.actions and not decided.waiting_for:
+            victim = revisions.rolling_victim(sts, pods, update["metadata"]["name"])
+            if victim is not None:
+                ordinal = int(victim["metadata"]["name"].rsplit("-", 1)[1])
+                await self.apply(sts, Action(Verb.DELETE, ordinal), pods)
+        return await self.update_status(sts, pods, update=update, current=current)
 
-    async def apply(self, sts: Obj, action: Action, pods: list[Obj]) -> None:
+    async def sync_revisions(self, sts: Obj, pods: list[Obj]) -> tuple[Obj, Obj]:
+        """(update revision, current revision): the template's ControllerRevision (created
+        when new) and the revision the pods had before, from `status.currentRevision`."""
+        uid = sts["metadata"].get("uid")
+        namespace = sts["metadata"].get("namespace")
+        owned = [r for r in self.revisions.store.list()
+                 if r["metadata"].get("namespace") == namespace and any(
+                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
+                     or [])]
+        name = revisions.revision_name(sts)
+        update = next((r for r in owned if r["metadata"]["name"] == name), None)
+        if update is None:
+            number = max((int(r.get("revision") or 0) for r in owned), default=0) + 1
+            wanted = revisions.new_revision(sts, number)
+            try:
+                update = await self.client.create(wanted)
+            except ApiError as err:
+                if err.reason != Reason.ALREADY_EXISTS:
+                    raise
+                update = await self.client.get("controllerrevisions", name, namespace)
+        current_name = (sts.get("status") or {}).get("currentRevision")
+        current = next((r for r in owned if r["metadata"]["name"] == current_name), update)
+        return update, current
+
+    async def apply(self, sts: Obj, action: Action, pods: list[Obj], *,
+                    update: Obj | None = None, current: Obj | None = None) -> None:
         set_name = sts["metadata"]["name"]
         pod_name = f"{set_name}-{action.ordinal}"
         if action.verb is Verb.CREATE:
             await self.create_claims(sts, action.ordinal)
+            revision = update
+            if current is not None and action.ordinal < revisions.partition_of(sts):
+                revision = current  # below the partition identities keep the old template
             try:
-                await self.client.create(stateful_pod(sts, action.ordinal))
+                await self.client.create(stateful_pod(
+                    sts, action.ordinal,
+                    template=revisions.template_of(revision) if revision else None,
+                    revision=revision["metadata"]["name"] if revision else ""))
             except ApiError as err:
                 if err.reason == Reason.ALREADY_EXISTS:
                     return  # the old object is still there: at most one, so wait
@@ -193,9 +242,11 @@ class StatefulSetController(Controller):
                                       f"create Claim {claim_name} for Pod {set_name}-{ordinal} "
                                       f"in StatefulSet {set_name} success")
 
-    async def update_status(self, sts: Obj, pods: list[Obj]) -> float | None:
+    async def update_status(self, sts: Obj, pods: list[Obj], *, update: Obj,
+                            current: Obj) -> float | None:
         """Write the status; returns when to look again for a ready pod that becomes
         available (`minReadySeconds`)."""
+        update_name, current_name = update["metadata"]["name"], current["metadata"]["name"]
         ready = [p for p in pods if is_running_and_ready(p)]
         alive = [p for p in pods if not is_terminating(p)]
         min_ready = int(sts["spec"].get("minReadySeconds") or 0)
@@ -205,9 +256,17 @@ class StatefulSetController(Controller):
             "readyReplicas": len(ready),
             "availableReplicas": sum(1 for p in ready if is_available(
                 p, min_ready_seconds=min_ready, now=now)),
-            "currentReplicas": len(alive),
-            "updatedReplicas": len(alive),
+            "currentReplicas": sum(1 for p in alive
+                                   if revisions.pod_revision(p) == current_name),
+            "updatedReplicas": sum(1 for p in alive
+                                   if revisions.pod_revision(p) == update_name),
             "observedGeneration": int(sts["metadata"].get("generation") or 1),
+            "updateRevision": update_name,
+            "currentRevision": current_name,
         }
+        replicas = int(sts["spec"].get("replicas", 1))
+        if status["updatedReplicas"] >= replicas and len(alive) == replicas:
+            status["currentRevision"] = update_name  # the update is complete
+            status["currentReplicas"] = status["updatedReplicas"]
         await write_status_if_changed(self.client, sts, status)
         return available_in(ready, min_ready_seconds=min_ready, now=now)

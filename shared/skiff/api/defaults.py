@@ -148,6 +148,9 @@ def _default_node(obj: Obj) -> None:
 
 def _default_namespace(obj: Obj) -> None:
     _set_default(_child(obj, "status"), "phase", "Active")
+    if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+        # the namespace controller's finalizer: deletion completes once it emptied it
+        _set_default(_child(obj, "spec"), "finalizers", ["kubernetes"])
 
 
 def _default_pvc(obj: Obj) -> None:

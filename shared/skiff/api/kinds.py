@@ -59,6 +59,17 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("PersistentVolume", "v1", "persistentvolumes", False, ("pv",)),
     KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, ("sc",),
              has_status=False),
+    # Real manifests (issue 16): rules in skiff.api.workloads.
+    KindInfo("Deployment", "apps/v1", "deployments", True, ("deploy",)),
+    KindInfo("DaemonSet", "apps/v1", "daemonsets", True, ("ds",)),
+    KindInfo("ControllerRevision", "apps/v1", "controllerrevisions", True, (),
+             has_status=False),
+    KindInfo("Job", "batch/v1", "jobs", True, ()),
+    KindInfo("Service", "v1", "services", True, ("svc",)),
+    KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
+             has_status=False),
+    KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
+    KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

@@ -1015,11 +1015,6 @@ def _validate_stateful_set(obj: Obj, old: Obj | None) -> list[FieldError]:
                 "'ordinals', 'template', 'updateStrategy', 'revisionHistoryLimit', "
                 "'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden; "
                 "changed: " + ", ".join(f"spec.{k}" for k in changed)))
-        if spec.get("template") != old_spec.get("template"):
-            # Never accept what would be reported as rolled out while no pod changes.
-            errors.append(forbidden(
-                "spec.template", "Skiff does not roll StatefulSet pods to a new template "
-                "yet; delete and re-create the StatefulSet to change its pods"))
     return errors
 
 

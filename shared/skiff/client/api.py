@@ -276,9 +276,12 @@ class ApiClient:
 
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
                      grace_period_seconds: int | None = None, uid: str | None = None,
-                     resource_version: str | None = None) -> Obj:
+                     resource_version: str | None = None,
+                     propagation_policy: str | None = None) -> Obj:
         """`{"object": ..., "deleted": bool}`: deleted is False while it is terminating."""
         options: Obj = {}
+        if propagation_policy is not None:
+            options["propagationPolicy"] = propagation_policy
         if grace_period_seconds is not None:
             options["gracePeriodSeconds"] = grace_period_seconds
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version))

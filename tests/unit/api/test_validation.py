@@ -465,10 +465,12 @@ def test_statefulset_validation_rules(path: str, value: Any, expected: tuple[str
 def test_statefulset_selector_is_immutable() -> None:
     new = with_(with_(STS, "spec.selector.matchLabels.tier", "x"),
                 "spec.template.metadata.labels.tier", "x")
-    # the template change is refused too until StatefulSet rolling updates exist (issue 10)
-    assert paths(new, STS) == [("spec", "Forbidden"), ("spec.template", "Forbidden")]
+    assert paths(new, STS) == [("spec", "Forbidden")]
     assert "spec.selector" in str(validate(new, old=STS)[0])
     assert validate(with_(STS, "spec.replicas", 5), old=STS) == []
+    # issue 16: the template may change; the controller rolls the pods to it
+    image = with_(STS, "spec.template.spec.containers[0].image", "busybox:2")
+    assert validate(image, old=STS) == []
 
 
 def test_sc1_statefulset_container_may_mount_a_volume_claim_template() -> None:

@@ -63,7 +63,7 @@ def test_defect4_priority_class_scalars_and_time() -> None:
 @pytest.mark.parametrize(("body", "reason"), [
     pytest.param(b'{"kind": "Namespace"}', Reason.BAD_REQUEST, id="no-magic"),
     pytest.param(b"k8s\x00\xff\xff\xff", Reason.BAD_REQUEST, id="broken-envelope"),
-    pytest.param(envelope("apps/v1", "Deployment", b""), Reason.UNSUPPORTED_MEDIA_TYPE,
+    pytest.param(envelope("apps/v1", "StatefulSet", b""), Reason.UNSUPPORTED_MEDIA_TYPE,
                  id="kind-not-served-as-protobuf"),
 ])
 def test_defect4_bad_protobuf_bodies_are_clear_errors(body: bytes, reason: Reason) -> None:
@@ -71,3 +71,31 @@ def test_defect4_bad_protobuf_bodies_are_clear_errors(body: bytes, reason: Reaso
         decode(body)
     assert err.value.reason == reason
     assert "Traceback" not in err.value.message and "Error" not in err.value.message
+
+
+def test_issue16_kubectl_create_deployment_body_decodes_with_embedded_fields() -> None:
+    """`kubectl create deployment` sends a protobuf Deployment; Go-embedded messages
+    (Volume's source, a probe's handler) land in their parent's JSON, like kubectl's JSON."""
+    int_or_string_80 = bytes([1 << 3, 0, 2 << 3, 80])  # type 0 (int), intVal 80
+    probe = field(1, field(2, field(1, b"/healthz") + field(2, int_or_string_80)))
+    container = field(1, b"main") + field(2, b"nginx") + field(11, probe)
+    volume = field(1, b"cfg") + field(2, field(19, field(1, field(1, b"settings"))))
+    pod_spec = field(1, volume) + field(2, container)
+    template = field(1, field(11, field(1, b"app") + field(2, b"web"))) + field(2, pod_spec)
+    spec = bytes([1 << 3, 3]) + field(3, template)
+    body = field(1, field(1, b"web")) + field(2, spec)
+    obj = decode(envelope("apps/v1", "Deployment", body))
+    assert obj["metadata"] == {"name": "web"}
+    assert obj["spec"]["replicas"] == 3
+    pod = obj["spec"]["template"]["spec"]
+    assert pod["volumes"] == [{"name": "cfg", "configMap": {"name": "settings"}}]
+    assert pod["containers"] == [{"name": "main", "image": "nginx", "readinessProbe": {
+        "httpGet": {"path": "/healthz", "port": 80}}}]
+    assert obj["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
+
+
+def test_issue16_secret_data_bytes_become_base64() -> None:
+    entry = field(1, b"password") + field(2, b"s3cret")
+    obj = decode(envelope("v1", "Secret", field(1, field(1, b"db")) + field(2, entry)))
+
+    assert obj["data"] == {"password": "czNjcmV0"}

@@ -25,14 +25,19 @@ SET: Obj = {
 }
 
 
-def test_sc1_each_identity_gets_its_own_claims_owned_by_the_set() -> None:
+def test_sc1_each_identity_gets_its_own_claims_owned_by_the_set_only_when_deleted_with_it(
+        ) -> None:
     [claim] = stateful_claims(SET, 1)
     assert claim["metadata"]["name"] == "data-db-1"
     assert claim["metadata"]["namespace"] == "ns"
     assert claim["metadata"]["labels"] == {"tier": "db", "app": "db"}
-    [ref] = claim["metadata"]["ownerReferences"]
-    assert (ref["kind"], ref["name"], ref["uid"]) == ("StatefulSet", "db", "s1")
+    # whenDeleted Retain (the default): no owner, so the garbage collector keeps the data
+    assert "ownerReferences" not in claim["metadata"]
     assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    deleting = {**SET, "spec": {**SET["spec"], "persistentVolumeClaimRetentionPolicy": {
+        "whenDeleted": "Delete", "whenScaled": "Retain"}}}
+    [ref] = stateful_claims(deleting, 1)[0]["metadata"]["ownerReferences"]
+    assert (ref["kind"], ref["name"], ref["uid"]) == ("StatefulSet", "db", "s1")
 
 
 def test_sc1_the_pod_mounts_its_identitys_claim_in_place_of_a_same_named_volume() -> None:

@@ -1,0 +1,64 @@
+"""ConfigMaps and Secrets reach a pod's environment and volume files (issue 16)."""
+
+from __future__ import annotations
+
+from tests.integration.workloads.conftest import Kube
+from tests.integration.workloads.test_deployment import _wait
+
+MANIFEST = """apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+data: {greeting: hello, color: blue}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: creds}
+stringData: {password: s3cret}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: reader}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes:
+  - {name: cfg, configMap: {name: settings}}
+  - {name: sec, secret: {secretName: creds, items: [{key: password, path: pw.txt}]}}
+  containers:
+  - name: main
+    image: busybox
+    command: [sh, -c, 'echo "env=$GREETING pw=$PASSWORD from=$CFG_color"; while true; do
+      echo "file=$(cat etc/config/greeting) secret=$(cat etc/creds/pw.txt)"; sleep 0.5; done']
+    env:
+    - {name: GREETING, valueFrom: {configMapKeyRef: {name: settings, key: greeting}}}
+    - {name: PASSWORD, valueFrom: {secretKeyRef: {name: creds, key: password}}}
+    envFrom: [{prefix: CFG_, configMapRef: {name: settings}}]
+    volumeMounts: [{name: cfg, mountPath: /etc/config}, {name: sec, mountPath: /etc/creds}]
+"""
+
+
+def test_configmap_and_secret_values_in_env_and_volume_and_updates_reach_the_file(
+        kube: Kube) -> None:
+    kube("apply", "-f", "-", stdin=MANIFEST)
+    assert kube("get", "configmap", "settings").stdout.splitlines()[1].split()[:2] == [
+        "settings", "2"]
+    assert kube("get", "secret", "creds").stdout.splitlines()[1].split()[:3] == [
+        "creds", "Opaque", "1"]
+    logs = _wait(lambda: (out := kube("logs", "reader", check=False).stdout)
+                 and "file=hello" in out and out, what="the pod's output")
+    assert "env=hello pw=s3cret from=blue" in logs
+    assert "secret=s3cret" in logs
+    kube("patch", "configmap", "settings", "--type=merge", "-p", '{"data":{"greeting":"bye"}}')
+    _wait(lambda: "file=bye" in kube("logs", "reader", check=False).stdout,
+          what="the updated ConfigMap in the volume file")
+    kube("delete", "pod", "reader", "--wait=false")
+
+
+def test_missing_configmap_is_create_container_config_error(kube: Kube) -> None:
+    kube("apply", "-f", "-", stdin=MANIFEST.split("---")[-1].replace("reader", "waiting")
+         .replace("name: settings, key: greeting", "name: absent, key: greeting"))
+    _wait(lambda: "CreateContainerConfigError" in kube("get", "pod", "waiting").stdout,
+          what="CreateContainerConfigError")
+    kube("create", "configmap", "absent", "--from-literal=greeting=late")
+    _wait(lambda: "env=late" in kube("logs", "waiting", check=False).stdout,
+          what="the pod to start once the ConfigMap exists")
+    kube("delete", "pod", "waiting", "--wait=false")
