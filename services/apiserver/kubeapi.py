@@ -25,6 +25,7 @@ from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import protobuf
 from skiff.apiserver.http import Request, Response
+from skiff.apiserver.paging import list_options
 from skiff.apiserver.registry import Registry
 from skiff.client import logs as kubelet_logs
 
@@ -227,7 +228,8 @@ class KubeApi:
                     return self._watch(req, info, namespace)
                 listed = await r.list(info.resource, namespace,
                                       label_selector=q.get("labelSelector", ""),
-                                      field_selector=q.get("fieldSelector", ""))
+                                      field_selector=q.get("fieldSelector", ""),
+                                      **list_options(q))
                 return Response(200, self._maybe_table(req, info, listed["items"], listed))
             if method == "POST":
                 _refuse_dry_run(q)
@@ -362,8 +364,9 @@ class KubeApi:
                          "object": {"kind": "PartialObjectMetadata",
                                     "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": whole.get("metadata", {}).get(
-                    "resourceVersion", "")},
+                "metadata": {"resourceVersion": "", **{  # a page's continue token too
+                    k: v for k, v in whole.get("metadata", {}).items()
+                    if k in ("resourceVersion", "continue", "remainingItemCount")}},
                 "columnDefinitions": [
                     {"name": name.title() if name != "NAME" else "Name", "type": "string",
                      "format": "name" if name == "NAME" else "", "description": name,

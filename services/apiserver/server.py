@@ -102,7 +102,8 @@ class ApiService:
             _str(req, "resource"), req.get("namespace"),
             label_selector=_str(opts, "labelSelector"),
             field_selector=_str(opts, "fieldSelector"),
-            revision=_int(opts, "revision"))
+            revision=_int(opts, "revision"), limit=_int(opts, "limit"),
+            continue_token=_str(opts, "continue"))
 
     async def Update(self, req: Obj) -> Obj:
         opts = _options(req)
