@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -257,3 +258,18 @@ def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
         finally:
             for proc in reversed(procs):
                 proc.stop()
+
+
+def time_skiff_up(nodes: int = 3) -> float:
+    """Seconds for `skiff up --detach` to return: every component healthy and every node
+    Ready (it waits for that). The cluster is stopped afterwards."""
+    skiff = str(Path(sys.executable).with_name("skiff"))
+    with tempfile.TemporaryDirectory(prefix="skiff-up-bench-") as tmp:
+        start = time.perf_counter()
+        up = subprocess.run([skiff, "--data-dir", tmp, "up", "--detach", "--nodes", str(nodes)],
+                            capture_output=True, text=True, timeout=120)
+        elapsed = time.perf_counter() - start
+        subprocess.run([skiff, "--data-dir", tmp, "down"], capture_output=True, timeout=120)
+        if up.returncode != 0:
+            raise RuntimeError(f"skiff up failed:\n{up.stdout}\n{up.stderr}")
+    return elapsed

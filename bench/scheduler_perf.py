@@ -194,7 +194,7 @@ def main() -> None:
                   f"{workload.threshold:>14.0f}  {notes}")
         return
 
-    from e2e import run_e2e  # noqa: PLC0415 - the e2e harness needs processes
+    from e2e import run_e2e, time_skiff_up  # noqa: PLC0415 - the e2e harness
 
     print(f"{'workload':<18} {'apis':>4} {'nodes':>6} {'initial':>8} {'measured':>9} "
           f"{'e2e pods/s':>10} {'k8s':>5} {'in-proc':>8} {'e2e/in':>6}  CPU s / notes")
@@ -208,6 +208,7 @@ def main() -> None:
             print(f"{workload.name:<18} {count:>4} {result.nodes:>6} {result.initial:>8} "
                   f"{result.measured:>9} {result.rate:>10.1f} {threshold:>5} {ceiling:>8.1f} "
                   f"{result.rate / ceiling:>6.2f}  {result.notes}", flush=True)
+    print(f"skiff up (3 nodes, every node Ready): {time_skiff_up():.2f} s")
 
 
 if __name__ == "__main__":

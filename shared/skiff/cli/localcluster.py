@@ -147,6 +147,8 @@ class LocalCluster:
     config: ClusterConfig = field(default_factory=ClusterConfig)
     processes: list[Process] = field(default_factory=list)
     components: list[Component] = field(default_factory=list)
+    # Seconds from the start of `start()` until each component answered its health check.
+    start_seconds: dict[str, float] = field(default_factory=dict)
 
     def _record(self, proc: Process, address: str, health: str) -> None:
         assert proc.pid is not None
@@ -164,14 +166,16 @@ class LocalCluster:
         logs = self.data_dir / "logs"
         config_dir = self.data_dir / "config"
         env = {"SKIFF_LOG_FORMAT": "json"}
+        starting: list[tuple[Process, str]] = []
+        etcd: Process | None = None
+        apiserver: Process | None = None
         try:
             etcd_port, peer_port = free_port(), free_port()
             etcd = etcd_process(self.data_dir, client_port=etcd_port, peer_port=peer_port)
+            # Independent starts overlap (issue 15): the apiserver's interpreter loads while
+            # etcd comes up (it retries etcd), and every other component while both do.
+            began = time.monotonic()
             etcd.start()
-            wait_etcd_healthy(etcd, etcd_port)
-            self._record(etcd, f"http://127.0.0.1:{etcd_port}", "")
-            echo(_line("etcd", etcd, f"http://127.0.0.1:{etcd_port}"))
-
             api_port, http_port = free_port(), free_port()
             api_target = f"127.0.0.1:{api_port}"
             apiserver = service_process(
@@ -181,13 +185,6 @@ class LocalCluster:
                  *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
-            wait_grpc_healthy(apiserver, api_target)
-            self._record(apiserver, api_target, api_target)
-            echo(_line("apiserver", apiserver, api_target))
-            kubeconfig = write_kubeconfig(self.data_dir, f"http://127.0.0.1:{http_port}")
-            echo(f"{'kubectl':<22} {'':<12} http://127.0.0.1:{http_port:<8}   "
-                 f"export KUBECONFIG={kubeconfig}")
-
             for name, module, extra in self._services():
                 if not service_available(module):
                     continue
@@ -196,12 +193,28 @@ class LocalCluster:
                     "--apiserver", api_target, "--health-port", str(health_port), *extra],
                     log_dir=logs, env=env)
                 proc.start()
-                health = f"127.0.0.1:{health_port}"
+                starting.append((proc, f"127.0.0.1:{health_port}"))
+            wait_etcd_healthy(etcd, etcd_port)
+            self._record(etcd, f"http://127.0.0.1:{etcd_port}", "")
+            echo(_line("etcd", etcd, f"http://127.0.0.1:{etcd_port}"))
+            self.start_seconds["etcd"] = time.monotonic() - began
+            wait_grpc_healthy(apiserver, api_target)
+            self._record(apiserver, api_target, api_target)
+            echo(_line("apiserver", apiserver, api_target))
+            kubeconfig = write_kubeconfig(self.data_dir, f"http://127.0.0.1:{http_port}")
+            echo(f"{'kubectl':<22} {'':<12} http://127.0.0.1:{http_port:<8}   "
+                 f"export KUBECONFIG={kubeconfig}")
+
+            for proc, health in starting:
                 wait_grpc_healthy(proc, health)
                 self._record(proc, health, health)
-                echo(_line(name, proc, health))
+                echo(_line(proc.name, proc, health))
+                self.start_seconds[proc.name] = time.monotonic() - began
         except BaseException:
             self.stop()
+            for left in [etcd, apiserver, *(p for p, _ in starting)]:
+                if left is not None and left not in self.processes:  # started, not recorded
+                    left.stop()
             raise
         state = ClusterState(api=api_target, data_dir=str(self.data_dir),
                              components=self.components, started=time.time())
