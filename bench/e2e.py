@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -15,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from skiff.api import ApiError
 from skiff.cli.processes import (
-    Process,
     etcd_process,
     free_port,
     service_process,
@@ -51,12 +51,26 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
-def _profiled(proc: Process, profile_dir: str) -> Process:
-    if profile_dir:
-        out = Path(profile_dir) / f"{proc.name}.prof"
-        i = proc.argv.index("-m")
-        proc.argv[i:i] = ["-m", "cProfile", "-o", str(out)]
-    return proc
+def _profile(pids: dict[str, int | None], profile_dir: str) -> list[subprocess.Popen[bytes]]:
+    """py-spy (from PyPI) sampling each Skiff process into `<name>.txt` (collapsed stacks)
+    until it is interrupted."""
+    spy = Path(sys.executable).with_name("py-spy")
+    if not profile_dir:
+        return []
+    if not spy.exists():
+        raise SystemExit("--profile-dir needs py-spy: .venv/bin/pip install py-spy")
+    Path(profile_dir).mkdir(parents=True, exist_ok=True)
+    return [subprocess.Popen([str(spy), "record", "--pid", str(pid), "--format", "raw",
+                              "--output", str(Path(profile_dir) / f"{name}.txt")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items() if name != "etcd" and pid]
+
+
+def _stop_profile(spies: list[subprocess.Popen[bytes]]) -> None:
+    for spy in spies:
+        spy.send_signal(signal.SIGINT)
+    for spy in spies:
+        spy.wait(60)
 
 
 async def _pool(count: int, fn: Any) -> None:
@@ -99,34 +113,49 @@ def _pod(obj: Obj) -> Obj:
 
 
 class Bound:
-    """Counts pods whose spec.nodeName becomes set, from one watch of pods."""
+    """One watch of pods: counts pods of each name prefix whose spec.nodeName becomes set,
+    and removes terminating pods as a kubelet would (PreemptionBasic's victims)."""
 
-    def __init__(self, api: ApiClient, prefix: str) -> None:
-        self.api, self.prefix = api, prefix
-        self.bound: set[str] = set()
+    def __init__(self, api: ApiClient) -> None:
+        self.api = api
+        self.bound: dict[str, set[str]] = {"init-": set(), "pod-": set()}
         self.last = 0.0
+        self.removed = 0
         self.changed = asyncio.Event()
+        self._deletes: set[asyncio.Task[Any]] = set()
 
     async def run(self, rv: str) -> None:
         while True:
             try:
                 async for ev in self.api.watch("pods", "default", resource_version=rv):
-                    if ev.type == "BOOKMARK":
-                        rv = ev.object["metadata"]["resourceVersion"]
-                        continue
                     rv = ev.object["metadata"]["resourceVersion"]
-                    name = ev.object["metadata"]["name"]
-                    if (ev.type != "DELETED" and name.startswith(self.prefix)
-                            and ev.object["spec"].get("nodeName") and name not in self.bound):
-                        self.bound.add(name)
+                    if ev.type in ("BOOKMARK", "DELETED"):
+                        continue
+                    meta = ev.object["metadata"]
+                    if meta.get("deletionTimestamp"):
+                        task = asyncio.create_task(self._remove(meta["name"]))
+                        self._deletes.add(task)
+                        task.add_done_callback(self._deletes.discard)
+                        continue
+                    seen = self.bound.get(meta["name"][:5])
+                    if (seen is not None and ev.object["spec"].get("nodeName")
+                            and meta["name"] not in seen):
+                        seen.add(meta["name"])
                         self.last = time.perf_counter()
                         self.changed.set()
             except ApiError:
                 await asyncio.sleep(0.1)
 
-    async def wait(self, count: int, timeout: float) -> bool:
+    async def _remove(self, name: str) -> None:
+        try:
+            await self.api.delete("pods", name, "default", grace_period_seconds=0)
+            self.removed += 1
+        except ApiError:
+            pass
+
+    async def wait(self, prefix: str, count: int, timeout: float) -> bool:
         deadline = time.perf_counter() + timeout
-        while len(self.bound) < count:
+        while len(self.bound[prefix]) < count:
             self.changed.clear()
             left = deadline - time.perf_counter()
             if left <= 0:
@@ -136,24 +165,6 @@ class Bound:
             except TimeoutError:
                 pass
         return True
-
-
-async def _kubelet(api: ApiClient, rv: str) -> int:
-    """Remove terminating pods as a kubelet would (PreemptionBasic's victims)."""
-    removed = 0
-    while True:
-        try:
-            async for ev in api.watch("pods", "default", resource_version=rv):
-                rv = ev.object["metadata"]["resourceVersion"]
-                if ev.type == "MODIFIED" and ev.object["metadata"].get("deletionTimestamp"):
-                    try:
-                        await api.delete("pods", ev.object["metadata"]["name"], "default",
-                                         grace_period_seconds=0)
-                        removed += 1
-                    except ApiError:
-                        pass
-        except ApiError:
-            await asyncio.sleep(0.1)
 
 
 async def _churn(api: ApiClient, stop: asyncio.Event) -> int:
@@ -177,7 +188,7 @@ async def _churn(api: ApiClient, stop: asyncio.Event) -> int:
 
 
 async def _drive(workload: Workload, scale: float, target: str,
-                 pids: dict[str, int | None]) -> E2EResult:
+                 pids: dict[str, int | None], profile_dir: str) -> E2EResult:
     nodes = max(1, int(workload.nodes * scale))
     initial = int(workload.initial * scale)
     measured = max(1, int(workload.measured * scale))
@@ -192,24 +203,30 @@ async def _drive(workload: Workload, scale: float, target: str,
         await _pool(nodes, lambda i: api.create(_node(workload.node(i))))
         listed = await api.list("pods", "default")
         start_rv = listed["metadata"]["resourceVersion"]
-        init_seen = Bound(api, "init-")
-        seen = Bound(api, "pod-")
-        tasks = [asyncio.create_task(init_seen.run(start_rv)),
-                 asyncio.create_task(seen.run(start_rv)),
-                 asyncio.create_task(_kubelet(api, start_rv))]
+        seen = Bound(api)
+        tasks = [asyncio.create_task(seen.run(start_rv))]
         stop = asyncio.Event()
         try:
             await _pool(initial, lambda i: api.create(_pod(workload.initial_pod(i))))
-            await init_seen.wait(initial, timeout=600)
+            await seen.wait("init-", initial, timeout=600)
             churn = (asyncio.create_task(_churn(api, stop))
                      if workload.name == "SchedulingChurn" else None)
+            spies = _profile(pids, profile_dir)
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            cpu0["bench"] = time.process_time()
             t0 = time.perf_counter()
-            creates = asyncio.create_task(
-                _pool(measured, lambda i: api.create(_pod(workload.measured_pod(i)))))
-            done = await seen.wait(measured, timeout=max(120.0, measured / 5))
+            created = [0.0]
+
+            async def create_all() -> None:
+                await _pool(measured, lambda i: api.create(_pod(workload.measured_pod(i))))
+                created[0] = time.perf_counter() - t0
+
+            creates = asyncio.create_task(create_all())
+            done = await seen.wait("pod-", measured, timeout=max(120.0, measured / 5))
             elapsed = (seen.last or time.perf_counter()) - t0
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            cpu1["bench"] = time.process_time()
+            _stop_profile(spies)
             stop.set()
             await creates
             churned = await churn if churn is not None else 0
@@ -217,9 +234,11 @@ async def _drive(workload: Workload, scale: float, target: str,
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-    count = len(seen.bound)
-    cpu = " ".join(f"{name}={cpu1[name] - cpu0[name]:.1f}" for name in pids)
-    notes = cpu + ("" if done else " (timed out)") + (f" churn={churned}" if churned else "")
+    count = len(seen.bound["pod-"])
+    cpu = " ".join(f"{name}={cpu1[name] - cpu0[name]:.1f}" for name in cpu1)
+    notes = (cpu + f" created/s={measured / created[0]:.0f}" + ("" if done else " (timed out)")
+             + (f" churn={churned}" if churned else "")
+             + (f" victims={seen.removed}" if seen.removed else ""))
     return E2EResult(nodes, initial, count, count / elapsed if elapsed > 0 else 0.0, notes)
 
 
@@ -231,16 +250,16 @@ def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
         env = {"SKIFF_LOG_LEVEL": "WARNING"}
         etcd = etcd_process(root / "etcd", client_port=etcd_port, peer_port=peer_port)
         extra = ["--apiserver-processes", str(apiservers)] if apiservers > 1 else []
-        api = _profiled(service_process(
+        api = (service_process(
             "apiserver", "skiff.apiserver",
             ["--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port",
-             str(api_port), *extra], log_dir=root / "logs", env=env), profile_dir)
+             str(api_port), *extra], log_dir=root / "logs", env=env))
         target = f"127.0.0.1:{api_port}"
         health = free_port()
-        sched = _profiled(service_process(
+        sched = (service_process(
             "scheduler", "skiff.scheduler",
             ["--apiserver", target, "--health-port", str(health), "--leader-elect=false"],
-            log_dir=root / "logs", env=env), profile_dir)
+            log_dir=root / "logs", env=env))
         procs = [etcd, api, sched]
         try:
             etcd.start()
@@ -250,7 +269,7 @@ def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
             sched.start()
             wait_grpc_healthy(sched, f"127.0.0.1:{health}")
             pids = {"etcd": etcd.pid, "apiserver": api.pid, "scheduler": sched.pid}
-            return asyncio.run(_drive(workload, scale, target, pids))
+            return asyncio.run(_drive(workload, scale, target, pids, profile_dir))
         except Exception:
             for proc in procs:
                 print(f"--- {proc.name} log:\n{proc.tail(20)}", file=sys.stderr)
