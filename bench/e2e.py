@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from scheduler_perf import Workload
 
 Obj = dict[str, Any]
-CONCURRENCY = 32
+CONCURRENCY = 128  # creates in flight: pods must arrive faster than they are scheduled
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
@@ -137,7 +137,8 @@ class Bound:
                         self._deletes.add(task)
                         task.add_done_callback(self._deletes.discard)
                         continue
-                    seen = self.bound.get(meta["name"][:5])
+                    seen = next((names for prefix, names in self.bound.items()
+                                 if meta["name"].startswith(prefix)), None)
                     if (seen is not None and ev.object["spec"].get("nodeName")
                             and meta["name"] not in seen):
                         seen.add(meta["name"])
@@ -243,22 +244,24 @@ async def _drive(workload: Workload, scale: float, target: str,
 
 
 def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
-            profile_dir: str = "") -> E2EResult:
+            profile_dir: str = "", scheduler_args: tuple[str, ...] = ()) -> E2EResult:
     with tempfile.TemporaryDirectory(prefix="skiff-sched-perf-") as tmp:
         root = Path(tmp)
         etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        env = {"SKIFF_LOG_LEVEL": "WARNING"}
+        env: dict[str, str] = {}
+        quiet = ["--log-level", "WARNING"]  # as bench/apiserver.py: no log line per pod
         etcd = etcd_process(root / "etcd", client_port=etcd_port, peer_port=peer_port)
         extra = ["--apiserver-processes", str(apiservers)] if apiservers > 1 else []
         api = (service_process(
             "apiserver", "skiff.apiserver",
             ["--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port",
-             str(api_port), *extra], log_dir=root / "logs", env=env))
+             str(api_port), *quiet, *extra], log_dir=root / "logs", env=env))
         target = f"127.0.0.1:{api_port}"
         health = free_port()
         sched = (service_process(
             "scheduler", "skiff.scheduler",
-            ["--apiserver", target, "--health-port", str(health), "--leader-elect=false"],
+            ["--apiserver", target, "--health-port", str(health), "--leader-elect=false",
+             *quiet, *scheduler_args],
             log_dir=root / "logs", env=env))
         procs = [etcd, api, sched]
         try:

@@ -180,7 +180,9 @@ def main() -> None:
     parser.add_argument("--apiserver-processes", default="1",
                         help="comma-separated apiserver process counts for the e2e run")
     parser.add_argument("--profile-dir", default="",
-                        help="run apiserver and scheduler under cProfile, dumps here")
+                        help="sample apiserver and scheduler with py-spy into this directory")
+    parser.add_argument("--scheduler-args", default="",
+                        help="extra scheduler flags, space-separated (e.g. --parallel-binds 64)")
     args = parser.parse_args()
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
     if args.in_process:
@@ -203,7 +205,8 @@ def main() -> None:
         ceiling, _ = in_process_rate(workload, args.scale, args.seed)
         for count in [int(c) for c in args.apiserver_processes.split(",")]:
             result = run_e2e(workload, args.scale, apiservers=count,
-                             profile_dir=args.profile_dir)
+                             profile_dir=args.profile_dir,
+                             scheduler_args=tuple(args.scheduler_args.split()))
             threshold = f"{workload.threshold:.0f}" if workload.threshold else "-"
             print(f"{workload.name:<18} {count:>4} {result.nodes:>6} {result.initial:>8} "
                   f"{result.measured:>9} {result.rate:>10.1f} {threshold:>5} {ceiling:>8.1f} "

@@ -506,7 +506,7 @@ class Registry:
 
         async def attempt() -> Obj:
             cur = await self._get_kv(info, namespace, name)
-            pod = copy.deepcopy(cur.obj)
+            pod = cur.obj  # freshly decoded for this request, shared with nobody: no copy
             assert pod is not None
             if uid and pod["metadata"].get("uid") != uid:
                 raise ApiError.conflict("pods", name, "the pod's UID does not match the "
