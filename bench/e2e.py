@@ -51,6 +51,15 @@ def cpu_seconds(pid: int | None) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def _children(pid: int | None) -> list[int]:
+    """The apiserver's replica processes (--processes)."""
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
 def _profile(pids: dict[str, int | None], profile_dir: str) -> list[subprocess.Popen[bytes]]:
     """py-spy (from PyPI) sampling each Skiff process into `<name>.txt` (collapsed stacks)
     until it is interrupted."""
@@ -271,7 +280,10 @@ def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
             wait_grpc_healthy(api, target)
             sched.start()
             wait_grpc_healthy(sched, f"127.0.0.1:{health}")
-            pids = {"etcd": etcd.pid, "apiserver": api.pid, "scheduler": sched.pid}
+            pids: dict[str, int | None] = {"etcd": etcd.pid, "apiserver": api.pid}
+            for i, child in enumerate(_children(api.pid), start=2):
+                pids[f"apiserver{i}"] = child
+            pids["scheduler"] = sched.pid
             return asyncio.run(_drive(workload, scale, target, pids, profile_dir))
         except Exception:
             for proc in procs:

@@ -12,9 +12,12 @@ import asyncio
 import contextlib
 import logging
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
@@ -50,6 +53,10 @@ class ApiServerSettings:
     etcd_retry_seconds: float = duration(10.0, help="how long a request retries a lost etcd")
     shutdown_grace_seconds: float = duration(5.0)
     log_level: str = setting("INFO")
+    processes: int = setting(1, help="serve from this many processes sharing the ports "
+                                     "(SO_REUSEPORT), each with its own watch cache; needs "
+                                     "fixed --secure-port and --http-port")
+    reuse_port: bool = setting(False, help="bind with SO_REUSEPORT (set for --processes)")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -78,8 +85,10 @@ class ApiServer:
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds)))
+        reuse = s.reuse_port or s.processes > 1
         server, port, health = build_server(ApiService(registry),
-                                            address=f"{s.bind_address}:{s.secure_port}")
+                                            address=f"{s.bind_address}:{s.secure_port}",
+                                            reuse_port=reuse)
         await health.set("", NOT_SERVING)
         await server.start()
         try:
@@ -92,7 +101,7 @@ class ApiServer:
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(KubeApi(registry).handle, host=s.bind_address,
-                                      port=s.http_port)
+                                      port=s.http_port, reuse_port=reuse)
                     http_port = await http.start()
                     log.info("kubectl endpoint serving",
                              extra={"address": f"http://{s.bind_address}:{http_port}"})
@@ -131,6 +140,13 @@ class ApiServer:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     setup_logging("apiserver", settings.log_level)
+    children: list[subprocess.Popen[bytes]] = []
+    if settings.processes > 1:
+        if settings.secure_port == 0 or settings.http_port == 0:
+            raise SystemExit("--processes: give fixed --secure-port and --http-port (the "
+                             "processes share them)")
+        children = replicas.start_replicas(settings.processes - 1,
+                                           sys.argv[1:] if argv is None else argv)
     setup_tracing("skiff-apiserver")
     app = ApiServer(settings)
 
@@ -145,5 +161,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        replicas.stop_replicas(children)
         with contextlib.suppress(Exception):
             shutdown_tracing()

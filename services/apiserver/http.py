@@ -54,8 +54,9 @@ Handler = Callable[[Request], Awaitable[Response]]
 
 class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int,
-                 max_body: int = MAX_BODY) -> None:
+                 max_body: int = MAX_BODY, reuse_port: bool = False) -> None:
         self._handler = handler
+        self._reuse_port = reuse_port
         self._host, self._port = host, port
         self._max_body = max_body
         self._runner: web.AppRunner | None = None
@@ -66,7 +67,8 @@ class HttpServer:
         self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
                                      shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True)
+        site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True,
+                           reuse_port=self._reuse_port or None)
         await site.start()
         return int(self._runner.addresses[0][1])  # what port 0 became
 

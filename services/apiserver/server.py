@@ -221,12 +221,13 @@ def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]]) -> grpc.RpcMet
     return grpc.unary_stream_rpc_method_handler(handler)
 
 
-def build_server(service: ApiService, *, address: str) -> tuple[grpc.aio.Server, int,
-                                                                 health.aio.HealthServicer]:
+def build_server(service: ApiService, *, address: str, reuse_port: bool = False
+                 ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.so_reuseport", 0),
+        # Off unless several apiserver processes share the port (apiserver --processes).
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
         # Accept the clients' keepalive pings (see skiff.client.api) instead of GOAWAY.
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),
