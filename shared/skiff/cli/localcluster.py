@@ -147,6 +147,7 @@ class LocalCluster:
     config: ClusterConfig = field(default_factory=ClusterConfig)
     processes: list[Process] = field(default_factory=list)
     components: list[Component] = field(default_factory=list)
+    apiserver_processes: int = 1  # > 1: `--processes`, sharing the ports (SO_REUSEPORT)
     # Seconds from the start of `start()` until each component answered its health check.
     start_seconds: dict[str, float] = field(default_factory=dict)
 
@@ -182,6 +183,8 @@ class LocalCluster:
                 "apiserver", "skiff.apiserver",
                 ["--etcd-servers", f"http://127.0.0.1:{etcd_port}",
                  "--secure-port", str(api_port), "--http-port", str(http_port),
+                 *(["--processes", str(self.apiserver_processes)]
+                   if self.apiserver_processes > 1 else []),
                  *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
