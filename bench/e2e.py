@@ -260,7 +260,7 @@ def run_e2e(workload: Workload, scale: float, *, apiservers: int = 1,
         env: dict[str, str] = {}
         quiet = ["--log-level", "WARNING"]  # as bench/apiserver.py: no log line per pod
         etcd = etcd_process(root / "etcd", client_port=etcd_port, peer_port=peer_port)
-        extra = ["--apiserver-processes", str(apiservers)] if apiservers > 1 else []
+        extra = ["--processes", str(apiservers)] if apiservers > 1 else []
         api = (service_process(
             "apiserver", "skiff.apiserver",
             ["--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port",

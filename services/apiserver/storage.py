@@ -236,14 +236,21 @@ class EtcdStorage:
         """Every key under `prefix` at one revision, read in pages of `LIST_PAGE` keys so no
         etcd reply has to hold the whole range."""
         items: builtins.list[KeyValue] = []
-        start = b""
+        start, pinned = b"", revision
         while True:
-            page = await self.list_page(prefix, revision=revision, start=start,
-                                        limit=LIST_PAGE)
+            try:
+                page = await self.list_page(prefix, revision=pinned, start=start,
+                                            limit=LIST_PAGE)
+            except ApiError as err:
+                if err.reason != Reason.GONE or revision or not start:
+                    raise
+                # Compacted between two pages of a read of "now": read it again.
+                items, start, pinned = [], b"", 0
+                continue
             items.extend(page.items)
-            revision = page.revision
+            pinned = page.revision
             if not page.more:
-                return items, revision
+                return items, pinned
             start = page.next_key
 
     async def list_page(self, prefix: str, *, revision: int = 0, start: bytes = b"",
