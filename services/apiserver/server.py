@@ -147,7 +147,7 @@ class ApiService:
              "namespaced": k.namespaced, "shortNames": list(k.short_names)}
             for k in KINDS]}
 
-    async def Watch(self, req: Obj) -> AsyncIterator[Obj]:
+    async def Watch(self, req: Obj) -> AsyncIterator[bytes]:
         opts = _options(req)
         bookmarks = bool(opts.get("allowWatchBookmarks", True))
         async for ev in self.registry.watch(
@@ -158,7 +158,7 @@ class ApiService:
                 name=_str(req, "name")):
             if ev.type == "BOOKMARK" and not bookmarks:
                 continue
-            yield ev.to_wire()
+            yield ev.encoded()
 
 
 def _decode_request(data: bytes) -> Obj:
@@ -207,12 +207,12 @@ def _unary(method: str, fn: Handler) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(handler)
 
 
-def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]]) -> grpc.RpcMethodHandler:
+def _stream(method: str, fn: Callable[[Obj], AsyncIterator[bytes]]) -> grpc.RpcMethodHandler:
     async def handler(data: bytes,
                       context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
         try:
             async for item in fn(_decode_request(data)):
-                yield encode(item)
+                yield item  # already encoded (shared by every watcher of the event)
         except ApiError as err:
             await _abort(context, err)
         except Exception as err:

@@ -20,7 +20,7 @@ import builtins
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aetcd
@@ -87,6 +87,9 @@ class RawEvent:
     obj: Obj | None  # the new value (None on DELETE)
     prev: Obj | None  # the previous value when etcd still has it
     created: bool  # PUT that created the key
+    # Encoded watch messages of this event by type, shared by every watcher that gets the
+    # same object (one encode per event instead of one per watcher).
+    wire: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _transient(err: BaseException) -> bool:
