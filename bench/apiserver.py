@@ -112,7 +112,7 @@ async def bench_security(insecure_target: str, secure_target: str, sec: ClusterS
     print(f"ratio secure/insecure:  {s / p:9.3f}")
 
 
-async def bench_watch(target: str, watchers: int, events: int) -> None:
+async def bench_watch(target: str, watchers: int, events: int, rate: float) -> None:
     async with ApiClient(target) as api:
         rv = (await api.list("pods", "default"))["metadata"]["resourceVersion"]
         created_at: dict[str, float] = {}
@@ -135,19 +135,28 @@ async def bench_watch(target: str, watchers: int, events: int) -> None:
 
         tasks = [asyncio.create_task(watch()) for _ in range(watchers)]
         await asyncio.sleep(1.0)
-        for i in range(events):
+        async def create(i: int) -> None:
             pod = make_pod(f"lat-{run}-{i}")
             pod["metadata"]["labels"]["run"] = run
             start = time.perf_counter()
             obj = await api.create(pod)
             created_at[obj["metadata"]["name"]] = start
-            await asyncio.sleep(0.02)
+
+        # Writes are issued at `rate` per second (not one after the other), so the watchers
+        # see that write rate even when one create takes longer than 1/rate.
+        writes = []
+        began = time.perf_counter()
+        for i in range(events):
+            writes.append(asyncio.create_task(create(i)))
+            await asyncio.sleep(max(0.0, began + (i + 1) / rate - time.perf_counter()))
+        await asyncio.gather(*writes)
+        achieved = events / (time.perf_counter() - began)
         await asyncio.wait_for(asyncio.gather(*tasks), 120)
     latencies.sort()
     p50 = statistics.median(latencies)
     p99 = latencies[int(len(latencies) * 0.99) - 1]
-    print(f"watch delivery, {watchers} watchers x {events} events: "
-          f"p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
+    print(f"watch delivery, {watchers} watchers x {events} events at {rate:g} writes/s "
+          f"(achieved {achieved:.0f}/s): p50 {p50 * 1000:.1f} ms, p99 {p99 * 1000:.1f} ms")
 
 
 def main() -> None:
@@ -155,7 +164,9 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--watchers", type=int, default=100)
-    parser.add_argument("--events", type=int, default=100)
+    parser.add_argument("--events", type=int, default=1000)
+    parser.add_argument("--write-rate", type=float, default=500.0,
+                        help="creates per second while the watchers listen")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skiff-bench-") as tmp:
         root = Path(tmp)
@@ -172,7 +183,7 @@ def main() -> None:
             target = f"127.0.0.1:{api_port}"
             wait_grpc_healthy(api, target)
             asyncio.run(bench_writes(etcd_port, target, args.pods, args.concurrency))
-            asyncio.run(bench_watch(target, args.watchers, args.events))
+            asyncio.run(bench_watch(target, args.watchers, args.events, args.write_rate))
             sec = ClusterSecurity(ensure_pki(root / "pki"))
             tls = sec.etcd_tls()
             s_etcd_port, s_peer_port, s_api_port = free_port(), free_port(), free_port()

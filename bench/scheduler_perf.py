@@ -2,15 +2,23 @@
 scheduler_perf): hollow nodes, initial pods, then measured pods, printed as pods/s next to
 Kubernetes' own thresholds for the same workloads.
 
-- SchedulingBasic: 5000 nodes, 1000 initial pods, 10000 measured (threshold 270 pods/s)
+- SchedulingBasic: 5000 nodes, 1000 initial pods, 5000 measured (threshold 270 pods/s)
 - TopologySpreading: 5000 nodes in 3 zones, 5000 initial, 5000 measured pods with a zone
   DoNotSchedule constraint (threshold 85 pods/s)
 - PreemptionBasic: 500 nodes, 2000 low-priority initial pods filling them, 500 measured
   high-priority pods that must preempt (threshold 18 pods/s)
 
-It measures the scheduling algorithm in-process against the scheduler's cache (every
-plugin, the adaptive percentage of nodes to score, assume, preemption's dry runs), with
-binding and the victims' removal done instantly in memory — no apiserver round trips.
+- SchedulingChurn: 1000 nodes, 1000 measured pods while other pods are created and deleted
+  all along (no Kubernetes threshold)
+
+By default it measures end to end, as Kubernetes does: a real etcd, apiserver and scheduler
+(`--leader-elect=false`) as processes, nodes and pods created through the API, and
+throughput = measured pods bound per second, seen on a watch of pods. PreemptionBasic's
+victims are removed as a kubelet would (a force delete once they are terminating). It prints
+each process's CPU seconds too. `--in-process` runs only the scheduling algorithm against
+the scheduler's cache with instant binding (the ceiling); the default run measures that too
+and prints e2e ÷ in-process. `--apiserver-processes 1,2` repeats the e2e run with that many
+apiserver processes sharing one port (SO_REUSEPORT) when the apiserver supports it.
 Pod and node templates approximate scheduler_perf's node-default / pod-default /
 pod-low-priority / pod-high-priority files.
 
@@ -77,7 +85,7 @@ def pod_high(name: str) -> Obj:
 
 
 WORKLOADS = {
-    "SchedulingBasic": Workload("SchedulingBasic", 5000, 1000, 10000, 270, node_default,
+    "SchedulingBasic": Workload("SchedulingBasic", 5000, 1000, 5000, 270, node_default,
                                 lambda i: pod_default(f"init-{i}"),
                                 lambda i: pod_default(f"pod-{i}")),
     "TopologySpreading": Workload("TopologySpreading", 5000, 5000, 5000, 85, node_default,
@@ -86,6 +94,9 @@ WORKLOADS = {
     "PreemptionBasic": Workload("PreemptionBasic", 500, 2000, 500, 18, node_default,
                                 lambda i: pod_low(f"init-{i}"),
                                 lambda i: pod_high(f"pod-{i}")),
+    "SchedulingChurn": Workload("SchedulingChurn", 1000, 0, 1000, 0, node_default,
+                                lambda i: pod_default(f"init-{i}"),
+                                lambda i: pod_default(f"pod-{i}")),
 }
 
 
@@ -151,6 +162,12 @@ async def run(workload: Workload, scale: float, seed: int) -> tuple[int, int, in
     return nodes, initial, scheduled, elapsed, actions.victims
 
 
+def in_process_rate(workload: Workload, scale: float, seed: int) -> tuple[float, str]:
+    nodes, initial, scheduled, elapsed, victims = asyncio.run(run(workload, scale, seed))
+    rate = scheduled / elapsed if elapsed > 0 else float("inf")
+    return rate, f"{victims} victims" if victims else ""
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--workloads", default=",".join(WORKLOADS),
@@ -158,17 +175,43 @@ def main() -> None:
     parser.add_argument("--scale", type=float, default=1.0,
                         help="multiply every size (0.1 runs in seconds)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--in-process", action="store_true",
+                        help="only the in-process algorithm loop (the ceiling)")
+    parser.add_argument("--apiserver-processes", default="1",
+                        help="comma-separated apiserver process counts for the e2e run")
+    parser.add_argument("--profile-dir", default="",
+                        help="sample apiserver and scheduler with py-spy into this directory")
+    parser.add_argument("--scheduler-args", default="",
+                        help="extra scheduler flags, space-separated (e.g. --parallel-binds 64)")
     args = parser.parse_args()
-    print(f"{'workload':<18} {'nodes':>6} {'initial':>8} {'measured':>9} {'pods/s':>9} "
-          f"{'k8s threshold':>14} {'ratio':>6}  notes")
-    for name in args.workloads.split(","):
-        workload = WORKLOADS[name.strip()]
-        nodes, initial, scheduled, elapsed, victims = asyncio.run(
-            run(workload, args.scale, args.seed))
-        rate = scheduled / elapsed if elapsed > 0 else float("inf")
-        notes = f"{victims} victims" if victims else ""
-        print(f"{workload.name:<18} {nodes:>6} {initial:>8} {scheduled:>9} {rate:>9.1f} "
-              f"{workload.threshold:>14.0f} {rate / workload.threshold:>6.2f}  {notes}")
+    names = [n.strip() for n in args.workloads.split(",") if n.strip()]
+    if args.in_process:
+        print(f"{'workload (in-process ceiling)':<30} {'nodes':>6} {'measured':>9} "
+              f"{'pods/s':>9} {'k8s threshold':>14}  notes")
+        for name in names:
+            workload = WORKLOADS[name]
+            rate, notes = in_process_rate(workload, args.scale, args.seed)
+            print(f"{workload.name:<30} {int(workload.nodes * args.scale):>6} "
+                  f"{max(1, int(workload.measured * args.scale)):>9} {rate:>9.1f} "
+                  f"{workload.threshold:>14.0f}  {notes}")
+        return
+
+    from e2e import run_e2e, time_skiff_up  # noqa: PLC0415 - the e2e harness
+
+    print(f"{'workload':<18} {'apis':>4} {'nodes':>6} {'initial':>8} {'measured':>9} "
+          f"{'e2e pods/s':>10} {'k8s':>5} {'in-proc':>8} {'e2e/in':>6}  CPU s / notes")
+    for name in names:
+        workload = WORKLOADS[name]
+        ceiling, _ = in_process_rate(workload, args.scale, args.seed)
+        for count in [int(c) for c in args.apiserver_processes.split(",")]:
+            result = run_e2e(workload, args.scale, apiservers=count,
+                             profile_dir=args.profile_dir,
+                             scheduler_args=tuple(args.scheduler_args.split()))
+            threshold = f"{workload.threshold:.0f}" if workload.threshold else "-"
+            print(f"{workload.name:<18} {count:>4} {result.nodes:>6} {result.initial:>8} "
+                  f"{result.measured:>9} {result.rate:>10.1f} {threshold:>5} {ceiling:>8.1f} "
+                  f"{result.rate / ceiling:>6.2f}  {result.notes}", flush=True)
+    print(f"skiff up (3 nodes, every node Ready): {time_skiff_up():.2f} s")
 
 
 if __name__ == "__main__":

@@ -14,9 +14,12 @@ import asyncio
 import contextlib
 import logging
 import signal
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
 from skiff.apiserver.guard import RequestGuard, TlsFiles
@@ -77,6 +80,10 @@ class ApiServerSettings:
                                           help="`iss` of ServiceAccount tokens")
     disable_admission_plugins: str = setting(
         "", help="comma-separated admission plugins to turn off (ServiceAccount)")
+    processes: int = setting(1, help="serve from this many processes sharing the ports "
+                                     "(SO_REUSEPORT), each with its own watch cache; needs "
+                                     "fixed --secure-port and --http-port")
+    reuse_port: bool = setting(False, help="bind with SO_REUSEPORT (set for --processes)")
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -120,9 +127,10 @@ class ApiServer:
                                 key_file=s.service_account_key_file,
                                 issuer=s.service_account_issuer)
         tls, guard = self._security(registry, tokens)
+        reuse = s.reuse_port or s.processes > 1
         server, port, health = build_server(ApiService(registry, tokens=tokens),
                                             address=f"{s.bind_address}:{s.secure_port}",
-                                            tls=tls, guard=guard)
+                                            tls=tls, guard=guard, reuse_port=reuse)
         await health.set("", NOT_SERVING)
         await server.start()
         try:
@@ -139,7 +147,8 @@ class ApiServer:
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None),
-                        routes=PodStreams(registry, guard=guard).register)
+                        routes=PodStreams(registry, guard=guard).register,
+                        reuse_port=reuse)
                     http_port = await http.start()
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",
@@ -202,6 +211,13 @@ class ApiServer:
 def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     setup_logging("apiserver", settings.log_level)
+    children: list[subprocess.Popen[bytes]] = []
+    if settings.processes > 1:
+        if settings.secure_port == 0 or settings.http_port == 0:
+            raise SystemExit("--processes: give fixed --secure-port and --http-port (the "
+                             "processes share them)")
+        children = replicas.start_replicas(settings.processes - 1,
+                                           sys.argv[1:] if argv is None else argv)
     setup_tracing("skiff-apiserver")
     app = ApiServer(settings)
 
@@ -216,5 +232,6 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         pass
     finally:
+        replicas.stop_replicas(children)
         with contextlib.suppress(Exception):
             shutdown_tracing()

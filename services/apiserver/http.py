@@ -62,11 +62,13 @@ class HttpServer:
     def __init__(self, handler: Handler, *, host: str, port: int,
                  max_body: int = MAX_BODY, ssl_context: ssl.SSLContext | None = None,
                  authenticate: Authenticate | None = None,
-                 routes: Callable[[web.Application], None] | None = None) -> None:
+                 routes: Callable[[web.Application], None] | None = None,
+                 reuse_port: bool = False) -> None:
         self._handler = handler
         self._ssl_context = ssl_context
         self._authenticate = authenticate
         self._routes = routes  # routes served by aiohttp directly (WebSocket streams)
+        self._reuse_port = reuse_port
         self._host, self._port = host, port
         self._max_body = max_body
         self._runner: web.AppRunner | None = None
@@ -80,7 +82,8 @@ class HttpServer:
                                      shutdown_timeout=1.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True,
-                           ssl_context=self._ssl_context)
+                           ssl_context=self._ssl_context,
+                           reuse_port=self._reuse_port or None)
         await site.start()
         return int(self._runner.addresses[0][1])  # what port 0 became
 

@@ -29,6 +29,7 @@ from skiff.apiserver import collection, metricsapi, openapi, patches, protobuf, 
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
+from skiff.apiserver.paging import list_options
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
@@ -229,7 +230,8 @@ class KubeApi:
             if method == "GET":
                 listed = await r.list(info.resource, namespace,
                                       label_selector=q.get("labelSelector", ""),
-                                      field_selector=q.get("fieldSelector", ""))
+                                      field_selector=q.get("fieldSelector", ""),
+                                      **list_options(q))
                 return Response(200, self._maybe_table(req, info, listed["items"], listed))
             if method == "POST":
                 body = field_managers.record_update(info.kind, None, _body(req),
@@ -420,8 +422,9 @@ class KubeApi:
                          "object": {"kind": "PartialObjectMetadata",
                                     "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
-                "metadata": {"resourceVersion": whole.get("metadata", {}).get(
-                    "resourceVersion", "")},
+                "metadata": {"resourceVersion": "", **{  # a page's continue token too
+                    k: v for k, v in whole.get("metadata", {}).items()
+                    if k in ("resourceVersion", "continue", "remainingItemCount")}},
                 "columnDefinitions": [
                     {"name": name.title() if name != "NAME" else "Name", "type": "string",
                      "format": "name" if name == "NAME" else "", "description": name,

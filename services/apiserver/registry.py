@@ -34,11 +34,11 @@ from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
-from skiff.apiserver import admission, graceful
+from skiff.apiserver import admission, graceful, paging
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.serviceaccounts import admit_service_account
-from skiff.apiserver.storage import EtcdStorage, KeyValue, LeaderFenced
+from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.storageclasses import admit_default_storage_class
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
@@ -331,18 +331,56 @@ class Registry:
 
     async def list(self, resource: str, namespace: str | None, *,
                    label_selector: str = "", field_selector: str = "",
-                   revision: int = 0) -> Obj:
+                   revision: int = 0, limit: int = 0, continue_token: str = "") -> Obj:
+        """A `<Kind>List`; with `limit`, one page of it and a `continue` token for the next
+        (Kubernetes' chunked lists: every page is read at the first page's revision)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector)
         ns = namespace if info.namespaced else None
         _check_revision("revision", revision)
-        kvs, rev = await self.storage.list(storage_prefix(info, ns), revision=revision)
-        items = [kv.obj for kv in kvs if kv.obj is not None
-                 and labels.matches(kv.obj.get("metadata", {}).get("labels"))
-                 and fields.matches(kv.obj)]
+        if limit < 0:
+            raise ApiError.bad_request(f"limit: {limit} must not be negative")
+        prefix = storage_prefix(info, ns)
+
+        def keep(obj: Obj | None) -> bool:
+            return (obj is not None
+                    and labels.matches(obj.get("metadata", {}).get("labels"))
+                    and fields.matches(obj))
+
+        if not limit and not continue_token:
+            kvs, rev = await self.storage.list(prefix, revision=revision)
+            items = [kv.obj for kv in kvs if keep(kv.obj)]
+            return {"apiVersion": info.api_version, "kind": f"{info.kind}List",
+                    "metadata": {"resourceVersion": str(revision or rev)}, "items": items}
+        start = b""
+        if continue_token:
+            token = paging.decode_continue(continue_token)
+            revision, start = token.revision, (prefix + token.start).encode()
+        items = []
+        meta: Obj = {}
+        while True:
+            want = (limit or LIST_PAGE) - len(items)
+            try:
+                page = await self.storage.list_page(prefix, revision=revision, start=start,
+                                                    limit=max(want, 1))
+            except ApiError as err:
+                if err.reason == Reason.GONE and continue_token:
+                    raise paging.expired(revision) from None
+                raise
+            revision = page.revision
+            items.extend(kv.obj for kv in page.items if keep(kv.obj))
+            if not page.more:
+                break
+            start = page.next_key
+            if not limit or len(items) >= limit:
+                meta["continue"] = paging.encode_continue(
+                    revision, page.next_key.decode().removeprefix(prefix))
+                if not label_selector and not field_selector:
+                    meta["remainingItemCount"] = page.remaining
+                break
         return {"apiVersion": info.api_version, "kind": f"{info.kind}List",
-                "metadata": {"resourceVersion": str(revision or rev)}, "items": items}
+                "metadata": {"resourceVersion": str(revision), **meta}, "items": items}
 
     async def history(self, resource: str, namespace: str | None, name: str) -> Obj:
         """Every version of one object still in etcd, oldest first (AS6)."""
@@ -523,7 +561,7 @@ class Registry:
 
         async def attempt() -> Obj:
             cur = await self._get_kv(info, namespace, name)
-            pod = copy.deepcopy(cur.obj)
+            pod = cur.obj  # freshly decoded for this request, shared with nobody: no copy
             assert pod is not None
             if uid and pod["metadata"].get("uid") != uid:
                 raise ApiError.conflict("pods", name, "the pod's UID does not match the "

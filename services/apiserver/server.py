@@ -107,7 +107,8 @@ class ApiService:
             _str(req, "resource"), req.get("namespace"),
             label_selector=_str(opts, "labelSelector"),
             field_selector=_str(opts, "fieldSelector"),
-            revision=_int(opts, "revision"))
+            revision=_int(opts, "revision"), limit=_int(opts, "limit"),
+            continue_token=_str(opts, "continue"))
 
     async def Update(self, req: Obj) -> Obj:
         opts = _options(req)
@@ -159,7 +160,7 @@ class ApiService:
              "namespaced": k.namespaced, "shortNames": list(k.short_names)}
             for k in KINDS]}
 
-    async def Watch(self, req: Obj) -> AsyncIterator[Obj]:
+    async def Watch(self, req: Obj) -> AsyncIterator[bytes]:
         opts = _options(req)
         bookmarks = bool(opts.get("allowWatchBookmarks", True))
         timeout = collection.timeout_seconds(opts.get("timeoutSeconds"))
@@ -171,7 +172,7 @@ class ApiService:
                 name=_str(req, "name")), timeout):
             if ev.type == "BOOKMARK" and not bookmarks:
                 continue
-            yield ev.to_wire()
+            yield ev.encoded()
 
 
 def _decode_request(data: bytes) -> Obj:
@@ -223,7 +224,7 @@ def _unary(method: str, fn: Handler, guard: RequestGuard | None) -> grpc.RpcMeth
     return grpc.unary_unary_rpc_method_handler(handler)
 
 
-def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]],
+def _stream(method: str, fn: Callable[[Obj], AsyncIterator[bytes]],
             guard: RequestGuard | None) -> grpc.RpcMethodHandler:
     async def handler(data: bytes,
                       context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
@@ -232,7 +233,7 @@ def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]],
             if guard is not None:
                 await guard.grpc(method, context, req)
             async for item in fn(req):
-                yield encode(item)
+                yield item  # already encoded (shared by every watcher of the event)
         except ApiError as err:
             await _abort(context, err)
         except Exception as err:
@@ -242,12 +243,13 @@ def _stream(method: str, fn: Callable[[Obj], AsyncIterator[Obj]],
 
 
 def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = None,
-                 guard: RequestGuard | None = None,
+                 guard: RequestGuard | None = None, reuse_port: bool = False
                  ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
     server = grpc.aio.server(options=[
         ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
         ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.so_reuseport", 0),
+        # Off unless several apiserver processes share the port (apiserver --processes).
+        ("grpc.so_reuseport", 1 if reuse_port else 0),
         # Accept the clients' keepalive pings (see skiff.client.api) instead of GOAWAY.
         ("grpc.keepalive_permit_without_calls", 1),
         ("grpc.http2.min_recv_ping_interval_without_data_ms", 1000),

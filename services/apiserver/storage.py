@@ -20,7 +20,7 @@ import builtins
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aetcd
@@ -49,6 +49,11 @@ _EPOCH_ATTEMPTS = 10
 _QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
                   "leader changed", "unhealthy cluster", "timed out waiting for read index")
 
+# Range reads are paginated (`LIST_PAGE` keys a request), so no reply nears this; it only has
+# to hold one page of the largest objects (1.5 MiB each) and etcd's own request limit.
+_ETCD_MAX_MESSAGE = 256 * 1024 * 1024
+LIST_PAGE = 500
+
 _TRANSIENT = (
     aetcd.exceptions.ConnectionFailedError,
     aetcd.exceptions.ConnectionTimeoutError,
@@ -65,6 +70,15 @@ class KeyValue:
 
 
 @dataclass(frozen=True)
+class ListPage:
+    items: list[KeyValue]
+    revision: int  # the revision every page of this list is read at
+    more: bool
+    next_key: bytes  # where the next page starts (empty when there is none)
+    remaining: int  # keys in the range after this page
+
+
+@dataclass(frozen=True)
 class RawEvent:
     """One etcd change under /registry/, decoded."""
 
@@ -74,6 +88,9 @@ class RawEvent:
     obj: Obj | None  # the new value (None on DELETE)
     prev: Obj | None  # the previous value when etcd still has it
     created: bool  # PUT that created the key
+    # Encoded watch messages of this event by type, shared by every watcher that gets the
+    # same object (one encode per event instead of one per watcher).
+    wire: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
 
 
 def _transient(err: BaseException) -> bool:
@@ -130,7 +147,9 @@ class EtcdStorage:
             return TlsEtcdClient(tls=self._tls, host=host or "127.0.0.1", port=int(port),
                                  timeout=int(max(1, self._timeout)))
         return aetcd.Client(host=host or "127.0.0.1", port=int(port),
-                            timeout=int(max(1, self._timeout)))
+                            timeout=int(max(1, self._timeout)),
+                            options={"grpc.max_receive_message_length": _ETCD_MAX_MESSAGE,
+                                     "grpc.max_send_message_length": _ETCD_MAX_MESSAGE})
 
     def _failover(self, failed: aetcd.Client) -> None:
         """Move to the next etcd member after `failed` (if still in use) did not answer."""
@@ -186,13 +205,14 @@ class EtcdStorage:
                 "(a majority of etcd members); retry later or use another apiserver")
 
     async def _range(self, key: str, *, prefix: bool, revision: int = 0,
-                     count_only: bool = False) -> Any:
+                     count_only: bool = False, start: bytes = b"", limit: int = 0) -> Any:
         k = key.encode()
         request = etcdrpc.RangeRequest(
-            key=k,
+            key=start or k,
             range_end=aetcd.utils.prefix_range_end(k) if prefix else b"",
             revision=revision,
             count_only=count_only,
+            limit=limit,
         )
 
         async def call() -> Any:
@@ -222,13 +242,41 @@ class EtcdStorage:
 
     async def list(self, prefix: str, *, revision: int = 0
                    ) -> tuple[builtins.list[KeyValue], int]:
-        resp = await self._range(prefix, prefix=True, revision=revision)
+        """Every key under `prefix` at one revision, read in pages of `LIST_PAGE` keys so no
+        etcd reply has to hold the whole range."""
+        items: builtins.list[KeyValue] = []
+        start, pinned = b"", revision
+        while True:
+            try:
+                page = await self.list_page(prefix, revision=pinned, start=start,
+                                            limit=LIST_PAGE)
+            except ApiError as err:
+                if err.reason != Reason.GONE or revision or not start:
+                    raise
+                # Compacted between two pages of a read of "now": read it again.
+                items, start, pinned = [], b"", 0
+                continue
+            items.extend(page.items)
+            pinned = page.revision
+            if not page.more:
+                return items, pinned
+            start = page.next_key
+
+    async def list_page(self, prefix: str, *, revision: int = 0, start: bytes = b"",
+                        limit: int = 0) -> ListPage:
+        """Up to `limit` keys under `prefix` from key `start` on (inclusive), at `revision`
+        (0: the newest, which the page then pins)."""
+        resp = await self._range(prefix, prefix=True, revision=revision, start=start,
+                                 limit=limit)
         items = [
             KeyValue(kv.key.decode(), decode_value(kv.value, kv.mod_revision),
                      kv.mod_revision, kv.create_revision)
             for kv in resp.kvs
         ]
-        return items, resp.header.revision
+        more = bool(resp.more)
+        next_key = resp.kvs[-1].key + b"\x00" if more and resp.kvs else b""
+        return ListPage(items, int(revision or resp.header.revision), more, next_key,
+                        max(0, int(resp.count) - len(items)))
 
     async def current_revision(self) -> int:
         resp = await self._range("/registry/", prefix=True, count_only=True)

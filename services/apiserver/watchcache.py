@@ -41,6 +41,7 @@ import aetcd.exceptions
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key
 from skiff.apiserver.storage import EtcdStorage, RawEvent
+from skiff.rpc import encode
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,20 @@ class WatchEvent:
     type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
     object: Obj
     revision: int
+    # The etcd event whose object this is, unchanged (so its encoding can be shared).
+    raw: RawEvent | None = field(default=None, compare=False, repr=False)
 
     def to_wire(self) -> Obj:
         return {"type": self.type, "object": self.object}
+
+    def encoded(self) -> bytes:
+        """`to_wire()` as msgpack, encoded once per etcd event and type for all watchers."""
+        if self.raw is None or self.raw.obj is not self.object:
+            return encode(self.to_wire())
+        data = self.raw.wire.get(self.type)
+        if data is None:
+            data = self.raw.wire[self.type] = encode(self.to_wire())
+        return data
 
 
 @dataclass
@@ -91,11 +103,11 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
         return WatchEvent("DELETED", _at_revision(raw.prev, raw.revision), raw.revision)
     assert raw.obj is not None
     if raw.created or raw.prev is None:
-        return WatchEvent("ADDED", raw.obj, raw.revision) if new_ok else None
+        return WatchEvent("ADDED", raw.obj, raw.revision, raw) if new_ok else None
     if new_ok and old_ok:
-        return WatchEvent("MODIFIED", raw.obj, raw.revision)
+        return WatchEvent("MODIFIED", raw.obj, raw.revision, raw)
     if new_ok:
-        return WatchEvent("ADDED", raw.obj, raw.revision)
+        return WatchEvent("ADDED", raw.obj, raw.revision, raw)
     if old_ok and raw.prev is not None:
         # Kubernetes' cacher: an object that left the selection is DELETED carrying its
         # previous state (the one that matched) at the new resourceVersion.

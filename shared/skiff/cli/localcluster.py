@@ -150,6 +150,9 @@ class LocalCluster:
     processes: list[Process] = field(default_factory=list)
     components: list[Component] = field(default_factory=list)
     insecure: bool = False  # `skiff up --insecure`: the old plaintext mode (warned)
+    apiserver_processes: int = 1  # > 1: `--processes`, sharing the ports (SO_REUSEPORT)
+    # Seconds from the start of `start()` until each component answered its health check.
+    start_seconds: dict[str, float] = field(default_factory=dict)
 
     def _record(self, proc: Process, address: str, health: str) -> None:
         assert proc.pid is not None
@@ -171,16 +174,18 @@ class LocalCluster:
         config_dir = self.data_dir / "config"
         env = {"SKIFF_LOG_FORMAT": "json"}
         sec = self.security(echo)
+        starting: list[tuple[Process, str]] = []
+        etcd: Process | None = None
+        apiserver: Process | None = None
         try:
             etcd_port, peer_port = free_port(), free_port()
             etcd_url = f"{sec.scheme}://127.0.0.1:{etcd_port}"
             etcd = etcd_process(self.data_dir, client_port=etcd_port, peer_port=peer_port,
                                 tls=sec.etcd_tls())
+            # Independent starts overlap (issue 15): the apiserver's interpreter loads while
+            # etcd comes up (it retries etcd), and every other component while both do.
+            began = time.monotonic()
             etcd.start()
-            wait_etcd_healthy(etcd, etcd_port, tls=sec.etcd_tls())
-            self._record(etcd, etcd_url, "")
-            echo(_line("etcd", etcd, etcd_url))
-
             api_port, http_port = free_port(), free_port()
             api_target = f"127.0.0.1:{api_port}"
             apiserver = service_process(
@@ -190,21 +195,11 @@ class LocalCluster:
                  *sec.apiserver_args(),
                  "--service-account-signing-key-file",
                  str(self.data_dir / "pki" / "service-account.key"),
+                 *(["--processes", str(self.apiserver_processes)]
+                   if self.apiserver_processes > 1 else []),
                  *self.config.flags("apiserver", config_dir)],
                 log_dir=logs, env=env)
             apiserver.start()
-            wait_grpc_healthy(apiserver, api_target, credentials=sec.credentials())
-            self._record(apiserver, api_target, api_target)
-            echo(_line("apiserver", apiserver, api_target))
-            kubeconfig = write_kubeconfig(self.data_dir,
-                                          f"{sec.scheme}://127.0.0.1:{http_port}",
-                                          security=sec)
-            echo(f"{'kubectl':<22} {'':<12} {sec.scheme}://127.0.0.1:{http_port:<8}   "
-                 f"export KUBECONFIG={kubeconfig}")
-            if sec.pki is not None:
-                echo(f"{'credentials':<22} {'':<12} {sec.pki.directory}   (CA, admin "
-                     f"certificate in system:masters; files 0600)")
-
             self.kube_api_address = f"127.0.0.1:{http_port}"
             # Pods' ServiceAccount volume carries the CA, so in-cluster clients verify HTTPS.
             self.root_ca_file = str(sec.pki.ca) if sec.pki is not None else ""
@@ -216,12 +211,33 @@ class LocalCluster:
                     "--apiserver", api_target, "--health-port", str(health_port), *extra],
                     log_dir=logs, env={**env, **sec.component_env(name)})
                 proc.start()
-                health = f"127.0.0.1:{health_port}"
+                starting.append((proc, f"127.0.0.1:{health_port}"))
+            wait_etcd_healthy(etcd, etcd_port, tls=sec.etcd_tls())
+            self._record(etcd, etcd_url, "")
+            echo(_line("etcd", etcd, etcd_url))
+            self.start_seconds["etcd"] = time.monotonic() - began
+            wait_grpc_healthy(apiserver, api_target, credentials=sec.credentials())
+            self._record(apiserver, api_target, api_target)
+            echo(_line("apiserver", apiserver, api_target))
+            self.start_seconds["apiserver"] = time.monotonic() - began
+            kubeconfig = write_kubeconfig(self.data_dir,
+                                          f"{sec.scheme}://127.0.0.1:{http_port}",
+                                          security=sec)
+            echo(f"{'kubectl':<22} {'':<12} {sec.scheme}://127.0.0.1:{http_port:<8}   "
+                 f"export KUBECONFIG={kubeconfig}")
+            if sec.pki is not None:
+                echo(f"{'credentials':<22} {'':<12} {sec.pki.directory}   (CA, admin "
+                     f"certificate in system:masters; files 0600)")
+            for proc, health in starting:
                 wait_grpc_healthy(proc, health)
                 self._record(proc, health, health)
-                echo(_line(name, proc, health))
+                echo(_line(proc.name, proc, health))
+                self.start_seconds[proc.name] = time.monotonic() - began
         except BaseException:
             self.stop()
+            for left in [etcd, apiserver, *(p for p, _ in starting)]:
+                if left is not None and left not in self.processes:  # started, not recorded
+                    left.stop()
             raise
         state = ClusterState(api=api_target, data_dir=str(self.data_dir),
                              components=self.components, started=time.time())

@@ -120,7 +120,8 @@ def cmd_up(args: argparse.Namespace) -> None:
         cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config)
     else:
         cluster = LocalCluster(data_dir, nodes=args.nodes, config=config,
-                               insecure=args.insecure)
+                               insecure=args.insecure,
+                               apiserver_processes=args.apiserver_processes)
     stop = {"flag": False}
 
     def on_signal(*_: Any) -> None:
@@ -372,6 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--netns", action="store_true",
                     help="each component on its own network namespace (root only), so "
                          "`skiff chaos` cuts are real network partitions")
+    up.add_argument("--apiserver-processes", type=int, default=1, metavar="N",
+                    help="N apiserver processes sharing the API ports (SO_REUSEPORT), each "
+                         "with its own watch cache, to use more cores")
     up.set_defaults(func=cmd_up)
     down = add("down", help="stop a detached cluster, every process by PID")
     down.set_defaults(func=cmd_down)

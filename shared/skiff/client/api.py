@@ -250,12 +250,35 @@ class ApiClient:
 
     async def list(self, resource: str, namespace: str | None = None, *,
                    label_selector: str = "", field_selector: str = "",
-                   revision: int = 0) -> Obj:
-        """A `<Kind>List` with `items` and `metadata.resourceVersion`."""
+                   revision: int = 0, limit: int = 0, continue_token: str = "") -> Obj:
+        """A `<Kind>List` with `items` and `metadata.resourceVersion`; with `limit`, one page
+        and `metadata.continue` naming the next (see `list_pages`)."""
+        options: Obj = {"labelSelector": label_selector, "fieldSelector": field_selector,
+                        "revision": revision}
+        if limit:
+            options["limit"] = limit
+        if continue_token:
+            options["continue"] = continue_token
         return await self.call("List", {
             "resource": resource, "namespace": _namespace_for(resource, namespace),
-            "options": {"labelSelector": label_selector, "fieldSelector": field_selector,
-                        "revision": revision}})
+            "options": options})
+
+    async def list_pages(self, resource: str, namespace: str | None = None, *,
+                         label_selector: str = "", field_selector: str = "",
+                         page_size: int = 500) -> Obj:
+        """The whole list, fetched `page_size` objects a request (one consistent revision,
+        as Kubernetes' pager does), so no single reply has to hold it all."""
+        items: list[Obj] = []
+        token = ""
+        while True:
+            page = await self.list(resource, namespace, label_selector=label_selector,
+                                   field_selector=field_selector, limit=page_size,
+                                   continue_token=token)
+            items.extend(page["items"])
+            token = str(page.get("metadata", {}).get("continue") or "")
+            if not token:
+                meta = {"resourceVersion": page["metadata"]["resourceVersion"]}
+                return {**page, "metadata": meta, "items": items}
 
     async def update(self, obj: Obj, *, field_validation: str = "Warn") -> Obj:
         resource = lookup(str(obj.get("kind", ""))).resource

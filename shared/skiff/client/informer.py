@@ -171,9 +171,9 @@ class Informer:
                 resync.cancel()
 
     async def _list(self) -> None:
-        result = await self.client.list(self.resource, self.namespace,
-                                        label_selector=self.label_selector,
-                                        field_selector=self.field_selector)
+        result = await self.client.list_pages(self.resource, self.namespace,
+                                              label_selector=self.label_selector,
+                                              field_selector=self.field_selector)
         items: list[Obj] = list(result["items"])
         if self._synced.is_set():
             self.relists += 1

@@ -33,8 +33,9 @@ STREAM_METHODS: Final = ("Watch",)
 
 # Kubernetes' etcd request limit: objects larger than this are refused.
 MAX_OBJECT_BYTES: Final = 1536 * 1024
-# gRPC messages may be somewhat larger (lists); the server rejects oversized objects itself.
-MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
+# gRPC messages may be much larger (an unpaged list of 50,000 pods); the server rejects
+# oversized objects itself, and clients that want bounded replies list in pages.
+MAX_MESSAGE_BYTES: Final = 1024 * 1024 * 1024
 
 STATUS_TRAILER: Final = "skiff-status-bin"
 

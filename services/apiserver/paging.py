@@ -1,0 +1,62 @@
+"""List pagination as Kubernetes does it (`limit` / `continue`).
+
+A continue token names the revision the first page was read at and the key the next page
+starts from, so every page of one list is a consistent snapshot. When etcd has compacted
+that revision the token is expired: 410 Gone, and the client starts a new list. The token
+is opaque to clients (base64 of a small JSON document, shaped like kube-apiserver's).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from skiff.api.errors import ApiError
+
+_VERSION = "meta.k8s.io/v1"
+
+
+@dataclass(frozen=True)
+class Continue:
+    revision: int
+    start: str  # the key, relative to the list's prefix, the next page starts from
+
+
+def encode_continue(revision: int, start: str) -> str:
+    doc = json.dumps({"v": _VERSION, "rv": revision, "start": start}, separators=(",", ":"))
+    return base64.urlsafe_b64encode(doc.encode()).decode()
+
+
+def decode_continue(token: str) -> Continue:
+    try:
+        doc = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except (binascii.Error, ValueError, UnicodeError):
+        raise ApiError.bad_request("continue: the continue token is not valid (it must be "
+                                   "one an earlier list of this resource returned)") from None
+    if (not isinstance(doc, dict) or doc.get("v") != _VERSION
+            or not isinstance(doc.get("rv"), int) or doc["rv"] <= 0
+            or not isinstance(doc.get("start"), str) or not doc["start"]
+            or doc["start"].startswith("/") or ".." in doc["start"].split("/")):
+        raise ApiError.bad_request("continue: the continue token is not valid (it must be "
+                                   "one an earlier list of this resource returned)")
+    return Continue(int(doc["rv"]), str(doc["start"]))
+
+
+def expired(revision: int) -> ApiError:
+    return ApiError.gone(
+        f"the continue token is too old: revision {revision} of its list has been "
+        "compacted; start a new list without the continue parameter")
+
+
+def list_options(query: Mapping[str, str]) -> dict[str, Any]:
+    """`limit` and `continue` from an HTTP list's query string, as registry.list takes them."""
+    raw = query.get("limit", "") or "0"
+    try:
+        limit = int(raw)
+    except ValueError:
+        raise ApiError.bad_request(f"limit: {raw!r} is not an integer") from None
+    return {"limit": max(limit, 0), "continue_token": query.get("continue", "")}
