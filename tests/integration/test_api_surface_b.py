@@ -177,8 +177,10 @@ def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
                                   name="pod-reader"),
         subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
                                        namespace=ns)]))
+    # hostNetwork: the apiserver listens on the node's loopback, which a sandboxed pod's
+    # own network namespace cannot reach yet (README, pod sandboxes).
     created = core.create_namespaced_pod(ns, pod("lister", [sys.executable, "-c", IN_CLUSTER],
-                                                 restart_policy="Never"))
+                                                 restart_policy="Never", host_network=True))
     volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]
     assert len(volumes) == 1 and volumes[0].projected is not None
     mounts = created.spec.containers[0].volume_mounts
