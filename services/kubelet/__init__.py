@@ -12,15 +12,25 @@ process group (the image is recorded in the status but never pulled or run), wit
 signal (`lifecycle.stopSignal`, default SIGTERM). The pod IP is the node's 127.0.0.1.
 """
 
-from skiff.kubelet.kubelet import Kubelet
-from skiff.kubelet.logs import LogService, fetch_logs
-from skiff.kubelet.node import NodeAgent
-from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
-from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
-from skiff.kubelet.runtime.fake import FakeRuntime
-from skiff.kubelet.runtime.process import ProcessRuntime
-from skiff.kubelet.settings import KubeletSettings, parse_settings
-from skiff.kubelet.termination import (
+import os
+
+# A container that joins its pod's sandbox is started with a preexec_fn, so subprocess must
+# fork() (not vfork) the kubelet, which runs gRPC's pthread_atfork handlers in the child.
+# With watch streams in flight those handlers are skipped in the parent yet the child
+# sometimes died of SIGSEGV before exec (the container "exited 139" at once, with an empty
+# log: Jobs failed, Deployments crash-looped). The kubelet never forks to run gRPC in the
+# child, so gRPC's fork support is off here, before grpc is first imported.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
+from skiff.kubelet.kubelet import Kubelet  # noqa: E402
+from skiff.kubelet.logs import LogService, fetch_logs  # noqa: E402
+from skiff.kubelet.node import NodeAgent  # noqa: E402
+from skiff.kubelet.pod_worker import PodEnvironment, PodWorker  # noqa: E402
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime  # noqa: E402
+from skiff.kubelet.runtime.fake import FakeRuntime  # noqa: E402
+from skiff.kubelet.runtime.process import ProcessRuntime  # noqa: E402
+from skiff.kubelet.settings import KubeletSettings, parse_settings  # noqa: E402
+from skiff.kubelet.termination import (  # noqa: E402
     MINIMUM_GRACE_PERIOD_SECONDS,
     KillReason,
     container_grace_period,
