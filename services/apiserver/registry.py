@@ -270,7 +270,16 @@ class Registry:
             admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
-        kv, _ = await self.storage.get(storage_key(lookup("serviceaccounts"), namespace, name))
+        info = lookup("serviceaccounts")
+        kv, _ = await self.storage.get(storage_key(info, namespace, name))
+        if kv is None and name == "default":
+            # Skiff's deviation: the serviceaccount controller makes `default` in every
+            # namespace, but a pod created in the moment before it does (a new namespace, a
+            # controller-manager still starting or failing over) would be refused; the
+            # apiserver makes the same object itself instead of racing it.
+            await self._ensure({"apiVersion": "v1", "kind": "ServiceAccount",
+                                "metadata": {"name": "default", "namespace": namespace}})
+            kv, _ = await self.storage.get(storage_key(info, namespace, name))
         return kv.obj if kv is not None else None
 
     async def _check_namespace_active(self, namespace: str) -> None:
