@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,9 +109,51 @@ async def _tcp(spec: Obj, container: Obj, timeout: float,
     return HandlerResult(True)
 
 
-async def _grpc(spec: Obj, container: Obj, timeout: float) -> HandlerResult:
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    except OSError:
+        pass
+    finally:
+        writer.close()
+
+
+@contextlib.asynccontextmanager
+async def _relay(host: str, port: int, sandbox: Sandbox) -> AsyncIterator[str]:
+    """A loopback address that relays to `host:port` inside the pod's network namespace:
+    gRPC makes its sockets on its own threads, which are in the node's namespace, so it
+    dials this relay, whose far end is a socket made in the pod's namespace (SPEC SB1)."""
+    tasks: set[asyncio.Task[Any]] = set()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            pod_reader, pod_writer = await _open(host, port, sandbox)
+        except OSError:
+            writer.close()
+            return
+        for task in (_pipe(reader, pod_writer), _pipe(pod_reader, writer)):
+            tasks.add(asyncio.ensure_future(task))
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    try:
+        yield f"127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    finally:
+        server.close()
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _grpc(spec: Obj, container: Obj, timeout: float,
+                sandbox: Sandbox | None = None) -> HandlerResult:
     port = _port(spec.get("port"), container)
-    async with grpc.aio.insecure_channel(f"{POD_IP}:{port}") as channel:
+    async with contextlib.AsyncExitStack() as stack:
+        target = f"{POD_IP}:{port}"
+        if sandbox is not None:
+            target = await stack.enter_async_context(_relay(sandbox.ip, port, sandbox))
+        channel = await stack.enter_async_context(grpc.aio.insecure_channel(target))
         stub = health_pb2_grpc.HealthStub(channel)
         try:
             resp = await stub.Check(
@@ -144,7 +186,7 @@ async def run_handler(handler: Obj, *, container: Obj, runtime: ContainerRuntime
         if "tcpSocket" in handler:
             return await _tcp(handler["tcpSocket"], container, timeout, config.sandbox)
         if "grpc" in handler:
-            return await _grpc(handler["grpc"], container, timeout)
+            return await _grpc(handler["grpc"], container, timeout, config.sandbox)
         if "sleep" in handler:
             seconds = float((handler["sleep"] or {}).get("seconds", 0))
             await asyncio.sleep(min(seconds, timeout))

@@ -22,11 +22,11 @@ async def handle_http(reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 async def main() -> None:
     http_port = int(sys.argv[sys.argv.index("--http") + 1])
     grpc_port = int(sys.argv[sys.argv.index("--grpc") + 1])
-    server = await asyncio.start_server(handle_http, "127.0.0.1", http_port)
+    server = await asyncio.start_server(handle_http, "0.0.0.0", http_port)
     rpc = grpc.aio.server()
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, rpc)
-    rpc.add_insecure_port(f"127.0.0.1:{grpc_port}")
+    rpc.add_insecure_port(f"0.0.0.0:{grpc_port}")
     await rpc.start()
     await servicer.set("", health_pb2.HealthCheckResponse.SERVING)
     async with server:

@@ -69,9 +69,13 @@ def failing_endpoint() -> Iterator[Endpoint]:
 
 
 async def _run(api: ApiClient, namespace: str, node: Node, path: Path, port: int) -> None:
+    # The endpoint listens on the node's loopback, and a hook's httpGet goes to the pod's
+    # IP: the pod uses the node's network (hostNetwork), as a sandboxed pod (SPEC SB1, when
+    # the node has a podCIDR) is reached at its own IP in its own network namespace.
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "main", "command": recorder(path),
-        "lifecycle": {"preStop": {"httpGet": {"path": "/stop", "port": port}}}}], grace=8))
+        "lifecycle": {"preStop": {"httpGet": {"path": "/stop", "port": port}}}}], grace=8,
+        hostNetwork=True))
     await wait_phase(api, namespace, "p", "Running")
     await wait_file(path, "start")
 
