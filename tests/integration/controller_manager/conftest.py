@@ -33,7 +33,11 @@ def start_controller_manager(cluster: Cluster, started: list[Process], *args: st
     tests sharing one apiserver do not elect each other."""
     name = name or f"controller-manager-{uuid.uuid4().hex[:6]}"
     proc = cluster.add_service(name, "skiff.controller_manager", [
-        *FAST, "--leader-elect-resource-name", lease or f"cm-{uuid.uuid4().hex[:8]}",
+        # No nodeipam by default: podCIDRs on the shared cluster's nodes would sandbox every
+        # later test's pods (the sandbox tests have a cluster of their own). A test's own
+        # `--controllers` comes later and wins.
+        *FAST, "--controllers", "*,-nodeipam",
+        "--leader-elect-resource-name", lease or f"cm-{uuid.uuid4().hex[:8]}",
         "--leader-elect-identity", name, *args])
     started.append(proc)
     return proc
