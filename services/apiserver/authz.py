@@ -356,6 +356,7 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
 
 _READ = ["get", "list", "watch"]
 _WRITE = ["create", "update", "patch", "delete"]
+VOLUME_SCHEDULER_ROLE = "system:volume-scheduler"
 
 
 def bootstrap_policy() -> list[Obj]:
@@ -377,6 +378,13 @@ def bootstrap_policy() -> list[Obj]:
             _rule([""], ["events"], ["create", "update", "patch"]),
             _rule(["coordination.k8s.io"], ["leases"], ["create", "update", "patch"]),
         ],
+        # The VolumeBinding PreBind annotates WaitForFirstConsumer claims with the chosen
+        # node (SPEC AX4); Kubernetes grants that through this role, bound to the scheduler.
+        VOLUME_SCHEDULER_ROLE: [
+            _rule([""], ["persistentvolumes", "persistentvolumeclaims"],
+                  [*_READ, "update", "patch"]),
+            _rule(["storage.k8s.io"], ["storageclasses"], _READ),
+        ],
         # Kubernetes splits this over one ServiceAccount per controller; Skiff's
         # controller-manager runs them all under one identity (and may create Fences).
         CONTROLLER_MANAGER_USER: [_rule(["*"], ["*"], ["*"])],
@@ -390,6 +398,7 @@ def bootstrap_policy() -> list[Obj]:
     subjects: dict[str, Obj] = {
         "cluster-admin": {"kind": "Group", "name": MASTERS_GROUP},
         SCHEDULER_USER: {"kind": "User", "name": SCHEDULER_USER},
+        VOLUME_SCHEDULER_ROLE: {"kind": "User", "name": SCHEDULER_USER},
         CONTROLLER_MANAGER_USER: {"kind": "User", "name": CONTROLLER_MANAGER_USER},
         FENCE_AGENT_USER: {"kind": "User", "name": FENCE_AGENT_USER},
     }

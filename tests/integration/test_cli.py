@@ -66,8 +66,10 @@ def test_apply_get_label_history_and_time_travel(cluster_dir: Path) -> None:
     assert "pod/web unchanged" in again.stdout
 
     table = skiff(cluster_dir, "get", "pods")
-    header, row = table.stdout.splitlines()[:2]
+    header, *rows = table.stdout.splitlines()
     assert header.split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE", "NODE"]
+    # Other tests in this module (any order) may have made pods of their own.
+    row = next(r for r in rows if r.split()[0] == "web")
     assert row.split()[:3] == ["web", "0/1", "Pending"]
     first_rv = json.loads(skiff(cluster_dir, "get", "pod", "web", "-o", "json").stdout)[
         "metadata"]["resourceVersion"]

@@ -27,6 +27,8 @@ metadata: {{name: {name}}}
 spec:
   containers: [{{name: main, image: busybox, command: [sleep, "3600"]}}]
 """
+# A test may first bring the shared cluster up again (see `ha`), inside its own time limit.
+pytestmark = pytest.mark.timeout(300)
 UP = ("up", "--ha", "--detach", "--nodes", "1", "--restart-backoff", "1",
       "--restart-backoff-max", "2", "--ready-timeout", "120")
 
@@ -51,15 +53,35 @@ def _all_healthy(data_dir: Path) -> bool:
     return all(r["HEALTH"] == "healthy" for r in status(data_dir).values())
 
 
-@pytest.fixture(scope="module")
-def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("skiff-ha")
+def _up_ha(data_dir: Path) -> Path:
     config = data_dir / "config.yaml"
     config.write_text(CONFIG)
     up = skiff(data_dir, *UP, "--config", str(config))
     assert up.returncode == 0, up.stderr + up.stdout
-    yield data_dir
-    skiff(data_dir, "down")
+    return data_dir
+
+
+# The tests share one HA cluster and run in any order (pytest-randomly): the members a
+# chaos test restarted on purpose, and the cluster's directory, which moves to a fresh one
+# when a test (`skiff down`) has taken the cluster away.
+_RESTARTED: set[str] = set()
+
+
+@pytest.fixture(scope="module")
+def _ha_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Path]]:
+    current = [_up_ha(tmp_path_factory.mktemp("skiff-ha"))]
+    _RESTARTED.clear()
+    yield current
+    skiff(current[0], "down")
+
+
+@pytest.fixture
+def ha(_ha_cluster: list[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The shared HA cluster, brought up again (in a new directory) if a test ended it."""
+    if ClusterState.load(_ha_cluster[0]) is None:
+        _ha_cluster[0] = _up_ha(tmp_path_factory.mktemp("skiff-ha"))
+        _RESTARTED.clear()
+    return _ha_cluster[0]
 
 
 @pytest.mark.timeout(300)
@@ -75,7 +97,8 @@ def test_issue11_up_ha_status_lists_three_etcd_members_one_leader_two_of_each(
         assert {n for n in rows if n.rstrip("12") == f"{service}-"} == \
             {f"{service}-1", f"{service}-2"}
     assert "kubelet-node-1" in rows
-    assert all(r["RESTARTS"] == "0" for r in rows.values())
+    # Nothing restarts by itself (a chaos test that ran first restarted its member).
+    assert all(r["RESTARTS"] == "0" for n, r in rows.items() if n not in _RESTARTED)
     # The controller-managers elect one leader through their Lease.
     _wait(lambda: sorted(r["ROLE"] for n, r in status(ha).items()
                          if n.startswith("controller-manager-")) == ["leader", "standby"],
@@ -110,6 +133,9 @@ def test_issue11_pod_created_through_the_cli_runs(ha: Path) -> None:
 def test_issue11_kubeconfig_has_one_context_per_apiserver(ha: Path) -> None:
     kubectl = shutil.which("kubectl")
     assert kubectl, "kubectl is not installed: .ci/run installs Debian's kubernetes-client"
+    applied = skiff(ha, "apply", "-f", "-", stdin=POD.format(name="ha-pod"))
+    assert applied.returncode == 0, applied.stderr
+    _wait(lambda: _all_healthy(ha), what="every member healthy")
     for context in ("skiff", "skiff-apiserver-2"):
         done = subprocess.run([kubectl, "--kubeconfig", str(ha / "kubeconfig"), "--context",
                                context, "get", "pod", "ha-pod"], capture_output=True,
@@ -120,7 +146,9 @@ def test_issue11_kubeconfig_has_one_context_per_apiserver(ha: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_issue11_chaos_kill_apiserver_1_comes_back_and_apiserver_2_serves(ha: Path) -> None:
+    _wait(lambda: _all_healthy(ha), what="every member healthy")
     before = status(ha)["apiserver-1"]
+    _RESTARTED.add("apiserver-1")
     killed = skiff(ha, "chaos", "kill", "apiserver-1")
     assert killed.returncode == 0, killed.stderr
     _wait(lambda: not pid_alive(int(before["PID"])), what="apiserver-1 dead")
@@ -128,25 +156,31 @@ def test_issue11_chaos_kill_apiserver_1_comes_back_and_apiserver_2_serves(ha: Pa
     listed = skiff(ha, "get", "nodes")
     assert listed.returncode == 0, listed.stderr
     assert "node-1" in listed.stdout
+    restarts = str(int(before["RESTARTS"]) + 1)
     _wait(lambda: status(ha)["apiserver-1"]["HEALTH"] == "healthy" and
-          status(ha)["apiserver-1"]["RESTARTS"] == "1", what="apiserver-1 back, RESTARTS 1")
+          status(ha)["apiserver-1"]["RESTARTS"] == restarts,
+          what=f"apiserver-1 back, RESTARTS {restarts}")
     assert status(ha)["apiserver-1"]["PID"] != before["PID"]
 
 
 @pytest.mark.timeout(300)
 def test_issue11_chaos_stop_keeps_a_member_down_until_start(ha: Path) -> None:
+    _wait(lambda: _all_healthy(ha), what="every member healthy")
     restarts = int(status(ha)["apiserver-1"]["RESTARTS"])
+    _RESTARTED.add("apiserver-1")
     stopped = skiff(ha, "chaos", "stop", "apiserver-1")
     assert stopped.returncode == 0, stopped.stderr
-    # Longer than the whole back-off: the supervisor leaves it down.
-    time.sleep(4)
-    assert status(ha)["apiserver-1"]["HEALTH"] == "stopped"
-    # The cluster serves through apiserver-2 alone.
-    created = skiff(ha, "apply", "-f", "-", stdin=POD.format(name="while-stopped"))
-    assert created.returncode == 0, created.stderr
-    _wait(lambda: "Running" in skiff(ha, "get", "pod", "while-stopped").stdout,
-          what="a pod created while apiserver-1 is stopped Running")
-    started = skiff(ha, "chaos", "start", "apiserver-1")
+    try:
+        # Longer than the whole back-off: the supervisor leaves it down.
+        time.sleep(4)
+        assert status(ha)["apiserver-1"]["HEALTH"] == "stopped"
+        # The cluster serves through apiserver-2 alone.
+        created = skiff(ha, "apply", "-f", "-", stdin=POD.format(name="while-stopped"))
+        assert created.returncode == 0, created.stderr
+        _wait(lambda: "Running" in skiff(ha, "get", "pod", "while-stopped").stdout,
+              what="a pod created while apiserver-1 is stopped Running")
+    finally:  # the other tests share this cluster
+        started = skiff(ha, "chaos", "start", "apiserver-1")
     assert started.returncode == 0, started.stderr
     _wait(lambda: status(ha)["apiserver-1"]["HEALTH"] == "healthy", what="apiserver-1 back")
     assert int(status(ha)["apiserver-1"]["RESTARTS"]) == restarts + 1
@@ -160,10 +194,12 @@ def test_issue11_chaos_kill_the_etcd_leader_it_rejoins_under_one_leader(ha: Path
 
     _wait(lambda: len(leaders()) == 1, what="one etcd leader")
     old = leaders()[0]
+    restarts = str(int(status(ha)[old]["RESTARTS"]) + 1)
+    _RESTARTED.add(old)
     killed = skiff(ha, "chaos", "kill", old)
     assert killed.returncode == 0, killed.stderr
     # Back as a follower of a leader the others elected; writes go on.
-    _wait(lambda: (rows := status(ha))[old]["RESTARTS"] == "1" and
+    _wait(lambda: (rows := status(ha))[old]["RESTARTS"] == restarts and
           rows[old]["HEALTH"] == "healthy" and
           sorted(r["ROLE"] for n, r in rows.items() if n.startswith("etcd-")) ==
           ["follower", "follower", "leader"], what=f"{old} back in a cluster with a leader")

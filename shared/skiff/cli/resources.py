@@ -125,11 +125,27 @@ def _merge_for_apply(current: Obj, desired: Obj) -> Obj:
                             if k.startswith("skiff.io/")}
                     merged["metadata"][mkey] = {**kept, **value[mkey]}
             continue
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = {**merged[key], **value}
-        else:
-            merged[key] = value
+        merged[key] = _merge_value(merged[key], value) if key in merged else value
     return merged
+
+
+def _merge_value(current: object, desired: object) -> object:
+    """Merge one manifest field over the stored one, deeply, so the fields the server set
+    itself (a ServiceAccount token's volumeMount in a container, defaults) are kept
+    rather than read as a change: maps merge key by key, and lists of named items
+    (containers, volumes, ports) merge item by item by name, in the manifest's order and
+    membership. Anything else, like a command, is the manifest's."""
+    if isinstance(current, dict) and isinstance(desired, dict):
+        out = dict(current)
+        for key, value in desired.items():
+            out[key] = _merge_value(current[key], value) if key in current else value
+        return out
+    if (isinstance(current, list) and isinstance(desired, list)
+            and all(isinstance(i, dict) and "name" in i for i in [*current, *desired])):
+        by_name = {i["name"]: i for i in current}
+        return [_merge_value(by_name[i["name"]], i) if i["name"] in by_name else i
+                for i in desired]
+    return desired
 
 
 # -- get ---------------------------------------------------------------------------------
