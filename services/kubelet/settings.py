@@ -45,8 +45,9 @@ class KubeletSettings:
     metrics_resolution: float = duration(
         10.0, help="how often container and node resource usage is sampled (metrics.k8s.io)")
     sandbox: str = setting("auto", help="pod sandboxes (SPEC SB1): auto = a network and UTS "
-                                        "namespace per pod when running as root; none = "
-                                        "pods share the node's network")
+                                        "namespace per pod when running as root with "
+                                        "CAP_SYS_ADMIN and CAP_NET_ADMIN; none = pods "
+                                        "share the node's network")
     pod_network_namespace: str = setting(
         "skiff-podnet", help="the network namespace holding the pod network's bridge "
                              "(shared by every kubelet of the cluster)")

@@ -31,7 +31,8 @@ NO_POD_CIDR_MESSAGE = (
     "one): this pod shares the node's network (pod IP 127.0.0.1, ports collide between "
     "pods), hostname and mount namespace")
 NOT_ISOLATED_MESSAGE = (
-    "pod sandboxes are off (not root, or --sandbox=none): this pod shares the node's "
+    "pod sandboxes are off (not root with CAP_SYS_ADMIN and CAP_NET_ADMIN, e.g. in an "
+    "unprivileged container, or --sandbox=none): this pod shares the node's "
     "network (pod IP 127.0.0.1, ports collide between pods), hostname and mount namespace")
 
 
@@ -39,9 +40,33 @@ class SandboxError(Exception):
     """The sandbox cannot be made yet (e.g. the node has no podCIDR)."""
 
 
+# Making and joining namespaces needs CAP_SYS_ADMIN, links and addresses CAP_NET_ADMIN.
+CAP_NET_ADMIN = 12
+CAP_SYS_ADMIN = 21
+SANDBOX_CAPABILITIES = (1 << CAP_NET_ADMIN) | (1 << CAP_SYS_ADMIN)
+
+
+def effective_capabilities(status: str = "/proc/self/status") -> int:
+    """The process's effective capability set (0 when it cannot be read)."""
+    try:
+        with open(status) as f:
+            for line in f:
+                if line.startswith("CapEff:"):
+                    return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
 def sandbox_supported(mode: str) -> bool:
-    """`--sandbox`: `auto` sandboxes pods when running as root, `none` never does."""
-    return mode != "none" and os.geteuid() == 0
+    """`--sandbox`: `auto` sandboxes pods when running as root with the capabilities that
+    namespaces and links need, `none` never does. Root alone is not enough: root in an
+    unprivileged container (the compose cluster's nodes) has neither CAP_SYS_ADMIN nor
+    CAP_NET_ADMIN, and every pod would wait in ContainerCreating for a sandbox that can
+    never be made."""
+    if mode == "none" or os.geteuid() != 0:
+        return False
+    return effective_capabilities() & SANDBOX_CAPABILITIES == SANDBOX_CAPABILITIES
 
 
 def pod_hostname(pod: Obj) -> str:

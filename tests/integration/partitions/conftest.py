@@ -25,6 +25,7 @@ from skiff.checker.report import overlaps, parse_lines
 from skiff.cli.netns import NetnsCluster, ns_exec
 from skiff.client import ApiClient
 from skiff.kubelet.runtime.procfs import read_stat
+from skiff.kubelet.sandbox.network import pod_netns_name
 from tests.integration.waiting import get_or_none as get_or_none
 from tests.integration.waiting import wait_for as wait_for
 
@@ -275,6 +276,17 @@ def alive(pid: int) -> bool:
 def in_netns(pid: int, netns: str) -> bool:
     with contextlib.suppress(OSError):
         return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{netns}").st_ino
+    return False
+
+
+def in_pod_sandbox(pid: int, pod: Obj, kubelet_pid: int) -> bool:
+    """SB1: a pod's processes live in the sandbox its kubelet made (on the node's pod
+    network, which a partition of the node cuts too, SB2), not in the kubelet's namespace.
+    The kubelet runs under `ip netns exec`, in a mount namespace of its own, so the
+    sandbox's /run/netns entry is looked up through the kubelet's root."""
+    sandbox = f"/proc/{kubelet_pid}/root/run/netns/{pod_netns_name(str(pod['metadata']['uid']))}"
+    with contextlib.suppress(OSError):
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(sandbox).st_ino
     return False
 
 

@@ -27,6 +27,7 @@ from tests.integration.partitions.conftest import (
     fences,
     get_or_none,
     in_netns,
+    in_pod_sandbox,
     log_lines,
     node_ready_status,
     running_db,
@@ -45,7 +46,7 @@ async def test_sc2_master_node_partition_with_power_fencing_moves_the_pet_once(
     old = await start_db_on(api, cluster, "node-1")
     old_uid, old_pid = old["metadata"]["uid"], container_pid(old)
     kubelet = cluster.component("kubelet-node-1")
-    assert in_netns(old_pid, kubelet.netns) and in_netns(kubelet.pid, kubelet.netns)
+    assert in_pod_sandbox(old_pid, old, kubelet.pid) and in_netns(kubelet.pid, kubelet.netns)
 
     cut_at = time.monotonic()
     cluster.partition("node-1")
@@ -66,8 +67,8 @@ async def test_sc2_master_node_partition_with_power_fencing_moves_the_pet_once(
 
     new = await running_db(api, other_than=old_uid, timeout=30)
     assert new["spec"]["nodeName"] in ("node-2", "node-3")
-    assert in_netns(container_pid(new), cluster.component(
-        f"kubelet-{new['spec']['nodeName']}").netns)
+    assert in_pod_sandbox(container_pid(new), new, cluster.component(
+        f"kubelet-{new['spec']['nodeName']}").pid)
     claim = await api.get("persistentvolumeclaims", "data-db-0", NAMESPACE)
     attachment = await api.get("volumeattachments", f"pvc-{claim['metadata']['uid']}")
     assert attachment["spec"]["nodeName"] == new["spec"]["nodeName"]
