@@ -241,9 +241,10 @@ class RbacAuthorizer:
         self._read_at = 0.0
         self._lock = asyncio.Lock()
 
-    async def _snapshot(self) -> RbacRules:
+    async def _snapshot(self, *, newer_than: float | None = None) -> RbacRules:
         async with self._lock:
-            if self._rules is None or time.monotonic() - self._read_at > self.refresh_seconds:
+            if self._rules is None or time.monotonic() - self._read_at > self.refresh_seconds \
+                    or (newer_than is not None and self._read_at <= newer_than):
                 listed = [(await self.registry.list(r, None))["items"]
                           for r in ("roles", "clusterroles", "rolebindings",
                                     "clusterrolebindings")]
@@ -254,7 +255,13 @@ class RbacAuthorizer:
             return self._rules
 
     async def authorize(self, attrs: Attributes) -> AuthorizationResult:
-        return (await self._snapshot()).authorize(attrs)
+        asked = time.monotonic()
+        result = (await self._snapshot()).authorize(attrs)
+        if result.decision is Decision.ALLOW:
+            return result
+        # A denial is answered from rules read after the request arrived, so a binding made
+        # just before is never missed (denials are rare; grants stay cached).
+        return (await self._snapshot(newer_than=asked)).authorize(attrs)
 
 
 class ApiAuthorizer:
