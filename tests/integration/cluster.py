@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs
 from skiff.cli.processes import (
     Process,
     etcd_process,
@@ -89,8 +90,11 @@ class Cluster:
         return proc
 
     def stop(self) -> None:
-        for proc in reversed(list(self.services.values())):
+        services = list(self.services.values())
+        for proc in reversed(services):
             proc.stop()
+        # As `skiff down` does: the pods' processes outlive their kubelets otherwise.
+        end_pod_groups(kubelet_root_dirs(self.root, [p.argv for p in services]), grace=1.0)
         self.apiserver.stop()
         self.etcd.stop()
 
