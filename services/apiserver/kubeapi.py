@@ -471,18 +471,11 @@ class KubeApi:
         node_name = pod.get("spec", {}).get("nodeName")
         if not node_name:
             raise ApiError.bad_request(f'pod "{name}" is not scheduled to a node yet')
-        node = await self.registry.get("nodes", None, node_name)
-        status = node.get("status", {})
-        port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
-        address = next((a["address"] for a in status.get("addresses", [])
-                        if a.get("type") == "InternalIP"), "127.0.0.1")
-        if not port:
-            raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                           f'node "{node_name}" does not publish a kubelet endpoint')
+        target = kubelet_logs.kubelet_endpoint(
+            await self.registry.get("nodes", None, node_name))
         tail = q.get("tailLines")
         tail_lines = _int_param("tailLines", tail) if tail else None
         container = q.get("container") or None
-        target = f"{address}:{port}"
         if q.get("follow") in ("true", "1"):
             pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
                                               tail_lines=tail_lines)

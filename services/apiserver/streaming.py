@@ -26,6 +26,7 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import peer_certificate
 from skiff.auth import Attributes
+from skiff.client.logs import kubelet_endpoint
 from skiff.client.streaming import exec_call
 from skiff.rpc.codec import decode_map, encode
 from skiff.rpc.errors import from_grpc
@@ -87,15 +88,7 @@ class PodStreams:
         if not node_name:
             raise ApiError.bad_request(f'pod {pod["metadata"]["name"]} is not scheduled to '
                                        "a node yet")
-        node = await self.registry.get("nodes", None, node_name)
-        status = node.get("status", {})
-        port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
-        address = next((a["address"] for a in status.get("addresses", [])
-                        if a.get("type") == "InternalIP"), "127.0.0.1")
-        if not port:
-            raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                           f'node "{node_name}" does not publish a kubelet endpoint')
-        return f"{address}:{port}"
+        return kubelet_endpoint(await self.registry.get("nodes", None, node_name))
 
     async def handle(self, raw: web.Request) -> web.StreamResponse:
         namespace, name = raw.match_info["namespace"], raw.match_info["name"]

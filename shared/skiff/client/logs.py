@@ -71,17 +71,22 @@ async def follow_logs(target: str, namespace: str, name: str, container: str | N
             call.cancel()
 
 
-async def kubelet_target(api: ApiClient, node_name: str) -> str:
-    """host:port of the log service of the kubelet on `node_name`."""
-    node = await api.get("nodes", node_name)
+def kubelet_endpoint(node: dict[str, Any]) -> str:
+    """host:port of the kubelet service (logs, exec, metrics) a Node publishes."""
     status = node.get("status", {})
     port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
     address = next((a["address"] for a in status.get("addresses", [])
                     if a.get("type") == "InternalIP"), "127.0.0.1")
     if not port:
+        name = node.get("metadata", {}).get("name", "")
         raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                       f'node "{node_name}" does not publish a kubelet endpoint')
+                       f'node "{name}" does not publish a kubelet endpoint')
     return f"{address}:{port}"
+
+
+async def kubelet_target(api: ApiClient, node_name: str) -> str:
+    """host:port of the log service of the kubelet on `node_name`."""
+    return kubelet_endpoint(await api.get("nodes", node_name))
 
 
 async def pod_logs(api: ApiClient, name: str, namespace: str | None = None, *,
