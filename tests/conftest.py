@@ -91,6 +91,7 @@ def _end_leftover_processes(session: pytest.Session) -> None:
     if left:
         reporter = session.config.pluginmanager.get_plugin("terminalreporter")
         if reporter is not None:
+            reporter.ensure_newline()
             reporter.write_line(f"ended {len(left)} processes the tests left running:")
             for pid, argv in left[:20]:
                 reporter.write_line(f"  {pid} {argv}")
