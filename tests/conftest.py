@@ -107,6 +107,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             # One private Docker engine serves every compose test: under pytest-xdist
             # (`--dist loadgroup`) they all run on one worker, one after another.
             item.add_marker(pytest.mark.xdist_group("docker"))
+        elif _uses_module_fixture(item):
+            # A cluster shared by a module's tests is made once only if they run on one
+            # worker; the other tests go to whichever worker is free.
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope in ("module", "package")
+               for defs in info.name2fixturedefs.values() for d in defs)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,
