@@ -35,8 +35,12 @@ lint: $(STAMP)
 	tools/typetree.sh
 	$(BIN)/mypy
 
+# Most tests wait on real processes, so they run in parallel (pytest-xdist) even on 2 cores;
+# TEST_WORKERS=0 runs them one by one.
+TEST_WORKERS ?= 4
+
 test: $(STAMP) etcd lint
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
 
 compose-up: $(STAMP)
 	PYTHON=$(BIN)/python deploy/compose/cluster.sh up --offline

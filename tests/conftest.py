@@ -1,16 +1,100 @@
-"""Shared test setup: mark the integration tests, and fail any test that leaves asyncio
-tasks running."""
+"""Shared test setup: mark the integration tests, give parallel workers their own ports,
+remove the pod sandboxes the run left, and fail any test that leaves asyncio tasks running."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import re
+import signal
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
 INTEGRATION = Path(__file__).parent / "integration"
+COMPOSE = INTEGRATION / "compose"
+
+
+WORKER_PORTS = 4000  # loopback ports per pytest-xdist worker, below the kernel's ephemeral range
+FIRST_PORT = 12000
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Each pytest-xdist worker (gw0, gw1, ...) hands out ports from a range of its own, so
+    clusters of parallel tests never collide on a port picked and not yet bound (processes
+    the tests start inherit the range)."""
+    from skiff.cli.processes import PORT_RANGE_ENV
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if worker.startswith("gw") and worker[2:].isdigit():
+        low = FIRST_PORT + int(worker[2:]) * WORKER_PORTS
+        if low + WORKER_PORTS > 32768:
+            raise pytest.UsageError(f"too many xdist workers for the port plan ({worker})")
+        os.environ[PORT_RANGE_ENV] = f"{low}-{low + WORKER_PORTS}"
+
+
+def _skiff_namespaces() -> set[str]:
+    if not Path("/run/netns").is_dir():
+        return set()
+    return {p.name for p in Path("/run/netns").iterdir()
+            if p.name.startswith(("skiff-pod-", "skiff-podnet"))}
+
+
+_NAMESPACES_BEFORE = pytest.StashKey[set[str]]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if not hasattr(session.config, "workerinput"):  # the controller, or a run without xdist
+        session.config.stash[_NAMESPACES_BEFORE] = _skiff_namespaces()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Test clusters stop their kubelets without `skiff down`, which is what removes pod
+    sandboxes: once every worker is done, remove the pod network namespaces this run made
+    (only those; a worker must not, its neighbours' pods may still run)."""
+    before = session.config.stash.get(_NAMESPACES_BEFORE, None)
+    if before is None:
+        return
+    _end_leftover_processes(session)
+    leftover = _skiff_namespaces() - before
+    if leftover:
+        from pyroute2 import netns
+
+        for name in sorted(leftover):
+            with contextlib.suppress(OSError):
+                netns.remove(name)
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def _end_leftover_processes(session: pytest.Session) -> None:
+    """Every process a test starts lives in the run's temporary directory (its data dir on
+    the command line, or its working directory: pods run in their kubelet's root). A test
+    that fails half-way may leave a cluster behind; end those processes (SIGKILL) so a
+    failure does not slow the rest of the machine, and say which were left."""
+    base = str(session.config._tmp_path_factory.getbasetemp())  # type: ignore[attr-defined]
+    mine, left = os.getpid(), []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == mine:
+            continue
+        try:
+            argv = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if base + "/" in argv or cwd.startswith(base + "/"):
+            left.append((int(entry.name), argv[:120]))
+    for pid, _ in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    if left:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_line(f"ended {len(left)} processes the tests left running:")
+            for pid, argv in left[:20]:
+                reporter.write_line(f"  {pid} {argv}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -19,6 +103,22 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if INTEGRATION in item.path.parents:
             item.add_marker(pytest.mark.integration)
+        if COMPOSE in item.path.parents:
+            # One private Docker engine serves every compose test: under pytest-xdist
+            # (`--dist loadgroup`) they all run on one worker, one after another.
+            item.add_marker(pytest.mark.xdist_group("docker"))
+        elif _uses_module_fixture(item):
+            # A cluster shared by a module's tests is made once only if they run on one
+            # worker; the other tests go to whichever worker is free.
+            item.add_marker(pytest.mark.xdist_group(str(item.path)))
+
+
+def _uses_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    if info is None:
+        return False
+    return any(d.scope in ("module", "package")
+               for defs in info.name2fixturedefs.values() for d in defs)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -11,28 +10,6 @@ import pytest
 
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
-
-
-def _skiff_namespaces() -> set[str]:
-    if not Path("/run/netns").is_dir():
-        return set()
-    return {p.name for p in Path("/run/netns").iterdir()
-            if p.name.startswith(("skiff-pod-", "skiff-podnet"))}
-
-
-@pytest.fixture(scope="session", autouse=True)
-def pod_sandboxes_removed() -> Iterator[None]:
-    """Test clusters stop their kubelets without `skiff down`, which is what removes pod
-    sandboxes: remove the pod network namespaces this session made (only those)."""
-    before = _skiff_namespaces()
-    yield
-    leftover = _skiff_namespaces() - before
-    if leftover:
-        from pyroute2 import netns
-
-        for name in sorted(leftover):
-            with contextlib.suppress(OSError):
-                netns.remove(name)
 
 
 @pytest.fixture(scope="session")

@@ -61,6 +61,7 @@ async def _wait_until(predicate: Any, timeout: float = 120.0) -> None:
         await asyncio.sleep(0.1)
 
 
+@pytest.mark.timeout(300)  # 50,000 pods through etcd, the apiserver, kubectl and an informer
 async def test_50000_pods_list_in_pages_and_unpaged_and_an_informer_relists_after_compaction(
         tmp_path: Path) -> None:
     http_port = free_port()

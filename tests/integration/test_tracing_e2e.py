@@ -4,6 +4,7 @@ and the trace context is stored on the object for the next component to continue
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from skiff.client import ApiClient
 from skiff.tracing import TRACE_ANNOTATION
@@ -39,6 +40,20 @@ async def test_do3_create_exports_a_span_with_etcd_calls_as_children(tmp_path: P
     assert traceparent.split("-")[1] == create.trace_id
 
 
+CREATE_SPANS = {"skiff-apiserver": {"/skiff.v1.Api/Create", "/etcdserverpb.KV/Txn",
+                                    "/skiff.v1.Api/Bind"},
+                "skiff-scheduler": {"scheduler.schedule", "scheduler.bind"},
+                "skiff-kubelet": {"kubelet.start_pod"}}
+DELETE_SPANS = {"skiff-apiserver": {"/skiff.v1.Api/Delete"},
+                "skiff-kubelet": {"kubelet.kill_pod"}}
+
+
+def _has(spans: Any, trace: str, expected: dict[str, set[str]]) -> bool:
+    """Every expected (service, span name) of `trace` has arrived."""
+    got = {(s.service_name, s.name) for s in spans if s.trace_id == trace}
+    return all((service, name) in got for service, names in expected.items() for name in names)
+
+
 async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_delete(
         tmp_path: Path) -> None:
     """Create: apiserver (etcd calls inside) → scheduler → binding → kubelet start, one trace.
@@ -56,15 +71,14 @@ async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_dele
             async with ApiClient(cluster.api_target) as api:
                 created = await api.create(pod("traced", "default", grace=2))
                 create_trace = created["metadata"]["annotations"][TRACE_ANNOTATION].split("-")[1]
-                spans = receiver.wait_for(lambda got: any(
-                    s.name == "kubelet.start_pod" and s.trace_id == create_trace
-                    for s in got), timeout=30)
+                # Each service exports on its own schedule: wait for every expected span.
+                spans = receiver.wait_for(lambda got: _has(got, create_trace, CREATE_SPANS),
+                                          timeout=60)
                 deleted = await api.delete("pods", "traced", "default")
                 delete_trace = deleted["object"]["metadata"]["annotations"][
                     TRACE_ANNOTATION].split("-")[1]
-                spans = receiver.wait_for(lambda got: any(
-                    s.name == "kubelet.kill_pod" and s.trace_id == delete_trace
-                    for s in got), timeout=30)
+                spans = receiver.wait_for(lambda got: _has(got, delete_trace, DELETE_SPANS),
+                                          timeout=60)
 
 
                 async def gone() -> bool:
@@ -83,11 +97,9 @@ async def test_do3_one_trace_follows_a_pod_from_create_to_kubelet_start_and_dele
         return found
 
     create = services(create_trace)
-    assert {"/skiff.v1.Api/Create", "/etcdserverpb.KV/Txn"} <= create["skiff-apiserver"]
-    assert {"scheduler.schedule", "scheduler.bind"} <= create["skiff-scheduler"]
-    assert "/skiff.v1.Api/Bind" in create["skiff-apiserver"]
-    assert "kubelet.start_pod" in create["skiff-kubelet"]
+    for service, names in CREATE_SPANS.items():
+        assert names <= create.get(service, set()), (service, create)
     delete = services(delete_trace)
-    assert "/skiff.v1.Api/Delete" in delete["skiff-apiserver"]
-    assert "kubelet.kill_pod" in delete["skiff-kubelet"]
+    for service, names in DELETE_SPANS.items():
+        assert names <= delete.get(service, set()), (service, delete)
     assert delete_trace != create_trace

