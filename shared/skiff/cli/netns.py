@@ -80,6 +80,7 @@ from skiff.cli.processes import (
 )
 from skiff.cli.sandboxes import remove_sandboxes
 from skiff.cli.security import ClusterSecurity, cli_credentials, prepare
+from skiff.client.credentials import Credentials
 
 __all__ = ["NetnsCluster", "NetnsError", "destroy", "heal", "is_netns_state", "partition",
            "require_netns_support"]
@@ -540,6 +541,11 @@ class NetnsCluster:
             echo(f"{'credentials':<22} {'':<12} {self.security.pki.directory}   (CA, admin "
                  f"certificate in system:masters; files 0600)")
         return self.save()
+
+    @property
+    def admin(self) -> Credentials:
+        """The admin's credentials (system:masters; none in the insecure mode)."""
+        return self.security.credentials()
 
     def _hosts(self) -> list[str]:
         hosts = ["etcd", "apiserver", "scheduler", "controller-manager"]

@@ -105,7 +105,7 @@ async def api_of() -> AsyncIterator[Callable[[NetnsCluster], Awaitable[ApiClient
 
     async def connect(cluster: NetnsCluster) -> ApiClient:
         client = ApiClient(cluster.api, retry_seconds=10, timeout=5,
-                           credentials=cluster.security.credentials())
+                           credentials=cluster.admin)
         await client.__aenter__()
         clients.append(client)
         return client
