@@ -33,6 +33,11 @@ hole (connects hang, established streams stall), as on a real partition. Each ru
 the comment `skiff-cut:<a>:<b>`; `heal` deletes exactly those rules by handle and the table
 once it is empty.
 
+Security (SPEC AU1-AU4) as in a plain `skiff up`: TLS and client certificates by default
+(the serving certificates name every control-plane host's address, each kubelet's its
+node's), components with their own identities (recorded with them, so restarts keep them),
+a kubeconfig with the admin's certificate; `insecure=True` (`--insecure`) is plaintext.
+
 `skiff down` stops the recorded processes, kills whatever still runs in the cluster's
 namespaces (`ip netns pids`: pod processes), then deletes those namespaces, and only those.
 """
