@@ -71,6 +71,9 @@ def test_AU1_kubectl_logs_and_exec_work_through_the_apiserver(two_nodes: Path) -
     assert logs.returncode == 0 and "secret-log-line" in logs.stdout, logs.stderr
     ran = kubectl(kubeconfig, "exec", "talker", "--", "sh", "-c", "echo inside")
     assert ran.returncode == 0 and ran.stdout == "inside\n", ran.stderr
+    # the skiff CLI reaches the kubelet itself, with the kubeconfig's admin certificate
+    own = skiff(two_nodes, "logs", "talker")
+    assert own.returncode == 0 and "secret-log-line" in own.stdout, own.stderr
 
 
 async def test_AU1_kubelet_port_refuses_a_client_without_a_certificate(
