@@ -115,3 +115,15 @@ async def test_AU1_node2_credentials_cannot_read_node1_logs_or_exec(two_nodes: P
                         key_file=str(pki / "admin.key"))
     assert "secret-log-line" in await fetch_logs(target, "default", "talker",
                                                   credentials=admin)
+
+
+def test_AU1_resource_metrics_come_through_the_apiserver(two_nodes: Path) -> None:
+    kubeconfig = two_nodes / "kubeconfig"
+    deadline = time.monotonic() + 90
+    while True:
+        got = kubectl(kubeconfig, "get", "--raw", "/apis/metrics.k8s.io/v1beta1/nodes/node-1")
+        if got.returncode == 0:
+            break
+        assert time.monotonic() < deadline, got.stderr  # the kubelet refused the apiserver?
+        time.sleep(1)
+    assert json.loads(got.stdout)["metadata"]["name"] == "node-1"
