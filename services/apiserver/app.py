@@ -31,6 +31,7 @@ from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_serve
 from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.watchcache import WatchCache
+from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
@@ -66,6 +67,11 @@ class ApiServerSettings:
     tls_private_key_file: str = setting("", help="key of --tls-cert-file")
     client_ca_file: str = setting("", help="CA that signs client certificates (CN = user, "
                                   "O = groups)")
+    kubelet_client_certificate: str = setting(
+        "", help="client certificate for the kubelets' own port (logs, exec, metrics)")
+    kubelet_client_key: str = setting("", help="key of --kubelet-client-certificate")
+    kubelet_certificate_authority: str = setting(
+        "", help="CA of the kubelets' serving certificates")
     token_auth_file: str = setting("", help="static bearer tokens, CSV: "
                                    "token,user,uid,\"group1,group2\"")
     etcd_cafile: str = setting("", help="CA of etcd's serving certificate (TLS to etcd)")
@@ -143,11 +149,13 @@ class ApiServer:
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(
-                        KubeApi(registry, guard=guard, tokens=tokens).handle,
+                        KubeApi(registry, guard=guard, tokens=tokens,
+                                kubelet=self._kubelet_credentials()).handle,
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None),
-                        routes=PodStreams(registry, guard=guard).register,
+                        routes=PodStreams(registry, guard=guard,
+                                          kubelet=self._kubelet_credentials()).register,
                         reuse_port=reuse)
                     http_port = await http.start()
                     scheme = "https" if tls is not None else "http"
@@ -172,6 +180,13 @@ class ApiServer:
         finally:
             await server.stop(0)
             await storage.close()
+
+    def _kubelet_credentials(self) -> Credentials:
+        """How this apiserver proves itself to the kubelets (none: plaintext kubelets)."""
+        s = self.settings
+        return Credentials(ca_file=s.kubelet_certificate_authority,
+                           cert_file=s.kubelet_client_certificate,
+                           key_file=s.kubelet_client_key)
 
     def _security(self, registry: Registry, tokens: TokenAuthority
                   ) -> tuple[TlsFiles | None, RequestGuard | None]:

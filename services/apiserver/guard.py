@@ -54,8 +54,11 @@ class TlsFiles:
 
     def grpc_credentials(self) -> grpc.ServerCredentials:
         # gRPC is mutual TLS: grpcio can only require a client certificate or not ask for
-        # one at all, so the gRPC port (components, the skiff CLI) requires one signed by
-        # the CA; bearer-token users come in over HTTPS, where it is optional.
+        # one at all (1.85: `require_client_auth` maps to grpc core's REQUEST_AND_REQUIRE_
+        # ..._AND_VERIFY or DONT_REQUEST; no Python API reaches REQUEST_..._AND_VERIFY, and a
+        # certificate sent to a DONT_REQUEST server is not in the auth context), so the
+        # gRPC port (components, the skiff CLI) requires one signed by the CA; anonymous
+        # callers fail the handshake; bearer-token users come in over HTTPS.
         return grpc.ssl_server_credentials(
             [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
             root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)

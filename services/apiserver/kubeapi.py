@@ -35,6 +35,7 @@ from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
 from skiff.auth import Authorizer
 from skiff.client import logs as kubelet_logs
+from skiff.client.credentials import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -106,12 +107,14 @@ class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
     def __init__(self, registry: Registry, *, guard: RequestGuard | None = None,
-                 tokens: TokenAuthority | None = None) -> None:
+                 tokens: TokenAuthority | None = None,
+                 kubelet: Credentials | None = None) -> None:
         self.registry = registry
+        self.kubelet = kubelet or Credentials()  # to the kubelets' own port (logs)
         self.guard = guard
         self.authorizer: Authorizer = guard.authorizer if guard else reviews.ALLOW_ALL
         self.tokens = tokens or TokenAuthority()
-        self.metrics = metricsapi.MetricsApi(registry)
+        self.metrics = metricsapi.MetricsApi(registry, kubelet=self.kubelet)
         self._openapi_v3: dict[str, Obj] = {}
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
@@ -478,7 +481,7 @@ class KubeApi:
         container = q.get("container") or None
         if q.get("follow") in ("true", "1"):
             pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
-                                              tail_lines=tail_lines)
+                                              tail_lines=tail_lines, credentials=self.kubelet)
             # the first piece (or the kubelet's error) before the 200 goes out
             try:
                 first = await anext(pieces)
@@ -494,7 +497,8 @@ class KubeApi:
             return Response(200, stream=stream(), content_type="text/plain")
         text = await kubelet_logs.fetch_logs(target, namespace, name, container=container,
                                              tail_lines=tail_lines,
-                                             previous=q.get("previous") in ("true", "1"))
+                                             previous=q.get("previous") in ("true", "1"),
+                                             credentials=self.kubelet)
         return Response(200, str(text), content_type="text/plain")
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from skiff.api.errors import ApiError, Reason
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
+from skiff.client.credentials import Credentials
 from skiff.client.metrics import fetch_resource_metrics
 
 log = logging.getLogger(__name__)
@@ -56,8 +57,9 @@ def _window(seconds: float) -> str:
 
 
 class MetricsApi:
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: Registry, *, kubelet: Credentials | None = None) -> None:
         self.registry = registry
+        self.kubelet = kubelet or Credentials()  # to the kubelets' own port
 
     async def handle(self, req: Request, path: str) -> Response:
         if req.method != "GET":
@@ -95,6 +97,7 @@ class MetricsApi:
                             if a.get("type") == "InternalIP"), "127.0.0.1")
             try:
                 return await fetch_resource_metrics(f"{address}:{port}",
+                                                    credentials=self.kubelet,
                                                     timeout=FETCH_TIMEOUT_SECONDS)
             except ApiError as err:
                 log.warning("no metrics from node", extra={

@@ -26,6 +26,8 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import peer_certificate
 from skiff.auth import Attributes
+from skiff.client.credentials import Credentials
+from skiff.client.kubelet import kubelet_channel
 from skiff.client.logs import kubelet_endpoint
 from skiff.client.streaming import exec_call
 from skiff.rpc.codec import decode_map, encode
@@ -62,9 +64,11 @@ def _status_response(err: ApiError) -> web.Response:
 class PodStreams:
     """`register(app)` adds the pods/exec route in front of the catch-all router."""
 
-    def __init__(self, registry: Any, *, guard: RequestGuard | None = None) -> None:
+    def __init__(self, registry: Any, *, guard: RequestGuard | None = None,
+                 kubelet: Credentials | None = None) -> None:
         self.registry = registry
         self.guard = guard  # None: the insecure mode
+        self.kubelet = kubelet or Credentials()  # to the kubelets' own port
 
     async def _authorize(self, raw: web.Request, namespace: str, name: str, sub: str) -> None:
         """These routes bypass the REST handler, so they authenticate and authorize here:
@@ -114,7 +118,7 @@ class PodStreams:
                    "stdin": q.get("stdin", "") in _TRUE, "tty": q.get("tty", "") in _TRUE,
                    # a SPDY request (kubectl's fallback) only learns what is wrong
                    "check": not websocket}
-        async with grpc.aio.insecure_channel(target) as channel:
+        async with kubelet_channel(target, self.kubelet) as channel:
             call = exec_call(channel)
             try:
                 await call.write(encode(request))

@@ -126,7 +126,8 @@ class LocalPowerAgent:
             popen = subprocess.Popen(
                 argv, stdout=logf, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
-                env={**os.environ, "SKIFF_LOG_FORMAT": "json"})
+                # its own identity (recorded with it), not the fence agent's
+                env={**os.environ, "SKIFF_LOG_FORMAT": "json", **component.env})
         self._started[popen.pid] = popen
         self._record_pid(node, popen.pid)
         component.pid = popen.pid

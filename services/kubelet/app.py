@@ -37,6 +37,7 @@ from skiff.kubelet.sandbox import (
     SandboxManager,
     sandbox_supported,
 )
+from skiff.kubelet.serving import KubeletTls, start_kubelet_server
 from skiff.kubelet.settings import (
     KubeletSettings,
     parse_grace_periods,
@@ -69,7 +70,9 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
 
 async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,
                       metrics: ResourceMetrics | None = None,
-                      streams: ExecService | None = None) -> None:
+                      streams: ExecService | None = None, *, kubelet_port: int = 0) -> None:
+    """`kubelet_port`: the port of logs, exec and metrics the Node publishes (default:
+    the health port, which serves them in the insecure mode)."""
     runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
     root = Path(settings.root_dir)
     names = settings.node_names()
@@ -111,7 +114,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 labels=parse_labels(settings.node_labels),
                 annotations=parse_labels(settings.node_annotations, flag="--node-annotations"),
                 taints=parse_taints(settings.register_with_taints), capacity=capacity,
-                health_port=settings.health_port, node_ip=settings.node_ip,
+                health_port=kubelet_port or settings.health_port, node_ip=settings.node_ip,
                 lease_duration=settings.node_lease_duration_seconds,
                 renew_interval=settings.lease_renew_interval,
                 status_update_frequency=settings.node_status_update_frequency,
@@ -204,9 +207,23 @@ def main(argv: list[str] | None = None) -> None:
         # Kubernetes; in --netns mode that is the node's own namespace's address
         address += f",{settings.node_ip}:{settings.health_port}"
 
+    handlers = [logs.handler(), metrics.handler(), streams.handler()]
+    tls = KubeletTls.from_env()
+
     async def body(service: Service) -> None:
-        with contextlib.suppress(asyncio.CancelledError):
-            await run_kubelet(settings, service, logs, metrics, streams)
+        server, port = None, 0
+        if tls is not None:  # logs, exec, metrics on their own mutual-TLS port
+            hosts = dict.fromkeys(["127.0.0.1", settings.node_ip])
+            server, port = await start_kubelet_server(tls, handlers, addresses=list(hosts),
+                                                      port=settings.port)
+            log.info("kubelet port serving with mutual TLS", extra={"port": port})
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await run_kubelet(settings, service, logs, metrics, streams,
+                                  kubelet_port=port)
+        finally:
+            if server is not None:
+                await server.stop(1)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,
-                handlers=[logs.handler(), metrics.handler(), streams.handler()])
+                handlers=handlers if tls is None else [])

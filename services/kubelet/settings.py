@@ -24,6 +24,9 @@ class KubeletSettings:
     apiserver: str = setting("127.0.0.1:6443", help="apiserver host:port")
     health_port: int = setting(10250, help="gRPC health + log service port on 127.0.0.1 "
                                            "(0 = none)")
+    port: int = setting(0, help="the kubelet's own port (logs, exec, metrics) over mutual "
+                                "TLS when SKIFF_KUBELET_TLS_CERT_FILE is set (0 = any free "
+                                "port; the Node publishes it)")
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     node_name: str = setting("", help="the Node's name (default: the host name)")
     node_ip: str = setting("127.0.0.1", help="the Node's InternalIP address")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +30,7 @@ SCHEDULER_USER = "system:kube-scheduler"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 FENCE_AGENT_USER = "system:skiff:fence-agent"
 APISERVER_ETCD_CLIENT = "kube-apiserver-etcd-client"
+APISERVER_KUBELET_CLIENT = "kube-apiserver-kubelet-client"
 VALIDITY = datetime.timedelta(days=365)
 
 
@@ -87,6 +88,20 @@ def _san(hosts: Iterable[str]) -> list[x509.GeneralName]:
     return names
 
 
+def _covers(cert_file: Path, hosts: Iterable[str]) -> bool:
+    """Whether a kept certificate still names every host (a netns cluster's addresses
+    may differ from the last start's): if not, it is issued again."""
+    wanted = _san(hosts)
+    if not wanted:
+        return True
+    cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except x509.ExtensionNotFound:
+        return False
+    return all(name in san for name in wanted)
+
+
 class CertificateAuthority:
     """The cluster CA: signs serving and client certificates."""
 
@@ -132,7 +147,7 @@ class CertificateAuthority:
               client: bool = False) -> CertPair:
         """`<stem>.crt` and `<stem>.key`; kept as they are when both already exist."""
         files = CertPair(path_stem.with_suffix(".crt"), path_stem.with_suffix(".key"))
-        if files.cert.exists() and files.key.exists():
+        if files.cert.exists() and files.key.exists() and _covers(files.cert, hosts):
             return files
         key = _new_key()
         now = datetime.datetime.now(datetime.UTC)
@@ -185,6 +200,11 @@ class ClusterPki:
     controller_manager: CertPair
     fence_agent: CertPair
     nodes: dict[str, CertPair]
+    # The kubelets' own port (logs, exec, metrics): each kubelet's serving certificate
+    # (its node's name and addresses as SANs) and the apiserver's client certificate for
+    # it (kube-apiserver's --kubelet-client-certificate).
+    kubelet_serving: dict[str, CertPair]
+    apiserver_kubelet_client: CertPair
 
     def node(self, name: str) -> CertPair:
         return self.nodes[name]
@@ -199,15 +219,23 @@ class ClusterPki:
         """kube-apiserver's serving and client-authentication flags."""
         return ["--tls-cert-file", str(self.apiserver.cert),
                 "--tls-private-key-file", str(self.apiserver.key),
-                "--client-ca-file", str(self.ca)]
+                "--client-ca-file", str(self.ca),
+                "--kubelet-client-certificate", str(self.apiserver_kubelet_client.cert),
+                "--kubelet-client-key", str(self.apiserver_kubelet_client.key),
+                "--kubelet-certificate-authority", str(self.ca)]
 
 
 def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
-               hosts: Iterable[str] = ()) -> ClusterPki:
+               hosts: Iterable[str] = (),
+               node_hosts: Mapping[str, Iterable[str]] | None = None) -> ClusterPki:
     """Make (or reuse) the CA and every certificate in `directory` (mode 0700, files 0600).
 
     `hosts`: extra addresses/host names the apiservers and etcd members are dialled at
-    (netns addresses, compose service names); loopback is always included."""
+    (netns addresses, compose service names); loopback is always included. `node_hosts`:
+    a node's own addresses (its InternalIP in a netns cluster) for its kubelet's serving
+    certificate, which always names the node and loopback."""
+    nodes = tuple(nodes)
+    node_hosts = node_hosts or {}
     directory.mkdir(parents=True, exist_ok=True)
     os.chmod(directory, 0o700)
     ca = CertificateAuthority.load_or_create(directory)
@@ -237,6 +265,12 @@ def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
         controller_manager=client("controller-manager", CONTROLLER_MANAGER_USER),
         fence_agent=client("fence-agent", FENCE_AGENT_USER),
         nodes={n: client(f"kubelet-{n}", node_user(n), NODES_GROUP) for n in nodes},
+        kubelet_serving={n: ca.issue(directory / f"kubelet-{n}-serving",
+                                     common_name=node_user(n), organizations=(NODES_GROUP,),
+                                     hosts=(n, *DEFAULT_HOSTS, *node_hosts.get(n, ())),
+                                     server=True) for n in nodes},
+        # no group: the name alone opens the kubelets, nothing on the apiserver
+        apiserver_kubelet_client=client("apiserver-kubelet-client", APISERVER_KUBELET_CLIENT),
     )
 
 

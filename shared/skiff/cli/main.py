@@ -34,7 +34,7 @@ from skiff.cli.localcluster import (
     stop_by_state,
 )
 from skiff.cli.processes import StartError
-from skiff.cli.security import INSECURE_WARNING, use_kubeconfig_credentials
+from skiff.cli.security import use_kubeconfig_credentials
 from skiff.cli.supervisor import (
     Backoff,
     MemberError,
@@ -105,8 +105,8 @@ def cmd_up(args: argparse.Namespace) -> None:
         from skiff.cli.netns_ha import NetnsHaCluster
 
         require_netns_support()
-        _err(f"{INSECURE_WARNING} (network-namespace clusters have no TLS yet)")
-        cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config)
+        cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config,
+                                 insecure=args.insecure)
     elif args.ha:
         from skiff.cli.topology import HaCluster
 
@@ -116,8 +116,8 @@ def cmd_up(args: argparse.Namespace) -> None:
         from skiff.cli.netns import NetnsCluster, require_netns_support
 
         require_netns_support()
-        _err(f"{INSECURE_WARNING} (network-namespace clusters have no TLS yet)")
-        cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config)
+        cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config,
+                               insecure=args.insecure)
     else:
         cluster = LocalCluster(data_dir, nodes=args.nodes, config=config,
                                insecure=args.insecure,

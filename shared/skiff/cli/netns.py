@@ -33,6 +33,11 @@ hole (connects hang, established streams stall), as on a real partition. Each ru
 the comment `skiff-cut:<a>:<b>`; `heal` deletes exactly those rules by handle and the table
 once it is empty.
 
+Security (SPEC AU1-AU4) as in a plain `skiff up`: TLS and client certificates by default
+(the serving certificates name every control-plane host's address, each kubelet's its
+node's), components with their own identities (recorded with them, so restarts keep them),
+a kubeconfig with the admin's certificate; `insecure=True` (`--insecure`) is plaintext.
+
 `skiff down` stops the recorded processes, kills whatever still runs in the cluster's
 namespaces (`ip netns pids`: pod processes), then deletes those namespaces, and only those.
 """
@@ -70,6 +75,7 @@ from skiff.cli.localcluster import (
 )
 from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
+    EtcdTlsFiles,
     Process,
     StartError,
     find_etcd,
@@ -78,6 +84,8 @@ from skiff.cli.processes import (
     wait_grpc_healthy,
 )
 from skiff.cli.sandboxes import remove_sandboxes
+from skiff.cli.security import ClusterSecurity, cli_credentials, prepare
+from skiff.client.credentials import Credentials
 
 __all__ = ["NetnsCluster", "NetnsError", "destroy", "heal", "is_netns_state", "partition",
            "require_netns_support"]
@@ -87,6 +95,7 @@ PREFIX_LEN = 24
 ETCD_PORT, ETCD_PEER_PORT = 2379, 2380
 API_PORT, API_HTTP_PORT = 6443, 8080
 HEALTH_PORT = 10256
+ENV = {"SKIFF_LOG_FORMAT": "json"}
 CUT_COMMENT = "skiff-cut"
 CLONE_NEWNET = 0x40000000
 # Host addresses: control plane from .10, nodes from .101.
@@ -502,6 +511,8 @@ class NetnsCluster:
     node_annotations: dict[str, str] = field(default_factory=dict)
     controller_managers: int = 1
     fence_agent: bool = True
+    insecure: bool = False  # `skiff up --netns --insecure`: the plaintext mode (warned)
+    security: ClusterSecurity = field(default_factory=lambda: ClusterSecurity(None))
     topology: Topology | None = None
     processes: list[Process] = field(default_factory=list)
     components: list[Component] = field(default_factory=list)
@@ -521,20 +532,41 @@ class NetnsCluster:
         self.topology = topo = Topology.new()
         try:
             _create_bridge(topo.bridge_netns)
-            hosts = ["etcd", "apiserver", "scheduler", "controller-manager"]
-            if self.controller_managers > 1:
-                hosts.append("controller-manager-2")
-            hosts += [f"node-{i}" for i in range(1, self.nodes + 1)]
-            for name in hosts:
+            for name in self._hosts():
                 topo.add_host(name)
             self.save()  # from here on, `skiff down` can find and delete the namespaces
+            self.security = self._prepare_security(echo)
             self._start_all(echo)
         except BaseException:
             self.stop()
             raise
         echo(f"{'netns':<22} {len(topo.hosts)} hosts on {SUBNET}.0/{PREFIX_LEN}, bridge "
              f"namespace {topo.bridge_netns}")
+        if self.security.pki is not None:
+            echo(f"{'credentials':<22} {'':<12} {self.security.pki.directory}   (CA, admin "
+                 f"certificate in system:masters; files 0600)")
         return self.save()
+
+    @property
+    def admin(self) -> Credentials:
+        """The admin's credentials (system:masters; none in the insecure mode)."""
+        return self.security.credentials()
+
+    def _hosts(self) -> list[str]:
+        hosts = ["etcd", "apiserver", "scheduler", "controller-manager"]
+        if self.controller_managers > 1:
+            hosts.append("controller-manager-2")
+        return hosts + [f"node-{i}" for i in range(1, self.nodes + 1)]
+
+    def _prepare_security(self, echo: Any) -> ClusterSecurity:
+        """The PKI, with every control-plane host's address in the serving certificates
+        and each node's address in its kubelet's; or the announced insecure mode."""
+        assert self.topology is not None
+        hosts = self.topology.hosts
+        nodes = {name: [h.ip] for name, h in hosts.items() if name.startswith("node-")}
+        return prepare(self.data_dir, insecure=self.insecure, nodes=list(nodes),
+                       hosts=[h.ip for name, h in hosts.items() if name not in nodes],
+                       node_hosts=nodes, echo=echo)
 
     def save(self) -> ClusterState:
         assert self.topology is not None
@@ -555,11 +587,7 @@ class NetnsCluster:
     def _start_all(self, echo: Any) -> None:
         topo = self.topology
         assert topo is not None
-        logs = self.data_dir / "logs"
-        config_dir = self.data_dir / "config"
-        env = {"SKIFF_LOG_FORMAT": "json"}
         etcd_host, api_host = topo.host("etcd"), topo.host("apiserver")
-
         # The gateway first: every published socket exists before anything starts.
         etcd_pub = self._publish("etcd", etcd_host.netns, ETCD_PORT)
         api_pub = self._publish("apiserver", api_host.netns, API_PORT)
@@ -568,62 +596,105 @@ class NetnsCluster:
         health_pubs = {name: self._publish(name, topo.host(host).netns, HEALTH_PORT)
                        for name, host, _, _ in services}
         self.api = api_pub.address
+        self._start_gateway(api_pub.address, echo)
+        scheme = self.security.scheme
+        peer = f"{scheme}://{etcd_host.ip}:{ETCD_PEER_PORT}"
+        self._start_etcd([(etcd_host, etcd_pub)], initial=f"skiff={peer}", echo=echo,
+                         timeout=30.0)
+        self._start_apiserver(api_host, api_pub, [f"{scheme}://{etcd_host.ip}:{ETCD_PORT}"],
+                              echo=echo, timeout=30.0)
+        kubeconfig = write_kubeconfig(self.data_dir, f"{scheme}://{http_pub.address}",
+                                      security=self.security)
+        echo(f"{'kubectl':<22} {'':<12} {scheme}://{http_pub.address:<18} "
+             f"export KUBECONFIG={kubeconfig}")
+        self._start_services(services, [f"{api_host.ip}:{API_PORT}"], health_pubs,
+                             echo=echo, timeout=30.0)
+        if self.fence_agent and service_available("skiff.fence_agent"):
+            self.start_fence_agent(echo=echo)
+
+    def _start_gateway(self, api_address: str, echo: Any) -> None:
+        """The one process in the root namespace that forwards each published port."""
         gateway = Process("gateway", [sys.executable, "-m", "skiff.cli.netns", "gateway",
                                       *[a for p in self.published for a in (
                                           "--route", f"{p.sock.fileno()}:{p.netns}:{p.port}")]],
-                          logs / "gateway.log", env=env)
+                          self.data_dir / "logs" / "gateway.log", env=ENV)
         gateway.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(gateway.log_path, "ab") as log:
             gateway.popen = subprocess.Popen(
                 gateway.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **env}, start_new_session=True,
+                env={**os.environ, **ENV}, start_new_session=True,
                 pass_fds=[p.sock.fileno() for p in self.published])
         for pub in self.published:
             pub.sock.close()  # the gateway holds them now
         # Its health is the apiserver's health through it: both must work to be "healthy".
-        self._record(gateway, "", api_pub.address, api_pub.address, gateway.argv)
-        echo(_line("gateway", gateway, f"{api_pub.address} (API)"))
+        self._record(gateway, "", api_address, api_address, gateway.argv)
+        echo(_line("gateway", gateway, f"{api_address} (API)"))
 
-        etcd_argv = _etcd_argv(self.data_dir, etcd_host.ip)
-        etcd = Process("etcd", ns_exec(etcd_host.netns, etcd_argv), logs / "etcd.log")
-        etcd.start()
-        wait_etcd_healthy(etcd, int(etcd_pub.address.rsplit(":", 1)[1]))
-        self._record(etcd, etcd_host.netns, f"http://{etcd_pub.address}", "", etcd_argv)
-        echo(_line("etcd", etcd, f"http://{etcd_host.ip}:{ETCD_PORT}"))
-
-        api_argv = [sys.executable, "-m", "skiff.apiserver",
-                    "--etcd-servers", f"http://{etcd_host.ip}:{ETCD_PORT}",
-                    "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
-                    "--http-port", str(API_HTTP_PORT),
-                    *self.config.flags("apiserver", config_dir),
-                    *self.extra_args.get("apiserver", [])]
-        apiserver = Process("apiserver", ns_exec(api_host.netns, api_argv),
-                            logs / "apiserver.log", env=env)
-        apiserver.start()
-        wait_grpc_healthy(apiserver, self.api)
-        self._record(apiserver, api_host.netns, self.api, self.api, api_argv)
-        echo(_line("apiserver", apiserver, f"{api_host.ip}:{API_PORT}"))
-        kubeconfig = write_kubeconfig(self.data_dir, f"http://{http_pub.address}")
-        echo(f"{'kubectl':<22} {'':<12} http://{http_pub.address:<18} "
-             f"export KUBECONFIG={kubeconfig}")
-
-        # The rest start together, then are waited for: faster on a small machine.
+    def _start_etcd(self, members: list[tuple[Host, Published]], *, initial: str,
+                    cluster_token: str = "", echo: Any, timeout: float) -> None:
+        """Every member at once (a member is healthy only with a quorum), then waited
+        for through its published port."""
+        tls = self.security.etcd_tls()
+        scheme = self.security.scheme
         started = []
-        for name, host, module, args in services:
+        for host, pub in members:
+            argv = _etcd_argv(self.data_dir, host.ip, initial=initial, tls=tls,
+                              member=host.name if cluster_token else "skiff",
+                              data=host.name if cluster_token else "etcd",
+                              cluster_token=cluster_token)
+            proc = Process(host.name, ns_exec(host.netns, argv),
+                           self.data_dir / "logs" / f"{host.name}.log")
+            proc.start()
+            started.append((proc, host, pub, argv))
+        for proc, host, pub, argv in started:
+            wait_etcd_healthy(proc, int(pub.address.rsplit(":", 1)[1]), timeout=timeout,
+                              tls=tls)
+            self._record(proc, host.netns, f"{scheme}://{pub.address}", "", argv)
+            echo(_line(proc.name, proc, f"{scheme}://{host.ip}:{ETCD_PORT}"))
+
+    def _start_apiserver(self, host: Host, pub: Published, etcd_urls: list[str], *,
+                         echo: Any, timeout: float) -> None:
+        config_dir = self.data_dir / "config"
+        key = ["--service-account-signing-key-file",
+               str(self.data_dir / "pki" / "service-account.key")] if self.security.secure \
+            else []
+        argv = [sys.executable, "-m", "skiff.apiserver", "--etcd-servers", ",".join(etcd_urls),
+                "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
+                "--http-port", str(API_HTTP_PORT), *self.security.apiserver_args(), *key,
+                *self.config.flags("apiserver", config_dir),
+                *self.extra_args.get("apiserver", [])]
+        proc = Process(host.name, ns_exec(host.netns, argv),
+                       self.data_dir / "logs" / f"{host.name}.log", env=ENV)
+        proc.start()
+        wait_grpc_healthy(proc, pub.address, timeout=timeout,
+                          credentials=self.security.credentials())
+        self._record(proc, host.netns, pub.address, pub.address, argv)
+        echo(_line(proc.name, proc, f"{host.ip}:{API_PORT}"))
+
+    def _start_services(self, services: list[tuple[str, str, str, list[str]]],
+                        targets: list[str], health_pubs: dict[str, Published], *,
+                        echo: Any, timeout: float) -> None:
+        """Start together, then wait for each: faster on a small machine. Each service
+        lists every apiserver, a different one first (spread over them)."""
+        assert self.topology is not None
+        started = []
+        for spread, (name, host_name, module, args) in enumerate(services):
             if not service_available(module):
                 continue
-            h = topo.host(host)
-            argv = [sys.executable, "-m", module, "--apiserver", f"{api_host.ip}:{API_PORT}",
+            host = self.topology.host(host_name)
+            argv = [sys.executable, "-m", module,
+                    "--apiserver", ",".join(targets[spread % len(targets):]
+                                            + targets[:spread % len(targets)]),
                     "--health-port", str(HEALTH_PORT), *args]
-            proc = Process(name, ns_exec(h.netns, argv), logs / f"{name}.log", env=env)
+            proc = Process(name, ns_exec(host.netns, argv),
+                           self.data_dir / "logs" / f"{name}.log",
+                           env={**ENV, **self.security.component_env(name)})
             proc.start()
-            started.append((proc, h, argv, health_pubs[name].address))
-        for proc, h, argv, health in started:
-            wait_grpc_healthy(proc, health)
-            self._record(proc, h.netns, health, health, argv)
-            echo(_line(proc.name, proc, f"{h.ip} ({h.netns})"))
-        if self.fence_agent and service_available("skiff.fence_agent"):
-            self.start_fence_agent(echo=echo)
+            started.append((proc, host, argv, health_pubs[name].address))
+        for proc, host, argv, health in started:
+            wait_grpc_healthy(proc, health, timeout=timeout)
+            self._record(proc, host.netns, health, health, argv)
+            echo(_line(proc.name, proc, f"{host.ip} ({host.netns})"))
 
     def start_fence_agent(self, *, echo: Any = print) -> Process:
         """The fence agent, in the root namespace (out of band), through the gateway."""
@@ -632,7 +703,7 @@ class NetnsCluster:
                 "--health-port", str(health_port), "--mode", "local",
                 "--data-dir", str(self.data_dir), *self.extra_args.get("fence-agent", [])]
         proc = Process("fence-agent", argv, self.data_dir / "logs" / "fence-agent.log",
-                       env={"SKIFF_LOG_FORMAT": "json"})
+                       env={**ENV, **self.security.component_env("fence-agent")})
         self.save()  # the agent reads cluster.json
         proc.start()
         health = f"127.0.0.1:{health_port}"
@@ -687,7 +758,8 @@ class NetnsCluster:
         assert proc.pid is not None
         self.processes.append(proc)
         self.components.append(Component(proc.name, proc.pid, address, health,
-                                         str(proc.log_path), argv, netns=netns))
+                                         str(proc.log_path), argv, netns=netns,
+                                         env=dict(proc.env)))
 
     # -- while running -------------------------------------------------------------------
 
@@ -705,11 +777,13 @@ class NetnsCluster:
         """Start a stopped component again, the same way, in its namespace."""
         comp = self.component(name)
         argv = ns_exec(comp.netns, comp.argv) if comp.netns else comp.argv
-        proc = Process(name, argv, Path(comp.log), env={"SKIFF_LOG_FORMAT": "json"})
+        proc = Process(name, argv, Path(comp.log), env=comp.env or dict(ENV))
         proc.start()
         assert proc.pid is not None
-        if comp.health:
-            wait_grpc_healthy(proc, comp.health)
+        if comp.health:  # an apiserver's port is mutual TLS: the admin's kubeconfig
+            secure = "--tls-cert-file" in comp.argv
+            wait_grpc_healthy(proc, comp.health, credentials=cli_credentials(
+                self.data_dir / "kubeconfig") if secure else None)
         self.processes.append(proc)
         state = ClusterState.load(self.data_dir)
         assert state is not None
@@ -763,15 +837,22 @@ class NetnsCluster:
         return summary(ended)
 
 
-def _etcd_argv(data_dir: Path, ip: str) -> list[str]:
-    client, peer = f"http://{ip}:{ETCD_PORT}", f"http://{ip}:{ETCD_PEER_PORT}"
-    return [find_etcd(), "--name", "skiff", "--data-dir", str(data_dir / "etcd"),
-            "--listen-client-urls", f"{client},http://127.0.0.1:{ETCD_PORT}",
+def _etcd_argv(data_dir: Path, ip: str, *, initial: str, tls: EtcdTlsFiles | None,
+               member: str = "skiff", data: str = "etcd", cluster_token: str = "") -> list[str]:
+    """One member on its host's address (and the namespace's loopback, for the gateway);
+    `cluster_token`: one of the --ha members (pre-vote, as `etcd_process`)."""
+    scheme = "https" if tls is not None else "http"
+    client, peer = f"{scheme}://{ip}:{ETCD_PORT}", f"{scheme}://{ip}:{ETCD_PEER_PORT}"
+    clustered = ["--initial-cluster-token", cluster_token, "--pre-vote"] \
+        if cluster_token else []
+    return [find_etcd(), "--name", member, "--data-dir", str(data_dir / data),
+            "--listen-client-urls", f"{client},{scheme}://127.0.0.1:{ETCD_PORT}",
             "--advertise-client-urls", client,
             "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-            "--initial-cluster", f"skiff={peer}", "--initial-cluster-state", "new",
+            "--initial-cluster", initial, "--initial-cluster-state", "new", *clustered,
             "--logger", "zap", "--log-outputs", "stderr",
-            "--quota-backend-bytes", str(2 * 1024**3)]
+            "--quota-backend-bytes", str(2 * 1024**3),
+            *(tls.args() if tls is not None else [])]
 
 
 def _line(name: str, proc: Process, address: str) -> str:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from skiff.cli.processes import EtcdTlsFiles
 from skiff.client.credentials import ENV_CA, Credentials
+from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
 
 if TYPE_CHECKING:  # cryptography is imported only when certificates are made
     from skiff.pki import CertPair, ClusterPki
@@ -79,8 +80,16 @@ class ClusterSecurity:
 
     def component_env(self, component: str) -> dict[str, str]:
         """The environment that gives `component` (scheduler, kubelet-node-1, ...) its
-        identity: every service's ApiClient reads it (skiff.client.credentials)."""
-        return self.credentials(component).to_env()
+        identity: every service's ApiClient reads it (skiff.client.credentials); a
+        kubelet also gets its serving certificate (its own port is mutual TLS)."""
+        env = self.credentials(component).to_env()
+        node = component.removeprefix("kubelet-")
+        if self.pki is not None and component.startswith("kubelet-") \
+                and node in self.pki.kubelet_serving:
+            serving = self.pki.kubelet_serving[node]
+            env.update({ENV_KUBELET_TLS_CERT: str(serving.cert),
+                        ENV_KUBELET_TLS_KEY: str(serving.key)})
+        return env
 
     def kubeconfig_user(self) -> dict[str, Any]:
         admin = self.credentials("admin")
@@ -95,13 +104,17 @@ class ClusterSecurity:
 
 
 def prepare(data_dir: Path, *, insecure: bool, nodes: Iterable[str],
-            hosts: Iterable[str] = (), echo: Any = print) -> ClusterSecurity:
+            hosts: Iterable[str] = (), node_hosts: dict[str, list[str]] | None = None,
+            echo: Any = print) -> ClusterSecurity:
+    """`hosts`: the apiservers' and etcd members' extra addresses; `node_hosts`: each
+    node's own addresses (its kubelet's serving certificate)."""
     if insecure:
         echo(INSECURE_WARNING)
         return ClusterSecurity(None)
     from skiff.pki import ensure_pki
 
-    return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts))
+    return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts,
+                                      node_hosts=node_hosts))
 
 
 def cli_credentials(kubeconfig: Path) -> Credentials:

@@ -16,6 +16,8 @@ import grpc
 
 from skiff.api.errors import ApiError, Reason
 from skiff.client.api import ApiClient
+from skiff.client.credentials import Credentials
+from skiff.client.kubelet import kubelet_channel
 from skiff.rpc.codec import decode_map, encode
 from skiff.rpc.errors import from_grpc
 
@@ -41,9 +43,10 @@ def _unavailable(target: str, err: grpc.aio.AioRpcError) -> ApiError:
 
 
 async def fetch_logs(target: str, namespace: str, name: str, container: str | None = None,
-                     tail_lines: int | None = None, previous: bool = False) -> str:
-    """Ask the kubelet at `target` (host:port of its health port) for a container's log."""
-    async with grpc.aio.insecure_channel(target) as channel:
+                     tail_lines: int | None = None, previous: bool = False, *,
+                     credentials: Credentials | None = None) -> str:
+    """Ask the kubelet at `target` (host:port of its port) for a container's log."""
+    async with kubelet_channel(target, credentials) as channel:
         call = channel.unary_unary(LOGS_METHOD)
         try:
             data = await call(_request(namespace, name, container, tail_lines, previous),
@@ -54,10 +57,11 @@ async def fetch_logs(target: str, namespace: str, name: str, container: str | No
 
 
 async def follow_logs(target: str, namespace: str, name: str, container: str | None = None,
-                      tail_lines: int | None = None) -> AsyncIterator[str]:
+                      tail_lines: int | None = None, *,
+                      credentials: Credentials | None = None) -> AsyncIterator[str]:
     """The container's log, then each new piece as it is written, until the container
     exits (the iterator ends) or the caller stops iterating."""
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with kubelet_channel(target, credentials) as channel:
         call = channel.unary_stream(LOGS_FOLLOW_METHOD)(
             _request(namespace, name, container, tail_lines, False))
         try:

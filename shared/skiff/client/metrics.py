@@ -10,6 +10,8 @@ from typing import Any
 
 import grpc
 
+from skiff.client.credentials import Credentials
+from skiff.client.kubelet import kubelet_channel
 from skiff.client.logs import SERVICE, _unavailable
 from skiff.rpc.codec import decode_map, encode
 
@@ -19,9 +21,10 @@ METRICS_METHOD = f"/{SERVICE}/{METRICS_METHOD_NAME}"
 __all__ = ["METRICS_METHOD", "METRICS_METHOD_NAME", "SERVICE", "fetch_resource_metrics"]
 
 
-async def fetch_resource_metrics(target: str, *, timeout: float = 10.0) -> dict[str, Any]:
+async def fetch_resource_metrics(target: str, *, timeout: float = 10.0,
+                                 credentials: Credentials | None = None) -> dict[str, Any]:
     """The kubelet at `target` (host:port)'s latest node and pod usage."""
-    async with grpc.aio.insecure_channel(target) as channel:
+    async with kubelet_channel(target, credentials) as channel:
         call = channel.unary_unary(METRICS_METHOD)
         try:
             data = await call(encode({}), timeout=timeout)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -17,7 +18,9 @@ from typing import Any
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
 from skiff.apiserver.storage import EtcdStorage
+from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
+from skiff.etcdtls import EtcdTls
 
 Obj = dict[str, Any]
 Seen = tuple[str, str, int]  # (event type, object name, resourceVersion)
@@ -96,11 +99,12 @@ class Watchers:
         await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
-async def etcd_log(endpoint: str, resource: str, namespace: str, since: int, upto: int
-                   ) -> list[Seen]:
+async def etcd_log(endpoint: str, resource: str, namespace: str, since: int, upto: int, *,
+                   tls: EtcdTlsFiles | None = None) -> list[Seen]:
     """What etcd committed under the resource's namespace prefix in (since, upto], read
     from etcd's own revision log (a watch from since+1), as watch events would name it."""
-    storage = EtcdStorage(endpoint, request_timeout=5, retry_seconds=10)
+    storage = EtcdStorage(endpoint, request_timeout=5, retry_seconds=10, tls=None if tls is None
+                          else EtcdTls(tls.ca, tls.client_cert, tls.client_key))
     await storage.connect()
     out: list[Seen] = []
     prefix = f"{REGISTRY_PREFIX}{resource}/{namespace}/"
@@ -118,34 +122,39 @@ async def etcd_log(endpoint: str, resource: str, namespace: str, since: int, upt
     return out
 
 
-def member_status(endpoint: str) -> Obj:
-    """etcd's Maintenance/Status of that one member (its own view, no quorum needed)."""
+def member_status(endpoint: str, *, tls: EtcdTlsFiles | None = None) -> Obj:
+    """etcd's Maintenance/Status of that one member (its own view, no quorum needed); with
+    `tls` as the apiservers (etcd trusts only their client certificate)."""
     req = urllib.request.Request(f"{endpoint}/v3/maintenance/status", data=b"{}",
                                  method="POST", headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=3) as resp:
+    context = None
+    if tls is not None:
+        context = ssl.create_default_context(cafile=str(tls.ca))
+        context.load_cert_chain(str(tls.client_cert), str(tls.client_key))
+    with urllib.request.urlopen(req, timeout=3, context=context) as resp:
         status: Obj = json.loads(resp.read())
     return status
 
 
-def member_revision(endpoint: str) -> int:
+def member_revision(endpoint: str, *, tls: EtcdTlsFiles | None = None) -> int:
     try:
-        return int(member_status(endpoint)["header"]["revision"])
+        return int(member_status(endpoint, tls=tls)["header"]["revision"])
     except (OSError, KeyError, ValueError):
         return -1
 
 
-def member_leader(endpoint: str) -> str:
+def member_leader(endpoint: str, *, tls: EtcdTlsFiles | None = None) -> str:
     """The leader's member id as this member sees it ("" when it has none/answers not)."""
     try:
-        status = member_status(endpoint)
+        status = member_status(endpoint, tls=tls)
     except (OSError, ValueError):
         return ""
     return str(status.get("leader") or "")
 
 
-def member_is_leader(endpoint: str) -> bool:
+def member_is_leader(endpoint: str, *, tls: EtcdTlsFiles | None = None) -> bool:
     try:
-        status = member_status(endpoint)
+        status = member_status(endpoint, tls=tls)
     except (OSError, ValueError):
         return False
     return bool(status.get("leader")) and status.get("leader") == \

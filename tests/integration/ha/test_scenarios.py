@@ -25,6 +25,7 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.cli.netns_ha import NetnsHaCluster
+from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
 from skiff.rpc.epoch import LeaderEpoch
 from tests.integration.ha.scenarios import (
@@ -77,7 +78,8 @@ def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHaCluster]:
 
 
 async def _workloads(cluster: NetnsHaCluster) -> None:
-    async with ApiClient(cluster.api, retry_seconds=30, timeout=10) as api:
+    async with ApiClient(cluster.api, retry_seconds=30, timeout=10,
+                         credentials=cluster.admin) as api:
         await start_db_on(api, cluster, "node-1")
         await api.create(_replica_set())
         await wait_for(lambda: _rs_whole(api), timeout=60, what="rs to have 2 ready pods")
@@ -107,6 +109,11 @@ def _etcd(cluster: NetnsHaCluster, name: str) -> str:
     return str(cluster.component(name).address)  # the member's client URL through the gateway
 
 
+def _tls(cluster: NetnsHaCluster) -> EtcdTlsFiles | None:
+    """What the apiservers hold for etcd (none in the insecure mode)."""
+    return cluster.security.etcd_tls()
+
+
 def _etcd_names() -> list[str]:
     return ["etcd-1", "etcd-2", "etcd-3"]
 
@@ -123,7 +130,8 @@ async def _compare_with_etcd(cluster: NetnsHaCluster, watchers: Watchers, resour
     await wait_for(lambda: watchers.reached(upto), timeout=60,
                    what="every watcher to reach the last write")
     await watchers.stop()
-    log = await etcd_log(_etcd(cluster, etcd_member), resource, ns, since, upto)
+    log = await etcd_log(_etcd(cluster, etcd_member), resource, ns, since, upto,
+                         tls=_tls(cluster))
     assert log, "etcd logged nothing"
     for i, rec in enumerate(watchers.recorders):
         got = [s for s in rec.seen if s[2] <= upto]
@@ -136,15 +144,15 @@ async def _compare_with_etcd(cluster: NetnsHaCluster, watchers: Watchers, resour
 async def test_issue11_scenario1_etcd_minority_partition_of_the_apiservers_member(
         ha: NetnsHaCluster) -> None:
     api1, api2 = (ha.component(f"apiserver-{i}").address for i in (1, 2))
-    async with ApiClient(ha.api, retry_seconds=30, timeout=10) as api, \
-            ApiClient(api1, retry_seconds=2, timeout=5) as through_1, \
-            ApiClient(api2, retry_seconds=10, timeout=10) as through_2, \
-            ApiClient(f"{api1},{api2}", retry_seconds=30) as w1, \
-            ApiClient(f"{api2},{api1}", retry_seconds=30) as w2:
+    async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api, \
+            ApiClient(api1, retry_seconds=2, timeout=5, credentials=ha.admin) as through_1, \
+            ApiClient(api2, retry_seconds=10, timeout=10, credentials=ha.admin) as through_2, \
+            ApiClient(f"{api1},{api2}", retry_seconds=30, credentials=ha.admin) as w1, \
+            ApiClient(f"{api2},{api1}", retry_seconds=30, credentials=ha.admin) as w2:
         ns, since = await _namespace(api)
         watchers = Watchers([w1, w2], "leases", ns, since, count=10)
         # etcd-1 must be the minority: if it leads, move the leadership away by a restart.
-        if member_is_leader(_etcd(ha, "etcd-1")):
+        if member_is_leader(_etcd(ha, "etcd-1"), tls=_tls(ha)):
             ha.kill("etcd-1")
             ha.restart("etcd-1")
         writes_1, writes_2 = Writes(), Writes()
@@ -187,16 +195,16 @@ async def _acked(writes: Writes, count: int) -> bool:
 
 
 async def _member_at(cluster: NetnsHaCluster, member: str, revision: int) -> bool:
-    return member_revision(_etcd(cluster, member)) >= revision
+    return member_revision(_etcd(cluster, member), tls=_tls(cluster)) >= revision
 
 
 async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_write_lost(
         ha: NetnsHaCluster) -> None:
-    async with ApiClient(ha.api, retry_seconds=30, timeout=10) as api:
+    async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
-        leader = next(n for n in _etcd_names() if member_is_leader(_etcd(ha, n)))
+        leader = next(n for n in _etcd_names() if member_is_leader(_etcd(ha, n), tls=_tls(ha)))
         others = [n for n in _etcd_names() if n != leader]
-        old_id = member_leader(_etcd(ha, others[0]))
+        old_id = member_leader(_etcd(ha, others[0]), tls=_tls(ha))
         writes, stop = Writes(), asyncio.Event()
         writer = asyncio.create_task(write_until(stop, writes, api, "w", ns, interval=0.05))
         await wait_for(lambda: _acked(writes, 3), what="writes before the kill")
@@ -205,7 +213,7 @@ async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_writ
         writes.mark = time.monotonic()
 
         async def new_leader() -> bool:
-            ids = {member_leader(_etcd(ha, n)) for n in others}
+            ids = {member_leader(_etcd(ha, n), tls=_tls(ha)) for n in others}
             return len(ids) == 1 and "" not in ids and old_id not in ids
 
         # etcd's election timeout here is 1 s; the bound is loose for a loaded machine.
@@ -230,13 +238,13 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
         ha: NetnsHaCluster) -> None:
     api1, api2 = (ha.component(f"apiserver-{i}").address for i in (1, 2))
     clients = [ApiClient(f"{api1},{api2}" if i % 2 == 0 else f"{api2},{api1}",
-                         retry_seconds=30, timeout=10) for i in range(4)]
+                         retry_seconds=30, timeout=10, credentials=ha.admin) for i in range(4)]
     try:
-        async with ApiClient(ha.api, retry_seconds=30, timeout=10) as api:
+        async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
             ns, since = await _namespace(api)
             watchers = Watchers(clients, "pods", ns, since, count=50)
             writes = Writes()
-            writer = ApiClient(f"{api1},{api2}", retry_seconds=30, timeout=10)
+            writer = ApiClient(f"{api1},{api2}", retry_seconds=30, timeout=10, credentials=ha.admin)
             try:
                 creates = [asyncio.create_task(writes.create(writer, gated_pod(f"p-{i}", ns)))
                            for i in range(100)]
@@ -279,7 +287,7 @@ async def _bindings(api: ApiClient, name: str, ns: str) -> list[str]:
 
 async def test_issue11_scenario5_scheduler_leader_isolated_other_takes_over(
         ha: NetnsHaCluster) -> None:
-    async with ApiClient(ha.api, retry_seconds=30, timeout=10) as api:
+    async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
         leader = await wait_for(lambda: _holder(api, SCHED_LEASE), what="a scheduler leader")
         other = next(n for n in ("scheduler-1", "scheduler-2") if n != leader)
@@ -323,7 +331,7 @@ async def _all_bound(api: ApiClient, names: list[str], ns: str) -> bool:
 
 async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
         ha: NetnsHaCluster) -> None:
-    async with ApiClient(ha.api, retry_seconds=30, timeout=10) as api:
+    async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         old = await api.get("pods", "db-0", NAMESPACE)
         assert old["spec"]["nodeName"] == "node-1"
         before = await api.get(*CM_LEASE)
@@ -347,7 +355,7 @@ async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
             await wait_for(lambda: beats_of(ha, new["metadata"]["uid"]), timeout=20,
                            what="the replacement's first heartbeat")
             # A late destructive write carrying the deposed leader's epoch is refused.
-            async with ApiClient(ha.api, retry_seconds=10) as late:
+            async with ApiClient(ha.api, retry_seconds=10, credentials=ha.admin) as late:
                 late.leader_epoch = old_epoch
                 with pytest.raises(ApiError) as refused:
                     await late.delete("pods", "db-0", NAMESPACE, grace_period_seconds=0)

@@ -104,7 +104,8 @@ async def api_of() -> AsyncIterator[Callable[[NetnsCluster], Awaitable[ApiClient
     clients: list[ApiClient] = []
 
     async def connect(cluster: NetnsCluster) -> ApiClient:
-        client = ApiClient(cluster.api, retry_seconds=10, timeout=5)
+        client = ApiClient(cluster.api, retry_seconds=10, timeout=5,
+                           credentials=cluster.admin)
         await client.__aenter__()
         clients.append(client)
         return client

@@ -46,7 +46,8 @@ async def test_sc2_master_etcd_partition_fails_writes_cleanly_and_nobody_acts_on
 
     cluster.partition("apiserver", "etcd")
     cut_at = time.monotonic()
-    async with ApiClient(cluster.api, retry_seconds=0, timeout=10) as once:
+    async with ApiClient(cluster.api, retry_seconds=0, timeout=10,
+                         credentials=cluster.admin) as once:
         with pytest.raises(ApiError) as failed:
             await once.create(namespace("during-the-cut"))
     assert failed.value.reason == Reason.SERVICE_UNAVAILABLE, failed.value

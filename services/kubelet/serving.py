@@ -1,0 +1,144 @@
+"""The kubelet's own port over mutual TLS (SPEC AU1): logs, exec and metrics.
+
+In a secure cluster (`SKIFF_KUBELET_TLS_CERT_FILE`/`_KEY_FILE` and the cluster CA in the
+kubelet's environment, set by `skiff up`) the kubelet serves those services on a port of
+their own with a serving certificate that names the node and its addresses, requires a
+client certificate from the cluster CA, and lets only the apiserver's
+`kube-apiserver-kubelet-client` identity and `system:masters` in, as Kubernetes' kubelet
+does with its webhook authorizer and the apiserver's `system:kubelet-api-admin` binding.
+Anyone else (another node's kubelet, a user) is answered Forbidden in the kubelet's words.
+The health port stays plaintext and serves only health. `--insecure` clusters keep the
+services on the health port, as before.
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from skiff.api.errors import ApiError, Reason
+from skiff.client.credentials import ENV_CA
+from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
+from skiff.pki import APISERVER_KUBELET_CLIENT, MASTERS_GROUP, identity_of
+from skiff.rpc.errors import to_grpc
+
+__all__ = ["KubeletTls", "authorized_handlers", "check_caller", "start_kubelet_server"]
+
+
+@dataclass(frozen=True)
+class KubeletTls:
+    cert_file: Path
+    key_file: Path
+    client_ca_file: Path
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> KubeletTls | None:
+        env = os.environ if env is None else env
+        cert, key, ca = (env.get(ENV_KUBELET_TLS_CERT, ""), env.get(ENV_KUBELET_TLS_KEY, ""),
+                         env.get(ENV_CA, ""))
+        if not cert:
+            return None
+        if not (key and ca):
+            raise SystemExit(f"skiff-kubelet: {ENV_KUBELET_TLS_CERT} needs "
+                             f"{ENV_KUBELET_TLS_KEY} and {ENV_CA}")
+        return cls(Path(cert), Path(key), Path(ca))
+
+    def server_credentials(self) -> grpc.ServerCredentials:
+        return grpc.ssl_server_credentials(
+            [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
+            root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)
+
+
+def _subresource(method: str) -> str:
+    """What Kubernetes' kubelet asks the authorizer for: nodes/metrics for usage,
+    nodes/proxy for container logs and exec."""
+    return "metrics" if method.rsplit("/", 1)[-1].endswith("Metrics") else "proxy"
+
+
+def check_caller(context: grpc.aio.ServicerContext[Any, Any], method: str) -> None:
+    """Raise Forbidden unless the client certificate is the apiserver's kubelet client or
+    in system:masters (the TLS handshake already required one signed by the CA)."""
+    user, groups = "system:anonymous", tuple[str, ...]()
+    for pem in context.auth_context().get("x509_pem_cert") or []:
+        identity = identity_of(bytes(pem))
+        user, groups = identity.user, identity.groups
+    if user == APISERVER_KUBELET_CLIENT or MASTERS_GROUP in groups:
+        return
+    verb = "get" if _subresource(method) == "metrics" else "create"
+    raise ApiError(Reason.FORBIDDEN, f"Forbidden (user={user}, verb={verb}, resource=nodes, "
+                                     f"subresource={_subresource(method)})")
+
+
+async def _deny(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> None:
+    code, details, trailer = to_grpc(err)
+    await context.abort(code, details, trailing_metadata=trailer)
+
+
+def _guarded(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+    if inspect.isasyncgenfunction(behavior):
+        async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]
+                         ) -> AsyncIterator[Any]:
+            try:
+                check_caller(context, method)
+            except ApiError as err:
+                await _deny(context, err)
+            async for item in behavior(request, context):
+                yield item
+        return stream
+
+    async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        try:
+            check_caller(context, method)
+        except ApiError as err:
+            await _deny(context, err)
+        return await behavior(request, context)
+    return call
+
+
+class _Authorized(grpc.GenericRpcHandler):  # type: ignore[misc]
+    """Wraps generic handlers: every method checks the caller first."""
+
+    def __init__(self, handlers: Sequence[grpc.GenericRpcHandler]) -> None:
+        self._handlers = tuple(handlers)
+
+    def service(self, handler_call_details: grpc.HandlerCallDetails
+                ) -> grpc.RpcMethodHandler | None:
+        method = str(handler_call_details.method)
+        for handler in self._handlers:
+            found = handler.service(handler_call_details)
+            if found is None:
+                continue
+            kind = ("unary_unary" if found.unary_unary else "unary_stream"
+                    if found.unary_stream else "stream_unary" if found.stream_unary
+                    else "stream_stream")
+            wrapped = _guarded(getattr(found, kind), method)
+            guarded: grpc.RpcMethodHandler = found._replace(**{kind: wrapped})
+            return guarded
+        return None
+
+
+def authorized_handlers(handlers: Sequence[grpc.GenericRpcHandler]) -> grpc.GenericRpcHandler:
+    return _Authorized(handlers)
+
+
+async def start_kubelet_server(tls: KubeletTls, handlers: Sequence[grpc.GenericRpcHandler],
+                               *, addresses: Sequence[str], port: int = 0
+                               ) -> tuple[grpc.aio.Server, int]:
+    """Serve `handlers` with mutual TLS on `port` (0: any free one, the same on every
+    address); answers the server and the port the Node publishes."""
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers((authorized_handlers(handlers),))
+    credentials = tls.server_credentials()
+    for address in addresses:
+        bound = server.add_secure_port(f"{address}:{port}", credentials)
+        if bound == 0:
+            raise OSError(f"kubelet: cannot bind its port {address}:{port}")
+        port = bound
+    await server.start()
+    return server, port
