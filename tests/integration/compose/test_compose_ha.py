@@ -38,6 +38,9 @@ from tests.integration.compose.conftest import (
 )
 from tests.integration.ha.scenarios import Watchers, Writes, etcd_log, lease, write_until
 
+# Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
+pytestmark = pytest.mark.xdist_group("docker")
+
 NODES = ["node-1", "node-2", "node-3"]
 CMS = ["controller-manager", "controller-manager-2"]
 SERVICES = ["etcd", "etcd-2", "etcd-3", "apiserver", "apiserver-2", "scheduler",
@@ -70,17 +73,14 @@ class HaProject(ComposeProject):
 
     api2_port: int = 0
     http2_port: int = 0
-    http_port: int = 0
 
     def env(self) -> dict[str, str]:
         from skiff.cli.processes import free_port
 
         self.api2_port = self.api2_port or free_port()
         self.http2_port = self.http2_port or free_port()
-        self.http_port = self.http_port or free_port()  # not 8080: other projects may run
         return {**super().env(), "SKIFF_API_PORT_2": str(self.api2_port),
-                "SKIFF_HTTP_PORT_2": str(self.http2_port),
-                "SKIFF_HTTP_PORT": str(self.http_port)}
+                "SKIFF_HTTP_PORT_2": str(self.http2_port)}
 
     def compose(self, *args: str, timeout: float = 300,
                 check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -109,8 +109,10 @@ def _workloads() -> list[Obj]:
 
 @pytest.mark.timeout(900)
 def test_issue11_compose_ha_scenarios_1_and_4(tmp_path: Path, docker_engine: Any,
-                                              skiff_image: str) -> None:
+                                              skiff_image: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     project = HaProject(engine=docker_engine, image=skiff_image)
+    project.use_admin(monkeypatch)  # the HA profile runs with TLS too (issue 14)
     project.override = tmp_path / "compose.override.json"  # JSON is YAML
     project.override.write_text(json.dumps(OVERRIDE))
     try:
