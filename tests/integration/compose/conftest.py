@@ -170,7 +170,8 @@ class ComposeProject:
         env = self.engine.env(SKIFF_IMAGE=self.image, SKIFF_API_PORT=str(self.api_port),
                               SKIFF_HTTP_PORT=str(self.http_port),
                               SKIFF_PKI_DIR=str(self.pki_dir),
-                              SKIFF_HEALTH_INTERVAL="2s", SKIFF_LOG_LEVEL="INFO")
+                              SKIFF_HEALTH_INTERVAL="3s", SKIFF_HEALTH_TIMEOUT="60s",
+                              SKIFF_LOG_LEVEL="INFO")
         if self.engine.docker_host.startswith("unix://"):  # what the fence agent mounts
             env["SKIFF_DOCKER_SOCKET"] = self.engine.docker_host.removeprefix("unix://")
         env.pop("COMPOSE_PROFILES", None)

@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -184,11 +187,16 @@ def check_tls(project: ComposeProject) -> None:
                   "jsonpath={.status.userInfo.groups}"], timeout=60, check=False)
     if whoami.returncode == 0:  # kubectl >= 1.27 asks SelfSubjectReview
         assert "system:masters" in whoami.stdout, whoami.stdout
-    # Anonymous HTTPS (trusting the CA, no certificate, no token): 401 Unauthorized.
-    anon = run(["kubectl", "--server", f"https://127.0.0.1:{project.http_port}",
-                "--certificate-authority", project.admin().ca_file, "get", "pods"],
-               timeout=60, check=False)
-    assert anon.returncode != 0 and "Unauthorized" in anon.stderr, anon.stderr
+    # An anonymous HTTPS POST of a pod (trusting the CA, no certificate, no token): 401.
+    context = ssl.create_default_context(cafile=project.admin().ca_file)
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{project.http_port}/api/v1/namespaces/default/pods",
+        data=json.dumps(pod_manifest("anonymous")).encode(), method="POST",
+        headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30, context=context)
+    assert refused.value.code == 401, refused.value.code
+    assert json.loads(refused.value.read())["reason"] == "Unauthorized"
 
     # Each container holds only its own identity: a node has no other key, no CA key.
     files = project.docker("exec", project.container("node-1"), "ls",
