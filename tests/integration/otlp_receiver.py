@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -155,9 +156,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--listen", default="0.0.0.0:4317")
     args = parser.parse_args(argv)
 
+    lock = threading.Lock()  # the server's threads write whole lines, never interleaved
+
     def emit(spans: list[ReceivedSpan]) -> None:
-        for span in spans:
-            print(json.dumps(asdict(span), default=str), flush=True)
+        lines = "".join(json.dumps(asdict(span), default=str) + "\n" for span in spans)
+        with lock:
+            sys.stdout.write(lines)
+            sys.stdout.flush()
 
     receiver = OtlpReceiver(address=args.listen, on_spans=emit)
     receiver.start()
