@@ -6,7 +6,7 @@ grpcio-health-checking that Skiff already installs.
 
     python3 /opt/skiff/healthcheck.py grpc 127.0.0.1:10259  # grpc.health.v1 says SERVING
     python3 /opt/skiff/healthcheck.py grpcs 127.0.0.1:6443  # the same over mutual TLS
-    python3 /opt/skiff/healthcheck.py http http://127.0.0.1:2379/health   # 2xx (etcd)
+    python3 /opt/skiff/healthcheck.py http http://127.0.0.1:2381/health   # 2xx (etcd metrics)
 
 Anything else -- refused, timed out, NOT_SERVING, an error status -- prints one line saying
 what failed and exits 1, which is what `docker inspect` shows in the health log.
