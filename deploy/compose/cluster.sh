@@ -13,6 +13,10 @@
 # the apiserver is published on 127.0.0.1:$SKIFF_API_PORT (default 6443), and
 # COMPOSE_PROFILES=tracing SKIFF_OTLP_ENDPOINT=http://jaeger:4317 adds Jaeger. The fence
 # agent gets the socket of the engine DOCKER_HOST names (SKIFF_DOCKER_SOCKET).
+#
+# TLS (issue 14): compose's one-shot `pki` service makes the CA, every component's
+# certificate and the admin's kubeconfig in $SKIFF_PKI_DIR (default deploy/compose/pki),
+# owned by you; `up` prints how to use them. `down` keeps them (`rm -r` them for new ones).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -54,6 +58,9 @@ up() {
   DOCKER_HOST=$("$here/dockerd.sh" start)
   export DOCKER_HOST
   docker_socket
+  export SKIFF_PKI_DIR=${SKIFF_PKI_DIR:-$here/pki}
+  export SKIFF_PKI_USER=${SKIFF_PKI_USER:-$(id -u):$(id -g)}
+  mkdir -p "$SKIFF_PKI_DIR"  # yours, before docker would make it root's
   local base=${SKIFF_BASE_IMAGE:-}
   if [ -z "$base" ] && [ "$offline" = 1 ]; then
     base=skiff-base:bookworm
@@ -73,7 +80,12 @@ up() {
     waiting=$(docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' \
       $(docker ps -aq --filter "$label") | awk '$2 != "healthy" {printf " %s(%s)", substr($1, 2), $2}')
     if [ -z "$waiting" ]; then
-      say "cluster up; export DOCKER_HOST=$DOCKER_HOST; API at 127.0.0.1:${SKIFF_API_PORT:-6443}"
+      local pki=$SKIFF_PKI_DIR
+      say "cluster up (TLS); export DOCKER_HOST=$DOCKER_HOST"
+      say "kubectl --kubeconfig $pki/kubeconfig get nodes     # HTTPS, admin (system:masters)"
+      say "export SKIFF_CA_FILE=$pki/admin/ca.crt SKIFF_CLIENT_CERT_FILE=$pki/admin/client.crt" \
+        "SKIFF_CLIENT_KEY_FILE=$pki/admin/client.key; skiff --server" \
+        "127.0.0.1:${SKIFF_API_PORT:-6443} get nodes"
       return
     fi
     [ "$SECONDS" -lt "$deadline" ] || die "not healthy after 3 minutes:$waiting; see: \

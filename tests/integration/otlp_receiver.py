@@ -3,15 +3,21 @@
 Services export spans with the real OTLP exporter to `receiver.endpoint`; tests then assert on
 what arrived -- names, parent/child links, trace ids and `service.name` -- with `wait_for`.
 It runs a plain (threaded) gRPC server, so it works alongside any asyncio loop or subprocess.
+
+As a program (`python3 otlp_receiver.py --listen 0.0.0.0:4317`, e.g. in a container of the
+compose network) it prints every span it receives as one JSON line on stdout.
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import sys
 import threading
 import time
 from collections.abc import Callable
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import grpc
@@ -74,7 +80,10 @@ class _TraceService(trace_service_pb2_grpc.TraceServiceServicer):
 class OtlpReceiver:
     """Collects every span exported to it; `with OtlpReceiver() as r:` starts and stops it."""
 
-    def __init__(self) -> None:
+    def __init__(self, address: str = "127.0.0.1:0",
+                 on_spans: Callable[[list[ReceivedSpan]], None] | None = None) -> None:
+        self._address = address
+        self._on_spans = on_spans
         self._lock = threading.Condition()
         self._spans: list[ReceivedSpan] = []
         self._server: grpc.Server | None = None
@@ -95,7 +104,7 @@ class OtlpReceiver:
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
         add_servicer = trace_service_pb2_grpc.add_TraceServiceServicer_to_server
         add_servicer(_TraceService(self), server)  # type: ignore[no-untyped-call]
-        self._port = server.add_insecure_port("127.0.0.1:0")
+        self._port = server.add_insecure_port(self._address)
         server.start()
         self._server = server
 
@@ -126,6 +135,8 @@ class OtlpReceiver:
         with self._lock:
             self._spans.extend(spans)
             self._lock.notify_all()
+        if self._on_spans is not None:
+            self._on_spans(spans)
 
     def __enter__(self) -> OtlpReceiver:
         self.start()
@@ -133,3 +144,31 @@ class OtlpReceiver:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def span_from_json(line: str) -> ReceivedSpan:
+    """One line `main` printed, back as a span."""
+    return ReceivedSpan(**json.loads(line))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="print received OTLP spans as JSON lines")
+    parser.add_argument("--listen", default="0.0.0.0:4317")
+    args = parser.parse_args(argv)
+
+    lock = threading.Lock()  # the server's threads write whole lines, never interleaved
+
+    def emit(spans: list[ReceivedSpan]) -> None:
+        lines = "".join(json.dumps(asdict(span), default=str) + "\n" for span in spans)
+        with lock:
+            sys.stdout.write(lines)
+            sys.stdout.flush()
+
+    receiver = OtlpReceiver(address=args.listen, on_spans=emit)
+    receiver.start()
+    print(f"listening on {args.listen}", flush=True)
+    threading.Event().wait()  # until the container stops (SIGTERM ends the process)
+
+
+if __name__ == "__main__":
+    main()

@@ -119,6 +119,9 @@ def heal(node: str | None = None, *, project: str) -> str:
 
 
 def _heal_one(container: dict[str, Any], *, service: str, project: str) -> str:
+    mode = str((container.get("HostConfig") or {}).get("NetworkMode") or "")
+    if mode in ("none", "host") or mode.startswith("container:"):
+        return ""  # never on the project's networks (e.g. the one-shot `pki` service)
     done: list[str] = []
     attached = set(container["NetworkSettings"]["Networks"] or {})
     for network in _project_networks(project):

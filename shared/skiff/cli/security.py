@@ -132,9 +132,13 @@ def cli_credentials(kubeconfig: Path) -> Credentials:
     users = {u.get("name"): u.get("user") or {} for u in config.get("users") or ()}
     cluster = clusters.get(context.get("cluster"), {})
     user = users.get(context.get("user"), {})
-    return Credentials(ca_file=str(cluster.get("certificate-authority") or ""),
-                       cert_file=str(user.get("client-certificate") or ""),
-                       key_file=str(user.get("client-key") or ""),
+
+    def path(value: object) -> str:  # relative to the kubeconfig, as kubectl reads it
+        return str(kubeconfig.parent / str(value)) if value else ""
+
+    return Credentials(ca_file=path(cluster.get("certificate-authority")),
+                       cert_file=path(user.get("client-certificate")),
+                       key_file=path(user.get("client-key")),
                        token=str(user.get("token") or ""))
 
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 
 from skiff.client import ApiClient
+from skiff.client.credentials import Credentials
 
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE_DIR = REPO / "deploy" / "compose"
@@ -140,17 +142,36 @@ class ComposeProject:
     image: str
     name: str = field(default_factory=lambda: f"skiff-test-{uuid.uuid4().hex[:8]}")
     api_port: int = 0
+    http_port: int = 0
     override: Path | None = None
+    # The project's PKI (compose.yaml's `pki` service writes it): its own, never ./pki.
+    pki_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="skiff-pki-")))
 
     def __post_init__(self) -> None:
         from skiff.cli.processes import free_port
 
         self.api_port = self.api_port or free_port()
+        self.http_port = self.http_port or free_port()  # not 8080: other projects may run
         self.command = compose_command(self.engine)
+
+    def admin(self) -> Credentials:
+        """The admin's files (system:masters) the `pki` service made for the host."""
+        admin = self.pki_dir / "admin"
+        return Credentials(ca_file=str(admin / "ca.crt"), cert_file=str(admin / "client.crt"),
+                           key_file=str(admin / "client.key"))
+
+    def use_admin(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """This process (its ApiClients, and the skiff CLI it runs) talks as the admin over
+        TLS, as a user who exported the admin's files would; undone after the test."""
+        for key, value in self.admin().to_env().items():
+            monkeypatch.setenv(key, value)
 
     def env(self) -> dict[str, str]:
         env = self.engine.env(SKIFF_IMAGE=self.image, SKIFF_API_PORT=str(self.api_port),
-                              SKIFF_HEALTH_INTERVAL="2s", SKIFF_LOG_LEVEL="INFO")
+                              SKIFF_HTTP_PORT=str(self.http_port),
+                              SKIFF_PKI_DIR=str(self.pki_dir),
+                              SKIFF_HEALTH_INTERVAL="3s", SKIFF_HEALTH_TIMEOUT="60s",
+                              SKIFF_LOG_LEVEL="INFO")
         if self.engine.docker_host.startswith("unix://"):  # what the fence agent mounts
             env["SKIFF_DOCKER_SOCKET"] = self.engine.docker_host.removeprefix("unix://")
         env.pop("COMPOSE_PROFILES", None)
@@ -220,6 +241,7 @@ class ComposeProject:
 
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
+        shutil.rmtree(self.pki_dir, ignore_errors=True)
 
 
 async def wait_for(api: ApiClient, what: str, check: Any, *, timeout: float,
@@ -248,9 +270,10 @@ def node_ready(node: dict[str, Any]) -> bool:
 
 
 @pytest.fixture
-def compose_project(docker_engine: Engine, skiff_image: str,
-                    tmp_path: Path) -> Iterator[ComposeProject]:
+def compose_project(docker_engine: Engine, skiff_image: str, tmp_path: Path,
+                    monkeypatch: pytest.MonkeyPatch) -> Iterator[ComposeProject]:
     project = ComposeProject(engine=docker_engine, image=skiff_image)
+    project.use_admin(monkeypatch)
     try:
         yield project
     finally:

@@ -1,4 +1,6 @@
-"""DO2: `docker compose up` of deploy/compose gives a working cluster that chaos can cut.
+"""DO2: `docker compose up` of deploy/compose gives a working cluster that chaos can cut,
+and (issue 14) that cluster runs with TLS: mutual TLS on gRPC, HTTPS for kubectl with the
+kubeconfig the `pki` service wrote, etcd only for the apiserver's certificate.
 
 One test walks the whole path a user takes: the offline image, the cluster up and healthy, a
 pod created through the published apiserver port, a node partitioned (really unable to reach
@@ -10,16 +12,24 @@ from __future__ import annotations
 
 import asyncio
 import json
+import ssl
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from skiff.api import ApiError
 from skiff.cli import chaos
 from skiff.client import ApiClient
+from skiff.client.credentials import Credentials
 from tests.integration.compose.conftest import ComposeProject, log, node_ready, run, wait_for
+
+# Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
+pytestmark = pytest.mark.xdist_group("docker")
 
 NODES = ["node-1", "node-2", "node-3"]
 def pod_manifest(name: str) -> dict[str, Any]:
@@ -83,6 +93,8 @@ def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
 
     asyncio.run(check_cluster())
 
+    check_tls(project)
+
     apiserver_ip = project.address("apiserver")
     etcd_ip = project.address("etcd")
     assert project.can_connect("node-1", apiserver_ip, 6443), "node-1 cannot reach the apiserver"
@@ -126,3 +138,75 @@ def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
     with pytest.raises(chaos.ChaosError, match="no containers of compose project"):
         chaos.heal(None, project=f"{project.name}-absent")
     log(f"cluster, pod, partitions and heals done in {time.monotonic() - t0:.1f}s")
+
+
+# From inside a container: speak HTTPS to etcd with whatever that container holds; print the
+# status line. A node has no etcd certificate (nor the etcd CA), so it may not even verify.
+ETCD_PROBE = """
+import os, socket, ssl, sys
+ctx = ssl.create_default_context()
+ctx.check_hostname = False
+ctx.verify_mode = ssl.CERT_NONE
+if os.path.exists("/etc/skiff/pki/etcd-client.crt"):
+    ctx.load_cert_chain("/etc/skiff/pki/etcd-client.crt", "/etc/skiff/pki/etcd-client.key")
+try:
+    with socket.create_connection(("etcd", 2379), timeout=5) as raw:
+        with ctx.wrap_socket(raw, server_hostname="etcd") as tls:
+            tls.sendall(b"GET /version HTTP/1.1\\r\\nHost: etcd\\r\\n\\r\\n")
+            print(tls.recv(200).split(b"\\r\\n")[0].decode() or "closed")
+except (OSError, ssl.SSLError) as err:
+    print("refused:", type(err).__name__)
+"""
+
+
+def check_tls(project: ComposeProject) -> None:
+    """Issue 14 "the compose cluster runs with TLS", as a user on the host sees it."""
+    target = f"127.0.0.1:{project.api_port}"
+
+    async def anonymous() -> None:
+        # No client certificate (trusting the CA), and plaintext: both refused, nothing kept.
+        for creds in (Credentials(ca_file=project.admin().ca_file), Credentials()):
+            async with ApiClient(target, retry_seconds=2, timeout=5,
+                                 credentials=creds) as anon:
+                with pytest.raises(ApiError):
+                    await anon.create(pod_manifest("anonymous"))
+        async with ApiClient(target, retry_seconds=30, credentials=project.admin()) as api:
+            names = [p["metadata"]["name"] for p in
+                     (await api.list("pods", namespace="default"))["items"]]
+            assert "anonymous" not in names, names
+
+    asyncio.run(anonymous())
+
+    # kubectl over HTTPS with the kubeconfig the `pki` service wrote (relative file paths).
+    kubeconfig = project.pki_dir / "kubeconfig"
+    assert f"https://127.0.0.1:{project.http_port}" in kubeconfig.read_text()
+    nodes = run(["kubectl", "--kubeconfig", str(kubeconfig), "get", "nodes", "-o", "name"],
+                timeout=60).stdout.split()
+    assert sorted(nodes) == [f"node/{n}" for n in NODES], nodes
+    whoami = run(["kubectl", "--kubeconfig", str(kubeconfig), "auth", "whoami", "-o",
+                  "jsonpath={.status.userInfo.groups}"], timeout=60, check=False)
+    if whoami.returncode == 0:  # kubectl >= 1.27 asks SelfSubjectReview
+        assert "system:masters" in whoami.stdout, whoami.stdout
+    # An anonymous HTTPS POST of a pod (trusting the CA, no certificate, no token): 401.
+    context = ssl.create_default_context(cafile=project.admin().ca_file)
+    request = urllib.request.Request(
+        f"https://127.0.0.1:{project.http_port}/api/v1/namespaces/default/pods",
+        data=json.dumps(pod_manifest("anonymous")).encode(), method="POST",
+        headers={"Content-Type": "application/json"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30, context=context)
+    assert refused.value.code == 401, refused.value.code
+    assert json.loads(refused.value.read())["reason"] == "Unauthorized"
+
+    # Each container holds only its own identity: a node has no other key, no CA key.
+    files = project.docker("exec", project.container("node-1"), "ls",
+                           "/etc/skiff/pki").stdout.split()
+    assert sorted(files) == ["ca.crt", "client.crt", "client.key"], files
+    # etcd answers the apiserver's client certificate and refuses a node (none at all).
+    by_apiserver = project.docker("exec", project.container("apiserver"), "python3", "-c",
+                                  ETCD_PROBE).stdout.strip()
+    assert by_apiserver.startswith("HTTP/1.1 200"), by_apiserver
+    by_node = project.docker("exec", project.container("node-1"), "python3", "-c",
+                             ETCD_PROBE).stdout.strip()
+    assert not by_node.startswith("HTTP/1.1 200"), by_node
+    log(f"TLS: anonymous gRPC/HTTPS refused, kubectl as admin, etcd: {by_node!r} for a node")

@@ -36,6 +36,9 @@ from tests.integration.compose.conftest import (
     wait_for,
 )
 
+# Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
+pytestmark = pytest.mark.xdist_group("docker")
+
 NODES = ["node-1", "node-2", "node-3"]
 SERVICES = ["etcd", "apiserver", "scheduler", "controller-manager", "fence-agent", *NODES]
 HEAL_READY_SECONDS = 20.0

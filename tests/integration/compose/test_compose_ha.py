@@ -36,7 +36,10 @@ from tests.integration.compose.conftest import (
     run,
     wait_for,
 )
-from tests.integration.ha.scenarios import Watchers, Writes, etcd_log, lease, write_until
+from tests.integration.ha.scenarios import Watchers, Writes, lease, write_until
+
+# Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
+pytestmark = pytest.mark.xdist_group("docker")
 
 NODES = ["node-1", "node-2", "node-3"]
 CMS = ["controller-manager", "controller-manager-2"]
@@ -70,17 +73,14 @@ class HaProject(ComposeProject):
 
     api2_port: int = 0
     http2_port: int = 0
-    http_port: int = 0
 
     def env(self) -> dict[str, str]:
         from skiff.cli.processes import free_port
 
         self.api2_port = self.api2_port or free_port()
         self.http2_port = self.http2_port or free_port()
-        self.http_port = self.http_port or free_port()  # not 8080: other projects may run
         return {**super().env(), "SKIFF_API_PORT_2": str(self.api2_port),
-                "SKIFF_HTTP_PORT_2": str(self.http2_port),
-                "SKIFF_HTTP_PORT": str(self.http_port)}
+                "SKIFF_HTTP_PORT_2": str(self.http2_port)}
 
     def compose(self, *args: str, timeout: float = 300,
                 check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -109,8 +109,10 @@ def _workloads() -> list[Obj]:
 
 @pytest.mark.timeout(900)
 def test_issue11_compose_ha_scenarios_1_and_4(tmp_path: Path, docker_engine: Any,
-                                              skiff_image: str) -> None:
+                                              skiff_image: str,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
     project = HaProject(engine=docker_engine, image=skiff_image)
+    project.use_admin(monkeypatch)  # the HA profile runs with TLS too (issue 14)
     project.override = tmp_path / "compose.override.json"  # JSON is YAML
     project.override.write_text(json.dumps(OVERRIDE))
     try:
@@ -148,13 +150,58 @@ async def _rs_whole(api: ApiClient) -> bool:
 
 
 def _member_revision(project: HaProject, service: str) -> int:
-    code = ("import json,urllib.request as u\n"
-            "r=u.Request('http://127.0.0.1:2379/v3/maintenance/status',data=b'{}',"
+    # etcd serves TLS with client-certificate auth (issue 14): the member's own certificate
+    # (server and client usage, from the etcd CA) is the one in its container.
+    code = ("import json,ssl,urllib.request as u\n"
+            "c=ssl.create_default_context(cafile='/etc/skiff/pki/ca.crt')\n"
+            "c.load_cert_chain('/etc/skiff/pki/server.crt','/etc/skiff/pki/server.key')\n"
+            "r=u.Request('https://127.0.0.1:2379/v3/maintenance/status',data=b'{}',"
             "method='POST')\n"
-            "print(json.load(u.urlopen(r,timeout=3))['header']['revision'])\n")
+            "print(json.load(u.urlopen(r,timeout=3,context=c))['header']['revision'])\n")
     done = project.docker("exec", project.container(service), "python3", "-c", code,
                           check=False)
     return int(done.stdout.strip()) if done.returncode == 0 else -1
+
+
+# etcd's revision log read where a client certificate for etcd exists and the members' names
+# resolve (etcd is TLS with client-certificate auth, issue 14): inside apiserver-2, with
+# its etcd client files and the same watch tests/integration/ha/scenarios.etcd_log makes.
+_ETCD_LOG = """
+import asyncio, json, sys
+from skiff.api.kinds import REGISTRY_PREFIX
+from skiff.apiserver.storage import EtcdStorage
+from skiff.etcdtls import etcd_tls
+
+async def main(member, ns, since, upto):
+    tls = etcd_tls(cafile="/etc/skiff/pki/etcd-ca.crt",
+                   certfile="/etc/skiff/pki/etcd-client.crt",
+                   keyfile="/etc/skiff/pki/etcd-client.key")
+    storage = EtcdStorage(f"https://{member}:2379", request_timeout=5, retry_seconds=10,
+                          tls=tls)
+    await storage.connect()
+    out = []
+    try:
+        async with asyncio.timeout(30):
+            async for raw in storage.watch(f"{REGISTRY_PREFIX}leases/{ns}/",
+                                           start_revision=since + 1):
+                kind = ("DELETED" if raw.type == "DELETE" else
+                        "ADDED" if raw.created or raw.prev is None else "MODIFIED")
+                out.append((kind, raw.key.rsplit("/", 1)[1], raw.revision))
+                if raw.revision >= upto:
+                    break
+    finally:
+        await storage.close()
+    print(json.dumps(out))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])))
+"""
+
+
+def _etcd_log(project: HaProject, member: str, ns: str, since: int,
+              upto: int) -> list[tuple[str, str, int]]:
+    done = project.docker("exec", project.container("apiserver-2"), "python3", "-c",
+                          _ETCD_LOG, member, ns, str(since), str(upto), timeout=120)
+    return [(str(k), str(n), int(r)) for k, n, r in json.loads(done.stdout)]
 
 
 async def _scenario1(project: HaProject, api: ApiClient, api1: str, api2: str) -> None:
@@ -195,8 +242,7 @@ async def _scenario1(project: HaProject, api: ApiClient, api1: str, api2: str) -
         await wait_for(api, "every watcher to reach the last write", reached, timeout=90,
                        interval=0.5)
         await watchers.stop()
-        log_ = await etcd_log(f"http://{project.address('etcd-2')}:2379", "leases", ns,
-                              since, upto)
+        log_ = await asyncio.to_thread(_etcd_log, project, "etcd-2", ns, since, upto)
         for i, rec in enumerate(watchers.recorders):
             got = [s for s in rec.seen if s[2] <= upto]
             assert got == log_, f"watcher {i} differs from etcd's revision log"
