@@ -19,14 +19,15 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.client import NORMAL, WARNING, object_key
+from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.informers import BY_CONTROLLER_UID
+from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
 from skiff.controller_manager.podutil import (
     available_in,
     is_available,
     is_running_and_ready,
 )
+from skiff.controller_manager.refmanager import RefManager, orphan_owner_keys
 from skiff.controller_manager.statefulset import revisions
 from skiff.controller_manager.statefulset.plan import (
     Action,
@@ -102,6 +103,12 @@ def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
     return claims
 
 
+def _member_of(sts: Obj, pod: Obj) -> bool:
+    """`isMemberOf`: the pod's name is `<set>-<ordinal>`."""
+    parent, _, ordinal = str(pod["metadata"].get("name")).rpartition("-")
+    return parent == sts["metadata"]["name"] and ordinal.isdigit()
+
+
 class StatefulSetController(Controller):
     name = "statefulset"
 
@@ -125,6 +132,9 @@ class StatefulSetController(Controller):
         key = owner_key(pod, KIND)
         if key is not None:
             self.enqueue(key)
+            return
+        for owner in orphan_owner_keys(self.sets, pod):
+            self.enqueue(owner)
 
     def _on_pod_update(self, old: Obj, new: Obj) -> None:
         self._on_pod(old)
@@ -136,7 +146,11 @@ class StatefulSetController(Controller):
             return None
         name = sts["metadata"]["name"]
         uid = str(sts["metadata"].get("uid"))
-        pods = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
+        owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
+        orphans = [p for p in self.pods.store.by_index(
+            BY_NAMESPACE, str(sts["metadata"].get("namespace"))) if controller_ref(p) is None]
+        pods = await RefManager(self.client, sts, "pods",
+                                member=lambda p: _member_of(sts, p)).claim(owned + orphans)
         spec = sts["spec"]
         decided = plan(replicas=int(spec.get("replicas", 1)),
                        policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
