@@ -137,6 +137,8 @@ class JobController(Controller):
         fail_reason: tuple[str, str] | None = None
         newly_counted: set[str] = set()
         backoff = self.backoff.setdefault(key, _Backoff())
+        # Pods the controller stops once the Job is failing do not fail their index.
+        failing = any(c.get("type") == "FailureTarget" for c in status.get("conditions") or [])
         for pod in pods:
             puid = str(pod["metadata"].get("uid"))
             phase = (pod.get("status") or {}).get("phase")
@@ -162,7 +164,7 @@ class JobController(Controller):
             backoff.failures += 1
             backoff.last = now
             index = _index(pod)
-            if per_index and index is not None and (
+            if per_index and index is not None and not failing and (
                     action == "FailIndex" or _failure_count(pod) + 1 > int(
                         spec["backoffLimitPerIndex"])):
                 failed_indexes.add(index)

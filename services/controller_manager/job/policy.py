@@ -57,7 +57,7 @@ def match_failure_policy(policy: Mapping[str, Any] | None, pod: Mapping[str, Any
 
 
 def format_indexes(indexes: Iterable[int]) -> str:
-    """`1,3-5,7`: Kubernetes' completedIndexes notation."""
+    """`1,3-5,7,8`: Kubernetes' completedIndexes notation."""
     ordered = sorted(set(indexes))
     parts: list[str] = []
     i = 0
@@ -65,7 +65,10 @@ def format_indexes(indexes: Iterable[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        if i == j:
+            parts.append(str(ordered[i]))
+        else:  # two neighbours are listed, three or more are a range (as Kubernetes)
+            parts.append(f"{ordered[i]}{',' if j == i + 1 else '-'}{ordered[j]}")
         i = j + 1
     return ",".join(parts)
 
