@@ -106,3 +106,62 @@ spec:
     assert {p["metadata"]["name"] for p in _items(kube, "pods", "-n", "adopt-ds")} == {
         p["metadata"]["name"] for p in before}
     kube("delete", "namespace", "adopt-ds", "--wait=false")
+
+
+def test_adoption_a_recreated_deployment_adopts_its_orphaned_replicaset(kube: Kube) -> None:
+    kube("create", "namespace", "adopt-deploy")
+    kube("create", "deployment", "web", "-n", "adopt-deploy", "--image=nginx",
+         "--replicas=2")
+    kube("rollout", "status", "deployment/web", "-n", "adopt-deploy", "--timeout=120s")
+    [rs] = _items(kube, "rs", "-n", "adopt-deploy")
+    pods = {p["metadata"]["uid"] for p in _items(kube, "pods", "-n", "adopt-deploy")}
+    kube("delete", "deployment", "web", "-n", "adopt-deploy", "--cascade=orphan")
+    _wait(lambda: all(_controller_uid(r) is None
+                      for r in _items(kube, "rs", "-n", "adopt-deploy")),
+          what="the ReplicaSet orphaned")
+    kube("create", "deployment", "web", "-n", "adopt-deploy", "--image=nginx",
+         "--replicas=2")
+    uid = kube("get", "deployment", "web", "-n", "adopt-deploy", "-o",
+               "jsonpath={.metadata.uid}").stdout
+    _wait(lambda: [_controller_uid(r) for r in _items(kube, "rs", "-n", "adopt-deploy")]
+          == [uid], what="the orphaned ReplicaSet adopted by the new Deployment")
+    kube("rollout", "status", "deployment/web", "-n", "adopt-deploy", "--timeout=120s")
+    time.sleep(3)
+    assert [r["metadata"]["uid"] for r in _items(kube, "rs", "-n", "adopt-deploy")] == [
+        rs["metadata"]["uid"]], "the Deployment made a new ReplicaSet"
+    assert {p["metadata"]["uid"] for p in _items(kube, "pods", "-n", "adopt-deploy")} == pods
+    kube("delete", "namespace", "adopt-deploy", "--wait=false")
+
+
+def test_adoption_a_recreated_statefulset_adopts_its_orphaned_pods(kube: Kube) -> None:
+    sts = """apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: db, namespace: adopt-sts}
+spec:
+  replicas: 2
+  serviceName: db
+  podManagementPolicy: Parallel
+  selector: {matchLabels: {app: db}}
+  template:
+    metadata: {labels: {app: db}}
+    spec:
+      terminationGracePeriodSeconds: 1
+      containers: [{name: main, image: busybox, command: [sleep, "3600"]}]
+"""
+    kube("create", "namespace", "adopt-sts")
+    kube("apply", "-f", "-", stdin=sts)
+    _wait(lambda: len([p for p in _items(kube, "pods", "-n", "adopt-sts") if _ready(p)]) == 2,
+          what="the StatefulSet's 2 pods ready")
+    pods = {p["metadata"]["uid"] for p in _items(kube, "pods", "-n", "adopt-sts")}
+    kube("delete", "sts", "db", "-n", "adopt-sts", "--cascade=orphan")
+    _wait(lambda: all(_controller_uid(p) is None
+                      for p in _items(kube, "pods", "-n", "adopt-sts")), what="orphaned")
+    kube("apply", "-f", "-", stdin=sts)
+    uid = kube("get", "sts", "db", "-n", "adopt-sts", "-o", "jsonpath={.metadata.uid}").stdout
+    _wait(lambda: all(_controller_uid(p) == uid
+                      for p in _items(kube, "pods", "-n", "adopt-sts")), what="adopted")
+    _wait(lambda: kube("get", "sts", "db", "-n", "adopt-sts", "-o",
+                       "jsonpath={.status.readyReplicas}").stdout == "2",
+          what="the StatefulSet to count its adopted pods ready")
+    assert {p["metadata"]["uid"] for p in _items(kube, "pods", "-n", "adopt-sts")} == pods
+    kube("delete", "namespace", "adopt-sts", "--wait=false")
