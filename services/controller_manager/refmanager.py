@@ -177,3 +177,14 @@ class RefManager:
             if err.reason == Reason.NOT_FOUND:
                 return None
             raise
+
+
+async def claim_revisions(client: ApiClient, owner: Obj, revisions: Informer) -> list[Obj]:
+    """`claimHistory` of the DaemonSet and StatefulSet controllers: the owner's
+    ControllerRevisions, after adopting orphans its selector matches (those a
+    `--cascade=orphan` deletion of an earlier set with that selector left behind)."""
+    uid = owner["metadata"].get("uid")
+    candidates = [r for r in revisions.store.by_index(
+        BY_NAMESPACE, str(owner["metadata"].get("namespace")))
+        if (controller_ref(r) or {}).get("uid") in (uid, None)]
+    return await RefManager(client, owner, "controllerrevisions").claim(candidates)

@@ -21,7 +21,7 @@ from skiff.controller_manager.daemonset import plan
 from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
 from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_available, is_pod_ready
-from skiff.controller_manager.refmanager import RefManager
+from skiff.controller_manager.refmanager import RefManager, claim_revisions
 from skiff.controller_manager.workload import (
     owned_pods,
     owner_reference,
@@ -122,13 +122,9 @@ class DaemonSetController(Controller):
         history|undo daemonset` read), numbered after the set's earlier ones."""
         name = f"{ds['metadata']['name']}-{pod_hash}"
         namespace = ds["metadata"].get("namespace")
+        owned = await claim_revisions(self.client, ds, self.revisions)
         if self.revisions.store.get(f"{namespace}/{name}") is not None:
             return
-        uid = ds["metadata"].get("uid")
-        owned = [r for r in self.revisions.store.list()
-                 if r["metadata"].get("namespace") == namespace and any(
-                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
-                     or [])]
         selector = (ds["spec"].get("selector") or {}).get("matchLabels") or {}
         revision = {
             "apiVersion": "apps/v1", "kind": "ControllerRevision",

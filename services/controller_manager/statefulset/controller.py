@@ -27,7 +27,11 @@ from skiff.controller_manager.podutil import (
     is_available,
     is_running_and_ready,
 )
-from skiff.controller_manager.refmanager import RefManager, orphan_owner_keys
+from skiff.controller_manager.refmanager import (
+    RefManager,
+    claim_revisions,
+    orphan_owner_keys,
+)
 from skiff.controller_manager.statefulset import revisions
 from skiff.controller_manager.statefulset.plan import (
     Action,
@@ -174,12 +178,8 @@ class StatefulSetController(Controller):
     async def sync_revisions(self, sts: Obj, pods: list[Obj]) -> tuple[Obj, Obj]:
         """(update revision, current revision): the template's ControllerRevision (created
         when new) and the revision the pods had before, from `status.currentRevision`."""
-        uid = sts["metadata"].get("uid")
         namespace = sts["metadata"].get("namespace")
-        owned = [r for r in self.revisions.store.list()
-                 if r["metadata"].get("namespace") == namespace and any(
-                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
-                     or [])]
+        owned = await claim_revisions(self.client, sts, self.revisions)
         name = revisions.revision_name(sts)
         update = next((r for r in owned if r["metadata"]["name"] == name), None)
         if update is None:

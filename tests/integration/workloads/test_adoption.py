@@ -102,6 +102,9 @@ spec:
                "jsonpath={.metadata.uid}").stdout
     _wait(lambda: all(_controller_uid(p) == uid
                       for p in _items(kube, "pods", "-n", "adopt-ds")), what="adopted")
+    _wait(lambda: [_controller_uid(r) for r in _items(kube, "controllerrevisions", "-n",
+                                                      "adopt-ds")] == [uid],
+          what="the orphaned ControllerRevision adopted (claimHistory), no second one")
     time.sleep(3)
     assert {p["metadata"]["name"] for p in _items(kube, "pods", "-n", "adopt-ds")} == {
         p["metadata"]["name"] for p in before}
@@ -160,6 +163,9 @@ spec:
     uid = kube("get", "sts", "db", "-n", "adopt-sts", "-o", "jsonpath={.metadata.uid}").stdout
     _wait(lambda: all(_controller_uid(p) == uid
                       for p in _items(kube, "pods", "-n", "adopt-sts")), what="adopted")
+    _wait(lambda: [_controller_uid(r) for r in _items(kube, "controllerrevisions", "-n",
+                                                      "adopt-sts")] == [uid],
+          what="the orphaned ControllerRevision adopted (claimHistory), no second one")
     _wait(lambda: kube("get", "sts", "db", "-n", "adopt-sts", "-o",
                        "jsonpath={.status.readyReplicas}").stdout == "2",
           what="the StatefulSet to count its adopted pods ready")
