@@ -12,14 +12,9 @@ from pathlib import Path
 from tests.integration.cluster import Cluster
 from tests.integration.test_http_front import front as front  # noqa: F401 (the fixture)
 from tests.integration.test_http_front import kubectl
-from tests.unit.apiserver.test_protobuf import envelope, field
+from tests.unit.apiserver.test_protobuf import envelope, field, pod_template
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
-
-
-def _template(app: str) -> bytes:
-    return (field(1, field(11, field(1, "app") + field(2, app)))
-            + field(2, field(2, field(1, "main") + field(2, "busybox"))))
 
 
 def _post(port: int, path: str, body: bytes) -> int:
@@ -35,13 +30,13 @@ def test_issue16_protobuf_daemonset_and_statefulset_bodies_are_created(
     _, port, config = front
     selector = field(1, field(1, "app") + field(2, "pb-agent"))
     ds = field(1, field(1, "pb-agent") + field(3, "default")) + field(2, (
-        field(1, selector) + field(2, _template("pb-agent"))
+        field(1, selector) + field(2, pod_template("pb-agent"))
         + field(3, field(1, "OnDelete")) + field(4, 7)))
     assert _post(port, "/apis/apps/v1/namespaces/default/daemonsets",
                  envelope("apps/v1", "DaemonSet", ds)) == 201
     selector = field(1, field(1, "app") + field(2, "pb-db"))
     sts = field(1, field(1, "pb-db") + field(3, "default")) + field(2, (
-        field(1, 0) + field(2, selector) + field(3, _template("pb-db")) + field(5, "pb-db")
+        field(1, 0) + field(2, selector) + field(3, pod_template("pb-db")) + field(5, "pb-db")
         + field(7, field(1, "RollingUpdate") + field(2, field(1, 2)))))
     assert _post(port, "/apis/apps/v1/namespaces/default/statefulsets",
                  envelope("apps/v1", "StatefulSet", sts)) == 201

@@ -226,13 +226,13 @@ class JobController(Controller):
         if fail_reason is not None:
             _set(conditions, "FailureTarget", fail_reason, now)
             await self._delete_pods(job, key, active)
-            if not active and not terminating:
+            if not active and not terminating and not any(uncounted.values()):
                 _set(conditions, "Failed", fail_reason, now)
                 await self.recorder.event(job, WARNING, fail_reason[0], fail_reason[1])
         elif complete:
             _set(conditions, "SuccessCriteriaMet", success, now)
             await self._delete_pods(job, key, active)
-            if not active and not terminating:
+            if not active and not terminating and not any(uncounted.values()):
                 _set(conditions, "Complete", success, now)
                 status["completionTime"] = rfc3339(now)
                 await self.recorder.event(job, NORMAL, "Completed", "Job completed")
@@ -260,7 +260,8 @@ class JobController(Controller):
                 if err.reason == Reason.NOT_FOUND:
                     return None
                 raise
-        # Counted pods lose the finalizer only once their count is stored.
+        # Counted pods lose the finalizer only once their count is stored; the Job finishes
+        # (Complete / Failed) on a later sync, once no pod is left uncounted.
         await self._release(pods, newly_counted | counted)
         return after
 

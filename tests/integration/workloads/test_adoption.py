@@ -31,9 +31,28 @@ def _controller_uid(pod: Obj) -> str | None:
                  if r.get("controller")), None)
 
 
-def _rs_uid(kube: Kube) -> str:
-    return str(kube("get", "rs", "keep", "-n", "adopt", "-o",
-                    "jsonpath={.metadata.uid}").stdout)
+def _orphan_and_recreate(kube: Kube, kind: str, name: str, namespace: str,
+                         manifest: str) -> str:
+    """`kubectl delete <kind> --cascade=orphan`, wait for the pods to lose their controller,
+    apply the same manifest again and wait for the new object to adopt every pod; returns
+    the new object's uid."""
+    kube("delete", kind, name, "-n", namespace, "--cascade=orphan")
+    _wait(lambda: all(_controller_uid(p) is None for p in _items(kube, "pods", "-n",
+                                                                 namespace)),
+          what=f"the {kind}'s pods orphaned")
+    kube("apply", "-f", "-", stdin=manifest)
+    uid = str(kube("get", kind, name, "-n", namespace, "-o",
+                   "jsonpath={.metadata.uid}").stdout)
+    _wait(lambda: all(_controller_uid(p) == uid for p in _items(kube, "pods", "-n",
+                                                                namespace)),
+          what=f"the orphans adopted by the new {kind}")
+    return uid
+
+
+def _revisions_adopted(kube: Kube, namespace: str, uid: str) -> None:
+    _wait(lambda: [_controller_uid(r) for r in _items(kube, "controllerrevisions", "-n",
+                                                      namespace)] == [uid],
+          what="the orphaned ControllerRevision adopted (claimHistory), no second one")
 
 
 def test_adoption_a_recreated_replicaset_adopts_its_orphaned_pods_and_creates_none(
@@ -44,14 +63,7 @@ def test_adoption_a_recreated_replicaset_adopts_its_orphaned_pods_and_creates_no
                                    if _ready(p)]) and len(ps) == 2 and ps,
                    what="the ReplicaSet's 2 pods ready")
     names = {p["metadata"]["name"] for p in before}
-    kube("delete", "rs", "keep", "-n", "adopt", "--cascade=orphan")
-    _wait(lambda: all(_controller_uid(p) is None for p in _items(kube, "pods", "-n", "adopt")),
-          what="the pods orphaned")
-
-    kube("apply", "-f", "-", stdin=RS)
-    uid = _rs_uid(kube)
-    _wait(lambda: all(_controller_uid(p) == uid for p in _items(kube, "pods", "-n", "adopt")),
-          what="the orphans adopted by the new ReplicaSet")
+    uid = _orphan_and_recreate(kube, "rs", "keep", "adopt", RS)
     _wait(lambda: kube("get", "rs", "keep", "-n", "adopt", "-o",
                        "jsonpath={.status.readyReplicas}").stdout == "2",
           what="the ReplicaSet to count the adopted pods ready")
@@ -94,17 +106,8 @@ spec:
     before = _wait(lambda: (ps := [p for p in _items(kube, "pods", "-n", "adopt-ds")
                                    if _ready(p)]) and len(ps) == nodes and ps,
                    what="one daemon pod per node")
-    kube("delete", "ds", "agent", "-n", "adopt-ds", "--cascade=orphan")
-    _wait(lambda: all(_controller_uid(p) is None
-                      for p in _items(kube, "pods", "-n", "adopt-ds")), what="orphaned")
-    kube("apply", "-f", "-", stdin=ds)
-    uid = kube("get", "ds", "agent", "-n", "adopt-ds", "-o",
-               "jsonpath={.metadata.uid}").stdout
-    _wait(lambda: all(_controller_uid(p) == uid
-                      for p in _items(kube, "pods", "-n", "adopt-ds")), what="adopted")
-    _wait(lambda: [_controller_uid(r) for r in _items(kube, "controllerrevisions", "-n",
-                                                      "adopt-ds")] == [uid],
-          what="the orphaned ControllerRevision adopted (claimHistory), no second one")
+    uid = _orphan_and_recreate(kube, "ds", "agent", "adopt-ds", ds)
+    _revisions_adopted(kube, "adopt-ds", uid)
     time.sleep(3)
     assert {p["metadata"]["name"] for p in _items(kube, "pods", "-n", "adopt-ds")} == {
         p["metadata"]["name"] for p in before}
@@ -156,16 +159,8 @@ spec:
     _wait(lambda: len([p for p in _items(kube, "pods", "-n", "adopt-sts") if _ready(p)]) == 2,
           what="the StatefulSet's 2 pods ready")
     pods = {p["metadata"]["uid"] for p in _items(kube, "pods", "-n", "adopt-sts")}
-    kube("delete", "sts", "db", "-n", "adopt-sts", "--cascade=orphan")
-    _wait(lambda: all(_controller_uid(p) is None
-                      for p in _items(kube, "pods", "-n", "adopt-sts")), what="orphaned")
-    kube("apply", "-f", "-", stdin=sts)
-    uid = kube("get", "sts", "db", "-n", "adopt-sts", "-o", "jsonpath={.metadata.uid}").stdout
-    _wait(lambda: all(_controller_uid(p) == uid
-                      for p in _items(kube, "pods", "-n", "adopt-sts")), what="adopted")
-    _wait(lambda: [_controller_uid(r) for r in _items(kube, "controllerrevisions", "-n",
-                                                      "adopt-sts")] == [uid],
-          what="the orphaned ControllerRevision adopted (claimHistory), no second one")
+    uid = _orphan_and_recreate(kube, "sts", "db", "adopt-sts", sts)
+    _revisions_adopted(kube, "adopt-sts", uid)
     _wait(lambda: kube("get", "sts", "db", "-n", "adopt-sts", "-o",
                        "jsonpath={.status.readyReplicas}").stdout == "2",
           what="the StatefulSet to count its adopted pods ready")

@@ -32,6 +32,31 @@ def _assert_fully_counted(kube: Kube, job: Obj, name: str) -> None:
           what="every pod of the finished Job without the tracking finalizer")
 
 
+def _indexed_job(name: str, completions: int, policy: str, script: str) -> str:
+    """An Indexed Job running `sh -c script` in every index, with `policy` (YAML lines of
+    the spec) added."""
+    return f"""apiVersion: batch/v1
+kind: Job
+metadata: {{name: {name}}}
+spec:
+  completions: {completions}
+  parallelism: {completions}
+  completionMode: Indexed
+{policy}
+  template:
+    spec:
+      restartPolicy: Never
+      terminationGracePeriodSeconds: 1
+      containers:
+      - {{name: main, image: busybox, command: [sh, -c, '{script}']}}
+"""
+
+
+def _finished(kube: Kube, name: str, condition: str) -> Obj:
+    return dict(_wait(lambda: (j := _job(kube, name)) and condition in _conditions(j) and j,
+                      timeout=120, what=f"the Job {name} {condition}"))
+
+
 def test_job_replaces_failed_pods_after_an_exponential_backoff(kube: Kube) -> None:
     kube("apply", "-f", "-", stdin="""apiVersion: batch/v1
 kind: Job
@@ -58,23 +83,10 @@ spec:
 
 
 def test_job_backoff_limit_per_index_fails_only_that_index(kube: Kube) -> None:
-    kube("apply", "-f", "-", stdin="""apiVersion: batch/v1
-kind: Job
-metadata: {name: perindex}
-spec:
-  completions: 3
-  parallelism: 3
-  completionMode: Indexed
-  backoffLimitPerIndex: 1
-  maxFailedIndexes: 1
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - {name: main, image: busybox, command: [sh, -c, 'test "$JOB_COMPLETION_INDEX" != 1']}
-""")
-    job = _wait(lambda: (j := _job(kube, "perindex")) and "Failed" in _conditions(j) and j,
-                timeout=120, what="the Job to fail with FailedIndexes")
+    kube("apply", "-f", "-", stdin=_indexed_job(
+        "perindex", 3, "  backoffLimitPerIndex: 1\n  maxFailedIndexes: 1",
+        'test "$JOB_COMPLETION_INDEX" != 1'))
+    job = _finished(kube, "perindex", "Failed")
     assert _conditions(job)["Failed"] == "FailedIndexes"
     assert job["status"]["failedIndexes"] == "1"
     assert job["status"]["completedIndexes"] == "0,2"
@@ -88,26 +100,10 @@ spec:
 
 
 def test_job_max_failed_indexes_exceeded_fails_the_job(kube: Kube) -> None:
-    kube("apply", "-f", "-", stdin="""apiVersion: batch/v1
-kind: Job
-metadata: {name: maxfailed}
-spec:
-  completions: 4
-  parallelism: 4
-  completionMode: Indexed
-  backoffLimitPerIndex: 0
-  maxFailedIndexes: 1
-  template:
-    spec:
-      restartPolicy: Never
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: main
-        image: busybox
-        command: [sh, -c, 'if [ "$JOB_COMPLETION_INDEX" -lt 2 ]; then exit 1; fi; sleep 3600']
-""")
-    job = _wait(lambda: (j := _job(kube, "maxfailed")) and "Failed" in _conditions(j) and j,
-                timeout=120, what="the Job to fail with MaxFailedIndexesExceeded")
+    kube("apply", "-f", "-", stdin=_indexed_job(
+        "maxfailed", 4, "  backoffLimitPerIndex: 0\n  maxFailedIndexes: 1",
+        'if [ "$JOB_COMPLETION_INDEX" -lt 2 ]; then exit 1; fi; sleep 3600'))
+    job = _finished(kube, "maxfailed", "Failed")
     assert _conditions(job)["Failed"] == "MaxFailedIndexesExceeded"
     assert job["status"]["failedIndexes"] == "0,1"
     assert not [p for p in _items(kube, "pods", "-l", "job-name=maxfailed")
@@ -116,26 +112,10 @@ spec:
 
 
 def test_job_success_policy_completes_with_success_criteria_met(kube: Kube) -> None:
-    kube("apply", "-f", "-", stdin="""apiVersion: batch/v1
-kind: Job
-metadata: {name: leader}
-spec:
-  completions: 3
-  parallelism: 3
-  completionMode: Indexed
-  successPolicy:
-    rules: [{succeededIndexes: "0"}]
-  template:
-    spec:
-      restartPolicy: Never
-      terminationGracePeriodSeconds: 1
-      containers:
-      - name: main
-        image: busybox
-        command: [sh, -c, 'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then exit 0; fi; sleep 3600']
-""")
-    job = _wait(lambda: (j := _job(kube, "leader")) and "Complete" in _conditions(j) and j,
-                timeout=120, what="the Job to complete by its success policy")
+    kube("apply", "-f", "-", stdin=_indexed_job(
+        "leader", 3, '  successPolicy:\n    rules: [{succeededIndexes: "0"}]',
+        'if [ "$JOB_COMPLETION_INDEX" = 0 ]; then exit 0; fi; sleep 3600'))
+    job = _finished(kube, "leader", "Complete")
     assert _conditions(job)["SuccessCriteriaMet"] == "SuccessPolicy"
     assert _conditions(job)["Complete"] == "SuccessPolicy"
     assert job["status"]["completedIndexes"] == "0"

@@ -102,7 +102,7 @@ def test_issue16_secret_data_bytes_become_base64() -> None:
     assert obj["data"] == {"password": "czNjcmV0"}
 
 
-def _template(app: str) -> bytes:
+def pod_template(app: str) -> bytes:
     """PodTemplateSpec{metadata{labels{app}}, spec{containers[{name, image}]}}."""
     return (field(1, field(11, field(1, "app") + field(2, app)))
             + field(2, field(2, field(1, "main") + field(2, "busybox"))))
@@ -112,7 +112,7 @@ def test_issue16_daemonset_body_decodes() -> None:
     """A typed client's protobuf DaemonSet (apps/v1 generated.proto numbers)."""
     selector = field(1, field(1, "app") + field(2, "agent"))
     rolling = field(1, bytes([1 << 3, 1, 3 << 3 | 2, 3]) + b"25%")  # maxUnavailable "25%"
-    spec = (field(1, selector) + field(2, _template("agent"))
+    spec = (field(1, selector) + field(2, pod_template("agent"))
             + field(3, field(1, "RollingUpdate") + field(2, rolling))
             + field(4, 5) + field(6, 3))
     body = envelope("apps/v1", "DaemonSet", field(1, field(1, "agent")) + field(2, spec))
@@ -131,7 +131,7 @@ def test_issue16_statefulset_body_decodes_with_claim_templates() -> None:
     claim = field(1, field(1, "data")) + field(2, (
         field(1, "ReadWriteOnce") + field(2, field(2, field(1, "storage") + field(
             2, field(1, "1Gi")))) + field(5, "local")))
-    spec = (field(1, 0) + field(2, selector) + field(3, _template("db")) + field(4, claim)
+    spec = (field(1, 0) + field(2, selector) + field(3, pod_template("db")) + field(4, claim)
             + field(5, "db") + field(6, "Parallel")
             + field(7, field(1, "RollingUpdate") + field(2, field(1, 2)))
             + field(10, field(1, "Delete") + field(2, "Retain")) + field(11, field(1, 1)))
