@@ -62,3 +62,14 @@ class Expectations:
 
     def forget(self, key: str) -> None:
         self._by_key.pop(key, None)
+
+
+def slow_start_batches(count: int, *, initial: int = 1) -> list[int]:
+    """Batch sizes 1, 2, 4, ... summing to `count` (Kubernetes' slowStartBatch)."""
+    batches, size, left = [], max(1, initial), count
+    while left > 0:
+        batch = min(size, left)
+        batches.append(batch)
+        left -= batch
+        size *= 2
+    return batches

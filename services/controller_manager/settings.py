@@ -78,6 +78,11 @@ class ControllerManagerSettings:
     node_cidr_mask_size: int = setting(24, help="prefix length of each node's pod CIDR")
     # Workers per controller.
     concurrent_replicaset_syncs: int = setting(5)
+    # A Job replaces a failed pod after base × 2^(failures-1), at most the max (Kubernetes:
+    # 10 s and 6 min); tests compress the base.
+    job_pod_failure_backoff: float = duration(10.0, help="first delay before a Job replaces "
+                                              "a failed pod")
+    job_pod_failure_backoff_max: float = duration(360.0)
     concurrent_garbage_collector_syncs: int = setting(5)
     concurrent_deployment_syncs: int = setting(5)
     # The garbage collector re-checks every owned object this often (events do the rest).

@@ -4,8 +4,9 @@ Reconcile maps the set's pods to nodes; creates the missing pod of each eligible
 deletes pods of nodes that are no longer eligible, duplicates and failed pods (which are
 then replaced), and rolls a template change node by node (`RollingUpdate`: an old pod is
 deleted only while fewer than `maxUnavailable` daemon pods are unavailable; `OnDelete`:
-only pods the user deletes are replaced). The daemon tolerations (see `plan`) keep a pod on
-a node that goes not-ready or unreachable.
+only pods the user deletes are replaced). Orphan pods matching the selector are
+adopted, owned pods that stop matching are released (`RefManager`). The daemon
+tolerations (see `plan`) keep a pod on a node that goes not-ready or unreachable.
 """
 
 from __future__ import annotations
@@ -14,14 +15,15 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_pod_terminal, is_terminating
-from skiff.client import NORMAL, WARNING, object_key
+from skiff.client import BY_NAMESPACE, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.daemonset import plan
-from skiff.controller_manager.expectations import Expectations
-from skiff.controller_manager.informers import BY_CONTROLLER_UID
+from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
+from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_available, is_pod_ready
+from skiff.controller_manager.refmanager import RefManager, claim_revisions
 from skiff.controller_manager.workload import (
-    owner_key,
+    owned_pods,
     owner_reference,
     pod_from_template,
     write_status_if_changed,
@@ -51,13 +53,13 @@ class DaemonSetController(Controller):
         self.pods = context.informers.pods()
         self.revisions = context.informers.resource("controllerrevisions")
         self.recorder = context.recorder("daemonset-controller")
-        self.expectations = Expectations(clock=context.clock)
+        self.pod_control = PodControl(self, kind=KIND, recorder=self.recorder,
+                                      pods=self.pods, owners=self.sets)
+        self.expectations = self.pod_control.expectations
         self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
                               on_delete=self._on_set)
         self.nodes.add_handler(on_add=self._on_node, on_update=lambda _o, n: self._on_node(n),
                                on_delete=self._on_node)
-        self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update,
-                              on_delete=self._on_pod_delete)
 
     def _on_set(self, ds: Obj) -> None:
         self.enqueue(object_key(ds))
@@ -66,33 +68,16 @@ class DaemonSetController(Controller):
         for ds in self.sets.store.list():
             self.enqueue(object_key(ds))
 
-    def _on_pod_add(self, pod: Obj) -> None:
-        key = owner_key(pod, KIND)
-        if key is not None:
-            self.expectations.creation_observed(key)
-            self.enqueue(key)
-
-    def _on_pod_update(self, old: Obj, new: Obj) -> None:
-        key = owner_key(new, KIND)
-        if key is not None and is_terminating(new) and not is_terminating(old):
-            self.expectations.deletion_observed(key, object_key(new))
-        if key is not None:
-            self.enqueue(key)
-
-    def _on_pod_delete(self, pod: Obj) -> None:
-        key = owner_key(pod, KIND)
-        if key is not None:
-            self.expectations.deletion_observed(key, object_key(pod))
-            self.enqueue(key)
-
     async def reconcile(self, key: str) -> float | None:
         ds = self.sets.store.get(key)
         if ds is None:
             self.expectations.forget(key)
             return None
         uid = str(ds["metadata"].get("uid"))
-        pods = [p for p in self.pods.store.by_index(BY_CONTROLLER_UID, uid)
-                if p["metadata"].get("namespace") == ds["metadata"].get("namespace")]
+        owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), ds)
+        orphans = [p for p in self.pods.store.by_index(
+            BY_NAMESPACE, str(ds["metadata"].get("namespace"))) if controller_ref(p) is None]
+        pods = await RefManager(self.client, ds, "pods").claim(owned + orphans)
         template = ds["spec"].get("template") or {}
         pod_hash = plan.template_hash(template)
         nodes = {n["metadata"]["name"]: n for n in self.nodes.store.list()}
@@ -128,41 +113,18 @@ class DaemonSetController(Controller):
         if (ds["spec"].get("updateStrategy") or {}).get("type", "RollingUpdate") == \
                 "RollingUpdate" and not create and not delete:
             delete += self._rolling_victims(ds, eligible, by_node, pod_hash)
-        if create:
-            self.expectations.expect(key, adds=len(create))
-            for i, node in enumerate(create):
-                try:
-                    await self._create(ds, node, pod_hash)
-                except ApiError:
-                    self.expectations.lower(key, adds=len(create) - i)
-                    raise
-        if delete:
-            self.expectations.expect(key, deletes={object_key(p) for p in delete})
-            for pod in delete:
-                meta = pod["metadata"]
-                try:
-                    await self.client.delete("pods", meta["name"], meta.get("namespace"),
-                                             uid=meta.get("uid"))
-                except ApiError as err:
-                    self.expectations.lower(key, deleted=object_key(pod))
-                    if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
-                        raise
-                    continue
-                await self.recorder.event(ds, NORMAL, "SuccessfulDelete",
-                                          f"Deleted pod: {meta['name']}")
+        await self.pod_control.create(ds, key, [self._pod(ds, node, pod_hash)
+                                                for node in create])
+        await self.pod_control.delete(ds, key, delete)
 
     async def ensure_revision(self, ds: Obj, pod_hash: str) -> None:
         """The template's ControllerRevision `<set>-<hash>` (what `kubectl rollout
         history|undo daemonset` read), numbered after the set's earlier ones."""
         name = f"{ds['metadata']['name']}-{pod_hash}"
         namespace = ds["metadata"].get("namespace")
+        owned = await claim_revisions(self.client, ds, self.revisions)
         if self.revisions.store.get(f"{namespace}/{name}") is not None:
             return
-        uid = ds["metadata"].get("uid")
-        owned = [r for r in self.revisions.store.list()
-                 if r["metadata"].get("namespace") == namespace and any(
-                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
-                     or [])]
         selector = (ds["spec"].get("selector") or {}).get("matchLabels") or {}
         revision = {
             "apiVersion": "apps/v1", "kind": "ControllerRevision",
@@ -192,19 +154,12 @@ class DaemonSetController(Controller):
             key=lambda p: (is_pod_ready(p), p["metadata"]["name"]))
         return old[:max(budget, 0)]
 
-    async def _create(self, ds: Obj, node: str, pod_hash: str) -> None:
+    def _pod(self, ds: Obj, node: str, pod_hash: str) -> Obj:
         owner = {**ds, "spec": {**ds["spec"], "template": plan.daemon_pod_template(
             ds, node, pod_hash)}}
         pod = pod_from_template(owner)
         pod["metadata"]["generateName"] = f"{ds['metadata']['name']}-"
-        try:
-            created = await self.client.create(pod)
-        except ApiError as err:
-            await self.recorder.event(ds, WARNING, "FailedCreate",
-                                      f"Error creating: {err.message}")
-            raise
-        await self.recorder.event(ds, NORMAL, "SuccessfulCreate",
-                                  f"Created pod: {created['metadata']['name']}")
+        return pod
 
     async def update_status(self, ds: Obj, eligible: set[str],
                             by_node: dict[str, list[Obj]], pod_hash: str) -> float | None:

@@ -1,6 +1,7 @@
 """The Deployment controller (pkg/controller/deployment): owns ReplicaSets and rolls them.
 
-Reconcile finds the Deployment's ReplicaSets (controller reference), picks the new one by
+Reconcile claims the Deployment's ReplicaSets (adopting orphans its selector matches,
+releasing owned ones that stop matching: `RefManager`), picks the new one by
 template (creating `<name>-<pod-template-hash>` when none matches, with the next
 `deployment.kubernetes.io/revision`), then either scales (paused, or nothing to roll),
 rolls (`RollingUpdate`: new set up within `maxSurge`, old sets down within
@@ -23,6 +24,7 @@ from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.deployment import plan
 from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
+from skiff.controller_manager.refmanager import RefManager, orphan_owner_keys
 from skiff.controller_manager.workload import owner_reference
 
 log = logging.getLogger(__name__)
@@ -67,21 +69,28 @@ class DeploymentController(Controller):
         ref = controller_ref(rs)
         if ref and ref.get("kind") == KIND:
             self.enqueue(f"{rs['metadata'].get('namespace')}/{ref['name']}")
+        elif ref is None:
+            for key in orphan_owner_keys(self.deployments, rs):
+                self.enqueue(key)
 
     def _on_set_update(self, old: Obj, new: Obj) -> None:
         self._on_set(old)
         self._on_set(new)
 
-    def _owned_sets(self, d: Obj) -> list[Obj]:
+    async def _owned_sets(self, d: Obj) -> list[Obj]:
+        """The ReplicaSets the Deployment controls, after adopting matching orphans and
+        releasing those that no longer match (`ClaimReplicaSets`)."""
         uid = d["metadata"].get("uid")
-        return [rs for rs in self.sets.store.by_index(BY_NAMESPACE, d["metadata"]["namespace"])
-                if (controller_ref(rs) or {}).get("uid") == uid]
+        candidates = [rs for rs in self.sets.store.by_index(BY_NAMESPACE,
+                                                           d["metadata"]["namespace"])
+                      if (controller_ref(rs) or {}).get("uid") in (uid, None)]
+        return await RefManager(self.client, d, "replicasets").claim(candidates)
 
     async def reconcile(self, key: str) -> float | None:
         d = self.deployments.store.get(key)
         if d is None or d["metadata"].get("deletionTimestamp"):
             return None
-        sets = self._owned_sets(d)
+        sets = await self._owned_sets(d)
         new = plan.find_new(d, sets)
         old = [rs for rs in sets if new is None or rs["metadata"]["uid"] != new[
             "metadata"]["uid"]]

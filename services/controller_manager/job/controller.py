@@ -9,36 +9,59 @@ pod goes through `podFailurePolicy` first (`Ignore` does not count against `back
 `activeDeadlineSeconds` (DeadlineExceeded) or a FailJob rule (PodFailurePolicy) — the
 FailureTarget condition first, Failed once no pod runs — and completes (SuccessCriteriaMet,
 then Complete) when enough pods, or every index of an Indexed Job, succeeded. A finished Job
-is deleted `ttlSecondsAfterFinished` later. Failed pods are replaced without Kubernetes'
-exponential back-off delay.
+is deleted `ttlSecondsAfterFinished` later, and keeps no `uncountedTerminatedPods` and no
+pod with the tracking finalizer once finished.
+
+A failed pod is replaced after an exponential back-off (`--job-pod-failure-backoff` ×
+2^(failures since the last success - 1), capped by `--job-pod-failure-backoff-max`). An
+Indexed Job may limit failures per index (`backoffLimitPerIndex`: an index over its limit,
+or hit by a FailIndex rule, joins `failedIndexes` and is not retried; more than
+`maxFailedIndexes` of them fail the Job with MaxFailedIndexesExceeded, and a Job whose every
+index finished with some failed fails with FailedIndexes), and may succeed early by a
+`successPolicy` rule (SuccessCriteriaMet then Complete, reason SuccessPolicy; its remaining
+pods are deleted). Orphan pods matching a Job's selector are adopted (with the tracking
+finalizer) and owned pods that stop matching are released.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.workloads import JOB_INDEX_ANNOTATION
-from skiff.client import NORMAL, WARNING, object_key
+from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.expectations import Expectations
-from skiff.controller_manager.informers import BY_CONTROLLER_UID
+from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
 from skiff.controller_manager.job.policy import (
+    failure_backoff,
     format_indexes,
     match_failure_policy,
     parse_indexes,
+    success_policy_rule,
 )
+from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_pod_ready
-from skiff.controller_manager.workload import owner_key, pod_from_template
+from skiff.controller_manager.refmanager import RefManager
+from skiff.controller_manager.workload import owned_pods, pod_from_template
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 KIND = "Job"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
+INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"
+
+
+@dataclass
+class _Backoff:
+    """Failures counted since the Job's last success, and when the last one was counted."""
+
+    failures: int = 0
+    last: float = 0.0
 
 
 def _condition(job: Obj, type_: str) -> bool:
@@ -65,45 +88,35 @@ class JobController(Controller):
         self.jobs = context.informers.resource("jobs")
         self.pods = context.informers.pods()
         self.recorder = context.recorder("job-controller")
-        self.expectations = Expectations(clock=context.clock)
+        self.pod_control = PodControl(self, kind=KIND, recorder=self.recorder,
+                                      pods=self.pods, owners=self.jobs)
+        self.expectations = self.pod_control.expectations
+        self.backoff: dict[str, _Backoff] = {}
+        settings = context.settings
+        self.backoff_base = settings.job_pod_failure_backoff
+        self.backoff_max = settings.job_pod_failure_backoff_max
         self.jobs.add_handler(on_add=self._on_job, on_update=lambda _o, n: self._on_job(n),
                               on_delete=self._on_job)
-        self.pods.add_handler(on_add=self._on_pod_add, on_update=self._on_pod_update,
-                              on_delete=self._on_pod_delete)
 
     def _on_job(self, job: Obj) -> None:
         self.enqueue(object_key(job))
-
-    def _on_pod_add(self, pod: Obj) -> None:
-        key = owner_key(pod, KIND)
-        if key is not None:
-            self.expectations.creation_observed(key)
-            self.enqueue(key)
-
-    def _on_pod_update(self, old: Obj, new: Obj) -> None:
-        key = owner_key(new, KIND)
-        if key is not None:
-            if is_terminating(new) and not is_terminating(old):
-                self.expectations.deletion_observed(key, object_key(new))
-            self.enqueue(key)
-
-    def _on_pod_delete(self, pod: Obj) -> None:
-        key = owner_key(pod, KIND)
-        if key is not None:
-            self.expectations.deletion_observed(key, object_key(pod))
-            self.enqueue(key)
 
     async def reconcile(self, key: str) -> float | None:
         job = self.jobs.store.get(key)
         if job is None:
             self.expectations.forget(key)
+            self.backoff.pop(key, None)
             return None
         uid = str(job["metadata"].get("uid"))
-        pods = [p for p in self.pods.store.by_index(BY_CONTROLLER_UID, uid)
-                if p["metadata"].get("namespace") == job["metadata"].get("namespace")]
+        owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), job)
         if finished(job):
-            await self._release(pods, set())
+            await self._release(owned, set())
+            await self._clear_uncounted(job)
             return await self._ttl(job)
+        orphans = [p for p in self.pods.store.by_index(
+            BY_NAMESPACE, str(job["metadata"].get("namespace"))) if controller_ref(p) is None]
+        pods = await RefManager(self.client, job, "pods",
+                                finalizers=(TRACKING_FINALIZER,)).claim(owned + orphans)
         return await self.sync(job, key, pods)
 
     async def sync(self, job: Obj, key: str, pods: list[Obj]) -> float | None:
@@ -118,9 +131,14 @@ class JobController(Controller):
                          if u in tracked] for k in ("succeeded", "failed")}
         counted = set(uncounted.get("succeeded") or []) | set(uncounted.get("failed") or [])
         indexed = spec.get("completionMode") == "Indexed"
+        per_index = indexed and spec.get("backoffLimitPerIndex") is not None
         completed_indexes = parse_indexes(status.get("completedIndexes"))
+        failed_indexes = parse_indexes(status.get("failedIndexes"))
         fail_reason: tuple[str, str] | None = None
         newly_counted: set[str] = set()
+        backoff = self.backoff.setdefault(key, _Backoff())
+        # Pods the controller stops once the Job is failing do not fail their index.
+        failing = any(c.get("type") == "FailureTarget" for c in status.get("conditions") or [])
         for pod in pods:
             puid = str(pod["metadata"].get("uid"))
             phase = (pod.get("status") or {}).get("phase")
@@ -131,6 +149,7 @@ class JobController(Controller):
             if phase == "Succeeded":
                 status["succeeded"] = int(status.get("succeeded") or 0) + 1
                 uncounted.setdefault("succeeded", []).append(puid)
+                backoff.failures = 0
                 if indexed and _index(pod) is not None:
                     completed_indexes.add(int(_index(pod) or 0))
                 continue
@@ -142,19 +161,35 @@ class JobController(Controller):
                 continue
             status["failed"] = int(status.get("failed") or 0) + 1
             uncounted.setdefault("failed", []).append(puid)
+            backoff.failures += 1
+            backoff.last = now
+            index = _index(pod)
+            if per_index and index is not None and not failing and (
+                    action == "FailIndex" or _failure_count(pod) + 1 > int(
+                        spec["backoffLimitPerIndex"])):
+                failed_indexes.add(index)
             if action == "FailJob":
                 fail_reason = ("PodFailurePolicy",
                                f"Pod {pod['metadata']['namespace']}/{pod['metadata']['name']} "
                                "has condition or exit code matching a FailJob rule")
         if indexed:
             status["completedIndexes"] = format_indexes(completed_indexes)
+        if per_index:
+            status["failedIndexes"] = format_indexes(failed_indexes - completed_indexes)
         active = [p for p in pods if (p.get("status") or {}).get("phase") not in (
             "Succeeded", "Failed") and not is_terminating(p)]
         terminating = [p for p in pods if is_terminating(p) and (p.get("status") or {}).get(
             "phase") not in ("Succeeded", "Failed")]
+        if per_index:  # a failed index runs no more pods
+            await self._delete_pods(job, key, [p for p in active if _index(p) in failed_indexes])
+            active = [p for p in active if _index(p) not in failed_indexes]
         if fail_reason is None and int(status.get("failed") or 0) > int(
                 spec.get("backoffLimit", 6)):
             fail_reason = ("BackoffLimitExceeded", "Job has reached the specified backoff limit")
+        if fail_reason is None and per_index and spec.get("maxFailedIndexes") is not None \
+                and len(failed_indexes) > int(spec["maxFailedIndexes"]):
+            fail_reason = ("MaxFailedIndexesExceeded", "Job has exceeded the specified maximal "
+                                                       "number of failed indexes")
         deadline = spec.get("activeDeadlineSeconds")
         after: float | None = None
         if fail_reason is None and deadline is not None and status.get("startTime"):
@@ -166,8 +201,16 @@ class JobController(Controller):
                 after = left
         completions = spec.get("completions")
         succeeded = int(status.get("succeeded") or 0)
+        success = ("CompletionsReached", "Reached expected number of succeeded pods")
         if indexed:
+            rule = success_policy_rule(spec.get("successPolicy"), completed_indexes)
             complete = completions is not None and len(completed_indexes) >= int(completions)
+            if rule is not None and not complete:
+                complete = True
+                success = ("SuccessPolicy", f"Matched rules at index {rule}")
+            if per_index and fail_reason is None and failed_indexes and completions is not None \
+                    and len(completed_indexes | failed_indexes) >= int(completions):
+                fail_reason = ("FailedIndexes", "Job has failed indexes")
         elif completions is not None:
             complete = succeeded >= int(completions)
         else:
@@ -176,24 +219,31 @@ class JobController(Controller):
         target = next((c for c in conditions if c.get("type") == "FailureTarget"), None)
         if target is not None:  # the first reason stays, whatever the killed pods add
             fail_reason = (str(target.get("reason")), str(target.get("message")))
+        met = next((c for c in conditions if c.get("type") == "SuccessCriteriaMet"), None)
+        if met is not None:
+            complete, fail_reason = True, None
+            success = (str(met.get("reason")), str(met.get("message")))
         if fail_reason is not None:
             _set(conditions, "FailureTarget", fail_reason, now)
             await self._delete_pods(job, key, active)
-            if not active and not terminating:
+            if not active and not terminating and not any(uncounted.values()):
                 _set(conditions, "Failed", fail_reason, now)
                 await self.recorder.event(job, WARNING, fail_reason[0], fail_reason[1])
         elif complete:
-            _set(conditions, "SuccessCriteriaMet", ("CompletionsReached",
-                                                    "Reached expected number of succeeded "
-                                                    "pods"), now)
+            _set(conditions, "SuccessCriteriaMet", success, now)
             await self._delete_pods(job, key, active)
-            if not active and not terminating:
-                _set(conditions, "Complete", ("CompletionsReached",
-                                              "Reached expected number of succeeded pods"), now)
+            if not active and not terminating and not any(uncounted.values()):
+                _set(conditions, "Complete", success, now)
                 status["completionTime"] = rfc3339(now)
                 await self.recorder.event(job, NORMAL, "Completed", "Job completed")
         elif self.expectations.satisfied(key):
-            await self.manage(job, key, active, terminating, succeeded, completed_indexes)
+            wait = failure_backoff(backoff.failures, base=self.backoff_base,
+                                   limit=self.backoff_max) - (now - backoff.last)
+            if wait > 0:
+                after = wait if after is None else min(after, wait)
+            else:
+                await self.manage(job, key, pods, active, terminating, succeeded,
+                                  completed_indexes | failed_indexes)
         status.update(active=len(active), ready=sum(1 for p in active if is_pod_ready(p)),
                       terminating=len(terminating), conditions=conditions,
                       uncountedTerminatedPods=uncounted)
@@ -210,12 +260,13 @@ class JobController(Controller):
                 if err.reason == Reason.NOT_FOUND:
                     return None
                 raise
-        # Counted pods lose the finalizer only once their count is stored.
+        # Counted pods lose the finalizer only once their count is stored; the Job finishes
+        # (Complete / Failed) on a later sync, once no pod is left uncounted.
         await self._release(pods, newly_counted | counted)
         return after
 
-    async def manage(self, job: Obj, key: str, active: list[Obj], terminating: list[Obj],
-                     succeeded: int, completed_indexes: set[int]) -> None:
+    async def manage(self, job: Obj, key: str, pods: list[Obj], active: list[Obj],
+                     terminating: list[Obj], succeeded: int, done_indexes: set[int]) -> None:
         spec = job["spec"]
         parallelism = 0 if spec.get("suspend") else int(spec.get("parallelism", 1))
         completions = spec.get("completions")
@@ -225,7 +276,7 @@ class JobController(Controller):
         if spec.get("completionMode") == "Indexed" and completions is not None:
             taken = {_index(p) for p in active + terminating}
             pending = [i for i in range(int(completions))
-                       if i not in completed_indexes and i not in taken]
+                       if i not in done_indexes and i not in taken]
             room = max(0, parallelism - busy)
             to_create: list[int | None] = list(pending[:room])
         else:
@@ -234,17 +285,12 @@ class JobController(Controller):
             to_create = [None] * max(0, wanted - busy)
             if busy > wanted and active:
                 await self._delete_pods(job, key, active[:busy - wanted])
-        if not to_create:
-            return
-        self.expectations.expect(key, adds=len(to_create))
-        for n, index in enumerate(to_create):
-            try:
-                await self._create(job, index)
-            except ApiError:
-                self.expectations.lower(key, adds=len(to_create) - n)
-                raise
+        failures = _index_failures(job, pods)
+        await self.pod_control.create(job, key, [
+            self._pod(job, index, 0 if index is None else failures.get(index, 0))
+            for index in to_create])
 
-    async def _create(self, job: Obj, index: int | None) -> None:
+    def _pod(self, job: Obj, index: int | None, failures: int) -> Obj:
         pod = pod_from_template(job)
         meta = pod["metadata"]
         meta["finalizers"] = [*meta.get("finalizers", []), TRACKING_FINALIZER]
@@ -253,37 +299,32 @@ class JobController(Controller):
             meta["generateName"] = f"{name}-"
         else:
             meta["generateName"] = f"{name}-{index}-"
-            meta.setdefault("annotations", {})[JOB_INDEX_ANNOTATION] = str(index)
+            annotations = meta.setdefault("annotations", {})
+            annotations[JOB_INDEX_ANNOTATION] = str(index)
+            if job["spec"].get("backoffLimitPerIndex") is not None:
+                annotations[INDEX_FAILURE_COUNT] = str(failures)
             meta["labels"][JOB_INDEX_ANNOTATION] = str(index)
             pod["spec"].setdefault("hostname", f"{name}-{index}")
             for container in pod["spec"].get("containers") or []:
                 container.setdefault("env", []).append(
                     {"name": "JOB_COMPLETION_INDEX", "value": str(index)})
-        try:
-            created = await self.client.create(pod)
-        except ApiError as err:
-            await self.recorder.event(job, WARNING, "FailedCreate",
-                                      f"Error creating: {err.message}")
-            raise
-        await self.recorder.event(job, NORMAL, "SuccessfulCreate",
-                                  f"Created pod: {created['metadata']['name']}")
+        return pod
 
     async def _delete_pods(self, job: Obj, key: str, pods: list[Obj]) -> None:
-        if not pods:
+        await self.pod_control.delete(job, key, pods)
+
+    async def _clear_uncounted(self, job: Obj) -> None:
+        """A finished Job has counted every pod: `uncountedTerminatedPods` is left empty."""
+        status = job.get("status") or {}
+        if not any((status.get("uncountedTerminatedPods") or {}).values()):
             return
-        self.expectations.expect(key, deletes={object_key(p) for p in pods})
-        for pod in pods:
-            meta = pod["metadata"]
-            try:
-                await self.client.delete("pods", meta["name"], meta.get("namespace"),
-                                         uid=meta.get("uid"))
-            except ApiError as err:
-                self.expectations.lower(key, deleted=object_key(pod))
-                if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
-                    raise
-                continue
-            await self.recorder.event(job, NORMAL, "SuccessfulDelete",
-                                      f"Deleted pod: {meta['name']}")
+        updated = copy.deepcopy(job)
+        updated["status"]["uncountedTerminatedPods"] = {}
+        try:
+            await self.client.update_status(updated)
+        except ApiError as err:
+            if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
+                raise
 
     async def _release(self, pods: list[Obj], uids: set[str]) -> None:
         """Remove the tracking finalizer from counted pods (every finished pod once the Job
@@ -337,6 +378,29 @@ class JobController(Controller):
             if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
                 raise
         return None
+
+
+def _failure_count(pod: Obj) -> int:
+    try:
+        return int((pod["metadata"].get("annotations") or {}).get(INDEX_FAILURE_COUNT) or 0)
+    except ValueError:
+        return 0
+
+
+def _index_failures(job: Obj, pods: list[Obj]) -> dict[int, int]:
+    """Failures counted so far per index (`job-index-failure-count` of its latest pod, plus
+    one when that pod failed and the pod failure policy does not ignore it)."""
+    counts: dict[int, int] = {}
+    for pod in pods:
+        index = _index(pod)
+        if index is None:
+            continue
+        count = _failure_count(pod)
+        if (pod.get("status") or {}).get("phase") == "Failed" and match_failure_policy(
+                job["spec"].get("podFailurePolicy"), pod)[0] != "Ignore":
+            count += 1
+        counts[index] = max(counts.get(index, 0), count)
+    return counts
 
 
 def _set(conditions: list[Obj], type_: str, reason: tuple[str, str], now: float) -> None:

@@ -57,7 +57,7 @@ def match_failure_policy(policy: Mapping[str, Any] | None, pod: Mapping[str, Any
 
 
 def format_indexes(indexes: Iterable[int]) -> str:
-    """`1,3-5,7`: Kubernetes' completedIndexes notation."""
+    """`1,3-5,7,8`: Kubernetes' completedIndexes notation."""
     ordered = sorted(set(indexes))
     parts: list[str] = []
     i = 0
@@ -65,7 +65,10 @@ def format_indexes(indexes: Iterable[int]) -> str:
         j = i
         while j + 1 < len(ordered) and ordered[j + 1] == ordered[j] + 1:
             j += 1
-        parts.append(str(ordered[i]) if i == j else f"{ordered[i]}-{ordered[j]}")
+        if i == j:
+            parts.append(str(ordered[i]))
+        else:  # two neighbours are listed, three or more are a range (as Kubernetes)
+            parts.append(f"{ordered[i]}{',' if j == i + 1 else '-'}{ordered[j]}")
         i = j + 1
     return ",".join(parts)
 
@@ -81,3 +84,31 @@ def parse_indexes(text: str | None) -> set[int]:
         except ValueError:
             continue
     return result
+
+
+def success_policy_rule(policy: Mapping[str, Any] | None, completed: set[int]) -> int | None:
+    """The index of the first `successPolicy` rule the completed indexes meet, if any.
+
+    A rule with `succeededIndexes` needs those indexes completed (all of them, or
+    `succeededCount` of them when both are given); a rule with only `succeededCount` needs
+    that many completed indexes."""
+    for n, rule in enumerate((policy or {}).get("rules") or []):
+        wanted = rule.get("succeededIndexes")
+        count = rule.get("succeededCount")
+        if wanted is not None:
+            indexes = parse_indexes(str(wanted))
+            done = len(indexes & completed)
+            if (count is None and done == len(indexes)) or (
+                    count is not None and done >= int(count)):
+                return n
+        elif count is not None and len(completed) >= int(count):
+            return n
+    return None
+
+
+def failure_backoff(failures: int, *, base: float, limit: float) -> float:
+    """The delay before a Job replaces a failed pod: `base × 2^(failures-1)`, capped at
+    `limit`; no delay before the first failure."""
+    if failures <= 0:
+        return 0.0
+    return float(min(limit, base * 2 ** min(failures - 1, 32)))

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from skiff.controller_manager.expectations import slow_start_batches as slow_start_batches
 from skiff.controller_manager.podutil import (
     creation_time,
     is_active,
@@ -38,17 +39,6 @@ def replica_diff(*, replicas: int, active: int) -> int:
     """Positive: that many to create (capped at the burst); negative: that many to delete."""
     diff = replicas - active
     return max(-BURST_REPLICAS, min(BURST_REPLICAS, diff))
-
-
-def slow_start_batches(count: int, *, initial: int = 1) -> list[int]:
-    """Batch sizes 1, 2, 4, ... summing to `count` (Kubernetes' slowStartBatch)."""
-    batches, size, left = [], max(1, initial), count
-    while left > 0:
-        batch = min(size, left)
-        batches.append(batch)
-        left -= batch
-        size *= 2
-    return batches
 
 
 DELETION_COST_ANNOTATION = "controller.kubernetes.io/pod-deletion-cost"

@@ -19,13 +19,18 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.client import NORMAL, WARNING, object_key
+from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.informers import BY_CONTROLLER_UID
+from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
 from skiff.controller_manager.podutil import (
     available_in,
     is_available,
     is_running_and_ready,
+)
+from skiff.controller_manager.refmanager import (
+    RefManager,
+    claim_revisions,
+    orphan_owner_keys,
 )
 from skiff.controller_manager.statefulset import revisions
 from skiff.controller_manager.statefulset.plan import (
@@ -102,6 +107,12 @@ def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
     return claims
 
 
+def _member_of(sts: Obj, pod: Obj) -> bool:
+    """`isMemberOf`: the pod's name is `<set>-<ordinal>`."""
+    parent, _, ordinal = str(pod["metadata"].get("name")).rpartition("-")
+    return parent == sts["metadata"]["name"] and ordinal.isdigit()
+
+
 class StatefulSetController(Controller):
     name = "statefulset"
 
@@ -125,6 +136,9 @@ class StatefulSetController(Controller):
         key = owner_key(pod, KIND)
         if key is not None:
             self.enqueue(key)
+            return
+        for owner in orphan_owner_keys(self.sets, pod):
+            self.enqueue(owner)
 
     def _on_pod_update(self, old: Obj, new: Obj) -> None:
         self._on_pod(old)
@@ -136,7 +150,11 @@ class StatefulSetController(Controller):
             return None
         name = sts["metadata"]["name"]
         uid = str(sts["metadata"].get("uid"))
-        pods = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
+        owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
+        orphans = [p for p in self.pods.store.by_index(
+            BY_NAMESPACE, str(sts["metadata"].get("namespace"))) if controller_ref(p) is None]
+        pods = await RefManager(self.client, sts, "pods",
+                                member=lambda p: _member_of(sts, p)).claim(owned + orphans)
         spec = sts["spec"]
         decided = plan(replicas=int(spec.get("replicas", 1)),
                        policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
@@ -160,12 +178,8 @@ class StatefulSetController(Controller):
     async def sync_revisions(self, sts: Obj, pods: list[Obj]) -> tuple[Obj, Obj]:
         """(update revision, current revision): the template's ControllerRevision (created
         when new) and the revision the pods had before, from `status.currentRevision`."""
-        uid = sts["metadata"].get("uid")
         namespace = sts["metadata"].get("namespace")
-        owned = [r for r in self.revisions.store.list()
-                 if r["metadata"].get("namespace") == namespace and any(
-                     ref.get("uid") == uid for ref in r["metadata"].get("ownerReferences")
-                     or [])]
+        owned = await claim_revisions(self.client, sts, self.revisions)
         name = revisions.revision_name(sts)
         update = next((r for r in owned if r["metadata"]["name"] == name), None)
         if update is None:

@@ -89,7 +89,9 @@ def _default_job(obj: Obj) -> None:
         spec["completions"] = 1
         spec["parallelism"] = 1
     _set_default(spec, "parallelism", 1)
-    _set_default(spec, "backoffLimit", 6)
+    # With a per-index limit the Job-wide one is unbounded unless set (as Kubernetes).
+    _set_default(spec, "backoffLimit",
+                 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
     _set_default(spec, "completionMode", "NonIndexed")
     _set_default(spec, "suspend", False)
     _set_default(spec, "podReplacementPolicy",

@@ -77,9 +77,13 @@ async def test_as8_unmanaged_pods_are_reported_not_zeroing_the_budget(
 
         for p in await wait_for(two, timeout=10, what="2 ReplicaSet pods"):
             await kubelet.run_pod(namespace, str(p["metadata"]["name"]))
-        await api.create(pod("stray", namespace, labels={"app": "db"}))
+        # The stray pod is outside the ReplicaSet's selector (a matching orphan would be
+        # adopted by it, as Kubernetes does) but inside the budget's.
+        await api.create(pod("stray", namespace, labels={"app": "db-stray"}))
         await kubelet.run_pod(namespace, "stray")
-        await api.create(budget(namespace, {"matchLabels": {"app": "db"}}, maxUnavailable=1))
+        await api.create(budget(namespace, {"matchExpressions": [
+            {"key": "app", "operator": "In", "values": ["db", "db-stray"]}]},
+            maxUnavailable=1))
         # Scale 2 from the ReplicaSet (the stray pod has no controller): desired 1; the
         # three Ready pods are healthy, so two disruptions are allowed.
         await wait_for(lambda: status_is(api, namespace, expectedPods=2, desiredHealthy=1,

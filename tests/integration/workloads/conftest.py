@@ -46,7 +46,8 @@ def kube(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kube]:
         cluster.add_service("controller-manager", "skiff.controller_manager", [
             "--node-monitor-period", "500ms", "--node-monitor-grace-period", "4s",
             "--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
-            "--leader-elect-retry-period", "250ms", "--gc-resync-period", "2s"])
+            "--leader-elect-retry-period", "250ms", "--gc-resync-period", "2s",
+            "--job-pod-failure-backoff", "1s"])
         for node in NODES:
             cluster.add_service(f"kubelet-{node}", "skiff.kubelet", [
                 "--node-name", node, "--root-dir", str(root / node),

@@ -63,7 +63,8 @@ def test_defect4_priority_class_scalars_and_time() -> None:
 @pytest.mark.parametrize(("body", "reason"), [
     pytest.param(b'{"kind": "Namespace"}', Reason.BAD_REQUEST, id="no-magic"),
     pytest.param(b"k8s\x00\xff\xff\xff", Reason.BAD_REQUEST, id="broken-envelope"),
-    pytest.param(envelope("apps/v1", "StatefulSet", b""), Reason.UNSUPPORTED_MEDIA_TYPE,
+    pytest.param(envelope("apps/v1", "ControllerRevision", b""),
+                 Reason.UNSUPPORTED_MEDIA_TYPE,
                  id="kind-not-served-as-protobuf"),
 ])
 def test_defect4_bad_protobuf_bodies_are_clear_errors(body: bytes, reason: Reason) -> None:
@@ -99,3 +100,54 @@ def test_issue16_secret_data_bytes_become_base64() -> None:
     obj = decode(envelope("v1", "Secret", field(1, field(1, b"db")) + field(2, entry)))
 
     assert obj["data"] == {"password": "czNjcmV0"}
+
+
+def pod_template(app: str) -> bytes:
+    """PodTemplateSpec{metadata{labels{app}}, spec{containers[{name, image}]}}."""
+    return (field(1, field(11, field(1, "app") + field(2, app)))
+            + field(2, field(2, field(1, "main") + field(2, "busybox"))))
+
+
+def test_issue16_daemonset_body_decodes() -> None:
+    """A typed client's protobuf DaemonSet (apps/v1 generated.proto numbers)."""
+    selector = field(1, field(1, "app") + field(2, "agent"))
+    rolling = field(1, bytes([1 << 3, 1, 3 << 3 | 2, 3]) + b"25%")  # maxUnavailable "25%"
+    spec = (field(1, selector) + field(2, pod_template("agent"))
+            + field(3, field(1, "RollingUpdate") + field(2, rolling))
+            + field(4, 5) + field(6, 3))
+    body = envelope("apps/v1", "DaemonSet", field(1, field(1, "agent")) + field(2, spec))
+    assert decode(body) == {
+        "apiVersion": "apps/v1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                 "template": {"metadata": {"labels": {"app": "agent"}},
+                              "spec": {"containers": [{"name": "main", "image": "busybox"}]}},
+                 "updateStrategy": {"type": "RollingUpdate",
+                                    "rollingUpdate": {"maxUnavailable": "25%"}},
+                 "minReadySeconds": 5, "revisionHistoryLimit": 3}}
+
+
+def test_issue16_statefulset_body_decodes_with_claim_templates() -> None:
+    selector = field(1, field(1, "app") + field(2, "db"))
+    claim = field(1, field(1, "data")) + field(2, (
+        field(1, "ReadWriteOnce") + field(2, field(2, field(1, "storage") + field(
+            2, field(1, "1Gi")))) + field(5, "local")))
+    spec = (field(1, 0) + field(2, selector) + field(3, pod_template("db")) + field(4, claim)
+            + field(5, "db") + field(6, "Parallel")
+            + field(7, field(1, "RollingUpdate") + field(2, field(1, 2)))
+            + field(10, field(1, "Delete") + field(2, "Retain")) + field(11, field(1, 1)))
+    body = envelope("apps/v1", "StatefulSet", field(1, field(1, "db")) + field(2, spec))
+    assert decode(body) == {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db"},
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "main", "image": "busybox"}]}},
+                 "volumeClaimTemplates": [{
+                     "metadata": {"name": "data"},
+                     "spec": {"accessModes": ["ReadWriteOnce"],
+                              "resources": {"requests": {"storage": "1Gi"}},
+                              "storageClassName": "local"}}],
+                 "serviceName": "db", "podManagementPolicy": "Parallel",
+                 "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 2}},
+                 "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Delete",
+                                                          "whenScaled": "Retain"},
+                 "ordinals": {"start": 1}}}
