@@ -95,13 +95,16 @@ class ClusterSecurity:
 
 
 def prepare(data_dir: Path, *, insecure: bool, nodes: Iterable[str],
-            hosts: Iterable[str] = (), echo: Any = print) -> ClusterSecurity:
+            hosts: Iterable[str] = (), echo: Any = print,
+            service_cidr: str = "") -> ClusterSecurity:
     if insecure:
         echo(INSECURE_WARNING)
         return ClusterSecurity(None)
     from skiff.pki import ensure_pki
 
-    return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts))
+    return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts,
+                                      **({"service_cidr": service_cidr}
+                                         if service_cidr else {})))
 
 
 def cli_credentials(kubeconfig: Path) -> Credentials:
