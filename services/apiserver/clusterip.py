@@ -96,7 +96,7 @@ def keep_on_update(old: Obj, new: Obj) -> None:
     old_ips = [str(ip) for ip in old_spec.get("clusterIPs") or
                ([old_spec["clusterIP"]] if old_spec.get("clusterIP") else [])]
     if not spec.get("clusterIP") and not spec.get("clusterIPs"):
-        if old_ips and spec.get("type") == old_spec.get("type"):
+        if old_ips and spec.get("type") != "ExternalName":
             _set(spec, old_ips)
         return
     ips, errors = _requested(spec)
