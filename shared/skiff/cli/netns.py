@@ -595,6 +595,7 @@ class NetnsCluster:
                     "--etcd-servers", f"http://{etcd_host.ip}:{ETCD_PORT}",
                     "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
                     "--http-port", str(API_HTTP_PORT),
+                    "--advertise-address", api_host.ip,  # the kubernetes Service's endpoint
                     *self.config.flags("apiserver", config_dir),
                     *self.extra_args.get("apiserver", [])]
         apiserver = Process("apiserver", ns_exec(api_host.netns, api_argv),

@@ -123,6 +123,7 @@ class NetnsHaCluster(NetnsCluster):
                     "--etcd-servers", ",".join(rotated(etcd_urls, i)),
                     "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
                     "--http-port", str(API_HTTP_PORT),
+                    "--advertise-address", host.ip,  # the kubernetes Service's endpoint
                     *self.config.flags("apiserver", config_dir),
                     *self.extra_args.get("apiserver", [])]
             proc = Process(host.name, ns_exec(host.netns, argv), logs / f"{host.name}.log",
