@@ -100,8 +100,9 @@ def test_ax7_sandboxed_pod_lists_pods_with_load_incluster_config(
     # CI runs as root, so `skiff up` sandboxes pods (SPEC SB1); without root this test
     # fails on the pod IP check below rather than pass without a sandbox.
     ns = new_namespace(core)
-    kubernetes = core.read_namespaced_service("kubernetes", "default")
-    assert kubernetes.spec.cluster_ip == "10.96.0.1"
+    kubernetes = until(lambda: core.list_namespaced_service(
+        "default", field_selector="metadata.name=kubernetes").items, "the kubernetes Service")
+    assert kubernetes[0].spec.cluster_ip == "10.96.0.1"
     rbac = client.RbacAuthorizationV1Api(core.api_client)
     rbac.create_namespaced_role(ns, client.V1Role(
         metadata=client.V1ObjectMeta(name="pod-reader"),
