@@ -178,9 +178,11 @@ class ServiceIPs:
             _set(spec, [ip])
             return [] if dry_run else [ip]
         reserved = kubernetes_service_ip(self.cidr)
-        for _ in range(8):  # another apiserver may take the address we picked: pick again
+        size = self.network.num_addresses - 2
+        # Another request (or apiserver) may take the address we picked: pick again. Every
+        # lost race means an address was taken, so this ends once the range is full.
+        for _ in range(size + 8):
             allocated = await self._allocated()
-            size = self.network.num_addresses - 2
             if len(allocated | {reserved}) >= size:
                 break
             for _ in range(64):
