@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -92,12 +93,23 @@ class ApiServerSettings:
                                    "first address is the `kubernetes` Service's")
     advertise_address: str = setting(
         "", help="address listed in the `kubernetes` Service's EndpointSlice (default: "
-                 "--bind-address, or 127.0.0.1 when that is 0.0.0.0)")
+                 "--bind-address, or the host name's address when that is 0.0.0.0)")
     endpoint_reconcile_interval: float = duration(
         10.0, help="how often this apiserver renews its entry in the `kubernetes` "
                    "Service's endpoints (entries expire after three intervals)")
     service_ip_repair_interval: float = duration(
         30.0, help="how often cluster IPs whose Service is gone are looked for")
+
+
+def _advertise(bind_address: str) -> str:
+    """--advertise-address's default: the bind address, or for 0.0.0.0 the host name's
+    address (a compose container's own IP), else loopback."""
+    if bind_address not in ("0.0.0.0", ""):
+        return bind_address
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -175,8 +187,7 @@ class ApiServer:
                     ServiceIPRepair(storage, interval=s.service_ip_repair_interval).run(),
                     name="service-ip-repair")]
                 if http is not None:
-                    advertise = s.advertise_address or (
-                        "127.0.0.1" if s.bind_address in ("0.0.0.0", "") else s.bind_address)
+                    advertise = s.advertise_address or _advertise(s.bind_address)
                     background.append(tg.create_task(KubernetesService(
                         registry, cidr=s.service_cluster_ip_range, address=advertise,
                         port=http_port, interval=s.endpoint_reconcile_interval).run(),
