@@ -145,7 +145,13 @@ class ServiceProxy:
             await self.slices.wait_synced()
             while True:
                 if self.namespace in netns.listnetns():
-                    await self.sync()
+                    try:
+                        await self.sync()
+                    except (OSError, NetlinkError) as err:  # e.g. a namespace half made
+                        log.warning("service proxy not synced; retrying",
+                                    extra={"error": str(err)})
+                        self._dirty.set()
+                        await asyncio.sleep(self.resync)
                 # the namespace appears with the first sandboxed pod: look again soon
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._dirty.wait(), self.resync * 5)

@@ -20,13 +20,30 @@ def _skiff_namespaces() -> set[str]:
             if p.name.startswith(("skiff-pod-", "skiff-podnet"))}
 
 
+def _made_here(basetemp: Path) -> set[str]:
+    """The pod namespaces the kubelets of this session's clusters recorded (their IPAM
+    files under this session's temp dir), and the pod networks of its data dirs: other
+    sessions (pytest-xdist workers, other checkouts) run clusters at the same time, and
+    their namespaces are theirs to remove."""
+    from skiff.cli.sandboxes import pod_network_namespace
+
+    names: set[str] = set()
+    for entry in basetemp.glob("**/ipam/*/*"):
+        with contextlib.suppress(OSError):
+            names.add(f"skiff-pod-{entry.read_text().strip()}")
+    for directory in [basetemp, *basetemp.glob("*"), *basetemp.glob("*/*")]:
+        if directory.is_dir():
+            names.add(pod_network_namespace(directory))
+    return names
+
+
 @pytest.fixture(scope="session", autouse=True)
-def pod_sandboxes_removed() -> Iterator[None]:
+def pod_sandboxes_removed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Test clusters stop their kubelets without `skiff down`, which is what removes pod
     sandboxes: remove the pod network namespaces this session made (only those)."""
     before = _skiff_namespaces()
     yield
-    leftover = _skiff_namespaces() - before
+    leftover = (_skiff_namespaces() - before) & _made_here(tmp_path_factory.getbasetemp())
     if leftover:
         from pyroute2 import netns
 
