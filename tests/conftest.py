@@ -42,6 +42,23 @@ def _skiff_namespaces() -> set[str]:
             if p.name.startswith(("skiff-pod-", "skiff-podnet"))}
 
 
+def _made_here(basetemp: Path) -> set[str]:
+    """The pod namespaces the kubelets of this run's clusters recorded (their IPAM files
+    under this run's temp dir), and the pod networks of its data dirs: other runs (other
+    checkouts on the machine) have clusters at the same time, and theirs are theirs."""
+    from skiff.cli.sandboxes import pod_network_namespace
+
+    names: set[str] = set()
+    for entry in basetemp.glob("**/ipam/*/*"):
+        with contextlib.suppress(OSError):
+            names.add(f"skiff-pod-{entry.read_text().strip()}")
+    for directory in [basetemp, *basetemp.glob("*"), *basetemp.glob("*/*"),
+                      *basetemp.glob("*/*/*")]:  # xdist: <base>/popen-gwN/<test dir>
+        if directory.is_dir():
+            names.add(pod_network_namespace(directory))
+    return names
+
+
 _NAMESPACES_BEFORE = pytest.StashKey[set[str]]()
 
 
@@ -58,7 +75,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if before is None:
         return
     _end_leftover_processes(session)
-    leftover = _skiff_namespaces() - before
+    base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    leftover = (_skiff_namespaces() - before) & _made_here(base)
     if leftover:
         from pyroute2 import netns
 

@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -22,9 +23,11 @@ from pathlib import Path
 from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
+from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
+from skiff.apiserver.kubernetesservice import KubernetesService
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
@@ -90,6 +93,29 @@ class ApiServerSettings:
                                      "(SO_REUSEPORT), each with its own watch cache; needs "
                                      "fixed --secure-port and --http-port")
     reuse_port: bool = setting(False, help="bind with SO_REUSEPORT (set for --processes)")
+    # Services (SPEC AX7)
+    service_cluster_ip_range: str = setting(
+        DEFAULT_SERVICE_CIDR, help="CIDR from which Services get their cluster IPs; its "
+                                   "first address is the `kubernetes` Service's")
+    advertise_address: str = setting(
+        "", help="address listed in the `kubernetes` Service's EndpointSlice (default: "
+                 "--bind-address, or the host name's address when that is 0.0.0.0)")
+    endpoint_reconcile_interval: float = duration(
+        10.0, help="how often this apiserver renews its entry in the `kubernetes` "
+                   "Service's endpoints (entries expire after three intervals)")
+    service_ip_repair_interval: float = duration(
+        30.0, help="how often cluster IPs whose Service is gone are looked for")
+
+
+def _advertise(bind_address: str) -> str:
+    """--advertise-address's default: the bind address, or for 0.0.0.0 the host name's
+    address (a compose container's own IP), else loopback."""
+    if bind_address not in ("0.0.0.0", ""):
+        return bind_address
+    try:
+        return socket.gethostbyname(socket.gethostname())
+    except OSError:
+        return "127.0.0.1"
 
 
 def parse_settings(argv: list[str] | None = None) -> ApiServerSettings:
@@ -129,6 +155,10 @@ class ApiServer:
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
             service_account_admission="ServiceAccount" not in
             s.disable_admission_plugins.split(",")))
+        try:
+            registry.service_ips = ServiceIPs(storage, s.service_cluster_ip_range)
+        except ValueError as err:
+            raise SystemExit(f"skiff-apiserver: {err}") from None
         tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
                                 key_file=s.service_account_key_file,
                                 issuer=s.service_account_issuer)
@@ -161,6 +191,15 @@ class ApiServer:
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",
                              extra={"address": f"{scheme}://{s.bind_address}:{http_port}"})
+                background: list[asyncio.Task[None]] = [tg.create_task(
+                    ServiceIPRepair(storage, interval=s.service_ip_repair_interval).run(),
+                    name="service-ip-repair")]
+                if http is not None:
+                    advertise = s.advertise_address or _advertise(s.bind_address)
+                    background.append(tg.create_task(KubernetesService(
+                        registry, cidr=s.service_cluster_ip_range, address=advertise,
+                        port=http_port, interval=s.endpoint_reconcile_interval).run(),
+                        name="kubernetes-service"))
                 await health.set("", SERVING)
                 serving = True
                 if s.port_file:
@@ -171,6 +210,9 @@ class ApiServer:
                 log.info("apiserver shutting down")
                 serving = False
                 await health.set("", NOT_SERVING)
+                for task in background:  # the kubernetes Service endpoint is withdrawn
+                    task.cancel()
+                await asyncio.gather(*background, return_exceptions=True)
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)

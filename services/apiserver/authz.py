@@ -124,7 +124,8 @@ class Authenticator:
 
 _NODE_READABLE = frozenset({"nodes", "pods", "leases", "volumeattachments", "fences",
                             "namespaces", "services", "endpoints", "priorityclasses",
-                            "events", "csinodes", "storageclasses"})
+                            "events", "csinodes", "storageclasses",
+                            "endpointslices"})  # the service proxy (kube-proxy's reads)
 _NODE_REFERENCED = frozenset({"persistentvolumeclaims", "configmaps", "secrets",
                               "persistentvolumes"})
 

@@ -34,7 +34,7 @@ from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
-from skiff.apiserver import admission, graceful, paging
+from skiff.apiserver import admission, clusterip, graceful, paging
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.serviceaccounts import admit_service_account
@@ -103,6 +103,8 @@ class Registry:
         self.clock = clock or RealClock()
         self.namespaces = Lookup("namespaces", storage, cache)
         self.priority_classes = Lookup("priorityclasses", storage, cache)
+        # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
+        self.service_ips: clusterip.ServiceIPs | None = None
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -230,6 +232,7 @@ class Registry:
         inject_into_object(obj)
         self._check_size(info, obj)
         key = storage_key(info, meta.get("namespace"), meta["name"])
+        held = await self._allocate_service_ips(info, obj, dry_run)
         if dry_run:
             existing, _ = await self.storage.get(key)
             if existing is not None:
@@ -237,12 +240,25 @@ class Registry:
             return Result(obj, warnings)
         try:
             stored = await self.storage.create(key, obj)
-        except ApiError as err:
-            if err.reason == Reason.ALREADY_EXISTS:
+        except BaseException as err:
+            if held and self.service_ips is not None:
+                await self.service_ips.release(held)
+            if isinstance(err, ApiError) and err.reason == Reason.ALREADY_EXISTS:
                 raise ApiError.already_exists(info.resource, meta["name"],
                                                group=info.group) from None
             raise
         return Result(stored, warnings)
+
+    async def _allocate_service_ips(self, info: KindInfo, obj: Obj,
+                                    dry_run: bool) -> list[str]:
+        if info.kind != "Service" or self.service_ips is None:
+            return []
+        return await self.service_ips.allocate(obj, dry_run=dry_run)
+
+    async def _released(self, info: KindInfo, obj: Obj) -> None:
+        """AX7: a deleted Service's cluster IP is free again."""
+        if info.kind == "Service" and self.service_ips is not None:
+            await self.service_ips.release_service(obj)
 
     async def _admit_create(self, info: KindInfo, obj: Obj) -> None:
         if info.namespaced:
@@ -434,6 +450,8 @@ class Registry:
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again")
             new = self._merge_update(info, cur.obj, obj, subresource)
+            if info.kind == "Service" and subresource == "":
+                clusterip.keep_on_update(cur.obj, new)
             apply_defaults(new)
             if subresource == "" and _has_spec_change(cur.obj, new):
                 generation = int(cur.obj["metadata"].get("generation", 1))
@@ -451,6 +469,7 @@ class Registry:
                 if graceful.finished_finalizing(new):
                     rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
                     new["metadata"]["resourceVersion"] = str(rev)
+                    await self._released(info, new)
                     return Result(new, warnings)
                 return Result(await self.storage.update(
                     key, new, expected_revision=cur.mod_revision), warnings)
@@ -552,6 +571,7 @@ class Registry:
                 raise
             gone = copy.deepcopy(cur.obj)
             gone["metadata"]["resourceVersion"] = str(rev)
+            await self._released(info, gone)
             return {"object": gone, "deleted": True}
 
         return await self._retry_conflicts(attempt)

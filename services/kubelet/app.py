@@ -37,6 +37,7 @@ from skiff.kubelet.sandbox import (
     SandboxManager,
     sandbox_supported,
 )
+from skiff.kubelet.serviceproxy import ServiceProxy
 from skiff.kubelet.serving import KubeletTls, start_kubelet_server
 from skiff.kubelet.settings import (
     KubeletSettings,
@@ -177,6 +178,12 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                                                      name="resource-metrics"))
                 tasks += [asyncio.create_task(e.run(), name=f"eviction:{e.kubelet.node_name}")
                           for e in evictions]
+            if (settings.runtime == "process" and settings.service_proxy
+                    and sandbox_supported(settings.sandbox)):
+                # AX7: cluster IPs, served in the pod network namespace
+                tasks.append(asyncio.create_task(ServiceProxy(
+                    api, namespace=settings.pod_network_namespace).run(),
+                    name="service-proxy"))
             log.info("kubelet ready", extra={"nodes": len(names), "runtime": settings.runtime})
             await service.ready()
             await service.stop.wait()

@@ -59,6 +59,7 @@ from skiff.kubelet.sandbox.mounts import (
     unmount_memory_volumes,
     write_downward_api,
 )
+from skiff.kubelet.servicelinks import service_env
 from skiff.kubelet.status import (
     container_status,
     merge_conditions,
@@ -147,6 +148,7 @@ class PodWorker:
         self._background: set[asyncio.Task[Any]] = set()
         self._events: set[asyncio.Task[None]] = set()  # Event writes, flushed at the end
         self._config_env: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
+        self._service_env: dict[str, dict[str, str]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._pre_stop_started: set[str] = set()
@@ -434,7 +436,11 @@ class PodWorker:
     def _config(self, r: ContainerRecord) -> ContainerConfig:
         spec = r.spec
         env_from, keyed = self._config_env.get(r.name, ({}, {}))
-        base = {**self.env.base_env, **self.dir.volume_env(self.pod), **env_from}
+        services = self._service_env.get(r.name, {})
+        base = {**{k: v for k, v in self.env.base_env.items()
+                   if "KUBERNETES_SERVICE_HOST" not in services
+                   or not k.startswith("KUBERNETES_")},
+                **services, **self.dir.volume_env(self.pod), **env_from}
         env = container_env(self.pod, spec, node_name=self.env.node_name, base=base)
         env.update(keyed)
         return ContainerConfig(
@@ -488,6 +494,7 @@ class PodWorker:
         try:
             await refresh_config_volumes(self.env.api, self.pod, self.dir.volume_path)
             self._config_env[r.name] = await resolve_env(self.env.api, self.pod, r.spec)
+            self._service_env[r.name] = await self._services_env()
         except (ConfigError, ApiError) as err:
             message = str(err) if isinstance(err, ConfigError) else err.message
             r.state = {"waiting": {"reason": "CreateContainerConfigError",
@@ -497,6 +504,21 @@ class PodWorker:
             self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
             return False
         return True
+
+    async def _services_env(self) -> dict[str, str]:
+        """AX7: the Service variables; a pod outside a sandbox cannot reach cluster IPs (the
+        service proxy serves them in the pod network), so it keeps the `kubernetes`
+        Service's variables that name the apiserver's own address (--kube-api-address)."""
+        services = await self.env.api.list("services", namespace=self.namespace)
+        try:
+            kubernetes: Obj | None = await self.env.api.get("services", "kubernetes",
+                                                            namespace="default")
+        except ApiError:
+            kubernetes = None
+        env = service_env(self.pod, list(services.get("items") or []), kubernetes)
+        if self.sandbox is None:
+            env = {k: v for k, v in env.items() if not k.startswith("KUBERNETES_")}
+        return env
 
     async def _refresh_config_volumes(self) -> None:
         """Updates of a mounted ConfigMap/Secret reach the files (the volume manager's

@@ -51,6 +51,9 @@ class KubeletSettings:
                                         "namespace per pod when running as root with "
                                         "CAP_SYS_ADMIN and CAP_NET_ADMIN; none = pods "
                                         "share the node's network")
+    service_proxy: bool = setting(True, help="serve Services' cluster IPs to sandboxed pods "
+                                             "(a userspace proxy in the pod network "
+                                             "namespace, SPEC AX7)")
     pod_network_namespace: str = setting(
         "skiff-podnet", help="the network namespace holding the pod network's bridge "
                              "(shared by every kubelet of the cluster)")

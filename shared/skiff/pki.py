@@ -22,6 +22,12 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from skiff.api.serviceips import (
+    DEFAULT_SERVICE_CIDR,
+    KUBERNETES_SERVICE_NAMES,
+    kubernetes_service_ip,
+)
+
 CA_NAME = "skiff-ca"
 ADMIN_USER = "kubernetes-admin"
 MASTERS_GROUP = "system:masters"
@@ -227,13 +233,16 @@ class ClusterPki:
 
 def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
                hosts: Iterable[str] = (),
-               node_hosts: Mapping[str, Iterable[str]] | None = None) -> ClusterPki:
+               node_hosts: Mapping[str, Iterable[str]] | None = None,
+               service_cidr: str = DEFAULT_SERVICE_CIDR) -> ClusterPki:
     """Make (or reuse) the CA and every certificate in `directory` (mode 0700, files 0600).
 
     `hosts`: extra addresses/host names the apiservers and etcd members are dialled at
     (netns addresses, compose service names); loopback is always included. `node_hosts`:
     a node's own addresses (its InternalIP in a netns cluster) for its kubelet's serving
-    certificate, which always names the node and loopback."""
+    certificate, which always names the node and loopback. The apiserver's certificate
+    also names the `kubernetes` Service (its cluster IP, the first address of
+    `service_cidr`, and `kubernetes.default.svc`...), which in-cluster clients dial."""
     nodes = tuple(nodes)
     node_hosts = node_hosts or {}
     directory.mkdir(parents=True, exist_ok=True)
@@ -251,8 +260,8 @@ def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
         directory=directory,
         ca=ca.files.cert,
         apiserver=ca.issue(directory / "apiserver", common_name="kube-apiserver",
-                           hosts=(*all_hosts, "kubernetes", "kubernetes.default",
-                                  "kubernetes.default.svc"), server=True),
+                           hosts=(*all_hosts, *KUBERNETES_SERVICE_NAMES,
+                                  kubernetes_service_ip(service_cidr)), server=True),
         etcd_ca=etcd_ca.files.cert,
         apiserver_etcd_client=etcd_ca.issue(directory / "etcd" / "apiserver-etcd-client",
                                             common_name=APISERVER_ETCD_CLIENT, client=True),

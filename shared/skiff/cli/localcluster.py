@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skiff.api.serviceips import DEFAULT_SERVICE_CIDR
 from skiff.cli.config import ClusterConfig
 from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
@@ -248,7 +249,9 @@ class LocalCluster:
         """The PKI (made once, in <data-dir>/pki) or the announced insecure mode."""
         return prepare(self.data_dir, insecure=self.insecure,
                        nodes=[f"node-{i}" for i in range(1, self.nodes + 1)], hosts=hosts,
-                       echo=echo)
+                       echo=echo, service_cidr=str(
+                           self.config.sections.get("apiserver", {}).get(
+                               "serviceClusterIPRange") or DEFAULT_SERVICE_CIDR))
 
     def _services(self) -> list[tuple[str, str, list[str]]]:
         config_dir = self.data_dir / "config"

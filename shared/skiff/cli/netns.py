@@ -660,7 +660,9 @@ class NetnsCluster:
             else []
         argv = [sys.executable, "-m", "skiff.apiserver", "--etcd-servers", ",".join(etcd_urls),
                 "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
-                "--http-port", str(API_HTTP_PORT), *self.security.apiserver_args(), *key,
+                "--http-port", str(API_HTTP_PORT),
+                "--advertise-address", host.ip,  # the kubernetes Service's endpoint
+                *self.security.apiserver_args(), *key,
                 *self.config.flags("apiserver", config_dir),
                 *self.extra_args.get("apiserver", [])]
         proc = Process(host.name, ns_exec(host.netns, argv),

@@ -105,16 +105,19 @@ class ClusterSecurity:
 
 def prepare(data_dir: Path, *, insecure: bool, nodes: Iterable[str],
             hosts: Iterable[str] = (), node_hosts: dict[str, list[str]] | None = None,
-            echo: Any = print) -> ClusterSecurity:
+            echo: Any = print, service_cidr: str = "") -> ClusterSecurity:
     """`hosts`: the apiservers' and etcd members' extra addresses; `node_hosts`: each
-    node's own addresses (its kubelet's serving certificate)."""
+    node's own addresses (its kubelet's serving certificate); `service_cidr`: the Service
+    range whose first address (the `kubernetes` Service) the apiserver certificate names."""
     if insecure:
         echo(INSECURE_WARNING)
         return ClusterSecurity(None)
     from skiff.pki import ensure_pki
 
     return ClusterSecurity(ensure_pki(data_dir / "pki", nodes=nodes, hosts=hosts,
-                                      node_hosts=node_hosts))
+                                      node_hosts=node_hosts,
+                                      **({"service_cidr": service_cidr}
+                                         if service_cidr else {})))
 
 
 def cli_credentials(kubeconfig: Path) -> Credentials:
