@@ -31,11 +31,12 @@ Path = tuple[str, ...]
 _OWNED_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
-def field_set(kind: str, obj: Obj) -> set[Path]:
-    """The fields an object sets, as fieldsV1 paths."""
+def field_set(kind: str, obj: Obj, subresource: str = "") -> set[Path]:
+    """The fields an object sets, as fieldsV1 paths: its status only for the status
+    subresource, everything but its status otherwise."""
     found: set[Path] = set()
     for key, value in obj.items():
-        if key in ("apiVersion", "kind", "status"):
+        if key in ("apiVersion", "kind") or (key == "status") != (subresource == "status"):
             continue
         if key == "metadata":
             for meta_key in _OWNED_META:
@@ -278,12 +279,20 @@ def _conflict_error(conflicts: list[tuple[Obj, Path]]) -> ApiError:
     return ApiError(Reason.CONFLICT, message, causes)
 
 
-def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
+def _in_scope(path: Path, subresource: str) -> bool:
+    """Whether a write to `subresource` ("" or "status") can change the field at `path`."""
+    return (bool(path) and path[0] == "f:status") == (subresource == "status")
+
+
+def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str,
+                  subresource: str = "") -> Obj:
     """`new` with managedFields after a non-apply write by `manager`: it owns the fields it
-    changed (taken from whoever owned them); fields the write removed are owned by nobody."""
+    changed (taken from whoever owned them); fields the write removed are owned by nobody.
+    A status write (`subresource="status"`) is its own entry, as in Kubernetes, and leaves
+    the ownership of every other field alone; a main write leaves the status's alone."""
     result = copy.deepcopy(new)
-    before = field_set(kind, old) if old else set()
-    after = field_set(kind, new)
+    before = field_set(kind, old, subresource) if old else set()
+    after = field_set(kind, new, subresource)
     changed = {p for p in after if p not in before or (
         p[-1] != "." and _value(old, p) != _value(new, p))}
     entries = _entries(old) if old else []
@@ -296,13 +305,19 @@ def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
     updated = []
     mine = set(changed)
     for entry in entries:
-        paths = (_entry_paths(entry) & after) - changed
-        if entry.get("manager") == manager and entry.get("operation") == "Update":
+        owned = _entry_paths(entry)
+        paths = {p for p in owned if not _in_scope(p, subresource)} | (
+            (owned & after) - changed)
+        if (entry.get("manager") == manager and entry.get("operation") == "Update"
+                and entry.get("subresource", "") == subresource):
             mine |= paths
             continue
         updated.append({**entry, "fieldsV1": to_fields_v1(paths)} if paths else {})
     if mine:
-        updated.append(_entry(manager, "Update", api_version, mine))
+        entry = _entry(manager, "Update", api_version, mine)
+        if subresource:
+            entry["subresource"] = subresource
+        updated.append(entry)
     _set_entries(result, updated)
     return result
 

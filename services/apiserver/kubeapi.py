@@ -25,7 +25,7 @@ from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver import collection, metricsapi, openapi, patches, protobuf, reviews
+from skiff.apiserver import collection, metricsapi, openapi, openapi_pb, patches, protobuf, reviews
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
@@ -91,17 +91,6 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
             "resources": resources}
 
 
-def _pb_string(field: int, value: bytes) -> bytes:
-    return bytes([field << 3 | 2, len(value)]) + value
-
-
-# An OpenAPI v2 protobuf Document with only `swagger` and `info`: older kubectl (Debian's
-# 1.20) downloads it for client-side validation and, finding no schema for a kind, leaves
-# validation to the server.
-_OPENAPI_V2_PB = _pb_string(1, b"2.0") + _pb_string(
-    2, _pb_string(1, b"Skiff") + _pb_string(2, b"v1.32.0-skiff"))
-
-
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
@@ -113,6 +102,7 @@ class KubeApi:
         self.tokens = tokens or TokenAuthority()
         self.metrics = metricsapi.MetricsApi(registry)
         self._openapi_v3: dict[str, Obj] = {}
+        self._openapi_v2_pb: bytes | None = None
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
 
@@ -170,9 +160,13 @@ class KubeApi:
         if path == "/openapi/v2":
             if "protobuf" not in req.header("accept") and "json" in req.header("accept"):
                 return Response(200, openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
-            # Go's mime parser rejects the '@' in the official media type; octet-stream is
-            # what old clients accept for this raw protobuf body.
-            return Response(200, _OPENAPI_V2_PB, content_type="application/octet-stream")
+            # gnostic's Document (kubectl explain --output=plaintext-openapiv2, apply);
+            # answered with kube-openapi's content type (Go's mime parser rejects the '@')
+            if self._openapi_v2_pb is None:  # the same for the life of the process
+                self._openapi_v2_pb = openapi_pb.encode(
+                    openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
+            return Response(200, self._openapi_v2_pb,
+                            content_type=openapi_pb.MEDIA_TYPE.replace("@", "."))
         if path.startswith("/openapi"):
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
                                              f"resource ({path})")
