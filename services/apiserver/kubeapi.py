@@ -408,7 +408,8 @@ class KubeApi:
         if "as=Table" not in req.header("accept"):
             return whole
         cols = tables.columns_for(info.kind, wide=True)
-        narrow = {name for name, _ in tables.columns_for(info.kind)}
+        # kubectl's own columns; the NODE the skiff CLI adds to pods is -o wide here
+        narrow = {name for name, _ in tables.COLUMNS.get(info.kind, tables.DEFAULT_COLUMNS)}
         rows = []
         for obj in items:
             meta = obj.get("metadata", {})

@@ -165,3 +165,63 @@ async def test_AX1_server_side_apply_conflicts_with_the_kubelet_and_controller_m
                           "--force-conflicts", "-f", "-", stdin=json.dumps(scale))
     assert forced.returncode == 0, forced.stderr
     assert "serverside-applied" in forced.stdout
+
+
+def _header(result: subprocess.CompletedProcess[str]) -> list[str]:
+    assert result.returncode == 0, result.stderr
+    return [c.strip() for c in result.stdout.splitlines()[0].split("  ") if c.strip()]
+
+
+async def test_sweep_kubectl_get_prints_kubernetes_columns(kube: Kube, api: ApiClient) -> None:
+    """kubectl 1.32's printers: pods without NODE unless -o wide; the -o wide columns of
+    nodes, ReplicaSets and Jobs; PVC, Role and RoleBinding columns."""
+    await wait_for(lambda: get_or_none(api, "nodes", NODE), timeout=60,
+                   what="the kubelet to register its node")
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: cols}\n"
+           "spec: {containers: [{name: main, image: busybox, command: [sleep, '3600']}]}\n")
+    assert kube.kubectl("apply", "-f", "-", stdin=pod).returncode == 0
+    assert _header(kube.kubectl("get", "pods")) == ["NAME", "READY", "STATUS", "RESTARTS",
+                                                    "AGE"]
+    assert _header(kube.kubectl("get", "pods", "-o", "wide")) == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED NODE",
+        "READINESS GATES"]
+    assert _header(kube.kubectl("get", "nodes", "-o", "wide")) == [
+        "NAME", "STATUS", "ROLES", "AGE", "VERSION", "INTERNAL-IP", "EXTERNAL-IP",
+        "OS-IMAGE", "KERNEL-VERSION", "CONTAINER-RUNTIME"]
+    assert kube.kubectl("create", "deployment", "cols", "--image=busybox", "--",
+                        "sleep", "3600").returncode == 0
+    assert kube.kubectl("create", "job", "cols", "--image=busybox", "--",
+                        "true").returncode == 0
+    rs = await wait_for(lambda: _first(api, "replicasets", "cols-"), timeout=60,
+                        what="the Deployment's ReplicaSet")
+    wide_rs = kube.kubectl("get", "rs", rs["metadata"]["name"], "-o", "wide")
+    assert _header(wide_rs) == ["NAME", "DESIRED", "CURRENT", "READY", "AGE", "CONTAINERS",
+                                "IMAGES", "SELECTOR"]
+    assert wide_rs.stdout.splitlines()[1].split()[-3:] == [
+        "busybox", "busybox",
+        f"app=cols,pod-template-hash={rs['metadata']['labels']['pod-template-hash']}"]
+    assert _header(kube.kubectl("get", "job", "cols", "-o", "wide")) == [
+        "NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE", "CONTAINERS", "IMAGES",
+        "SELECTOR"]
+    claim = ("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: cols}\n"
+             "spec: {accessModes: [ReadWriteOnce], storageClassName: manual,\n"
+             "       resources: {requests: {storage: 1Gi}}}\n")
+    assert kube.kubectl("apply", "-f", "-", stdin=claim).returncode == 0
+    pvc = kube.kubectl("get", "pvc", "cols")
+    assert _header(pvc) == ["NAME", "STATUS", "VOLUME", "CAPACITY", "ACCESS MODES",
+                            "STORAGECLASS", "VOLUMEATTRIBUTESCLASS", "AGE"]
+    assert pvc.stdout.splitlines()[1].split()[:4] == ["cols", "Pending", "manual", "<unset>"]
+    assert kube.kubectl("create", "role", "cols", "--verb=get",
+                        "--resource=pods").returncode == 0
+    assert kube.kubectl("create", "rolebinding", "cols", "--role=cols", "--user=bob",
+                        "--serviceaccount=default:default").returncode == 0
+    assert _header(kube.kubectl("get", "role", "cols")) == ["NAME", "CREATED AT"]
+    binding = kube.kubectl("get", "rolebinding", "cols", "-o", "wide")
+    assert _header(binding) == ["NAME", "ROLE", "AGE", "USERS", "GROUPS", "SERVICEACCOUNTS"]
+    row = binding.stdout.splitlines()[1].split()
+    assert row[1] == "Role/cols" and row[3:] == ["bob", "default/default"]
+
+
+async def _first(api: ApiClient, resource: str, prefix: str) -> dict[str, Any] | None:
+    items = (await api.list(resource, "default"))["items"]
+    return next((o for o in items if o["metadata"]["name"].startswith(prefix)), None)
