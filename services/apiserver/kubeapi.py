@@ -53,6 +53,9 @@ _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}
+# The kinds in Kubernetes' `all` category that Skiff serves
+_CATEGORY_ALL = {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet",
+                 "Job"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -75,6 +78,8 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                           "verbs": [v for v in _VERBS if v != "deletecollection"
                                     or info.kind != "Namespace"],
                           "shortNames": list(info.short_names)})
+        if info.kind in _CATEGORY_ALL:  # `kubectl get all`
+            resources[-1]["categories"] = ["all"]
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
                      "eviction": ["create"], "log": ["get"],
@@ -87,8 +92,9 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                 entry.update(kind="TokenRequest", group="authentication.k8s.io",
                              version="v1")
             resources.append(entry)
+    # sorted by name as kube-apiserver lists them (`kubectl get all` prints in this order)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": resources}
+            "resources": sorted(resources, key=lambda r: str(r["name"]))}
 
 
 class KubeApi:

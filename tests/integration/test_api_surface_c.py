@@ -225,3 +225,19 @@ async def test_sweep_kubectl_get_prints_kubernetes_columns(kube: Kube, api: ApiC
 async def _first(api: ApiClient, resource: str, prefix: str) -> dict[str, Any] | None:
     items = (await api.list(resource, "default"))["items"]
     return next((o for o in items if o["metadata"]["name"].startswith(prefix)), None)
+
+
+async def test_sweep_kubectl_get_all_lists_the_workload_kinds(kube: Kube, api: ApiClient) -> None:
+    """`kubectl get all` (the `all` category): it said `the server doesn't have a resource
+    type "all"`. Kinds print in discovery order, Deployments before ReplicaSets."""
+    assert kube.kubectl("create", "deployment", "every", "--image=busybox", "--",
+                        "sleep", "3600").returncode == 0
+    await wait_for(lambda: _first(api, "replicasets", "every-"), timeout=60,
+                   what="the Deployment's ReplicaSet")
+    listed = kube.kubectl("get", "all")
+    assert listed.returncode == 0, listed.stderr
+    kinds = [line.split()[0].split("/")[0] for line in listed.stdout.splitlines()
+             if "/" in line.split(" ", 1)[0]]
+    assert "deployment.apps" in kinds and "replicaset.apps" in kinds
+    assert kinds.index("deployment.apps") < kinds.index("replicaset.apps")
+    assert "deployment.apps/every" in listed.stdout
