@@ -241,3 +241,16 @@ async def test_sweep_kubectl_get_all_lists_the_workload_kinds(kube: Kube, api: A
     assert "deployment.apps" in kinds and "replicaset.apps" in kinds
     assert kinds.index("deployment.apps") < kinds.index("replicaset.apps")
     assert "deployment.apps/every" in listed.stdout
+
+
+def test_sweep_namespaces_carry_the_metadata_name_label(kube: Kube) -> None:
+    """`kubernetes.io/metadata.name`, which namespaceSelectors match on, as in 1.32."""
+    assert kube.kubectl("create", "namespace", "labelled").returncode == 0
+    shown = kube.kubectl("get", "namespace", "labelled", "default", "--show-labels")
+    assert shown.returncode == 0, shown.stderr
+    rows = {line.split()[0]: line.split()[-1] for line in shown.stdout.splitlines()[1:]}
+    assert rows == {"labelled": "kubernetes.io/metadata.name=labelled",
+                    "default": "kubernetes.io/metadata.name=default"}
+    selected = kube.kubectl("get", "namespaces", "-l", "kubernetes.io/metadata.name=labelled",
+                            "-o", "name")
+    assert selected.stdout.split() == ["namespace/labelled"]
