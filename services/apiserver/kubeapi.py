@@ -272,7 +272,8 @@ class KubeApi:
                                                     manager=_manager(req))
             result = await r.update(info.resource, namespace, body, subresource=sub,
                                     field_validation=q.get("fieldValidation", "Warn"),
-                                    dry_run=_dry_run(q))
+                                    dry_run=_dry_run(q),
+                                    manager=_manager(req) if sub == "status" else None)
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
             return await self._patch(req, info, namespace, name, sub)
@@ -344,7 +345,9 @@ class KubeApi:
             try:
                 result = await self.registry.update(
                     info.resource, namespace, patched, subresource=sub,
-                    field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run)
+                    field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
+                    manager=_manager(req) if sub == "status" and apply_body is None
+                    else None)
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not pinned and not (
                         patch or {}).get("metadata", {}).get("resourceVersion"):

@@ -254,3 +254,19 @@ def test_sweep_namespaces_carry_the_metadata_name_label(kube: Kube) -> None:
     selected = kube.kubectl("get", "namespaces", "-l", "kubernetes.io/metadata.name=labelled",
                             "-o", "name")
     assert selected.stdout.split() == ["namespace/labelled"]
+
+
+async def test_AX1_status_writes_over_http_are_status_entries(kube: Kube,
+                                                              api: ApiClient) -> None:
+    """`kubectl patch --subresource=status` is recorded like the kubelet's status writes:
+    its own entry, `subresource: status`, owning the fields it set."""
+    assert kube.kubectl("create", "service", "clusterip", "lb", "--tcp=80:80").returncode == 0
+    patched = kube.kubectl("patch", "service", "lb", "--subresource=status", "--type=merge",
+                           "-p", '{"status":{"loadBalancer":{"ingress":[{"ip":"10.9.9.9"}]}}}')
+    assert patched.returncode == 0, patched.stderr
+    service = await api.get("services", "lb", "default")
+    entries = {(e["manager"], e["operation"], e.get("subresource", "")): e["fieldsV1"]
+               for e in service["metadata"]["managedFields"]}
+    assert entries[("kubectl-patch", "Update", "status")] == {
+        "f:status": {"f:loadBalancer": {"f:ingress": {}}}}
+    assert ("kubectl-create", "Update", "") in entries
