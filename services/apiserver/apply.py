@@ -31,11 +31,12 @@ Path = tuple[str, ...]
 _OWNED_META = ("labels", "annotations", "finalizers", "ownerReferences")
 
 
-def field_set(kind: str, obj: Obj) -> set[Path]:
-    """The fields an object sets, as fieldsV1 paths."""
+def field_set(kind: str, obj: Obj, subresource: str = "") -> set[Path]:
+    """The fields an object sets, as fieldsV1 paths: its status only for the status
+    subresource, everything but its status otherwise."""
     found: set[Path] = set()
     for key, value in obj.items():
-        if key in ("apiVersion", "kind", "status"):
+        if key in ("apiVersion", "kind") or (key == "status") != (subresource == "status"):
             continue
         if key == "metadata":
             for meta_key in _OWNED_META:
@@ -278,14 +279,44 @@ def _conflict_error(conflicts: list[tuple[Obj, Path]]) -> ApiError:
     return ApiError(Reason.CONFLICT, message, causes)
 
 
-def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
+def _in_scope(path: Path, subresource: str) -> bool:
+    """Whether a write to `subresource` ("" or "status") can change the field at `path`."""
+    return (bool(path) and path[0] == "f:status") == (subresource == "status")
+
+
+class _SameValues:
+    """Whether `old` and `new` hold the same value at a fieldsV1 path, answered from the
+    shortest equal prefix (a status write compares `f:status` subtrees once, not each of
+    hundreds of leaves: a kubelet's status update costs well under a millisecond)."""
+
+    def __init__(self, old: Any, new: Any) -> None:
+        self.old, self.new = old, new
+        self._equal: dict[Path, bool] = {}
+
+    def __call__(self, path: Path) -> bool:
+        for end in range(1, len(path) + 1):
+            prefix = path[:end]
+            equal = self._equal.get(prefix)
+            if equal is None:
+                equal = self._equal[prefix] = (_value(self.old, prefix)
+                                               == _value(self.new, prefix))
+            if equal:
+                return True
+        return False
+
+
+def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str,
+                  subresource: str = "") -> Obj:
     """`new` with managedFields after a non-apply write by `manager`: it owns the fields it
-    changed (taken from whoever owned them); fields the write removed are owned by nobody."""
-    result = copy.deepcopy(new)
-    before = field_set(kind, old) if old else set()
-    after = field_set(kind, new)
-    changed = {p for p in after if p not in before or (
-        p[-1] != "." and _value(old, p) != _value(new, p))}
+    changed (taken from whoever owned them); fields the write removed are owned by nobody.
+    A status write (`subresource="status"`) is its own entry, as in Kubernetes, and leaves
+    the ownership of every other field alone; a main write leaves the status's alone."""
+    # only managedFields is written: new top and metadata dicts, the rest shared with `new`
+    result = {**new, "metadata": dict(new.get("metadata") or {})}
+    before = field_set(kind, old, subresource) if old else set()
+    after = field_set(kind, new, subresource)
+    same = _SameValues(old, new)
+    changed = {p for p in after if p not in before or (p[-1] != "." and not same(p))}
     entries = _entries(old) if old else []
     if old is not None and not changed and before == after:
         # nothing changed hands: keep the entries (and their times), so a no-op write
@@ -296,13 +327,19 @@ def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str) -> Obj:
     updated = []
     mine = set(changed)
     for entry in entries:
-        paths = (_entry_paths(entry) & after) - changed
-        if entry.get("manager") == manager and entry.get("operation") == "Update":
+        owned = _entry_paths(entry)
+        paths = {p for p in owned if not _in_scope(p, subresource)} | (
+            (owned & after) - changed)
+        if (entry.get("manager") == manager and entry.get("operation") == "Update"
+                and entry.get("subresource", "") == subresource):
             mine |= paths
             continue
         updated.append({**entry, "fieldsV1": to_fields_v1(paths)} if paths else {})
     if mine:
-        updated.append(_entry(manager, "Update", api_version, mine))
+        entry = _entry(manager, "Update", api_version, mine)
+        if subresource:
+            entry["subresource"] = subresource
+        updated.append(entry)
     _set_entries(result, updated)
     return result
 

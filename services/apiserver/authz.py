@@ -131,7 +131,16 @@ _NODE_REFERENCED = frozenset({"persistentvolumeclaims", "configmaps", "secrets",
 
 
 def _pod_references(pod: Obj, resource: str, name: str) -> bool:
-    for volume in (pod.get("spec") or {}).get("volumes") or ():
+    spec = pod.get("spec") or {}
+    if resource in ("configmaps", "secrets") and name in _env_references(spec, resource):
+        return True  # env valueFrom / envFrom, as in the node authorizer's graph
+    for volume in spec.get("volumes") or ():
+        for source in ((volume.get("projected") or {}).get("sources") or ()):
+            if resource == "configmaps" and (source.get("configMap") or {}).get(
+                    "name") == name:
+                return True
+            if resource == "secrets" and (source.get("secret") or {}).get("name") == name:
+                return True
         if resource == "persistentvolumeclaims" and (
                 (volume.get("persistentVolumeClaim") or {}).get("claimName") == name):
             return True
@@ -140,6 +149,23 @@ def _pod_references(pod: Obj, resource: str, name: str) -> bool:
         if resource == "secrets" and (volume.get("secret") or {}).get("secretName") == name:
             return True
     return False
+
+
+def _env_references(spec: Obj, resource: str) -> set[str]:
+    """The ConfigMaps or Secrets a pod's containers read into their environment."""
+    key_ref, from_ref = (("configMapKeyRef", "configMapRef") if resource == "configmaps"
+                         else ("secretKeyRef", "secretRef"))
+    names: set[str] = set()
+    for container in [*(spec.get("initContainers") or ()), *(spec.get("containers") or ())]:
+        for env in container.get("env") or ():
+            ref = (env.get("valueFrom") or {}).get(key_ref) or {}
+            if ref.get("name"):
+                names.add(str(ref["name"]))
+        for source in container.get("envFrom") or ():
+            ref = source.get(from_ref) or {}
+            if ref.get("name"):
+                names.add(str(ref["name"]))
+    return names
 
 
 class NodeAuthorizer:

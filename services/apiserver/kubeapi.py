@@ -25,7 +25,7 @@ from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver import collection, metricsapi, openapi, patches, protobuf, reviews
+from skiff.apiserver import collection, metricsapi, openapi, openapi_pb, patches, protobuf, reviews
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
@@ -54,6 +54,9 @@ _SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}
+# The kinds in Kubernetes' `all` category that Skiff serves
+_CATEGORY_ALL = {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet",
+                 "Job"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -76,6 +79,8 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                           "verbs": [v for v in _VERBS if v != "deletecollection"
                                     or info.kind != "Namespace"],
                           "shortNames": list(info.short_names)})
+        if info.kind in _CATEGORY_ALL:  # `kubectl get all`
+            resources[-1]["categories"] = ["all"]
         for sub in _SUBRESOURCES.get(info.kind, ()):
             verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
                      "eviction": ["create"], "log": ["get"],
@@ -88,19 +93,9 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
                 entry.update(kind="TokenRequest", group="authentication.k8s.io",
                              version="v1")
             resources.append(entry)
+    # sorted by name as kube-apiserver lists them (`kubectl get all` prints in this order)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
-            "resources": resources}
-
-
-def _pb_string(field: int, value: bytes) -> bytes:
-    return bytes([field << 3 | 2, len(value)]) + value
-
-
-# An OpenAPI v2 protobuf Document with only `swagger` and `info`: older kubectl (Debian's
-# 1.20) downloads it for client-side validation and, finding no schema for a kind, leaves
-# validation to the server.
-_OPENAPI_V2_PB = _pb_string(1, b"2.0") + _pb_string(
-    2, _pb_string(1, b"Skiff") + _pb_string(2, b"v1.32.0-skiff"))
+            "resources": sorted(resources, key=lambda r: str(r["name"]))}
 
 
 class KubeApi:
@@ -116,6 +111,7 @@ class KubeApi:
         self.tokens = tokens or TokenAuthority()
         self.metrics = metricsapi.MetricsApi(registry, kubelet=self.kubelet)
         self._openapi_v3: dict[str, Obj] = {}
+        self._openapi_v2_pb: bytes | None = None
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
 
@@ -173,9 +169,13 @@ class KubeApi:
         if path == "/openapi/v2":
             if "protobuf" not in req.header("accept") and "json" in req.header("accept"):
                 return Response(200, openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
-            # Go's mime parser rejects the '@' in the official media type; octet-stream is
-            # what old clients accept for this raw protobuf body.
-            return Response(200, _OPENAPI_V2_PB, content_type="application/octet-stream")
+            # gnostic's Document (kubectl explain --output=plaintext-openapiv2, apply);
+            # answered with kube-openapi's content type (Go's mime parser rejects the '@')
+            if self._openapi_v2_pb is None:  # the same for the life of the process
+                self._openapi_v2_pb = openapi_pb.encode(
+                    openapi.v2_document(self._by_gv, VERSION["gitVersion"]))
+            return Response(200, self._openapi_v2_pb,
+                            content_type=openapi_pb.MEDIA_TYPE.replace("@", "."))
         if path.startswith("/openapi"):
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
                                              f"resource ({path})")
@@ -275,7 +275,8 @@ class KubeApi:
                                                     manager=_manager(req))
             result = await r.update(info.resource, namespace, body, subresource=sub,
                                     field_validation=q.get("fieldValidation", "Warn"),
-                                    dry_run=_dry_run(q))
+                                    dry_run=_dry_run(q),
+                                    manager=_manager(req) if sub == "status" else None)
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
             return await self._patch(req, info, namespace, name, sub)
@@ -347,7 +348,9 @@ class KubeApi:
             try:
                 result = await self.registry.update(
                     info.resource, namespace, patched, subresource=sub,
-                    field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run)
+                    field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
+                    manager=_manager(req) if sub == "status" and apply_body is None
+                    else None)
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not pinned and not (
                         patch or {}).get("metadata", {}).get("resourceVersion"):
@@ -417,7 +420,8 @@ class KubeApi:
         if "as=Table" not in req.header("accept"):
             return whole
         cols = tables.columns_for(info.kind, wide=True)
-        narrow = {name for name, _ in tables.columns_for(info.kind)}
+        # kubectl's own columns; the NODE the skiff CLI adds to pods is -o wide here
+        narrow = {name for name, _ in tables.COLUMNS.get(info.kind, tables.DEFAULT_COLUMNS)}
         rows = []
         for obj in items:
             meta = obj.get("metadata", {})

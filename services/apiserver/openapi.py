@@ -18,6 +18,7 @@ from __future__ import annotations
 import copy
 import functools
 import json
+import threading
 from importlib import resources
 from typing import Any
 
@@ -111,9 +112,15 @@ def kind_definition(info: KindInfo) -> str | None:
     return _find_kind(_definitions(), info)
 
 
+_WARM_LOCK = threading.Lock()
+
+
 def warm() -> None:
-    """Read the definitions now (about 1 s and 25 MiB), so the first patch does not wait."""
-    _definitions()
+    """Read the definitions now (about 1 s and 25 MiB), so the first patch does not wait.
+    Both fronts call it in a thread at start; the lock makes the second one wait for the
+    first's copy instead of reading its own."""
+    with _WARM_LOCK:
+        _definitions()
 
 
 @functools.lru_cache(maxsize=4096)
@@ -175,6 +182,28 @@ _COMMON = ["io.k8s.apimachinery.pkg.apis.meta.v1.Status",
            "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"]
 
 
+# The patch types every served kind takes (Skiff applies strategic merge patches to all of
+# them); kubectl reads `application/strategic-merge-patch+json` here before it computes a
+# client-side apply or diff from the v3 schema.
+_PATCH_TYPES = ("application/apply-patch+yaml", "application/json-patch+json",
+                "application/merge-patch+json", "application/strategic-merge-patch+json")
+_PATCH_REF = "io.k8s.apimachinery.pkg.apis.meta.v1.Patch"
+
+
+def _request_body(op: Obj, ref: str, *, v3: bool, types: tuple[str, ...]) -> None:
+    """A write's body as kube-apiserver describes it: v3 `requestBody` with one content per
+    media type, v2 `consumes` and a `body` parameter."""
+    name = ref.rsplit("/", 1)[-1]
+    if v3:
+        schema = {"$ref": f"#/components/schemas/{name}"}
+        op["requestBody"] = {"content": {t: {"schema": schema} for t in types},
+                             "required": True}
+        return
+    op["consumes"] = sorted(types, key=lambda t: t == "application/apply-patch+yaml")
+    op["parameters"] = [{"name": "body", "in": "body", "required": True,
+                         "schema": {"$ref": f"#/definitions/{name}"}}, *op["parameters"]]
+
+
 def _paths(group_version: str, kinds: list[KindInfo], *, v3: bool) -> Obj:
     group, _, version = group_version.rpartition("/")
     root = "/api/v1" if group_version == "v1" else f"/apis/{group_version}"
@@ -196,11 +225,16 @@ def _paths(group_version: str, kinds: list[KindInfo], *, v3: bool) -> Obj:
         ok = {"description": "OK", **body}
 
         def operation(action: str, op_id: str, *, gvk: Obj = gvk, ok: Obj = ok,
-                      validation: Obj = validation) -> Obj:
-            return {"operationId": op_id, "x-kubernetes-action": action,
-                    "x-kubernetes-group-version-kind": gvk,
-                    "parameters": [validation] if action in ("post", "put", "patch") else [],
-                    "responses": {"200": ok}}
+                      validation: Obj = validation, ref: str = ref) -> Obj:
+            op: Obj = {"operationId": op_id, "x-kubernetes-action": action,
+                       "x-kubernetes-group-version-kind": gvk,
+                       "parameters": [validation] if action in ("post", "put", "patch")
+                       else [],
+                       "responses": {"200": ok}}
+            if action in ("post", "put", "patch"):
+                _request_body(op, ref if action != "patch" else _PATCH_REF, v3=v3,
+                              types=_PATCH_TYPES if action == "patch" else ("*/*",))
+            return op
 
         plural = info.kind
         paths[f"{prefix}/{info.resource}/{{name}}"] = {

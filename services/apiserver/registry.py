@@ -35,6 +35,7 @@ from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, clusterip, graceful, paging
+from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.serviceaccounts import admit_service_account
@@ -203,9 +204,10 @@ class Registry:
     # -- create --------------------------------------------------------------------------
 
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
-                     field_validation: str = "Warn", dry_run: bool = False) -> Result:
+                     field_validation: str = "Warn", dry_run: bool = False,
+                     manager: str | None = None) -> Result:
         """`dry_run` (AX2, `dryRun=All`): defaulting, validation and admission run; nothing
-        is stored."""
+        is stored. `manager`: record the write in managedFields under this name (AX1)."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
@@ -229,6 +231,8 @@ class Registry:
         self._validate(info, obj)
         node_restriction(info, obj, None)
         await self._admit_create(info, obj)
+        if manager:
+            obj = field_managers.record_update(info.kind, None, obj, manager=manager)
         inject_into_object(obj)
         self._check_size(info, obj)
         key = storage_key(info, meta.get("namespace"), meta["name"])
@@ -429,7 +433,7 @@ class Registry:
 
     async def update(self, resource: str, namespace: str | None, obj: Obj, *,
                      subresource: str = "", field_validation: str = "Warn",
-                     dry_run: bool = False) -> Result:
+                     dry_run: bool = False, manager: str | None = None) -> Result:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
@@ -458,6 +462,9 @@ class Registry:
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj)
             node_restriction(info, new, cur.obj)
+            if manager:  # the stored entries, whatever the writer's copy had (AX1)
+                new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
+                                                   subresource=subresource)
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)

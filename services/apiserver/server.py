@@ -9,6 +9,7 @@ standard gRPC health service reports SERVING once etcd has answered.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
-from skiff.apiserver import collection
+from skiff.apiserver import collection, managers, openapi
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
@@ -87,12 +88,15 @@ class ApiService:
     def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None) -> None:
         self.registry = registry
         self.tokens = tokens or TokenAuthority()
+        # managedFields of gRPC writes read the schemas: load them off the event loop
+        threading.Thread(target=openapi.warm, name="openapi-warm-grpc", daemon=True).start()
 
     async def Create(self, req: Obj) -> Obj:
         opts = _options(req)
         result = await self.registry.create(_str(req, "resource"), req.get("namespace"),
                                             _object(req),
-                                            field_validation=_field_validation(opts))
+                                            field_validation=_field_validation(opts),
+                                            manager=managers.current(opts))
         return result.to_wire()
 
     async def Get(self, req: Obj) -> Obj:
@@ -114,12 +118,14 @@ class ApiService:
         opts = _options(req)
         result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
                                             _object(req),
-                                            field_validation=_field_validation(opts))
+                                            field_validation=_field_validation(opts),
+                                            manager=managers.current(opts))
         return result.to_wire()
 
     async def UpdateStatus(self, req: Obj) -> Obj:
         result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
-                                            _object(req), subresource="status")
+                                            _object(req), subresource="status",
+                                            manager=managers.current(_options(req)))
         return result.to_wire()
 
     async def Delete(self, req: Obj) -> Obj:
@@ -211,6 +217,7 @@ def _unary(method: str, fn: Handler, guard: RequestGuard | None) -> grpc.RpcMeth
         try:
             # Every etcd write this request makes is checked against the epoch (storage).
             leader_epoch.set(_leader_epoch(context))
+            managers.grpc_manager.set(managers.from_metadata(context.invocation_metadata()))
             req = _decode_request(data)
             if guard is not None:  # 401/403 before anything is read or stored (AU1, AU3)
                 await guard.grpc(method, context, req)

@@ -148,6 +148,10 @@ def _default_node(obj: Obj) -> None:
 
 def _default_namespace(obj: Obj) -> None:
     _set_default(_child(obj, "status"), "phase", "Active")
+    name = (obj.get("metadata") or {}).get("name")
+    if isinstance(name, str) and name:
+        # kube-apiserver keeps this label equal to the name (namespaceSelectors match on it)
+        _child(_child(obj, "metadata"), "labels")["kubernetes.io/metadata.name"] = name
     if not (obj.get("metadata") or {}).get("deletionTimestamp"):
         # the namespace controller's finalizer: deletion completes once it emptied it
         _set_default(_child(obj, "spec"), "finalizers", ["kubernetes"])

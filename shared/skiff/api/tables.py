@@ -135,6 +135,11 @@ def _age(o: Obj) -> str:
     return age(o.get("metadata", {}).get("creationTimestamp"))
 
 
+def _role_ref(o: Obj) -> str:
+    ref = o.get("roleRef") or {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
 def _gates(o: Obj) -> str:
     gates = o.get("spec", {}).get("readinessGates") or []
     if not gates:
@@ -180,12 +185,25 @@ COLUMNS: dict[str, list[Column]] = {
     "PersistentVolumeClaim": [
         ("NAME", _meta("name")),
         ("STATUS", lambda o: str(o.get("status", {}).get("phase", ""))),
-        ("VOLUME", lambda o: str(o.get("spec", {}).get("volumeName", "") or "<none>")),
+        ("VOLUME", lambda o: str(o.get("spec", {}).get("volumeName", "") or "")),
+        # kubectl's printer: capacity and access modes from the status, once bound
+        ("CAPACITY", lambda o: str((o.get("status", {}).get("capacity") or {}).get(
+            "storage", "")) if o.get("spec", {}).get("volumeName") else ""),
         ("ACCESS MODES", lambda o: ",".join(
             {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
              "ReadWriteOncePod": "RWOP"}.get(m, m)
-            for m in o.get("spec", {}).get("accessModes") or [])),
+            for m in o.get("status", {}).get("accessModes") or [])
+         if o.get("spec", {}).get("volumeName") else ""),
+        ("STORAGECLASS", lambda o: str(o.get("spec", {}).get("storageClassName") or "")),
+        ("VOLUMEATTRIBUTESCLASS", lambda o: str(o.get("spec", {}).get(
+            "volumeAttributesClassName") or "<unset>")),
         ("AGE", _age)],
+    "Role": [("NAME", _meta("name")), ("CREATED AT", _meta("creationTimestamp"))],
+    "ClusterRole": [("NAME", _meta("name")), ("CREATED AT", _meta("creationTimestamp"))],
+    "RoleBinding": [("NAME", _meta("name")), ("ROLE", lambda o: _role_ref(o)),
+                    ("AGE", _age)],
+    "ClusterRoleBinding": [("NAME", _meta("name")), ("ROLE", lambda o: _role_ref(o)),
+                           ("AGE", _age)],
     "VolumeAttachment": [
         ("NAME", _meta("name")),
         ("ATTACHER", lambda o: str(o.get("spec", {}).get("attacher", ""))),
@@ -215,10 +233,37 @@ WIDE: dict[str, list[Column]] = {
             ("NOMINATED NODE",
              lambda o: str(o.get("status", {}).get("nominatedNodeName") or "<none>")),
             ("READINESS GATES", _gates)],
-    "Node": [("INTERNAL-IP", lambda o: next(
-        (a["address"] for a in o.get("status", {}).get("addresses", [])
-         if a.get("type") == "InternalIP"), "<none>"))],
+    "Node": [("INTERNAL-IP", lambda o: _address(o, "InternalIP")),
+             ("EXTERNAL-IP", lambda o: _address(o, "ExternalIP")),
+             ("OS-IMAGE", lambda o: _node_info(o, "osImage")),
+             ("KERNEL-VERSION", lambda o: _node_info(o, "kernelVersion")),
+             ("CONTAINER-RUNTIME", lambda o: _node_info(o, "containerRuntimeVersion"))],
+    "PersistentVolumeClaim": [("VOLUMEMODE", lambda o: str(
+        o.get("spec", {}).get("volumeMode") or "<unset>"))],
+    "RoleBinding": [("USERS", lambda o: _subjects(o, "User")),
+                    ("GROUPS", lambda o: _subjects(o, "Group")),
+                    ("SERVICEACCOUNTS", lambda o: _subjects(o, "ServiceAccount"))],
+    "ClusterRoleBinding": [("USERS", lambda o: _subjects(o, "User")),
+                           ("GROUPS", lambda o: _subjects(o, "Group")),
+                           ("SERVICEACCOUNTS", lambda o: _subjects(o, "ServiceAccount"))],
 }
+
+
+def _address(o: Obj, type_: str) -> str:
+    return next((str(a.get("address", "")) for a in o.get("status", {}).get("addresses", [])
+                 if a.get("type") == type_), "<none>")
+
+
+def _node_info(o: Obj, field: str) -> str:
+    return str(o.get("status", {}).get("nodeInfo", {}).get(field) or "<unknown>")
+
+
+def _subjects(o: Obj, kind: str) -> str:
+    """A binding's subjects of one kind, as kubectl lists them (`ns/name` for accounts)."""
+    names = [f"{s.get('namespace', '')}/{s.get('name', '')}" if kind == "ServiceAccount"
+             else str(s.get("name", "")) for s in o.get("subjects") or []
+             if s.get("kind") == kind]
+    return ", ".join(names)
 
 DEFAULT_COLUMNS: list[Column] = [("NAME", _meta("name")), ("AGE", _age)]
 

@@ -755,9 +755,11 @@ def _validate_pod_update(obj: Obj, old: Obj) -> list[FieldError]:
     new_tolerations = spec.get("tolerations") or []
     for old_t in old_spec.get("tolerations") or []:
         if not any(_same_toleration(old_t, t) for t in new_tolerations):
+            # Kubernetes' words, once for the first toleration missing
             errors.append(forbidden("spec.tolerations",
-                                    f"existing toleration can not be modified except its "
-                                    f"tolerationSeconds: {old_t}"))
+                                    "existing toleration can not be modified except its "
+                                    "tolerationSeconds"))
+            break
     _set_or_drop(munged, "tolerations", old_spec)
 
     old_gates = {g.get("name") for g in old_spec.get("schedulingGates") or []

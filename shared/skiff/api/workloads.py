@@ -564,7 +564,37 @@ WIDE: dict[str, list[tables.Column]] = {
         ("SELECTOR", lambda o: _selector_text((_spec(o).get("selector") or {}).get(
             "matchLabels")))],
     "Service": [("SELECTOR", lambda o: _selector_text(_spec(o).get("selector")))],
+    # kubectl 1.32's -o wide columns of the other workloads (printers.go)
+    "ReplicaSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
+                   ("IMAGES", lambda o: _template_containers(o, "image")),
+                   ("SELECTOR", lambda o: _label_selector_text(_spec(o).get("selector")))],
+    "StatefulSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
+                    ("IMAGES", lambda o: _template_containers(o, "image"))],
+    "DaemonSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
+                  ("IMAGES", lambda o: _template_containers(o, "image")),
+                  ("SELECTOR", lambda o: _label_selector_text(_spec(o).get("selector")))],
+    "Job": [("CONTAINERS", lambda o: _template_containers(o, "name")),
+            ("IMAGES", lambda o: _template_containers(o, "image")),
+            ("SELECTOR", lambda o: _label_selector_text(_spec(o).get("selector")))],
 }
+
+
+def _template_containers(o: Obj, field: str) -> str:
+    template = (_spec(o).get("template") or {}).get("spec") or {}
+    return ",".join(str(c.get(field, "")) for c in template.get("containers") or [])
+
+
+def _label_selector_text(selector: Any) -> str:
+    """metav1.FormatLabelSelector: `a=b,c in (d,e),!f`; `<none>` when it selects nothing."""
+    if not isinstance(selector, dict):
+        return "<none>"
+    parts = [f"{k}={v}" for k, v in sorted((selector.get("matchLabels") or {}).items())]
+    for req in selector.get("matchExpressions") or []:
+        key, op = req.get("key", ""), req.get("operator", "")
+        values = ",".join(sorted(req.get("values") or []))
+        parts.append({"In": f"{key} in ({values})", "NotIn": f"{key} notin ({values})",
+                      "Exists": key, "DoesNotExist": f"!{key}"}.get(op, key))
+    return ",".join(parts) or "<none>"
 
 
 def register() -> None:

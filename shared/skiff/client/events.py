@@ -12,7 +12,7 @@ import logging
 import uuid
 from typing import Any
 
-from skiff.api.errors import ApiError
+from skiff.api.errors import ApiError, Reason
 from skiff.client.api import ApiClient
 from skiff.clock import Clock, RealClock, rfc3339, rfc3339_micro
 
@@ -32,6 +32,7 @@ class EventRecorder:
         self.host = host
         self.clock = clock or RealClock()
         self._recent: dict[tuple[str, str, str], Obj] = {}
+        self._last_stamp = 0
 
     async def event(self, obj: Obj, type_: str, reason: str, message: str) -> None:
         meta = obj.get("metadata", {})
@@ -48,9 +49,13 @@ class EventRecorder:
                     return
                 except ApiError:
                     self._recent.pop(key, None)
+            # client-go's name, `<object>.<hex of the time in ns>`: one object's Events
+            # list (and `kubectl describe` shows them) in the order they happened
+            stamp = max(int(now * 1e9), self._last_stamp + 1)
+            self._last_stamp = stamp
             event: Obj = {
                 "apiVersion": "v1", "kind": "Event",
-                "metadata": {"name": f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}",
+                "metadata": {"name": f"{meta.get('name', 'object')}.{stamp:x}",
                              "namespace": namespace},
                 "involvedObject": {
                     "kind": obj.get("kind", ""), "apiVersion": obj.get("apiVersion", ""),
@@ -63,7 +68,13 @@ class EventRecorder:
                 "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now),
                 "eventTime": rfc3339_micro(now), "count": 1,
             }
-            self._recent[key] = await self.client.create(event)
+            try:
+                self._recent[key] = await self.client.create(event)
+            except ApiError as err:
+                if err.reason != Reason.ALREADY_EXISTS:  # another process, same instant
+                    raise
+                event["metadata"]["name"] = f"{meta.get('name', 'object')}.{uuid.uuid4().hex[:16]}"
+                self._recent[key] = await self.client.create(event)
             if len(self._recent) > 4096:
                 self._recent.pop(next(iter(self._recent)))
         except ApiError as err:

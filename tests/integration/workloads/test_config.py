@@ -54,6 +54,8 @@ def test_configmap_and_secret_values_in_env_and_volume_and_updates_reach_the_fil
 
 
 def test_missing_configmap_is_create_container_config_error(kube: Kube) -> None:
+    # the pod also mounts `settings` and `creds`: make them whatever ran first (random order)
+    kube("apply", "-f", "-", stdin="---".join(MANIFEST.split("---")[:2]))
     kube("apply", "-f", "-", stdin=MANIFEST.split("---")[-1].replace("reader", "waiting")
          .replace("name: settings, key: greeting", "name: absent, key: greeting"))
     _wait(lambda: "CreateContainerConfigError" in kube("get", "pod", "waiting").stdout,

@@ -558,3 +558,22 @@ def test_gt_no_new_finalizers_while_terminating() -> None:
     old = make_pod("p").terminating().obj()
     new = with_(old, "metadata.finalizers", ["example.com/late"])
     assert paths(new, old) == [("metadata.finalizers", "Forbidden")]
+
+
+def test_as7_removed_tolerations_are_one_error_in_kubernetes_words() -> None:
+    two = with_(BOUND, "spec.tolerations[1]", {"key": "b", "operator": "Exists"})
+    errors = validate(with_(two, "spec.tolerations", []), old=two)
+    toleration_errors = [e for e in errors if e.path == "spec.tolerations"]
+    assert [str(e) for e in toleration_errors] == [
+        "spec.tolerations: Forbidden: existing toleration can not be modified except its "
+        "tolerationSeconds"]  # no Python dict in the message, once as in Kubernetes
+
+
+def test_as1_namespaces_carry_the_metadata_name_label() -> None:
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
+                                                                 "labels": {"x": "y"}}}
+    apply_defaults(ns)
+    assert ns["metadata"]["labels"] == {"x": "y", "kubernetes.io/metadata.name": "team-a"}
+    ns["metadata"]["labels"]["kubernetes.io/metadata.name"] = "other"  # kept to the name
+    apply_defaults(ns)
+    assert ns["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team-a"

@@ -90,3 +90,23 @@ def test_AX1_reapplying_or_rewriting_the_same_object_changes_nothing() -> None:
         entry["time"] = "2020-01-01T00:00:00Z"
     again = record_update("Pod", edited, edited, manager="kubectl-edit")
     assert again["metadata"]["managedFields"] == edited["metadata"]["managedFields"]
+
+
+def test_AX1_status_writes_are_their_own_entry_and_main_writes_keep_them() -> None:
+    created = record_update("Pod", None, pod({"tier": "a"}), manager="kubectl-create")
+    running = {**created, "status": {"phase": "Running"}}
+    reported = record_update("Pod", created, running, manager="kubelet",
+                             subresource="status")
+    entries = {(e["manager"], e.get("subresource", "")): e
+               for e in reported["metadata"]["managedFields"]}
+    assert set(entries) == {("kubectl-create", ""), ("kubelet", "status")}
+    assert entries[("kubelet", "status")]["fieldsV1"] == {"f:status": {"f:phase": {}}}
+    assert "f:spec" in entries[("kubectl-create", "")]["fieldsV1"]
+    # a later main write by someone else keeps the kubelet's status fields (they were lost)
+    relabelled = {**reported, "metadata": {**reported["metadata"], "labels": {"tier": "b"}}}
+    after = record_update("Pod", reported, relabelled, manager="kube-controller-manager")
+    owners = {(e["manager"], e.get("subresource", "")): e["fieldsV1"]
+              for e in after["metadata"]["managedFields"]}
+    assert owners[("kubelet", "status")] == {"f:status": {"f:phase": {}}}
+    assert owners[("kube-controller-manager", "")] == {"f:metadata": {"f:labels": {
+        "f:tier": {}}}}
