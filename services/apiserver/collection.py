@@ -50,7 +50,8 @@ async def until_timeout(events: AsyncIterator[T], seconds: float | None) -> Asyn
                 if remaining <= 0:
                     return
                 try:
-                    item = await asyncio.wait_for(anext(items), remaining)
+                    async with asyncio.timeout(remaining):  # no task per item (wait_for's)
+                        item = await anext(items)
                 except TimeoutError:
                     return
             yield item

@@ -1,7 +1,8 @@
 """In-memory copies of the few objects admission reads on every create.
 
 Namespaces (is it there, is it terminating?) and PriorityClasses (resolve a name, find the
-globalDefault) are read on every pod create; Kubernetes' admission plugins read them from
+globalDefault) are read on every pod create, and so is the pod's ServiceAccount (keyed
+`namespace/name`); Kubernetes' admission plugins read them from
 informers rather than storage, and so does Skiff: each lookup is listed once and then fed
 by the watch cache. A miss falls back to etcd, so an object created a millisecond ago is
 never refused because the copy lags (NamespaceLifecycle does the same live lookup).
@@ -24,7 +25,8 @@ Obj = dict[str, Any]
 
 
 class Lookup:
-    """name → object for one cluster-scoped resource, kept current from the watch cache."""
+    """name (`namespace/name` when namespaced) → object for one resource, kept current from
+    the watch cache."""
 
     def __init__(self, resource: str, storage: EtcdStorage, cache: WatchCache) -> None:
         self.info = lookup(resource)
@@ -37,13 +39,13 @@ class Lookup:
         while True:
             try:
                 kvs, revision = await self._storage.list(storage_prefix(self.info))
-                self.items = {kv.obj["metadata"]["name"]: kv.obj for kv in kvs if kv.obj}
+                self.items = {self._key(kv.obj): kv.obj for kv in kvs if kv.obj}
                 self._synced.set()
                 request = WatchRequest(self.info, None, lambda _: True)
                 async for ev in self._cache.watch(request, revision):
                     if ev.type == "BOOKMARK":
                         continue
-                    name = ev.object["metadata"]["name"]
+                    name = self._key(ev.object)
                     if ev.type == "DELETED":
                         self.items.pop(name, None)
                     else:
@@ -52,6 +54,12 @@ class Lookup:
                 log.warning("lookup resync", extra={"resource": self.info.resource,
                                                     "error": err.message})
                 await asyncio.sleep(0.5)
+
+    def _key(self, obj: Obj) -> str:
+        meta = obj["metadata"]
+        if self.info.namespaced:
+            return f"{meta.get('namespace') or ''}/{meta['name']}"
+        return str(meta["name"])
 
     async def get(self, name: str) -> Obj | None:
         """The cached object, or a live read when the cache has not seen it (yet)."""

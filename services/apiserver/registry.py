@@ -43,7 +43,7 @@ from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenc
 from skiff.apiserver.storageclasses import admit_default_storage_class
 from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
-from skiff.rpc import MAX_OBJECT_BYTES, encode
+from skiff.rpc import MAX_OBJECT_BYTES, decode_map, encode
 from skiff.tracing import inject_into_object
 
 log = logging.getLogger(__name__)
@@ -104,6 +104,7 @@ class Registry:
         self.clock = clock or RealClock()
         self.namespaces = Lookup("namespaces", storage, cache)
         self.priority_classes = Lookup("priorityclasses", storage, cache)
+        self.service_accounts = Lookup("serviceaccounts", storage, cache)
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
 
@@ -112,6 +113,7 @@ class Registry:
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.namespaces.run(), name="lookup-namespaces")
             tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
+            tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -291,8 +293,10 @@ class Registry:
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")
-        kv, _ = await self.storage.get(storage_key(info, namespace, name))
-        if kv is None and name == "default":
+        # From the watch-fed copy (as Kubernetes' admission reads its lister); a miss reads
+        # etcd, so an account created a moment ago is found.
+        account = await self.service_accounts.get(f"{namespace}/{name}")
+        if account is None and name == "default":
             # Skiff's deviation: the serviceaccount controller makes `default` in every
             # namespace, but a pod created in the moment before it does (a new namespace, a
             # controller-manager still starting or failing over) would be refused; the
@@ -300,7 +304,8 @@ class Registry:
             await self._ensure({"apiVersion": "v1", "kind": "ServiceAccount",
                                 "metadata": {"name": "default", "namespace": namespace}})
             kv, _ = await self.storage.get(storage_key(info, namespace, name))
-        return kv.obj if kv is not None else None
+            account = kv.obj if kv is not None else None
+        return account
 
     async def _check_namespace_active(self, namespace: str) -> None:
         ns = await self.namespaces.get(namespace)
@@ -594,8 +599,19 @@ class Registry:
             raise ApiError.invalid("Binding", name, [FieldError("target.name",
                                                                 "Required value")])
         uid = (binding.get("metadata") or {}).get("uid")
+        key = storage_key(info, namespace, name)
+        first = [True]
 
         async def attempt() -> Obj:
+            # First try: the watch cache's newest copy as the compare-and-swap's suggestion
+            # (one etcd txn instead of a read and a txn, as Kubernetes' GuaranteedUpdate
+            # does); it is only trusted where it lets the binding through, and a stale copy
+            # fails the txn's compare, so both fall back to a fresh read.
+            if first[0]:
+                first[0] = False
+                suggested = self._bind_suggestion(key, uid)
+                if suggested is not None:
+                    return await _swap(*suggested)
             cur = await self._get_kv(info, namespace, name)
             pod = cur.obj  # freshly decoded for this request, shared with nobody: no copy
             assert pod is not None
@@ -610,18 +626,32 @@ class Registry:
                 raise ApiError.conflict("pods/binding", name,
                                         f"pod {name} is already assigned to node "
                                         f'"{pod["spec"]["nodeName"]}"')
+            return await _swap(pod, cur.mod_revision)
+
+        async def _swap(pod: Obj, revision: int) -> Obj:
             pod["spec"]["nodeName"] = target
             set_condition(pod, "PodScheduled", "True", now=self.clock.now())
             inject_into_object(pod)
             try:
-                return await self.storage.update(storage_key(info, namespace, name), pod,
-                                                 expected_revision=cur.mod_revision)
+                return await self.storage.update(key, pod, expected_revision=revision)
             except ApiError as err:
                 if _lost_race(err):
                     raise _Retry() from None
                 raise
 
         return await self._retry_conflicts(attempt)
+
+    def _bind_suggestion(self, key: str, uid: str | None) -> tuple[Obj, int] | None:
+        """A private copy of the watch cache's newest pod at `key` and its revision, when
+        that copy can be bound as it is (not deleted, terminating, bound or another uid)."""
+        raw = self.cache.recent(key)
+        if raw is None or raw.obj is None:
+            return None
+        meta, spec = raw.obj.get("metadata") or {}, raw.obj.get("spec") or {}
+        if ((uid and meta.get("uid") != uid) or meta.get("deletionTimestamp")
+                or spec.get("nodeName")):
+            return None
+        return decode_map(encode(raw.obj)), raw.revision
 
     async def evict(self, namespace: str | None, name: str, eviction: Obj) -> Obj:
         """pods/eviction: a graceful delete that honours PodDisruptionBudgets (429)."""

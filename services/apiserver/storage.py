@@ -20,7 +20,7 @@ import builtins
 import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aetcd
@@ -78,19 +78,44 @@ class ListPage:
     remaining: int  # keys in the range after this page
 
 
-@dataclass(frozen=True)
 class RawEvent:
-    """One etcd change under /registry/, decoded."""
+    """One etcd change under /registry/. The values are decoded when first read (`obj`,
+    `prev`): the watch cache sees every change of every kind, and most are read by no
+    watcher (Events, Leases) or only by some (a previous value matters to selectors)."""
 
-    revision: int
-    key: str
-    type: str  # "PUT" | "DELETE"
-    obj: Obj | None  # the new value (None on DELETE)
-    prev: Obj | None  # the previous value when etcd still has it
-    created: bool  # PUT that created the key
-    # Encoded watch messages of this event by type, shared by every watcher that gets the
-    # same object (one encode per event instead of one per watcher).
-    wire: dict[str, bytes] = field(default_factory=dict, compare=False, repr=False)
+    __slots__ = ("revision", "key", "type", "created", "wire", "_obj", "_prev", "_value",
+                 "_prev_value", "_prev_revision")
+
+    def __init__(self, revision: int, key: str, type: str, obj: Obj | None,  # noqa: A002
+                 prev: Obj | None, created: bool, *, value: bytes | None = None,
+                 prev_value: bytes | None = None, prev_revision: int = 0) -> None:
+        self.revision = revision
+        self.key = key
+        self.type = type  # "PUT" | "DELETE"
+        self.created = created  # PUT that created the key
+        # Encoded watch messages of this event by type, shared by every watcher that gets
+        # the same object (one encode per event instead of one per watcher).
+        self.wire: dict[str, bytes] = {}
+        self._obj, self._prev = obj, prev
+        self._value, self._prev_value, self._prev_revision = value, prev_value, prev_revision
+
+    @property
+    def obj(self) -> Obj | None:
+        """The new value (None on DELETE)."""
+        if self._value is not None:
+            self._obj, self._value = decode_value(self._value, self.revision), None
+        return self._obj
+
+    @property
+    def prev(self) -> Obj | None:
+        """The previous value when etcd still has it."""
+        if self._prev_value is not None:
+            self._prev = decode_value(self._prev_value, self._prev_revision)
+            self._prev_value = None
+        return self._prev
+
+    def __repr__(self) -> str:
+        return f"RawEvent({self.revision}, {self.key!r}, {self.type!r})"
 
 
 def _transient(err: BaseException) -> bool:
@@ -400,15 +425,16 @@ class EtcdStorage:
             async for ev in watch:
                 kv = ev.kv
                 is_delete = ev.kind == aetcd.rtypes.EventKind.DELETE
-                prev = (decode_value(ev.prev_kv.value, ev.prev_kv.mod_revision)
-                        if ev.prev_kv is not None and ev.prev_kv.value else None)
+                has_prev = ev.prev_kv is not None and bool(ev.prev_kv.value)
                 yield RawEvent(
                     revision=kv.mod_revision,
                     key=kv.key.decode(),
                     type="DELETE" if is_delete else "PUT",
-                    obj=None if is_delete else decode_value(kv.value, kv.mod_revision),
-                    prev=prev,
+                    obj=None, prev=None,
                     created=(not is_delete and kv.create_revision == kv.mod_revision),
+                    value=None if is_delete else kv.value,
+                    prev_value=ev.prev_kv.value if has_prev else None,
+                    prev_revision=ev.prev_kv.mod_revision if has_prev else 0,
                 )
         except aetcd.exceptions.RevisionCompactedError as err:
             raise ApiError.gone(f"watch compacted at {err.compacted_revision}") from None

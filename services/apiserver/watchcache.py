@@ -39,7 +39,7 @@ from typing import Any
 import aetcd.exceptions
 
 from skiff.api.errors import ApiError, Reason
-from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key
+from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key, storage_prefix
 from skiff.apiserver.storage import EtcdStorage, RawEvent
 from skiff.rpc import encode
 
@@ -123,6 +123,9 @@ def _at_revision(obj: Obj, revision: int) -> Obj:
 class _Subscriber:
     request: WatchRequest
     after: int  # deliver only events with revision > after
+    # Only keys under this prefix (the watched resource, and namespace) are queued: a watcher
+    # is not woken for every change of every other kind.
+    prefix: str = ""
     # Unbounded on purpose: the cache closes a subscriber (appending a sentinel after its
     # contiguous events) once it holds `QUEUE_LIMIT`, so nothing queued is ever dropped.
     queue: asyncio.Queue[RawEvent | None | ApiError] = field(default_factory=asyncio.Queue)
@@ -145,6 +148,8 @@ class WatchCache:
         self.bookmark_interval = bookmark_interval
         self._window: collections.deque[RawEvent] = collections.deque()
         self._window_start = 0  # the window holds every event with revision > this
+        # key → the newest event of that key still in the window (see `recent`).
+        self._latest: dict[str, RawEvent] = {}
         self.revision = 0  # newest revision the cache has seen
         self._subscribers: set[_Subscriber] = set()
         self._ready = asyncio.Event()
@@ -223,11 +228,15 @@ class WatchCache:
 
     def _append(self, raw: RawEvent) -> None:
         self._window.append(raw)
+        self._latest[raw.key] = raw
         self.revision = raw.revision
         while len(self._window) > self._capacity:
-            self._window_start = self._window.popleft().revision
+            old = self._window.popleft()
+            self._window_start = old.revision
+            if self._latest.get(old.key) is old:
+                del self._latest[old.key]
         for sub in list(self._subscribers):
-            if raw.revision <= sub.after:
+            if raw.revision <= sub.after or not raw.key.startswith(sub.prefix):
                 continue
             if sub.queue.qsize() >= _Subscriber.QUEUE_LIMIT:
                 # Too slow: close it; the client resumes from its last revision.
@@ -236,8 +245,16 @@ class WatchCache:
             else:
                 sub.queue.put_nowait(raw)
 
+    def recent(self, key: str) -> RawEvent | None:
+        """The newest change of `key` the cache has seen, while it is still in the window
+        (None otherwise). It may lag etcd: a suggestion for a compare-and-swap on its
+        revision (Kubernetes' GuaranteedUpdate with the watch cache's object), never an
+        answer to a read. Its `obj` is shared with every watcher: do not modify it."""
+        return self._latest.get(key)
+
     def _reset(self, err: ApiError) -> None:
         self._window.clear()
+        self._latest.clear()
         for sub in self._subscribers:
             sub.queue.put_nowait(err)
         self._subscribers.clear()
@@ -267,10 +284,10 @@ class WatchCache:
             async for ev in self._watch_etcd(req, after):
                 yield ev
             return
-        sub = _Subscriber(req, after)
+        sub = _Subscriber(req, after, storage_prefix(req.info, req.namespace))
         # No await between the snapshot and the registration: nothing is lost or repeated.
         for raw in self._window:
-            if raw.revision > after:
+            if raw.revision > after and raw.key.startswith(sub.prefix):
                 sub.queue.put_nowait(raw)
         self._subscribers.add(sub)
         told = processed = after  # what the client knows / what this watcher has looked at
@@ -279,17 +296,19 @@ class WatchCache:
         try:
             while True:
                 item: RawEvent | ApiError | None | bool
-                try:
-                    item = await asyncio.wait_for(sub.queue.get(),
-                                                  max(0.0, next_bookmark - loop.time()))
-                except TimeoutError:
-                    item = False
+                if not sub.queue.empty():
+                    item = sub.queue.get_nowait()  # no timer when events are waiting
+                else:
+                    try:
+                        async with asyncio.timeout_at(next_bookmark):  # no task per event
+                            item = await sub.queue.get()
+                    except TimeoutError:
+                        item = False
                 if item is None:
                     return  # closed for being slow; the client resumes
                 if isinstance(item, ApiError):
                     raise item
                 if isinstance(item, RawEvent):
-                    processed = item.revision
                     translated = translate(item, req)
                     if translated is not None:
                         ev = translated
@@ -299,6 +318,9 @@ class WatchCache:
                     # Progress the client could not see (other kinds, filtered objects), and
                     # a heartbeat: clients treat a long-silent stream as cut by a partition.
                     if sub.queue.empty():
+                        # Every change up to the cache's revision was queued here or was
+                        # not this watcher's: that much progress is safe to tell.
+                        processed = max(processed, self.revision)
                         told = max(told, processed)
                         yield _bookmark(req.info, told)
                     next_bookmark = loop.time() + self.bookmark_interval

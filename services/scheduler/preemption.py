@@ -12,6 +12,7 @@ awaiting; only then are victims deleted (gracefully, full grace period) through
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -312,9 +313,15 @@ class Evaluator:
         return next(c for c in candidates if c.name == name)
 
     async def prepare_candidate(self, candidate: Candidate, pod: PodInfo) -> None:
-        """Delete the victims gracefully and take the node from lower-priority nominees."""
-        for victim in candidate.victims:
-            await self.actions.preempt_victim(victim, preemptor=pod, node_name=candidate.name)
+        """Delete the victims gracefully and take the node from lower-priority nominees.
+        The victims are preempted in parallel, as Kubernetes' prepareCandidate does (each is
+        a few API calls; one after the other they held the scheduling loop that long)."""
+        results = await asyncio.gather(
+            *(self.actions.preempt_victim(victim, preemptor=pod, node_name=candidate.name)
+              for victim in candidate.victims), return_exceptions=True)
+        failed = next((r for r in results if isinstance(r, BaseException)), None)
+        if failed is not None:
+            raise failed
         for nominated in list(self.nominator.nominated_pods_for_node(candidate.name)):
             if nominated.priority < pod.priority and nominated.uid != pod.uid:
                 self.nominator.delete_nominated(nominated)

@@ -148,6 +148,29 @@ async def test_as8_binding_sets_node_name_once(api: ApiClient, namespace: str) -
     assert "already assigned" in err.value.message
 
 
+async def test_as8_binding_right_after_a_write_keeps_that_write(
+        api: ApiClient, namespace: str) -> None:
+    """Bind's first try uses the watch cache's copy of the pod; a label written a moment
+    before (which the cache may not have seen yet) must survive the binding, and a pod
+    deleted and recreated under the same name is bound only by its new uid."""
+    for i in range(20):
+        name = f"p{i}"
+        created = await api.create(pod(name, namespace, labels={"v": "1"}))
+        created["metadata"]["labels"] = {"v": "2"}
+        await api.update(created)
+        bound = await api.bind(namespace, name, "node-1", uid=created["metadata"]["uid"])
+        assert bound["metadata"]["labels"] == {"v": "2"}
+        assert (await api.get("pods", name, namespace))["metadata"]["labels"] == {"v": "2"}
+    old = await api.create(pod("again", namespace))
+    await api.delete("pods", "again", namespace, grace_period_seconds=0)
+    new = await api.create(pod("again", namespace))
+    with pytest.raises(ApiError) as err:
+        await api.bind(namespace, "again", "node-1", uid=old["metadata"]["uid"])
+    assert err.value.reason == Reason.CONFLICT
+    bound = await api.bind(namespace, "again", "node-1", uid=new["metadata"]["uid"])
+    assert bound["spec"]["nodeName"] == "node-1"
+
+
 async def test_as8_eviction_is_refused_with_429_when_the_pdb_is_exhausted(
         api: ApiClient, namespace: str) -> None:
     await api.create(pod("p", namespace, node="node-1", labels={"app": "db"}))

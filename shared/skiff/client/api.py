@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
+import random
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -210,6 +211,12 @@ class ApiClient:
 
         if not retry:
             return await once()
+        try:
+            return await once()  # the usual case, without building a retry loop per call
+        except ApiError as err:
+            if err.reason not in _RETRYABLE or self.retry_seconds <= 0:
+                raise
+        await asyncio.sleep(0.05 + random.uniform(0, 0.05))  # the loop's first wait
         try:
             async for attempt in tenacity.AsyncRetrying(
                 retry=tenacity.retry_if_exception(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
@@ -105,6 +106,27 @@ async def test_pp4_minimal_victims_lowest_priority_node() -> None:
     assert status.ok and result.nominated_node_name == "n1"
     # only one pod must go: the less important one (priority 1) is the victim
     assert env.actions.preempted == [("low1", "high", "n1")]
+
+
+async def test_pp4_victims_are_preempted_in_parallel() -> None:
+    """Like Kubernetes' prepareCandidate: every victim's deletion is under way before the
+    first one finishes (one after the other, a preemption held the scheduling loop for
+    several API round trips per victim)."""
+    env = _full_cluster()
+    in_flight: list[str] = []
+    all_started = asyncio.Event()
+
+    async def slow_preempt(victim: PodInfo, *, preemptor: PodInfo, node_name: str) -> None:
+        in_flight.append(victim.name)
+        if len(in_flight) == 2:
+            all_started.set()
+        await all_started.wait()  # a sequential loop never starts the second victim
+
+    env.actions.preempt_victim = slow_preempt  # type: ignore[method-assign]
+    result, status, _ = await asyncio.wait_for(_schedule_and_preempt(
+        env, make_pod("high").uid("h").priority(10).req({"cpu": "2"}).obj()), 30)
+    assert status.ok and result.nominated_node_name == "n1"
+    assert sorted(in_flight) == ["low1", "low2"]
 
 
 async def test_pp4_pdb_respected_when_another_candidate_exists() -> None:
