@@ -25,6 +25,7 @@ from skiff.api import ApiError, Reason
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import peer_certificate
+from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports
 from skiff.auth import Attributes
 from skiff.client.logs import kubelet_endpoint
 from skiff.client.streaming import exec_call
@@ -95,6 +96,8 @@ class PodStreams:
         sub = raw.match_info["sub"]
         try:
             await self._authorize(raw, namespace, name, sub)
+            if sub == "portforward":
+                return await self._portforward(raw, namespace, name)
             if sub != "exec":
                 raise ApiError.bad_request(f"pods/{sub} is not supported by Skiff yet; use "
                                            "`kubectl exec` (pods/exec)")
@@ -143,6 +146,26 @@ class PodStreams:
                 call.cancel()
                 await ws.close()
             return ws
+
+    async def _portforward(self, raw: web.Request, namespace: str,
+                           name: str) -> web.StreamResponse:
+        """SB4: pods/portforward (see skiff.apiserver.portforward)."""
+        pod = await self.registry.get("pods", namespace, name)
+        if pod.get("status", {}).get("phase") != "Running":
+            raise ApiError.bad_request("unable to forward port because pod is not running. "
+                                       f"Current status={pod.get('status', {}).get('phase')}")
+        target = await self._kubelet_target(pod)
+        if raw.headers.get("Upgrade", "").lower() != "websocket":
+            raise ApiError.bad_request(
+                "pods/portforward needs a WebSocket upgrade (SPDY/3.1+portforward.k8s.io or "
+                "v4.channel.k8s.io); a plain SPDY upgrade is not served: use kubectl 1.31 "
+                "or newer, or the client's portforward()")
+        offered = [p.strip() for p in
+                   raw.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        if SPDY_TUNNEL not in offered and not parse_ports(raw.query.getall("ports", [])):
+            raise ApiError.bad_request("query parameter \"ports\" is required: the ports "
+                                       "to forward, e.g. ?ports=8080")
+        return await forward_over_websocket(raw, target, namespace, name)
 
     async def _relay(self, ws: web.WebSocketResponse, call: Any, *, stdout: bool,
                      stderr: bool) -> None:

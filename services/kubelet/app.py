@@ -127,6 +127,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             metrics.listers = [functools.partial(running_containers, k) for k in kubelets]
         if streams is not None:
             streams.locators = [k.exec_config for k in kubelets]
+            streams.forwards.locators = [k.pod_sandbox for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")
@@ -209,4 +210,5 @@ def main(argv: list[str] | None = None) -> None:
             await run_kubelet(settings, service, logs, metrics, streams)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,
-                handlers=[logs.handler(), metrics.handler(), streams.handler()])
+                handlers=[logs.handler(), metrics.handler(), streams.handler(),
+                          streams.forwards.handler()])

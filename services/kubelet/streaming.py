@@ -22,6 +22,7 @@ import grpc
 
 from skiff.api.errors import ApiError, Reason
 from skiff.client.streaming import SERVICE
+from skiff.kubelet.portforward import PortForwardService
 from skiff.kubelet.runtime import ContainerConfig
 from skiff.kubelet.runtime.process import base_environment
 from skiff.rpc.codec import CodecError, decode_map, encode
@@ -51,6 +52,7 @@ class ExecService:
 
     def __init__(self) -> None:
         self.locators: list[ExecLocator] = []
+        self.forwards = PortForwardService()  # pods/portforward, on the same port
 
     def locate(self, namespace: str, name: str, container: str | None
                ) -> tuple[ContainerConfig, int | None]:

@@ -1,0 +1,119 @@
+"""SPEC SB4 pods/portforward with the real kubectl (SPDY/3.1 tunnelled over a WebSocket)
+and the official Python client (`v4.channel.k8s.io` port channels): apiserver → kubelet,
+which dials the port inside the pod's network namespace — nothing on the host routes to
+the pod's IP, so only a forward that enters the pod's namespace gets the answer."""
+
+from __future__ import annotations
+
+import re
+import time
+import subprocess
+import threading
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes.stream import portforward
+
+from skiff.client import ApiClient
+from tests.integration.sandbox.conftest import SandboxCluster
+from tests.integration.sandbox.test_pod_network import _pod, _ready, _server
+
+FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
+
+
+@pytest.fixture
+async def web_pod(sb_api: ApiClient, sb_namespace: str,
+                  sandbox_cluster: SandboxCluster) -> AsyncIterator[str]:
+    await sb_api.create(_pod("pf-web", sb_namespace, sandbox_cluster.nodes[1].name,
+                             [_server()]))
+    await _ready(sb_api, sb_namespace, "pf-web", timeout=120)
+    yield "pf-web"
+    await sb_api.delete("pods", "pf-web", sb_namespace)
+
+
+@contextmanager
+def kubectl_port_forward(cluster: SandboxCluster, *args: str) -> Iterator[
+        tuple[int, list[str]]]:
+    """`kubectl port-forward ...` running: (the local port it printed, its stderr lines)."""
+    proc = subprocess.Popen(["kubectl", "--kubeconfig", str(cluster.kubeconfig),
+                             "port-forward", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL)
+    errors: list[str] = []
+    drain = threading.Thread(target=lambda: errors.extend(proc.stderr or []), daemon=True)
+    drain.start()
+    try:
+        assert proc.stdout is not None
+        found: list[int] = []
+
+        def first_line() -> None:
+            for line in proc.stdout or []:
+                match = FORWARDING.search(line)
+                if match:
+                    found.append(int(match.group(1)))
+                    return
+
+        reader = threading.Thread(target=first_line, daemon=True)
+        reader.start()
+        reader.join(timeout=60)
+        assert found, f"kubectl port-forward printed no local port: {errors}"
+        yield found[0], errors
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        drain.join(timeout=10)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def test_sb4_kubectl_port_forward_serves_http_requests_from_inside_the_pod(
+        web_pod: str, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    with kubectl_port_forward(sandbox_cluster, "-n", sb_namespace, f"pod/{web_pod}",
+                              ":8080") as (port, errors):
+        # two connections: each is a new pair of SPDY streams on kubectl's one connection
+        for _ in range(2):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:
+                assert (resp.status, resp.read()) == (200, b"pf-web")
+    assert not [e for e in errors if "error" in e.lower()], errors
+
+
+def test_sb4_kubectl_port_forward_says_why_a_port_does_not_answer(
+        web_pod: str, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    with kubectl_port_forward(sandbox_cluster, "-n", sb_namespace, f"pod/{web_pod}",
+                              ":9") as (port, errors):
+        with pytest.raises(OSError):
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30).read()
+        deadline = time.monotonic() + 60
+        while not any("error forwarding" in e for e in errors) and time.monotonic() < deadline:
+            time.sleep(0.2)  # kubectl's stderr is read by another thread
+    joined = "".join(errors)
+    assert "error forwarding port 9 to pod" in joined, joined
+    assert "connection refused" in joined.lower() and "Traceback" not in joined, joined
+
+
+def test_sb4_official_client_portforward_reaches_the_pods_port(
+        web_pod: str, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    api_client = k8s_config.new_client_from_config(str(sandbox_cluster.kubeconfig))
+    try:
+        pf = portforward(k8s.CoreV1Api(api_client).connect_get_namespaced_pod_portforward,
+                         web_pod, sb_namespace, ports="8080")
+        sock = pf.socket(8080)
+        sock.settimeout(30)
+        sock.sendall(b"GET / HTTP/1.0\r\n\r\n")
+        answer = b""
+        while chunk := sock.recv(4096):
+            answer += chunk
+        sock.close()
+        assert pf.error(8080) is None
+    finally:
+        api_client.close()
+    assert answer.startswith(b"HTTP/1.0 200"), answer
+    assert answer.endswith(b"\r\n\r\npf-web"), answer
