@@ -6,9 +6,9 @@ the pod's IP, so only a forward that enters the pod's namespace gets the answer.
 from __future__ import annotations
 
 import re
-import time
 import subprocess
 import threading
+import time
 import urllib.request
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
