@@ -98,12 +98,10 @@ class PodStreams:
             await self._authorize(raw, namespace, name, sub)
             if sub == "portforward":
                 return await self._portforward(raw, namespace, name)
-            if sub != "exec":
-                raise ApiError.bad_request(f"pods/{sub} is not supported by Skiff yet; use "
-                                           "`kubectl exec` (pods/exec)")
             pod = await self.registry.get("pods", namespace, name)
             if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                raise ApiError.bad_request("cannot exec into a container in a completed "
+                verb = "exec into" if sub == "exec" else "attach to"
+                raise ApiError.bad_request(f"cannot {verb} a container in a completed "
                                            f"pod; current phase is "
                                            f"{pod['status']['phase']}")
             target = await self._kubelet_target(pod)
@@ -113,7 +111,7 @@ class PodStreams:
         q = raw.query
         request = {"namespace": namespace, "name": name,
                    "container": q.get("container") or None,
-                   "command": q.getall("command", []),
+                   "command": q.getall("command", []), "attach": sub == "attach",
                    "stdin": q.get("stdin", "") in _TRUE, "tty": q.get("tty", "") in _TRUE,
                    # a SPDY request (kubectl's fallback) only learns what is wrong
                    "check": not websocket}

@@ -128,6 +128,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         if streams is not None:
             streams.locators = [k.exec_config for k in kubelets]
             streams.forwards.locators = [k.pod_sandbox for k in kubelets]
+            streams.attach_locators = [k.attach_target for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")

@@ -51,7 +51,8 @@ class ProcessRuntime:
         with open(config.log_path, "ab") as logf:
             popen = subprocess.Popen(
                 config.command, stdout=logf, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=str(config.working_dir),
+                stdin=subprocess.PIPE if config.stdin else subprocess.DEVNULL,
+                cwd=str(config.working_dir),
                 env={**base_environment(), **config.env}, start_new_session=True,
                 preexec_fn=config.sandbox.enter if config.sandbox else None)
         stat = read_stat(popen.pid)
@@ -59,7 +60,7 @@ class ProcessRuntime:
         handle = ContainerHandle(
             id=f"process://{popen.pid}", pid=popen.pid, pgid=popen.pid,
             start_ticks=stat.start_ticks if stat else 0, started_at=time.time(),
-            exited=asyncio.get_running_loop().create_future())
+            exited=asyncio.get_running_loop().create_future(), stdin=popen.stdin)
         self._watch(handle)
         return handle
 
@@ -88,6 +89,9 @@ class ProcessRuntime:
                 return  # not reapable yet; pidfd stays readable, we are called again
             loop.remove_reader(fd)
             os.close(fd)
+            if handle.stdin is not None:
+                with contextlib.suppress(OSError):
+                    handle.stdin.close()
             if not handle.exited.done():
                 handle.exited.set_result(code)
 
