@@ -6,7 +6,9 @@ the pod's IP, so only a forward that enters the pod's namespace gets the answer.
 from __future__ import annotations
 
 import re
+import socket
 import subprocess
+import sys
 import threading
 import time
 import urllib.request
@@ -18,9 +20,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import portforward
 
+from skiff.cli.processes import free_port
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster
-from tests.integration.sandbox.test_pod_network import _pod, _ready, _server
+from tests.integration.sandbox.test_pod_network import SERVER, _pod, _ready, _server
 
 FORWARDING = re.compile(r"Forwarding from 127\.0\.0\.1:(\d+) -> (\d+)")
 
@@ -117,3 +120,21 @@ def test_sb4_official_client_portforward_reaches_the_pods_port(
         api_client.close()
     assert answer.startswith(b"HTTP/1.0 200"), answer
     assert answer.endswith(b"\r\n\r\npf-web"), answer
+
+
+async def test_sb4_port_forward_to_a_host_network_pod_dials_the_node(
+        sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    port = free_port()
+    server = SERVER.replace("8080", str(port)).replace('"0.0.0.0"', '"127.0.0.1"')
+    pod = _pod("pf-host", sb_namespace, sandbox_cluster.nodes[0].name, [{
+        "name": "web", "image": "python", "command": [sys.executable, "-c", server],
+        "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}])
+    pod["spec"]["hostNetwork"] = True
+    await sb_api.create(pod)
+    await _ready(sb_api, sb_namespace, "pf-host", timeout=120)
+    with kubectl_port_forward(sandbox_cluster, "-n", sb_namespace, "pod/pf-host",
+                              f":{port}") as (local, _):
+        with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=30) as resp:
+            # a host-network pod's hostname is the node's
+            assert resp.read() == socket.gethostname().encode()
+    await sb_api.delete("pods", "pf-host", sb_namespace)
