@@ -1,7 +1,7 @@
 """The kubelet's end of pods/attach (SPEC SB4): a running container's stdin and output.
 
-A container's output goes to its log file (there is no terminal: a `tty: true` container
-also writes plain bytes there), so an attach session follows that file from where it ends
+A container's output goes to its log file (a `tty: true` container's terminal output is
+copied there by the kubelet, see runtime/terminal.py), so an attach session follows that file from where it ends
 when the session starts, as `kubectl attach` shows output from now on. Input goes to the
 container's stdin, kept open by the runtime for containers with `stdin: true`; with
 `stdinOnce: true` the container's stdin closes when the session that attached first
@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fcntl
 import os
+import struct
+import termios
 from collections.abc import AsyncIterator, Callable
 from typing import IO
 
@@ -54,8 +57,16 @@ async def attach_stream(config: ContainerConfig, handle: ContainerHandle,
             if msg.get("stdin"):
                 await _write_stdin(handle, bytes(msg["stdin"]))
             if msg.get("stdinClose") and config.stdin_once and handle.stdin is not None:
-                with contextlib.suppress(OSError):
-                    handle.stdin.close()
+                if config.tty:  # end of input on a terminal
+                    await _write_stdin(handle, b"\x04")
+                else:
+                    with contextlib.suppress(OSError):
+                        handle.stdin.close()
+            if "resize" in msg and config.tty and handle.stdin is not None:
+                width, height = msg["resize"]
+                with contextlib.suppress(OSError, ValueError):
+                    fcntl.ioctl(handle.stdin.fileno(), termios.TIOCSWINSZ,
+                                struct.pack("HHHH", int(height), int(width), 0, 0))
 
     pump = asyncio.create_task(pump_input())
     try:

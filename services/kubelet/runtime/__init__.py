@@ -37,6 +37,7 @@ class ContainerConfig:
     # `stdinOnce`: it closes when the first attach session closes it.
     stdin: bool = False
     stdin_once: bool = False
+    tty: bool = False  # on a terminal the kubelet holds (runtime/terminal.py)
 
 
 @dataclass(eq=False)

@@ -5,7 +5,11 @@ removes the pod afterwards."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+import subprocess
+import time
 
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster
@@ -48,3 +52,45 @@ async def test_sb4_kubectl_run_i_rm_attaches_and_removes_the_pod(
     async def gone() -> bool:
         return await get_or_none(sb_api, "pods", "once", sb_namespace) is None
     await wait_for(gone, timeout=60, what="pod once removed by --rm")
+
+
+async def test_sb4_kubectl_run_it_rm_with_a_terminal(
+        sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    # `script` gives kubectl a terminal, as a user's shell would; what is typed is fed in
+    overrides = json.dumps({"apiVersion": "v1",
+                            "spec": {"nodeName": sandbox_cluster.nodes[0].name,
+                                     "terminationGracePeriodSeconds": 1}})
+    inner = (f"kubectl --kubeconfig {sandbox_cluster.kubeconfig} run -it --rm "
+             f"--restart=Never --image=busybox -n {sb_namespace} --overrides='{overrides}' "
+             "term -- sh -c 'read l; echo got $l; exit 0'")
+    typist = subprocess.Popen(["script", "-qec", inner, "/dev/null"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        out = b""
+        assert typist.stdout is not None and typist.stdin is not None
+        # type the line once kubectl has attached (it says so), as a user would
+        os.set_blocking(typist.stdout.fileno(), False)
+        deadline = time.monotonic() + 60
+        while b"pressing enter" not in out and time.monotonic() < deadline:
+            if typist.poll() is not None:
+                break
+            chunk = typist.stdout.read() or b""
+            out += chunk
+            if not chunk:
+                await asyncio.sleep(0.1)
+        typist.stdin.write(b"typed here\r")
+        typist.stdin.flush()
+        os.set_blocking(typist.stdout.fileno(), True)
+        rest, _ = await asyncio.to_thread(typist.communicate, timeout=30)
+        out += rest
+    finally:
+        if typist.poll() is None:
+            typist.kill()
+            typist.wait()
+    text = out.decode(errors="replace")
+    assert typist.returncode == 0, text
+    assert "got typed here" in text, text
+
+    async def gone() -> bool:
+        return await get_or_none(sb_api, "pods", "term", sb_namespace) is None
+    await wait_for(gone, timeout=60, what="pod term removed by --rm")
