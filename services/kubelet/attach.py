@@ -1,12 +1,12 @@
 """The kubelet's end of pods/attach (SPEC SB4): a running container's stdin and output.
 
 A container's output goes to its log file (a `tty: true` container's terminal output is
-copied there by the kubelet, see runtime/terminal.py), so an attach session follows that file from where it ends
-when the session starts, as `kubectl attach` shows output from now on. Input goes to the
-container's stdin, kept open by the runtime for containers with `stdin: true`; with
-`stdinOnce: true` the container's stdin closes when the session that attached first
-closes it (kubectl sends that when its own stdin ends). The session ends when the
-container exits (its last output sent first) or the caller leaves.
+copied there by the kubelet, see runtime/terminal.py), so an attach session follows that
+file from where it ends when the session starts, as `kubectl attach` shows output from now
+on. Input goes to the container's stdin, kept open by the runtime for containers with
+`stdin: true`; with `stdinOnce: true` the container's stdin closes when the session that
+attached first closes it (kubectl sends that when its own stdin ends). The session ends
+when the container exits (its last output sent first) or the caller leaves.
 """
 
 from __future__ import annotations
