@@ -33,7 +33,7 @@ async def web_pod(sb_api: ApiClient, sb_namespace: str,
                   sandbox_cluster: SandboxCluster) -> AsyncIterator[str]:
     await sb_api.create(_pod("pf-web", sb_namespace, sandbox_cluster.nodes[1].name,
                              [_server()]))
-    await _ready(sb_api, sb_namespace, "pf-web", timeout=120)
+    await _ready(sb_api, sb_namespace, "pf-web", timeout=90)
     yield "pf-web"
     await sb_api.delete("pods", "pf-web", sb_namespace)
 
@@ -131,7 +131,7 @@ async def test_sb4_port_forward_to_a_host_network_pod_dials_the_node(
         "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}])
     pod["spec"]["hostNetwork"] = True
     await sb_api.create(pod)
-    await _ready(sb_api, sb_namespace, "pf-host", timeout=120)
+    await _ready(sb_api, sb_namespace, "pf-host", timeout=90)
     with kubectl_port_forward(sandbox_cluster, "-n", sb_namespace, "pod/pf-host",
                               f":{port}") as (local, _):
         with urllib.request.urlopen(f"http://127.0.0.1:{local}/", timeout=30) as resp:
