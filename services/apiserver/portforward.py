@@ -68,7 +68,8 @@ class Forward:
         self.target, self.namespace, self.name, self.port = target, namespace, name, port
         self._channel: grpc.aio.Channel | None = None
         self._call: Any = None
-        self._closed = False
+        self._closed = False  # the client said it sends no more
+        self._ended = False  # aclose() ran
 
     async def open(self) -> str | None:
         """Connect to the pod's port; the reason it failed, or None."""
@@ -85,15 +86,22 @@ class Forward:
         return None
 
     async def write(self, data: bytes) -> None:
-        if data and not self._closed:
-            with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError):
-                await self._call.write(encode({"data": data}))
+        if data and not self._closed and not self._ended:
+            await self._send({"data": data})
 
     async def close_write(self) -> None:
-        if not self._closed:
+        if not self._closed and not self._ended:
             self._closed = True
-            with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError):
-                await self._call.write(encode({"close": True}))
+            await self._send({"close": True})
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        # the call may end under us (the pod closed): what the client still sends is dropped
+        # (a write to a cancelled call raises CancelledError, which must not end the session)
+        if self._call is None or self._call.done():
+            return
+        with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError,
+                                 asyncio.InvalidStateError):
+            await self._call.write(encode(message))
 
     async def pump(self, send: Send) -> str | None:
         """Send what the pod's port answers until it closes; an error message, or None."""
@@ -111,6 +119,7 @@ class Forward:
                 return None
 
     async def aclose(self) -> None:
+        self._ended = True
         if self._call is not None:
             self._call.cancel()
         if self._channel is not None:

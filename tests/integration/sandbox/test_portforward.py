@@ -83,8 +83,11 @@ def test_sb4_kubectl_port_forward_serves_http_requests_from_inside_the_pod(
                               ":8080") as (port, errors):
         # two connections: each is a new pair of SPDY streams on kubectl's one connection
         for _ in range(2):
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:
-                assert (resp.status, resp.read()) == (200, b"pf-web")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=30) as resp:
+                    assert (resp.status, resp.read()) == (200, b"pf-web")
+            except OSError as err:
+                raise AssertionError(f"{err}; kubectl said: {errors}") from None
     assert not [e for e in errors if "error" in e.lower()], errors
 
 
@@ -122,6 +125,8 @@ def test_sb4_official_client_portforward_reaches_the_pods_port(
             answer += chunk
         sock.close()
         assert pf.error(8080) is None
+        pf.websocket.close()
+        pf.websocket.shutdown()  # close() skips an already closed connection's socket
     finally:
         api_client.close()
     assert answer.startswith(b"HTTP/1.0 200"), answer
