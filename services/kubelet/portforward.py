@@ -119,6 +119,10 @@ class PortForwardService:
                     break
                 yield encode({"data": data})
             yield encode({"eof": True})
+            # the caller ends the call; cancelling its request stream under the call here
+            # can fail the call before the eof reaches it
+            with contextlib.suppress(OSError):
+                await pump
         finally:
             pump.cancel()
             sock.close()
