@@ -70,18 +70,27 @@ class Forward:
         self._call: Any = None
         self._closed = False  # the client said it sends no more
         self._ended = False  # aclose() ran
+        # a gRPC call takes one write at a time, the request first: data that the client
+        # sends before the kubelet answered waits, and writes go in turn
+        self._opened = asyncio.Event()
+        self._write_lock = asyncio.Lock()
 
     async def open(self) -> str | None:
         """Connect to the pod's port; the reason it failed, or None."""
         self._channel = grpc.aio.insecure_channel(self.target)
         self._call = portforward_call(self._channel)
         try:
-            await self._call.write(encode({"namespace": self.namespace, "name": self.name,
-                                           "port": self.port}))
-            first = decode_map(await self._call.read())
+            async with self._write_lock:
+                await self._call.write(encode({"namespace": self.namespace,
+                                               "name": self.name, "port": self.port}))
+            raw = await self._call.read()
         except grpc.aio.AioRpcError as err:
+            self._ended = True
             return from_grpc(err, target=self.target).message
-        if first is grpc.aio.EOF or not first.get("connected"):
+        finally:
+            self._opened.set()
+        if raw is grpc.aio.EOF or not decode_map(raw).get("connected"):
+            self._ended = True
             return f"the kubelet at {self.target} did not connect to port {self.port}"
         return None
 
@@ -97,11 +106,13 @@ class Forward:
     async def _send(self, message: dict[str, Any]) -> None:
         # the call may end under us (the pod closed): what the client still sends is dropped
         # (a write to a cancelled call raises CancelledError, which must not end the session)
-        if self._call is None or self._call.done():
-            return
-        with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError,
-                                 asyncio.InvalidStateError):
-            await self._call.write(encode(message))
+        await self._opened.wait()
+        async with self._write_lock:
+            if self._ended or self._call is None or self._call.done():
+                return
+            with contextlib.suppress(grpc.aio.AioRpcError, grpc.aio.UsageError,
+                                     asyncio.InvalidStateError):
+                await self._call.write(encode(message))
 
     async def pump(self, send: Send) -> str | None:
         """Send what the pod's port answers until it closes; an error message, or None."""
@@ -120,6 +131,7 @@ class Forward:
 
     async def aclose(self) -> None:
         self._ended = True
+        self._opened.set()
         if self._call is not None:
             self._call.cancel()
         if self._channel is not None:
