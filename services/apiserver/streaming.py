@@ -25,6 +25,7 @@ from skiff.api import ApiError, Reason
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import peer_certificate
+from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports
 from skiff.auth import Attributes
 from skiff.client.credentials import Credentials
 from skiff.client.kubelet import kubelet_channel
@@ -99,12 +100,12 @@ class PodStreams:
         sub = raw.match_info["sub"]
         try:
             await self._authorize(raw, namespace, name, sub)
-            if sub != "exec":
-                raise ApiError.bad_request(f"pods/{sub} is not supported by Skiff yet; use "
-                                           "`kubectl exec` (pods/exec)")
+            if sub == "portforward":
+                return await self._portforward(raw, namespace, name)
             pod = await self.registry.get("pods", namespace, name)
             if pod.get("status", {}).get("phase") in ("Succeeded", "Failed"):
-                raise ApiError.bad_request("cannot exec into a container in a completed "
+                verb = "exec into" if sub == "exec" else "attach to"
+                raise ApiError.bad_request(f"cannot {verb} a container in a completed "
                                            f"pod; current phase is "
                                            f"{pod['status']['phase']}")
             target = await self._kubelet_target(pod)
@@ -114,7 +115,7 @@ class PodStreams:
         q = raw.query
         request = {"namespace": namespace, "name": name,
                    "container": q.get("container") or None,
-                   "command": q.getall("command", []),
+                   "command": q.getall("command", []), "attach": sub == "attach",
                    "stdin": q.get("stdin", "") in _TRUE, "tty": q.get("tty", "") in _TRUE,
                    # a SPDY request (kubectl's fallback) only learns what is wrong
                    "check": not websocket}
@@ -147,6 +148,26 @@ class PodStreams:
                 call.cancel()
                 await ws.close()
             return ws
+
+    async def _portforward(self, raw: web.Request, namespace: str,
+                           name: str) -> web.StreamResponse:
+        """SB4: pods/portforward (see skiff.apiserver.portforward)."""
+        pod = await self.registry.get("pods", namespace, name)
+        if pod.get("status", {}).get("phase") != "Running":
+            raise ApiError.bad_request("unable to forward port because pod is not running. "
+                                       f"Current status={pod.get('status', {}).get('phase')}")
+        target = await self._kubelet_target(pod)
+        if raw.headers.get("Upgrade", "").lower() != "websocket":
+            raise ApiError.bad_request(
+                "pods/portforward needs a WebSocket upgrade (SPDY/3.1+portforward.k8s.io or "
+                "v4.channel.k8s.io); a plain SPDY upgrade is not served: use kubectl 1.31 "
+                "or newer, or the client's portforward()")
+        offered = [p.strip() for p in
+                   raw.headers.get("Sec-WebSocket-Protocol", "").split(",")]
+        if SPDY_TUNNEL not in offered and not parse_ports(raw.query.getall("ports", [])):
+            raise ApiError.bad_request("query parameter \"ports\" is required: the ports "
+                                       "to forward, e.g. ?ports=8080")
+        return await forward_over_websocket(raw, target, namespace, name, self.kubelet)
 
     async def _relay(self, ws: web.WebSocketResponse, call: Any, *, stdout: bool,
                      stderr: bool) -> None:

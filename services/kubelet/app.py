@@ -131,6 +131,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             metrics.listers = [functools.partial(running_containers, k) for k in kubelets]
         if streams is not None:
             streams.locators = [k.exec_config for k in kubelets]
+            streams.forwards.locators = [k.pod_sandbox for k in kubelets]
+            streams.attach_locators = [k.attach_target for k in kubelets]
 
         def route(pod: dict[str, object]) -> None:
             spec = pod.get("spec")
@@ -214,7 +216,8 @@ def main(argv: list[str] | None = None) -> None:
         # Kubernetes; in --netns mode that is the node's own namespace's address
         address += f",{settings.node_ip}:{settings.health_port}"
 
-    handlers = [logs.handler(), metrics.handler(), streams.handler()]
+    handlers = [logs.handler(), metrics.handler(), streams.handler(),
+                streams.forwards.handler()]
     tls = KubeletTls.from_env()
 
     async def body(service: Service) -> None:

@@ -15,7 +15,8 @@ from typing import Any
 from skiff.api.errors import ApiError, Reason
 from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
 from skiff.kubelet.records import load_state
-from skiff.kubelet.runtime import ContainerConfig
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
+from skiff.kubelet.sandbox import Sandbox
 
 __all__ = ["Kubelet"]
 
@@ -151,6 +152,24 @@ class Kubelet:
         if not record.running:
             raise ApiError.bad_request(f'container not found ("{container}")')
         return worker.exec_config(record), record.handle.pid if record.handle else None
+
+    def attach_target(self, namespace: str, name: str, container: str | None
+                      ) -> tuple[ContainerConfig, ContainerHandle]:
+        """SB4: a running container for pods/attach (exec's errors when there is none)."""
+        config, _ = self.exec_config(namespace, name, container)
+        worker = self.workers[self._by_name[(namespace, name)]]
+        record = next(r for r in worker.records if r.name == config.name)
+        if record.handle is None:
+            raise ApiError.bad_request(f'container not found ("{config.name}")')
+        return config, record.handle
+
+    def pod_sandbox(self, namespace: str, name: str) -> Sandbox | None:
+        """SB4: where pods/portforward dials the pod's ports (None: the node's network)."""
+        worker = self.workers.get(self._by_name.get((namespace, name)) or "")
+        if worker is None:
+            raise ApiError(Reason.NOT_FOUND, f'pod "{name}" not found on node '
+                                             f'{self.node_name}')
+        return worker.sandbox
 
     async def shutdown(self) -> None:
         """Stop the workers, leaving the pods' processes running (a kubelet restart must not

@@ -449,7 +449,9 @@ class PodWorker:
             env=self._with_pod_ip(spec, env),
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec))
+            image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec),
+            stdin=bool(spec.get("stdin")), stdin_once=bool(spec.get("stdinOnce")),
+            tty=bool(spec.get("tty")))
 
     def _container_sandbox(self, container: Obj) -> Sandbox | None:
         """SB3: the sandbox with this container's volumes at their mountPath."""

@@ -22,7 +22,9 @@ import grpc
 
 from skiff.api.errors import ApiError, Reason
 from skiff.client.streaming import SERVICE
-from skiff.kubelet.runtime import ContainerConfig
+from skiff.kubelet.attach import AttachLocator, attach_stream
+from skiff.kubelet.portforward import PortForwardService
+from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
 from skiff.kubelet.runtime.process import base_environment
 from skiff.rpc.codec import CodecError, decode_map, encode
 from skiff.rpc.errors import to_grpc
@@ -51,11 +53,24 @@ class ExecService:
 
     def __init__(self) -> None:
         self.locators: list[ExecLocator] = []
+        self.forwards = PortForwardService()  # pods/portforward, on the same port
+        self.attach_locators: list[AttachLocator] = []  # pods/attach
 
     def locate(self, namespace: str, name: str, container: str | None
                ) -> tuple[ContainerConfig, int | None]:
         last: ApiError | None = None
         for locator in self.locators:
+            try:
+                return locator(namespace, name, container)
+            except ApiError as err:
+                last = err
+        raise last or ApiError(Reason.NOT_FOUND, f'pod "{name}" in namespace "{namespace}" '
+                                                 "is not on this node")
+
+    def _locate_attach(self, namespace: str, name: str, container: str | None
+                       ) -> tuple[ContainerConfig, ContainerHandle]:
+        last: ApiError | None = None
+        for locator in self.attach_locators:
             try:
                 return locator(namespace, name, container)
             except ApiError as err:
@@ -76,7 +91,11 @@ class ExecService:
                 raise ApiError.bad_request("exec: the first message must be the request") \
                     from None
             command = [str(c) for c in first.get("command") or []]
-            if not command:
+            if first.get("attach"):
+                attached = self._locate_attach(str(first.get("namespace") or "default"),
+                                               str(first.get("name")),
+                                               first.get("container") or None)
+            elif not command:
                 raise ApiError.bad_request("you must specify at least one command for the "
                                            "container")
             config, pid = self.locate(str(first.get("namespace") or "default"),
@@ -87,6 +106,10 @@ class ExecService:
             return
         if first.get("check"):  # only whether the container can be exec'd into
             yield encode({"checked": True})
+            return
+        if first.get("attach"):
+            async for message in attach_stream(*attached, requests):
+                yield message
             return
         if config.sandbox is not None:
             # nsenter(1) joins the pod's namespaces: no Python runs between fork and exec

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import IO, TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from skiff.kubelet.sandbox import Sandbox
@@ -33,6 +33,11 @@ class ContainerConfig:
     image: str = ""
     # The pod's sandbox (SPEC SB1): the process joins its namespaces before exec.
     sandbox: Sandbox | None = None
+    # `stdin: true`: the container's stdin stays open for pods/attach (SB4);
+    # `stdinOnce`: it closes when the first attach session closes it.
+    stdin: bool = False
+    stdin_once: bool = False
+    tty: bool = False  # on a terminal the kubelet holds (runtime/terminal.py)
 
 
 @dataclass(eq=False)
@@ -50,6 +55,9 @@ class ContainerHandle:
     started_at: float
     exited: asyncio.Future[int | None] = field(repr=False)
     signals_sent: list[int] = field(default_factory=list)
+    # the write end of the container's stdin (containers with `stdin: true`; lost when the
+    # kubelet restarts, as the process is re-adopted without it)
+    stdin: IO[bytes] | None = field(default=None, repr=False)
 
     @property
     def running(self) -> bool:

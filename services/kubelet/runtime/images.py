@@ -9,7 +9,9 @@ applied where the kubelet builds a container's command (Kubernetes' entrypoint r
 2. the image is in the image-command table (`--image-commands`, a YAML/JSON file mapping an
    image name without registry and tag, e.g. `redis`, to a command list): that command +
    `args`.
-3. otherwise the stand-in, `python -m skiff.kubelet.runtime.standin`: a long-running process
+3. an image without an ENTRYPOINT (busybox, alpine, ubuntu, debian, fedora) given `args`:
+   the `args`, which Kubernetes would run as the command.
+4. otherwise the stand-in, `python -m skiff.kubelet.runtime.standin`: a long-running process
    that exits 0 on SIGTERM, and serves HTTP 200 (which also satisfies a TCP probe) on
    every port the container declares and every port its probes name, so readiness and
    liveness probes pass and `kubectl create deployment web --image=nginx` ends Running and
@@ -33,6 +35,10 @@ Obj = dict[str, Any]
 ImageCommands = Mapping[str, list[str]]
 
 STANDIN_MODULE = "skiff.kubelet.runtime.standin"
+
+# Images whose ENTRYPOINT is empty (their CMD is a shell): `args` alone are the process, so
+# `kubectl run -i --image=busybox x -- sh -c '...'` runs `sh -c '...'` as Docker would.
+NO_ENTRYPOINT_IMAGES = frozenset({"busybox", "alpine", "ubuntu", "debian", "fedora"})
 
 
 def image_name(image: str) -> str:
@@ -100,6 +106,8 @@ def container_command(container: Obj, table: ImageCommands) -> list[str]:
     mapped = table.get(image_name(str(container.get("image", ""))))
     if mapped:
         return list(mapped) + args
+    if args and image_name(str(container.get("image", ""))) in NO_ENTRYPOINT_IMAGES:
+        return args
     standin = [sys.executable, "-m", STANDIN_MODULE]
     for port in _port_numbers(container):
         standin += ["--port", str(port)]

@@ -16,10 +16,13 @@ import os
 import signal as signals
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
 from skiff.kubelet.runtime.procfs import group_members, read_stat
+from skiff.kubelet.runtime.terminal import Terminal
 
 __all__ = ["ProcessRuntime", "base_environment"]
 
@@ -48,18 +51,42 @@ class ProcessRuntime:
             raise OSError(f"container {config.name!r} has no command: Skiff runs "
                           "`command` + `args` as a process (the image is not run)")
         config.log_path.parent.mkdir(parents=True, exist_ok=True)
+        enter = config.sandbox.enter if config.sandbox else None
+        if config.tty:
+            return self._start_on_terminal(config, enter)
         with open(config.log_path, "ab") as logf:
             popen = subprocess.Popen(
                 config.command, stdout=logf, stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL, cwd=str(config.working_dir),
+                stdin=subprocess.PIPE if config.stdin else subprocess.DEVNULL,
+                cwd=str(config.working_dir),
                 env={**base_environment(), **config.env}, start_new_session=True,
-                preexec_fn=config.sandbox.enter if config.sandbox else None)
+                preexec_fn=enter)
+        return self._started(popen, popen.stdin)
+
+    def _start_on_terminal(self, config: ContainerConfig,
+                           enter: Callable[[], None] | None) -> ContainerHandle:
+        """`tty: true`: the container runs on a terminal the kubelet holds (SB4)."""
+        terminal = Terminal(config.log_path)
+        try:
+            popen = subprocess.Popen(
+                config.command, stdin=terminal.slave, stdout=terminal.slave,
+                stderr=terminal.slave, cwd=str(config.working_dir),
+                env={"TERM": "xterm", **base_environment(), **config.env},
+                start_new_session=True, preexec_fn=terminal.child_setup(enter))
+        except BaseException:
+            os.close(terminal.slave)
+            terminal.close()
+            raise
+        return self._started(popen, os.fdopen(terminal.started(), "wb", buffering=0))
+
+    def _started(self, popen: subprocess.Popen[bytes], stdin: IO[bytes] | None
+                 ) -> ContainerHandle:
         stat = read_stat(popen.pid)
         self._children[popen.pid] = popen
         handle = ContainerHandle(
             id=f"process://{popen.pid}", pid=popen.pid, pgid=popen.pid,
             start_ticks=stat.start_ticks if stat else 0, started_at=time.time(),
-            exited=asyncio.get_running_loop().create_future())
+            exited=asyncio.get_running_loop().create_future(), stdin=stdin)
         self._watch(handle)
         return handle
 
@@ -88,6 +115,9 @@ class ProcessRuntime:
                 return  # not reapable yet; pidfd stays readable, we are called again
             loop.remove_reader(fd)
             os.close(fd)
+            if handle.stdin is not None:
+                with contextlib.suppress(OSError):
+                    handle.stdin.close()
             if not handle.exited.done():
                 handle.exited.set_result(code)
 

@@ -19,7 +19,7 @@ import grpc
 
 from skiff.client.logs import SERVICE
 
-__all__ = ["EXEC_METHOD", "SERVICE", "exec_call"]
+__all__ = ["EXEC_METHOD", "PORTFORWARD_METHOD", "SERVICE", "exec_call", "portforward_call"]
 
 EXEC_METHOD = f"/{SERVICE}/Exec"
 
@@ -27,3 +27,16 @@ EXEC_METHOD = f"/{SERVICE}/Exec"
 def exec_call(channel: grpc.aio.Channel) -> Any:
     """A new Exec call on `channel`: write request maps, read answer maps (encoded)."""
     return channel.stream_stream(EXEC_METHOD)()
+
+
+PORTFORWARD_METHOD = f"/{SERVICE}/PortForward"
+
+
+def portforward_call(channel: grpc.aio.Channel) -> Any:
+    """A new PortForward call (SPEC SB4): one TCP connection to a pod's port.
+
+    caller → kubelet: first `{namespace, name, port}`, then `{"data": bytes}` and
+    `{"close": true}` (no more data from the caller); kubelet → caller: `{"connected":
+    true}` once the pod's port accepted, then `{"data": bytes}` and last `{"eof": true}`.
+    A refusal (no such pod, nothing listening) aborts the call with an ApiError."""
+    return channel.stream_stream(PORTFORWARD_METHOD)()

@@ -50,14 +50,14 @@ def _server(name: str = "web") -> Obj:
             "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 1}}
 
 
-async def _ready(api: ApiClient, ns: str, name: str) -> Obj:
+async def _ready(api: ApiClient, ns: str, name: str, timeout: float = 40) -> Obj:
     async def check() -> Obj | None:
         pod = await get_or_none(api, "pods", name, ns)
         if pod is None or pod["status"].get("phase") != "Running":
             return None
         ready = [c for c in pod["status"].get("conditions") or [] if c["type"] == "Ready"]
         return pod if ready and ready[0]["status"] == "True" else None
-    pod: Obj = await wait_for(check, timeout=40, what=f"pod {name} Running and Ready")
+    pod: Obj = await wait_for(check, timeout=timeout, what=f"pod {name} Running and Ready")
     return pod
 
 

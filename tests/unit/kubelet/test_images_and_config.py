@@ -34,6 +34,17 @@ def test_issue16_command_wins_then_table_then_stand_in_with_probe_ports() -> Non
                        "--port", "8080", "--port", "9090"]
 
 
+def test_sb4_args_alone_run_for_an_image_without_entrypoint_as_kubectl_run_makes() -> None:
+    # `kubectl run --image=busybox x -- sh -c 'read l'` sets only `args`
+    assert container_command({"image": "busybox", "args": ["sh", "-c", "read l"]}, {}) == [
+        "sh", "-c", "read l"]
+    assert container_command({"image": "docker.io/library/alpine:3", "args": ["true"]},
+                             {}) == ["true"]
+    # no args: still the stand-in (busybox's `sh` would exit at once without a terminal)
+    assert container_command({"image": "busybox"}, {})[1:3] == ["-m",
+                                                               "skiff.kubelet.runtime.standin"]
+
+
 def test_issue16_config_volume_files_follow_the_object(tmp_path: Path) -> None:
     write_config_volume(tmp_path, {"a": "1", "b": "2"}, None)
     assert (tmp_path / "a").read_text() == "1" and (tmp_path / "b").read_text() == "2"
