@@ -210,7 +210,12 @@ spec:
         assert follow.poll() is None  # still following: the container still runs
     finally:
         follow.send_signal(signal.SIGINT)
-        _, err = follow.communicate(timeout=30)
+        try:
+            _, err = follow.communicate(timeout=30)
+        finally:
+            if follow.poll() is None:  # still there: the assertion below says so
+                follow.kill()
+                follow.communicate()
     assert follow.returncode == 130
     assert "Traceback" not in err
     assert skiff(one_node, "delete", "pod", "ticker", "--grace-period=0", "--force"
