@@ -24,6 +24,7 @@ from skiff.api.selectors import LabelSelector
 from skiff.client import BY_NAMESPACE, ApiClient, Informer, object_key
 from skiff.controller_manager.informers import controller_ref
 from skiff.controller_manager.workload import owner_reference
+from skiff.controller_manager.writes import try_update
 
 Obj = dict[str, Any]
 
@@ -135,13 +136,9 @@ class RefManager:
             if self.finalizers:
                 meta["finalizers"] = list(meta.get("finalizers") or []) + [
                     f for f in self.finalizers if f not in (meta.get("finalizers") or [])]
-            try:
-                return await self.client.update(current)
-            except ApiError as err:
-                if err.reason == Reason.NOT_FOUND:
-                    return None
-                if err.reason != Reason.CONFLICT:
-                    raise
+            done, written = await try_update(self.client, current)
+            if done:
+                return written
             fresh = await self._read(obj)
             if fresh is None:
                 return None
@@ -159,14 +156,8 @@ class RefManager:
             if not any(r.get("uid") == self.uid for r in refs):
                 return
             meta["ownerReferences"] = [r for r in refs if r.get("uid") != self.uid]
-            try:
-                await self.client.update(current)
+            if (await try_update(self.client, current))[0]:
                 return
-            except ApiError as err:
-                if err.reason == Reason.NOT_FOUND:
-                    return
-                if err.reason != Reason.CONFLICT:
-                    raise
             current = await self._read(obj)
 
     async def _read(self, obj: Obj) -> Obj | None:

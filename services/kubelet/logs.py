@@ -20,8 +20,9 @@ from pathlib import Path
 
 import grpc
 
-from skiff.api.errors import ApiError, Reason
+from skiff.api.errors import ApiError
 from skiff.client.logs import LOGS_METHOD, SERVICE, fetch_logs
+from skiff.kubelet.locate import first_located
 from skiff.rpc.codec import CodecError, decode_map, encode
 from skiff.rpc.errors import to_grpc
 
@@ -101,14 +102,7 @@ class LogService:
 
     def locate(self, namespace: str, name: str, container: str | None,
                previous: bool) -> Path:
-        last: ApiError | None = None
-        for locator in self.locators:
-            try:
-                return locator(namespace, name, container, previous)
-            except ApiError as err:
-                last = err
-        raise last or ApiError(Reason.NOT_FOUND,
-                               f'pod "{name}" in namespace "{namespace}" is not on this node')
+        return first_located(self.locators, namespace, name, container, previous)
 
     async def _logs(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         try:

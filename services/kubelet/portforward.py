@@ -20,6 +20,7 @@ import grpc
 
 from skiff.api.errors import ApiError, Reason
 from skiff.client.streaming import SERVICE
+from skiff.kubelet.locate import first_located
 from skiff.kubelet.sandbox import Sandbox
 from skiff.rpc.codec import CodecError, decode_map, encode
 from skiff.rpc.errors import to_grpc
@@ -43,14 +44,7 @@ class PortForwardService:
         self.locators: list[SandboxLocator] = []
 
     def locate(self, namespace: str, name: str) -> Sandbox | None:
-        last: ApiError | None = None
-        for locator in self.locators:
-            try:
-                return locator(namespace, name)
-            except ApiError as err:
-                last = err
-        raise last or ApiError(Reason.NOT_FOUND, f'pod "{name}" in namespace "{namespace}" '
-                                                 "is not on this node")
+        return first_located(self.locators, namespace, name)
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(SERVICE, {

@@ -20,9 +20,10 @@ from collections.abc import AsyncIterator, Callable
 
 import grpc
 
-from skiff.api.errors import ApiError, Reason
+from skiff.api.errors import ApiError
 from skiff.client.streaming import SERVICE
 from skiff.kubelet.attach import AttachLocator, attach_stream
+from skiff.kubelet.locate import first_located
 from skiff.kubelet.portforward import PortForwardService
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
 from skiff.kubelet.runtime.process import base_environment
@@ -58,25 +59,11 @@ class ExecService:
 
     def locate(self, namespace: str, name: str, container: str | None
                ) -> tuple[ContainerConfig, int | None]:
-        last: ApiError | None = None
-        for locator in self.locators:
-            try:
-                return locator(namespace, name, container)
-            except ApiError as err:
-                last = err
-        raise last or ApiError(Reason.NOT_FOUND, f'pod "{name}" in namespace "{namespace}" '
-                                                 "is not on this node")
+        return first_located(self.locators, namespace, name, container)
 
     def _locate_attach(self, namespace: str, name: str, container: str | None
                        ) -> tuple[ContainerConfig, ContainerHandle]:
-        last: ApiError | None = None
-        for locator in self.attach_locators:
-            try:
-                return locator(namespace, name, container)
-            except ApiError as err:
-                last = err
-        raise last or ApiError(Reason.NOT_FOUND, f'pod "{name}" in namespace "{namespace}" '
-                                                 "is not on this node")
+        return first_located(self.attach_locators, namespace, name, container)
 
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(SERVICE, {

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from skiff.cli.localcluster import ClusterState, pid_alive
+from tests.integration.skiffcli import skiff
 
 POD = """apiVersion: v1
 kind: Pod
@@ -27,15 +28,6 @@ spec:
     command: ["sleep", "3600"]
     madeUpField: 1
 """
-
-
-def skiff(data_dir: Path, *args: str, stdin: str | None = None,
-          env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "skiff.cli.main", *args], input=stdin, text=True,
-        capture_output=True, timeout=120,
-        env={**os.environ, "SKIFF_DATA_DIR": str(data_dir), "SKIFF_SERVER": "",
-             **(env or {})})
 
 
 @pytest.fixture(scope="module")

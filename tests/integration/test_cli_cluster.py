@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skiff.cli.localcluster import ClusterState, pid_alive
-from tests.integration.test_cli import skiff
+from tests.integration.skiffcli import skiff
 
 CONFIG = """kubelet:
   containerRestartBackoffBase: 0.5s

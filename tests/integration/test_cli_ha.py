@@ -16,7 +16,7 @@ import pytest
 
 from skiff.cli.localcluster import ClusterState, pid_alive
 from skiff.etcdtls import EtcdTls, TlsEtcdClient
-from tests.integration.test_cli import skiff
+from tests.integration.skiffcli import skiff
 
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s

@@ -6,8 +6,6 @@ endpoint pod's answer, through the kubelet's service proxy."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 import time
 import uuid
@@ -18,30 +16,18 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from tests.integration.skiffcli import skiff_up
+
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
 apiserver:
   endpointReconcileInterval: 1s
 """
 
-def skiff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiff.cli.main", *args], text=True,
-                          capture_output=True, timeout=180,
-                          env={**os.environ, "SKIFF_DATA_DIR": str(data_dir),
-                               "SKIFF_SERVER": ""})
-
-
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("incluster")
-    (data_dir / "config.yaml").write_text(CONFIG)
-    up = skiff(data_dir, "up", "--detach", "--nodes", "1", "--config",
-               str(data_dir / "config.yaml"))
-    try:
-        assert up.returncode == 0, up.stderr + up.stdout
+    with skiff_up(tmp_path_factory.mktemp("incluster"), config=CONFIG) as data_dir:
         yield data_dir
-    finally:
-        skiff(data_dir, "down")
 
 
 @pytest.fixture(scope="module")

@@ -6,8 +6,6 @@ patch, 409 on a stale replace, 422 on an invalid name, graceful delete."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -18,32 +16,20 @@ import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
+from tests.integration.skiffcli import skiff_up
+
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
 """
 NAMESPACE = "default"
 
 
-def skiff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiff.cli.main", *args], text=True,
-                          capture_output=True, timeout=180,
-                          env={**os.environ, "SKIFF_DATA_DIR": str(data_dir),
-                               "SKIFF_SERVER": ""})
-
-
 @pytest.fixture(scope="module")
 def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]:
-    data_dir = tmp_path_factory.mktemp("official-client")
-    (data_dir / "config.yaml").write_text(CONFIG)
-    up = skiff(data_dir, "up", "--detach", "--nodes", "1", "--config",
-               str(data_dir / "config.yaml"))
-    try:
-        assert up.returncode == 0, up.stderr + up.stdout
-        api_client = config.new_client_from_config(config_file=str(data_dir / "kubeconfig"))
-        with api_client:
-            yield client.CoreV1Api(api_client)
-    finally:
-        skiff(data_dir, "down")
+    with skiff_up(tmp_path_factory.mktemp("official-client"), config=CONFIG) as data_dir, \
+            config.new_client_from_config(
+                config_file=str(data_dir / "kubeconfig")) as api_client:
+        yield client.CoreV1Api(api_client)
 
 
 def until(predicate: Any, what: str, timeout: float = 60.0) -> Any:

@@ -28,6 +28,7 @@ from skiff.api.ownership import (
 )
 from skiff.client import Informer, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
@@ -226,14 +227,8 @@ class GarbageCollector(Controller):
                 updated["metadata"]["ownerReferences"] = kept
             else:
                 updated["metadata"].pop("ownerReferences", None)
-            try:
-                await self.client.update(updated)
+            if (await try_update(self.client, updated))[0]:
                 return
-            except ApiError as err:
-                if err.reason == Reason.NOT_FOUND:
-                    return
-                if err.reason != Reason.CONFLICT:
-                    raise
 
     async def _remove_finalizer(self, resource: str, obj: Obj, finalizer: str) -> None:
         meta = obj["metadata"]
@@ -250,14 +245,8 @@ class GarbageCollector(Controller):
             updated = copy.deepcopy(live)
             updated["metadata"]["finalizers"] = [
                 f for f in live["metadata"].get("finalizers") or [] if f != finalizer]
-            try:
-                await self.client.update(updated)
+            if (await try_update(self.client, updated))[0]:
                 return
-            except ApiError as err:
-                if err.reason == Reason.NOT_FOUND:
-                    return
-                if err.reason != Reason.CONFLICT:
-                    raise
 
 
 def _item(node: Node) -> str:

@@ -47,6 +47,7 @@ from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_pod_ready
 from skiff.controller_manager.refmanager import RefManager
 from skiff.controller_manager.workload import owned_pods, pod_from_template
+from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
@@ -350,14 +351,8 @@ class JobController(Controller):
                 live["metadata"]["finalizers"] = [
                     f for f in live["metadata"].get("finalizers") or []
                     if f != TRACKING_FINALIZER]
-                try:
-                    await self.client.update(live)
+                if (await try_update(self.client, live))[0]:
                     break
-                except ApiError as err:
-                    if err.reason == Reason.NOT_FOUND:
-                        break
-                    if err.reason != Reason.CONFLICT:
-                        raise
 
     async def _ttl(self, job: Obj) -> float | None:
         ttl = job["spec"].get("ttlSecondsAfterFinished")

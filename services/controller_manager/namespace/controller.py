@@ -18,6 +18,7 @@ from skiff.api import KINDS, ApiError, Reason
 from skiff.client import object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
@@ -103,12 +104,8 @@ class NamespaceController(Controller):
                 raise
             live.setdefault("spec", {})["finalizers"] = [
                 f for f in live["spec"].get("finalizers") or [] if f != FINALIZER]
-            try:
-                await self.client.update(live)
+            done, written = await try_update(self.client, live)
+            if written is not None:
                 log.info("namespace emptied; finalized", extra={"namespace": name})
+            if done:
                 return
-            except ApiError as err:
-                if err.reason == Reason.NOT_FOUND:
-                    return
-                if err.reason != Reason.CONFLICT:
-                    raise

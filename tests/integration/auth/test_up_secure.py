@@ -6,23 +6,15 @@ asked for, with a warning."""
 from __future__ import annotations
 
 import json
-import os
 import stat
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from skiff.cli.localcluster import ClusterState
-
-
-def skiff(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "skiff.cli.main", *args], text=True,
-                          capture_output=True, timeout=180,
-                          env={**os.environ, "SKIFF_DATA_DIR": str(data_dir),
-                               "SKIFF_SERVER": ""})
+from tests.integration.skiffcli import skiff
 
 
 def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:

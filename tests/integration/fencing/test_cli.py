@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from skiff.cli.localcluster import ClusterState, pid_alive
-from tests.integration.test_cli import skiff
+from tests.integration.skiffcli import skiff
 
 
 def _wait(predicate: Callable[[], bool], timeout: float = 30.0) -> None:

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.integration.test_cli import skiff
+from tests.integration.skiffcli import skiff
 
 POD = """apiVersion: v1
 kind: Pod

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from skiff.cli.sandboxes import pod_network_namespace
-from tests.integration.test_cli import skiff
+from tests.integration.skiffcli import skiff
 
 POD = """apiVersion: v1
 kind: Pod
