@@ -253,6 +253,11 @@ def cmd_label(args: argparse.Namespace) -> None:
 
 
 def cmd_logs(args: argparse.Namespace) -> None:
+    if args.follow:
+        # Ctrl-C ends a follow at once, as kubectl's does: with a Python-level handler, not
+        # asyncio's cancel-and-wait, which full test runs saw hang for 30 s and more while a
+        # cancelled gRPC stream wound down.
+        signal.signal(signal.SIGINT, lambda *_: _exit_now(130))
     with_client(args, lambda api: resources.logs(
         api, args.pod, namespace=args.namespace, container=args.container, tail=args.tail,
         previous=args.previous, follow=args.follow, out=_out))

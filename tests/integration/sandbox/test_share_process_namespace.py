@@ -21,8 +21,8 @@ async def test_sb1_share_process_namespace_a_sidecar_signals_the_main_container(
     marker = f"main-of-{sb_namespace}"  # unique to this test's pod (xdist-safe pkill)
     pod = _pod("shared-pid", sb_namespace, sandbox_cluster.nodes[0].name, [
         {"name": "app", "image": "busybox",
-         "command": ["sh", "-c", 'trap "echo got HUP; exit 0" HUP; while :; do sleep 0.2; '
-                     "done", marker]},
+         "command": ["sh", "-c", 'trap "echo got HUP; exit 0" HUP; echo trapping; '
+                     "while :; do sleep 0.2; done", marker]},
         {"name": "sidecar", "image": "python",
          "command": [sys.executable, "-c", "import time; time.sleep(3600)"]}])
     pod["spec"].update(shareProcessNamespace=True, restartPolicy="Never")
@@ -34,6 +34,11 @@ async def test_sb1_share_process_namespace_a_sidecar_signals_the_main_container(
             "containerStatuses") or []]
         return len(states) == 2 and all("running" in s for s in states)
     await wait_for(both_running, timeout=120, what="both containers running")
+
+    async def trapping() -> bool:  # a HUP before the trap is set would just kill the shell
+        return "trapping" in sandbox_cluster.kubectl(
+            "logs", "-n", sb_namespace, "shared-pid", "-c", "app").stdout
+    await wait_for(trapping, timeout=60, what="the app's trap set")
 
     # the sidecar finds the app's process in /proc and signals it ([m] keeps pkill from
     # matching the shell that runs it)
@@ -49,7 +54,7 @@ async def test_sb1_share_process_namespace_a_sidecar_signals_the_main_container(
             if status["name"] == "app" and "terminated" in status.get("state", {}):
                 return dict(status["state"]["terminated"])
         return None
-    ended = await wait_for(app_ended, timeout=60, what="the app container to end on SIGHUP")
+    ended = await wait_for(app_ended, timeout=90, what="the app container to end on SIGHUP")
     assert ended["exitCode"] == 0
     logs = sandbox_cluster.kubectl("logs", "-n", sb_namespace, "shared-pid", "-c", "app")
     assert "got HUP" in logs.stdout, (logs.stdout, logs.stderr)
