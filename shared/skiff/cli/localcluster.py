@@ -376,7 +376,8 @@ async def health_of(comp: Component) -> str:
     from skiff.client.credentials import Credentials
 
     creds = Credentials.from_env()
-    secure = "--tls-cert-file" in comp.argv and creds.secure  # an apiserver's mTLS port
+    # an apiserver's mTLS port, or a --netns gateway's (its health is the apiserver's)
+    secure = creds.secure and ("--tls-cert-file" in comp.argv or comp.name == "gateway")
     async with (grpc.aio.secure_channel(comp.health, creds.grpc_credentials()) if secure
                 else grpc.aio.insecure_channel(comp.health)) as channel:
         try:
