@@ -26,7 +26,7 @@ from skiff.kubelet.attach import AttachLocator, attach_stream
 from skiff.kubelet.locate import first_located
 from skiff.kubelet.portforward import PortForwardService
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
-from skiff.kubelet.runtime.process import base_environment
+from skiff.kubelet.runtime.process import base_environment, default_signals
 from skiff.rpc.codec import CodecError, decode_map, encode
 from skiff.rpc.errors import to_grpc
 
@@ -125,13 +125,15 @@ class ExecService:
 
                 proc = subprocess.Popen(
                     ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
-                    stderr=slave, cwd=str(config.working_dir), env=env)
+                    stderr=slave, cwd=str(config.working_dir), env=env,
+                    preexec_fn=default_signals())
                 os.close(slave)
             else:
                 proc = subprocess.Popen(
                     command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                     stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    cwd=str(config.working_dir), env=env, start_new_session=True)
+                    cwd=str(config.working_dir), env=env, start_new_session=True,
+                    preexec_fn=default_signals())
         except OSError as err:
             yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
                           .encode()})

@@ -42,6 +42,24 @@ def _exit_code(returncode: int | None) -> int | None:
     return 128 - returncode if returncode < 0 else returncode
 
 
+_CATCHABLE = [s for s in signals.Signals if s not in (signals.SIGKILL, signals.SIGSTOP)]
+
+
+def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None]:
+    """The child's set-up before exec: every signal at its default action and none blocked,
+    as a container runtime starts a container, whatever the kubelet inherited (under `nohup`
+    SIGHUP is ignored, exec keeps it ignored, and a shell may not even `trap` a signal that
+    was ignored when it started); then `then` (entering the pod's sandbox)."""
+    def setup() -> None:
+        for sig in _CATCHABLE:
+            with contextlib.suppress(OSError, ValueError, RuntimeError):
+                signals.signal(sig, signals.SIG_DFL)
+        signals.pthread_sigmask(signals.SIG_SETMASK, ())
+        if then is not None:
+            then()
+    return setup
+
+
 class ProcessRuntime:
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
@@ -60,7 +78,7 @@ class ProcessRuntime:
                 stdin=subprocess.PIPE if config.stdin else subprocess.DEVNULL,
                 cwd=str(config.working_dir),
                 env={**base_environment(), **config.env}, start_new_session=True,
-                preexec_fn=enter)
+                preexec_fn=default_signals(enter))
         return self._started(popen, popen.stdin)
 
     def _start_on_terminal(self, config: ContainerConfig,
@@ -72,7 +90,8 @@ class ProcessRuntime:
                 config.command, stdin=terminal.slave, stdout=terminal.slave,
                 stderr=terminal.slave, cwd=str(config.working_dir),
                 env={"TERM": "xterm", **base_environment(), **config.env},
-                start_new_session=True, preexec_fn=terminal.child_setup(enter))
+                start_new_session=True,
+                preexec_fn=terminal.child_setup(default_signals(enter)))
         except BaseException:
             os.close(terminal.slave)
             terminal.close()
@@ -146,8 +165,7 @@ class ProcessRuntime:
         kwargs: dict[str, object] = {"start_new_session": True}
         if handle is not None and handle.running:
             kwargs = {"process_group": handle.pgid}
-        if config.sandbox is not None:
-            kwargs["preexec_fn"] = config.sandbox.enter
+        kwargs["preexec_fn"] = default_signals(config.sandbox.enter if config.sandbox else None)
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -160,7 +178,7 @@ class ProcessRuntime:
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
                     start_new_session=True,
-                    preexec_fn=config.sandbox.enter if config.sandbox else None)
+                    preexec_fn=default_signals(config.sandbox.enter if config.sandbox else None))
         except OSError as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:

@@ -30,7 +30,7 @@ def test_progress_deadline_exceeded_is_reported_and_rollout_status_fails(kube: K
     kube("apply", "-f", "-", stdin=STUCK)
     _wait(lambda: any(c.get("reason") == "ProgressDeadlineExceeded" and c["status"] == "False"
                       for c in json.loads(kube("get", "deployment", "stuck", "-o", "json")
-                                          .stdout)["status"].get("conditions") or []),
+                                          .stdout).get("status", {}).get("conditions") or []),
           what="Progressing=False ProgressDeadlineExceeded")
     status = kube("rollout", "status", "deployment/stuck", "--timeout=30s", check=False)
     assert status.returncode != 0
