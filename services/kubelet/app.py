@@ -66,7 +66,8 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
         log.warning(NOT_ISOLATED_MESSAGE, extra={"node": node_name})
         return None
     return SandboxManager(api=api, node_name=node_name, network=PodNetwork(
-        namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"))
+        namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"),
+        pod_cidr_wait=settings.pod_cidr_wait)
 
 
 async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,

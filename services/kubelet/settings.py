@@ -54,6 +54,10 @@ class KubeletSettings:
     service_proxy: bool = setting(True, help="serve Services' cluster IPs to sandboxed pods "
                                              "(a userspace proxy in the pod network "
                                              "namespace, SPEC AX7)")
+    pod_cidr_wait: float = duration(
+        0.0, help="how long after the kubelet starts a pod waits (ContainerCreating) for the "
+                  "Node's spec.podCIDR from the nodeipam controller before it runs without a "
+                  "sandbox; 0 = run at once (clusters without node IPAM)")
     pod_network_namespace: str = setting(
         "skiff-podnet", help="the network namespace holding the pod network's bridge "
                              "(shared by every kubelet of the cluster)")

@@ -12,6 +12,7 @@ import dataclasses
 import os
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -117,10 +118,15 @@ class Sandbox:
 
 
 class SandboxManager:
-    def __init__(self, *, api: ApiClient, node_name: str, network: PodNetwork) -> None:
+    def __init__(self, *, api: ApiClient, node_name: str, network: PodNetwork,
+                 pod_cidr_wait: float = 0.0) -> None:
         self.api = api
         self.node_name = node_name
         self.network = network
+        # `skiff up` runs the nodeipam controller: a pod that comes before the Node's
+        # podCIDR waits for it (as a real node's pods wait for its CNI) instead of
+        # running without a sandbox; a cluster without node IPAM stops waiting after this.
+        self.pod_cidr_deadline = time.monotonic() + pod_cidr_wait
 
     async def pod_cidr(self) -> str | None:
         try:
@@ -137,6 +143,9 @@ class SandboxManager:
         uid = str(pod["metadata"]["uid"])
         cidr = await self.pod_cidr()
         if cidr is None:
+            if time.monotonic() < self.pod_cidr_deadline:
+                raise SandboxError(f"Node {self.node_name} has no spec.podCIDR yet; waiting "
+                                   "for the controller-manager's nodeipam controller")
             return None
         try:
             ip = await asyncio.to_thread(self.network.setup_pod, uid, cidr)

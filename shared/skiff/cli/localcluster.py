@@ -46,6 +46,9 @@ from skiff.cli.security import ClusterSecurity, prepare
 STATE_FILE = "cluster.json"
 FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 ZONES = ("zone-a", "zone-b", "zone-c")
+# The nodeipam controller runs in every cluster `skiff up` makes: a pod created before its
+# Node has a podCIDR waits for one (ContainerCreating) rather than run without a sandbox.
+POD_CIDR_WAIT = "30s"
 
 
 def default_data_dir() -> Path:
@@ -276,6 +279,7 @@ class LocalCluster:
                 *(["--root-ca-file", self.root_ca_file]
                   if getattr(self, "root_ca_file", "") else []),
                 "--pod-network-namespace", pod_network_namespace(self.data_dir),
+                "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))

@@ -64,6 +64,7 @@ from typing import Any
 from skiff.cli.config import ClusterConfig
 from skiff.cli.localcluster import (
     FENCE_AGENT_ANNOTATION,
+    POD_CIDR_WAIT,
     STATE_FILE,
     ZONES,
     ClusterState,
@@ -742,6 +743,7 @@ class NetnsCluster:
                 "--volume-root", str(self.data_dir / "volumes"),
                 # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2)
                 "--pod-network-namespace", self._bridge_netns(),
+                "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
                 *self.config.flags("kubelet", config_dir),
                 *self.extra_args.get("kubelet", [])]))
         return services
