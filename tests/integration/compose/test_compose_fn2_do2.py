@@ -219,8 +219,9 @@ def test_fn2_network_agent_cuts_the_node_from_the_cluster_until_unfenced(
     log(f"{node} fenced by the network agent: {status['message']}")
 
     # Keep-down: reconnected behind the agent's back, it is cut again at the next resync.
+    # (`docker network connect` exits 0 only once the container is on the network; the
+    # agent resyncs every 2 s, so reading the networks back here would race its next cut)
     project.docker("network", "connect", "--alias", node, network, project.container(node))
-    assert _networks(project, node), "docker network connect did not reconnect the node"
     _eventually(lambda: _networks(project, node) == {},
                 f"the agent to cut {node} again after a reconnect", timeout=60)
     log(f"{node} reconnected by hand and cut again by the agent")
