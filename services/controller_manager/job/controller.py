@@ -63,9 +63,6 @@ class _Backoff:
 
     failures: int = 0
     last: float = 0.0
-    # The Job (by uid) this controller declared failing: its informer copy may not show
-    # the FailureTarget write yet when the pods it then stopped are seen Failed.
-    failing_uid: str = ""
 
 
 def _condition(job: Obj, type_: str) -> bool:
@@ -142,9 +139,7 @@ class JobController(Controller):
         newly_counted: set[str] = set()
         backoff = self.backoff.setdefault(key, _Backoff())
         # Pods the controller stops once the Job is failing do not fail their index.
-        job_uid = str(job["metadata"].get("uid"))
-        failing = backoff.failing_uid == job_uid or any(
-            c.get("type") == "FailureTarget" for c in status.get("conditions") or [])
+        failing = any(c.get("type") == "FailureTarget" for c in status.get("conditions") or [])
         for pod in pods:
             puid = str(pod["metadata"].get("uid"))
             phase = (pod.get("status") or {}).get("phase")
@@ -230,7 +225,6 @@ class JobController(Controller):
             complete, fail_reason = True, None
             success = (str(met.get("reason")), str(met.get("message")))
         if fail_reason is not None:
-            backoff.failing_uid = job_uid
             _set(conditions, "FailureTarget", fail_reason, now)
             await self._delete_pods(job, key, active)
             if not active and not terminating and not any(uncounted.values()):
