@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import IO
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
-from skiff.rpc.codec import CodecError, decode_map, encode
+from skiff.rpc.codec import decoded_maps, encode
 
 __all__ = ["AttachLocator", "attach_stream"]
 
@@ -49,11 +49,7 @@ async def attach_stream(config: ContainerConfig, handle: ContainerHandle,
         log.seek(0, os.SEEK_END)
 
     async def pump_input() -> None:
-        async for raw in requests:
-            try:
-                msg = decode_map(raw)
-            except CodecError:
-                continue
+        async for msg in decoded_maps(requests):
             if msg.get("stdin"):
                 await _write_stdin(handle, bytes(msg["stdin"]))
             if msg.get("stdinClose") and config.stdin_once and handle.stdin is not None:

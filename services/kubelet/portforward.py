@@ -22,7 +22,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.client.streaming import SERVICE
 from skiff.kubelet.locate import first_located
 from skiff.kubelet.sandbox import Sandbox
-from skiff.rpc.codec import CodecError, decode_map, encode
+from skiff.rpc.codec import CodecError, decode_map, decoded_maps, encode
 from skiff.rpc.errors import to_grpc
 
 __all__ = ["PortForwardService", "SandboxLocator"]
@@ -89,11 +89,7 @@ class PortForwardService:
         loop = asyncio.get_running_loop()
 
         async def pump_input() -> None:
-            async for raw in requests:
-                try:
-                    msg = decode_map(raw)
-                except CodecError:
-                    continue
+            async for msg in decoded_maps(requests):
                 if msg.get("data"):
                     await loop.sock_sendall(sock, bytes(msg["data"]))
                 if msg.get("close"):

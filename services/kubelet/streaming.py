@@ -27,7 +27,7 @@ from skiff.kubelet.locate import first_located
 from skiff.kubelet.portforward import PortForwardService
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
 from skiff.kubelet.runtime.process import base_environment, default_signals
-from skiff.rpc.codec import CodecError, decode_map, encode
+from skiff.rpc.codec import CodecError, decode_map, decoded_maps, encode
 from skiff.rpc.errors import to_grpc
 
 __all__ = ["ExecLocator", "ExecService"]
@@ -168,11 +168,7 @@ class ExecService:
         stdin_fd = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
 
         async def pump_input() -> None:
-            async for raw in requests:
-                try:
-                    msg = decode_map(raw)
-                except CodecError:
-                    continue
+            async for msg in decoded_maps(requests):
                 if "stdin" in msg and stdin_fd >= 0:
                     data = bytes(msg["stdin"])
                     while data:

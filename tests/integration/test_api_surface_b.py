@@ -8,7 +8,6 @@ import base64
 import json
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
 from tests.integration.skiffcli import skiff_up
+from tests.integration.waiting import until
 
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
@@ -46,16 +46,6 @@ def core(api_client: client.ApiClient) -> client.CoreV1Api:
 def kubectl(data_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["kubectl", "--kubeconfig", str(data_dir / "kubeconfig"), *args],
                           text=True, capture_output=True, timeout=60)
-
-
-def until(predicate: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def new_namespace(core: client.CoreV1Api) -> str:

@@ -7,7 +7,6 @@ endpoint pod's answer, through the kubelet's service proxy."""
 from __future__ import annotations
 
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 from kubernetes import client, config
 
+from tests.integration import waiting
 from tests.integration.skiffcli import skiff_up
 
 CONFIG = """kubelet:
@@ -37,13 +37,7 @@ def core(data_dir: Path) -> Iterator[client.CoreV1Api]:
 
 
 def until(predicate: Any, what: str, timeout: float = 90.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.3)
+    return waiting.until(predicate, what, timeout, interval=0.3)
 
 
 def new_namespace(core: client.CoreV1Api) -> str:

@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from kubernetes import client, config, watch
 from kubernetes.client.rest import ApiException
 
 from tests.integration.skiffcli import skiff_up
+from tests.integration.waiting import until
 
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
@@ -30,16 +29,6 @@ def core(tmp_path_factory: pytest.TempPathFactory) -> Iterator[client.CoreV1Api]
             config.new_client_from_config(
                 config_file=str(data_dir / "kubeconfig")) as api_client:
         yield client.CoreV1Api(api_client)
-
-
-def until(predicate: Any, what: str, timeout: float = 60.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
 
 
 def pod_manifest(name: str, command: list[str]) -> client.V1Pod:

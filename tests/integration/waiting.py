@@ -55,3 +55,15 @@ async def recorded(api: ApiClient, namespace: str, *, reason: str, name: str | N
         lambda: events(api, namespace, reason=reason, name=name), timeout=timeout,
         what=f"a {reason} Event" + (f" for {name}" if name else ""))
     return found
+
+
+def until(predicate: Callable[[], Any], what: str, timeout: float = 60.0,
+          interval: float = 0.2) -> Any:
+    """Poll a synchronous `predicate` (kubectl, the official client) until it is truthy."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(interval)

@@ -486,8 +486,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _exit_now(code: int) -> None:
-    """Ctrl-C: flush and leave without the interpreter's shutdown, where gRPC's threads may
-    still be winding down a cancelled stream (seen to hold `logs -f` for 30 s and more)."""
+    """Flush and leave without the interpreter's shutdown, where gRPC's threads may still be
+    winding down a cancelled stream (seen to hold `logs -f` for 30 s and more)."""
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()
@@ -514,8 +514,6 @@ def main(argv: list[str] | None = None) -> None:
     except (StartError, ConfigError) as err:
         fail(str(err))
     except KeyboardInterrupt:
-        if argv is None:  # the program itself (not a caller in a test): leave at once
-            _exit_now(130)
         raise SystemExit(130) from None
     except BrokenPipeError:
         raise SystemExit(0) from None

@@ -7,6 +7,7 @@ server can answer garbage with a clear BadRequest instead of a crash.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgpack
@@ -33,3 +34,13 @@ def decode_map(data: bytes) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise CodecError(f"payload must be a map, got {type(value).__name__}")
     return value
+
+
+async def decoded_maps(stream: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
+    """The maps of a client's request stream (exec, attach, port-forward); a message that
+    does not decode is skipped, as a relay has nobody to answer it to."""
+    async for raw in stream:
+        try:
+            yield decode_map(raw)
+        except CodecError:
+            continue
