@@ -238,8 +238,10 @@ def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_dele
 
 def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
         core: client.CoreV1Api, data_dir: Path) -> None:
-    classes = kubectl(data_dir, "get", "storageclass")
-    assert classes.returncode == 0, classes.stderr
+    # The controller-manager creates the default class once its informers sync: a test that
+    # runs first on a fresh cluster can get here before that.
+    classes = until(lambda: (r := kubectl(data_dir, "get", "storageclass")).returncode == 0
+                    and "standard" in r.stdout and r, "the default StorageClass listed")
     assert classes.stdout.split("\n")[1].split()[:5] == [
         "standard", "(default)", "skiff.io/local", "Delete", "Immediate"]
     ns = new_namespace(core)
