@@ -224,15 +224,26 @@ class JobController(Controller):
         if met is not None:
             complete, fail_reason = True, None
             success = (str(met.get("reason")), str(met.get("message")))
+        # A new FailureTarget / SuccessCriteriaMet is stored before the pods it stops are
+        # deleted (Kubernetes records the interim condition first too): if the write
+        # conflicts, nothing was stopped, and a later sync never reads a stopped pod's failure
+        # from a copy of the Job that does not say it is failing.
+        stop_after_write: list[Obj] = []
         if fail_reason is not None:
             _set(conditions, "FailureTarget", fail_reason, now)
-            await self._delete_pods(job, key, active)
+            if target is None:
+                stop_after_write = active
+            else:
+                await self._delete_pods(job, key, active)
             if not active and not terminating and not any(uncounted.values()):
                 _set(conditions, "Failed", fail_reason, now)
                 await self.recorder.event(job, WARNING, fail_reason[0], fail_reason[1])
         elif complete:
             _set(conditions, "SuccessCriteriaMet", success, now)
-            await self._delete_pods(job, key, active)
+            if met is None:
+                stop_after_write = active
+            else:
+                await self._delete_pods(job, key, active)
             if not active and not terminating and not any(uncounted.values()):
                 _set(conditions, "Complete", success, now)
                 status["completionTime"] = rfc3339(now)
@@ -261,6 +272,7 @@ class JobController(Controller):
                 if err.reason == Reason.NOT_FOUND:
                     return None
                 raise
+        await self._delete_pods(job, key, stop_after_write)
         # Counted pods lose the finalizer only once their count is stored; the Job finishes
         # (Complete / Failed) on a later sync, once no pod is left uncounted.
         await self._release(pods, newly_counted | counted)
