@@ -210,7 +210,7 @@ def main(argv: list[str] | None = None) -> None:
     settings = parse_settings(argv)
     logs = LogService()
     metrics = ResourceMetrics(resolution=settings.metrics_resolution)
-    streams = ExecService()
+    streams = ExecService(tty_size_wait=settings.exec_tty_size_wait)
     address = f"127.0.0.1:{settings.health_port}" if settings.health_port else ""
     if address and not settings.node_ip.startswith("127."):
         # the apiserver reaches the kubelet (logs, exec) at the Node's InternalIP, as in

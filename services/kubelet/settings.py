@@ -58,6 +58,9 @@ class KubeletSettings:
         0.0, help="how long after the kubelet starts a pod waits (ContainerCreating) for the "
                   "Node's spec.podCIDR from the nodeipam controller before it runs without a "
                   "sandbox; 0 = run at once (clusters without node IPAM)")
+    exec_tty_size_wait: float = duration(
+        1.0, help="how long a `kubectl exec -t` command waits for the caller's terminal size "
+                  "before it starts (kubectl sends it as soon as the stream is upgraded)")
     pod_network_namespace: str = setting(
         "skiff-podnet", help="the network namespace holding the pod network's bridge "
                              "(shared by every kubelet of the cluster)")

@@ -4,6 +4,12 @@ The exec'd process gets the container's environment and working directory and jo
 pod's sandbox (its network and UTS namespaces) before exec, as `nsenter` would. With `tty`
 it runs on a pseudo-terminal (resize sets its window size); otherwise stdout and stderr
 are kept apart. The answer ends with the exit code (128 + signal when killed by one).
+
+A terminal's first size is the caller's: kubectl sends it on the resize channel as soon as
+the connection is upgraded, which is after the kubelet answers `started`. So with `tty`
+the kubelet answers first and starts the command once that size has arrived (or after
+`tty_size_wait`, for clients that never send one): `stty size` as the first thing a
+command runs prints the caller's size, not 0 0.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ import struct
 import subprocess
 import termios
 from collections.abc import AsyncIterator, Callable
+from typing import Any
 
 import grpc
 
@@ -38,6 +45,7 @@ log = logging.getLogger(__name__)
 ExecLocator = Callable[[str, str, str | None], tuple[ContainerConfig, int | None]]
 
 _CHUNK = 32 * 1024
+TTY_SIZE_WAIT = 1.0  # seconds a tty exec waits for the caller's terminal size
 
 
 def _set_window(fd: int, width: int, height: int) -> None:
@@ -52,7 +60,8 @@ def _exit_code(returncode: int) -> int:
 class ExecService:
     """Register with `run_service(handlers=[svc.handler()])`; set `locators` when ready."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, tty_size_wait: float = TTY_SIZE_WAIT) -> None:
+        self.tty_size_wait = tty_size_wait
         self.locators: list[ExecLocator] = []
         self.forwards = PortForwardService()  # pods/portforward, on the same port
         self.attach_locators: list[AttachLocator] = []  # pods/attach
@@ -118,10 +127,42 @@ class ExecService:
             env.setdefault("TERM", "xterm")
         master = -1
         out_queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+        in_queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
+
+        async def read_input() -> None:
+            try:
+                async for msg in decoded_maps(requests):
+                    in_queue.put_nowait(msg)
+            except (CodecError, grpc.RpcError) as err:
+                log.debug("exec input ended: %s", err)
+            finally:
+                in_queue.put_nowait(None)
+
+        reader = asyncio.create_task(read_input())
+        early: list[dict[str, Any] | None] = []  # what came before the terminal's size
+        size: tuple[int, int] | None = None
+        if tty:
+            try:
+                yield encode({"started": True})  # the apiserver upgrades; kubectl: a size
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(self.tty_size_wait):
+                        while size is None:
+                            msg = await in_queue.get()
+                            early.append(msg)
+                            if msg is None:
+                                break
+                            if "resize" in msg:
+                                width, height = msg["resize"]
+                                size = (int(width), int(height))
+            except BaseException:
+                reader.cancel()
+                raise
         try:
             if tty:
                 master, slave = os.openpty()
+                if size is not None:
+                    _set_window(master, *size)
 
                 proc = subprocess.Popen(
                     ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
@@ -138,9 +179,11 @@ class ExecService:
             yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
                           .encode()})
             yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
+            reader.cancel()
             return
 
-        yield encode({"started": True})  # the apiserver upgrades the connection now
+        if not tty:
+            yield encode({"started": True})  # the apiserver upgrades the connection now
         readers: list[tuple[int, int]] = []  # (fd, stream number)
         if tty:
             readers.append((master, 1))
@@ -167,8 +210,16 @@ class ExecService:
             loop.add_reader(fd, on_readable, fd, stream)
         stdin_fd = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
 
+        async def inputs() -> AsyncIterator[dict[str, Any]]:
+            for msg in early:  # read while waiting for the terminal's size, in order
+                if msg is None:
+                    return
+                yield msg
+            while (msg := await in_queue.get()) is not None:
+                yield msg
+
         async def pump_input() -> None:
-            async for msg in decoded_maps(requests):
+            async for msg in inputs():
                 if "stdin" in msg and stdin_fd >= 0:
                     data = bytes(msg["stdin"])
                     while data:
@@ -200,6 +251,7 @@ class ExecService:
             yield encode({"exit": _exit_code(returncode)})
         finally:
             pump.cancel()
+            reader.cancel()
             for fd, _ in readers:
                 loop.remove_reader(fd)
             if proc.poll() is None:
