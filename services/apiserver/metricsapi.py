@@ -15,6 +15,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.registry import Registry
 from skiff.client.credentials import Credentials
+from skiff.client.logs import kubelet_endpoint
 from skiff.client.metrics import fetch_resource_metrics
 
 log = logging.getLogger(__name__)
@@ -88,16 +89,12 @@ class MetricsApi:
 
     async def _measurements(self, nodes: list[Obj]) -> list[Obj]:
         async def one(node: Obj) -> Obj | None:
-            status = node.get("status") or {}
-            port = ((status.get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get(
-                "Port")
-            if not port:
-                return None
-            address = next((a["address"] for a in status.get("addresses") or []
-                            if a.get("type") == "InternalIP"), "127.0.0.1")
             try:
-                return await fetch_resource_metrics(f"{address}:{port}",
-                                                    credentials=self.kubelet,
+                target = kubelet_endpoint(node)
+            except ApiError:
+                return None  # no kubelet port published (yet)
+            try:
+                return await fetch_resource_metrics(target, credentials=self.kubelet,
                                                     timeout=FETCH_TIMEOUT_SECONDS)
             except ApiError as err:
                 log.warning("no metrics from node", extra={

@@ -6,6 +6,7 @@ text formats and are parsed here, so a bad value fails at start-up naming its fl
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from dataclasses import dataclass
@@ -29,7 +30,10 @@ class KubeletSettings:
                                 "port; the Node publishes it)")
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
     node_name: str = setting("", help="the Node's name (default: the host name)")
-    node_ip: str = setting("127.0.0.1", help="the Node's InternalIP address")
+    node_ip: str = setting("127.0.0.1", help="the Node's InternalIP address; auto = the "
+                                             "address this host's name resolves to, as "
+                                             "Kubernetes' kubelet picks one without "
+                                             "--node-ip (a compose node's container address)")
     root_dir: str = setting("/tmp/skiff/kubelet",
                             help="pod directories, emptyDir volumes and container logs")
     node_labels: str = setting("", help="extra node labels, k=v,k2=v2")
@@ -162,6 +166,16 @@ def parse_grace_periods(text: str, *,
     return periods
 
 
+def host_address() -> str:
+    """The IPv4 address this host's name resolves to (`--node-ip auto`)."""
+    name = socket.gethostname()
+    try:
+        return socket.gethostbyname(name)
+    except OSError as err:
+        raise SettingsError(f"--node-ip auto: the host name {name!r} does not resolve "
+                            f"({err.strerror or err}); pass --node-ip ADDRESS") from None
+
+
 def parse_settings(argv: list[str] | None) -> KubeletSettings:
     settings = load_settings(KubeletSettings, argv, prog="skiff-kubelet",
                              env_prefix="SKIFF_KUBELET_",
@@ -175,6 +189,8 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
     if settings.hollow_nodes and settings.runtime != "fake":
         raise SettingsError("--hollow-nodes needs --runtime fake (hollow nodes run no "
                             "processes)")
+    if settings.node_ip == "auto":
+        settings = dataclasses.replace(settings, node_ip=host_address())
     try:
         cpu_millis(settings.cpu_capacity())
         bytes_(settings.memory_capacity())

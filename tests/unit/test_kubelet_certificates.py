@@ -62,3 +62,46 @@ def test_AU1_only_the_apiserver_and_masters_may_use_the_kubelet_port(
     assert err.value.reason == Reason.FORBIDDEN
     assert err.value.message == (f"Forbidden (user={user}, verb=create, resource=nodes, "
                                  "subresource=proxy)")
+
+
+async def test_AU1_the_apiserver_checks_a_kubelet_certificate_names_the_node_it_dials(
+        tmp_path: Path) -> None:
+    """A compose node's address is Docker's to choose, so no certificate can name it in
+    advance: the apiserver dials the Node's InternalIP and checks the kubelet's serving
+    certificate names the node (`KubeletTarget`). A certificate for another name fails."""
+    import grpc
+
+    from skiff.client import Credentials
+    from skiff.client.kubelet import KubeletTarget, kubelet_channel
+    from skiff.pki import CertificateAuthority
+
+    ca = CertificateAuthority.load_or_create(tmp_path)
+    serving = ca.issue(tmp_path / "serving", common_name="system:node:node-x",
+                       hosts=("node-x",), server=True)  # no address at all
+    server = grpc.aio.server()
+    server.add_generic_rpc_handlers([grpc.method_handlers_generic_handler("t.T", {
+        "Echo": grpc.unary_unary_rpc_method_handler(_echo)})])
+    port = server.add_secure_port("127.0.0.1:0", grpc.ssl_server_credentials(
+        [(serving.key.read_bytes(), serving.cert.read_bytes())]))
+    await server.start()
+    creds = Credentials(ca_file=str(ca.files.cert),
+                        cert_file=str(issue_client(tmp_path, "c", user="u").cert),
+                        key_file=str(tmp_path / "c.key"))
+    try:
+        for target, answers in ((KubeletTarget(f"127.0.0.1:{port}", "node-x"), True),
+                                (KubeletTarget(f"127.0.0.1:{port}", "node-y"), False),
+                                (f"127.0.0.1:{port}", False)):
+            async with kubelet_channel(target, creds) as channel:
+                try:
+                    said = await channel.unary_unary("/t.T/Echo")(b"hi", timeout=5)
+                except grpc.aio.AioRpcError as err:
+                    assert not answers, (target, err.details())
+                    assert err.code() == grpc.StatusCode.UNAVAILABLE
+                else:
+                    assert answers and said == b"hi", target
+    finally:
+        await server.stop(None)
+
+
+async def _echo(request: bytes, context: Any) -> bytes:
+    return request

@@ -94,13 +94,17 @@ def make(directory: Path, *, nodes: Iterable[str], hosts: Iterable[str],
            "tls.key": pki.apiserver.key, "etcd-ca.crt": pki.etcd_ca,
            "etcd-client.crt": pki.apiserver_etcd_client.cert,
            "etcd-client.key": pki.apiserver_etcd_client.key,
+           "kubelet-client.crt": pki.apiserver_kubelet_client.cert,
+           "kubelet-client.key": pki.apiserver_kubelet_client.key,
            SERVICE_ACCOUNT_KEY: sa_key}, directory / "apiserver")
     _copy(_client(pki.ca, pki.scheduler), directory / "scheduler")
     _copy(_client(pki.ca, pki.controller_manager), directory / "controller-manager")
     _copy(_client(pki.ca, pki.fence_agent), directory / "fence-agent")
     _copy(_client(pki.ca, pki.admin), directory / "admin")
-    for node in nodes:
-        _copy(_client(pki.ca, pki.node(node)), directory / node)
+    for node in nodes:  # a kubelet's client identity and its own port's serving pair
+        _copy({**_client(pki.ca, pki.node(node)),
+               "serving.crt": pki.kubelet_serving[node].cert,
+               "serving.key": pki.kubelet_serving[node].key}, directory / node)
     target = directory / "kubeconfig"
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as f:

@@ -15,17 +15,32 @@ import grpc
 
 from skiff.client.credentials import Credentials
 
-__all__ = ["ENV_KUBELET_TLS_CERT", "ENV_KUBELET_TLS_KEY", "kubelet_channel"]
+__all__ = ["ENV_KUBELET_TLS_CERT", "ENV_KUBELET_TLS_KEY", "KubeletTarget", "kubelet_channel"]
 
 # The kubelet's serving certificate and key (the CA is the client's `SKIFF_CA_FILE`).
 ENV_KUBELET_TLS_CERT = "SKIFF_KUBELET_TLS_CERT_FILE"
 ENV_KUBELET_TLS_KEY = "SKIFF_KUBELET_TLS_KEY_FILE"
 
 
+class KubeletTarget(str):
+    """host:port of a kubelet, knowing its node's name: the TLS handshake checks that the
+    kubelet's serving certificate names that node (which it always does), whatever address
+    it is dialled at (a compose node's address is the engine's to choose)."""
+
+    node: str
+
+    def __new__(cls, address: str, node: str) -> KubeletTarget:
+        target = super().__new__(cls, address)
+        target.node = node
+        return target
+
+
 def kubelet_channel(target: str, credentials: Credentials | None = None) -> grpc.aio.Channel:
-    """A channel to the kubelet at `target` (host:port); `None`: this process's own
-    credentials (its environment)."""
+    """A channel to the kubelet at `target` (host:port, or a `KubeletTarget`); `None`:
+    this process's own credentials (its environment)."""
     creds = Credentials.from_env() if credentials is None else credentials
     if not creds.secure:
         return grpc.aio.insecure_channel(target)
-    return grpc.aio.secure_channel(target, creds.grpc_credentials())
+    options = ([("grpc.ssl_target_name_override", target.node)]
+               if isinstance(target, KubeletTarget) and target.node else [])
+    return grpc.aio.secure_channel(str(target), creds.grpc_credentials(), options=options)

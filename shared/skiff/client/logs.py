@@ -17,7 +17,7 @@ import grpc
 from skiff.api.errors import ApiError, Reason
 from skiff.client.api import ApiClient
 from skiff.client.credentials import Credentials
-from skiff.client.kubelet import kubelet_channel
+from skiff.client.kubelet import KubeletTarget, kubelet_channel
 from skiff.rpc.codec import decode_map, encode
 from skiff.rpc.errors import from_grpc
 
@@ -75,7 +75,7 @@ async def follow_logs(target: str, namespace: str, name: str, container: str | N
             call.cancel()
 
 
-def kubelet_endpoint(node: dict[str, Any]) -> str:
+def kubelet_endpoint(node: dict[str, Any]) -> KubeletTarget:
     """host:port of the kubelet service (logs, exec, metrics) a Node publishes."""
     status = node.get("status", {})
     port = status.get("daemonEndpoints", {}).get("kubeletEndpoint", {}).get("Port")
@@ -85,7 +85,7 @@ def kubelet_endpoint(node: dict[str, Any]) -> str:
         name = node.get("metadata", {}).get("name", "")
         raise ApiError(Reason.SERVICE_UNAVAILABLE,
                        f'node "{name}" does not publish a kubelet endpoint')
-    return f"{address}:{port}"
+    return KubeletTarget(f"{address}:{port}", node.get("metadata", {}).get("name", ""))
 
 
 async def kubelet_target(api: ApiClient, node_name: str) -> str:

@@ -158,6 +158,22 @@ except (OSError, ssl.SSLError) as err:
     print("refused:", type(err).__name__)
 """
 
+# From inside node-2: node-1's kubelet port with node-2's own kubelet client certificate
+# (a valid identity of the cluster, not one the kubelet serves), then with none at all.
+KUBELET_PROBE = """
+import os, grpc, msgpack
+pki = "/etc/skiff/pki/"
+ca, cert, key = (open(pki + f, "rb").read() for f in ("ca.crt", "client.crt", "client.key"))
+request = msgpack.packb({"namespace": "default", "name": "compose-demo"})
+for creds in (grpc.ssl_channel_credentials(ca, key, cert), grpc.ssl_channel_credentials(ca)):
+    with grpc.secure_channel("node-1:10250", creds) as channel:
+        try:
+            channel.unary_unary("/skiff.v1.Kubelet/Logs")(request, timeout=10)
+            print("ANSWERED")
+        except grpc.RpcError as err:
+            print(err.code().name)
+"""
+
 
 def check_tls(project: ComposeProject) -> None:
     """Issue 14 "the compose cluster runs with TLS", as a user on the host sees it."""
@@ -201,7 +217,16 @@ def check_tls(project: ComposeProject) -> None:
     # Each container holds only its own identity: a node has no other key, no CA key.
     files = project.docker("exec", project.container("node-1"), "ls",
                            "/etc/skiff/pki").stdout.split()
-    assert sorted(files) == ["ca.crt", "client.crt", "client.key"], files
+    assert sorted(files) == ["ca.crt", "client.crt", "client.key", "serving.crt",
+                             "serving.key"], files
+    # The kubelets' own port is mutual TLS too: kubectl exec goes through the apiserver's
+    # kubelet client certificate; another node's kubelet (or no certificate) gets nothing.
+    said = run(["kubectl", "--kubeconfig", str(kubeconfig), "exec", "compose-demo", "--",
+                "echo", "through the kubelet port"], timeout=60)
+    assert said.stdout.strip() == "through the kubelet port", said.stdout + said.stderr
+    by_other_node = project.docker("exec", project.container("node-2"), "python3", "-c",
+                                   KUBELET_PROBE).stdout.split()
+    assert by_other_node == ["PERMISSION_DENIED", "UNAVAILABLE"], by_other_node
     # etcd answers the apiserver's client certificate and refuses a node (none at all).
     by_apiserver = project.docker("exec", project.container("apiserver"), "python3", "-c",
                                   ETCD_PROBE).stdout.strip()

@@ -28,11 +28,21 @@ def test_issue14_compose_pki_gives_each_container_only_its_own_identity(
                  "apiserver,apiserver-2,etcd,etcd-2,etcd-3",
                  "--server", "https://127.0.0.1:18080"]) == 0
 
-    client = ["ca.crt", "client.crt", "client.key"]
+    from cryptography import x509
+
+    kubelet = ["ca.crt", "client.crt", "client.key", "serving.crt", "serving.key"]
     for node in NODES:
-        assert sorted(p.name for p in (tmp_path / node).iterdir()) == client
+        assert sorted(p.name for p in (tmp_path / node).iterdir()) == kubelet
         assert _identity(tmp_path / node / "client.crt") == (f"system:node:{node}",
                                                               ("system:nodes",))
+        # the kubelet's own port: a serving certificate that names the node
+        serving = x509.load_pem_x509_certificate((tmp_path / node / "serving.crt")
+                                                 .read_bytes())
+        names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert node in names.get_values_for_type(x509.DNSName)
+    # the apiserver's client certificate for the kubelets' ports
+    assert _identity(tmp_path / "apiserver" / "kubelet-client.crt") == (
+        "kube-apiserver-kubelet-client", ())
     assert _identity(tmp_path / "scheduler" / "client.crt") == ("system:kube-scheduler", ())
     assert _identity(tmp_path / "controller-manager" / "client.crt") == (
         "system:kube-controller-manager", ())
@@ -50,8 +60,6 @@ def test_issue14_compose_pki_gives_each_container_only_its_own_identity(
             assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
     # The apiserver's serving certificate names every service it is dialled at.
-    from cryptography import x509
-
     cert = x509.load_pem_x509_certificate((tmp_path / "apiserver" / "tls.crt").read_bytes())
     san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
     assert {"apiserver", "apiserver-2"} <= set(san.get_values_for_type(x509.DNSName))

@@ -55,3 +55,26 @@ def test_netns_cluster_gives_each_kubelet_its_namespace_address(tmp_path: Path) 
         if module == "skiff.kubelet":
             node_ips[host] = args[args.index("--node-ip") + 1]
     assert node_ips == {"node-1": "10.231.0.101", "node-2": "10.231.0.102"}
+
+
+def test_node_ip_auto_is_the_address_the_host_name_resolves_to(monkeypatch: Any) -> None:
+    """Compose nodes (`--node-ip auto`): Kubernetes' kubelet without --node-ip takes the
+    address its host name resolves to; one that does not resolve is a clear start error."""
+    import socket
+
+    import pytest
+
+    from skiff.settings import SettingsError
+
+    monkeypatch.setattr(socket, "gethostname", lambda: "node-7")
+    monkeypatch.setattr(socket, "gethostbyname",
+                        lambda name: "172.18.0.7" if name == "node-7" else "")
+    assert parse_settings(["--node-ip", "auto"]).node_ip == "172.18.0.7"
+
+    def unknown(name: str) -> str:
+        raise socket.gaierror(-2, "Name or service not known")
+
+    monkeypatch.setattr(socket, "gethostbyname", unknown)
+    with pytest.raises(SettingsError, match="--node-ip auto: the host name 'node-7' does not "
+                                            "resolve"):
+        parse_settings(["--node-ip", "auto"])
