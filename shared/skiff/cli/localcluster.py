@@ -342,7 +342,8 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     if state.supervisor_pid:  # first, so that nothing stopped below is started again
         from skiff.cli.supervisor import stop_supervisor
 
-        stopped += stop_supervisor(state.supervisor_pid, timeout=timeout)
+        stopped += stop_supervisor(state.supervisor_pid, timeout=timeout,
+                                   data_dir=data_dir)
         state = ClusterState.load(data_dir) or state  # with the PIDs it started last
     roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
                                          if c.name.startswith("kubelet-")])

@@ -191,7 +191,8 @@ def cmd_down(args: argparse.Namespace) -> None:
         from skiff.cli.netns import destroy_by_state
         from skiff.cli.supervisor import stop_supervisor
 
-        for line in stop_supervisor(state.supervisor_pid, timeout=10.0):
+        for line in stop_supervisor(state.supervisor_pid, timeout=10.0,
+                                    data_dir=Path(args.data_dir)):
             _out(line)
 
         for line in destroy_by_state(Path(args.data_dir)):

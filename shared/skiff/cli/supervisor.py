@@ -188,17 +188,33 @@ def spawn_detached(data_dir: Path, backoff: Backoff) -> int:
     return proc.pid
 
 
-def _is_supervisor(pid: int) -> bool:
-    """The detached supervisor, or a foreground `skiff up` (never a reused PID)."""
+def is_supervisor(argv: list[str], data_dir: Path | None = None) -> bool:
+    """Whether a command line is a cluster's supervisor: the detached one
+    (`python -m skiff.cli.supervisor --data-dir DIR`, DIR matching when given) or a
+    foreground `skiff up`. Its words, not a substring: on a busy machine a stale PID is
+    soon another program's, and "skiff" alone matches any path holding it (the private
+    dockerd's /var/lib/skiff-docker, another cluster's data dir)."""
+    if MODULE in argv:
+        at = argv.index("--data-dir") + 1 if "--data-dir" in argv else 0
+        return data_dir is None or (0 < at < len(argv)
+                                    and Path(argv[at]).resolve() == data_dir.resolve())
+    named = any(Path(word).name == "skiff" or word == "skiff.cli.main" for word in argv[:4])
+    return named and "up" in argv
+
+
+def _is_supervisor(pid: int, data_dir: Path | None) -> bool:
     try:
-        return b"skiff" in Path(f"/proc/{pid}/cmdline").read_bytes()
+        raw = Path(f"/proc/{pid}/cmdline").read_bytes()
     except OSError:
-        return pid_alive(pid)
+        return pid_alive(pid)  # no /proc here: the PID alone
+    return is_supervisor([w.decode(errors="replace") for w in raw.split(b"\0")[:-1]],
+                         data_dir)
 
 
-def stop_supervisor(pid: int, *, timeout: float) -> list[str]:
-    """SIGTERM the supervisor (SIGKILL after `timeout`), if that PID still is one."""
-    if pid <= 0 or not pid_alive(pid) or not _is_supervisor(pid):
+def stop_supervisor(pid: int, *, timeout: float, data_dir: Path | None = None) -> list[str]:
+    """SIGTERM the supervisor (SIGKILL after `timeout`), if that PID still is one (of the
+    cluster in `data_dir`, when given)."""
+    if pid <= 0 or not pid_alive(pid) or not _is_supervisor(pid, data_dir):
         return []
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGTERM)

@@ -27,7 +27,7 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
     node = start_kubelet(shared_cluster, tmp_path, extra=[
         "--capacity-memory", "1Gi", "--eviction-hard", "",
         "--eviction-soft", "memory.available<1020Mi",
-        "--eviction-soft-grace-period", "memory.available=1s",
+        "--eviction-soft-grace-period", "memory.available=2s",
         "--eviction-max-pod-grace-period", "2"])
     try:
         path = tmp_path / "signals"
@@ -36,7 +36,10 @@ async def test_gt7_gt11_soft_eviction_uses_the_max_pod_grace_period(
         started = await wait_file(path, "start")
         sigterm = await wait_file(path, "SIGTERM", timeout=15)
         dead = await wait_file(path, "dead")
-        assert sigterm - started >= 1.0  # the soft threshold's grace period was observed
+        # The soft threshold's 2 s grace period was observed. It runs from the first
+        # observation of pressure, which can precede the recorder's "start" line by the
+        # time Python takes to start (0.96 s after a 1 s grace once, under load).
+        assert sigterm - started >= 1.4, f"SIGTERM {sigterm - started:.2f}s after start"
         # The override's 2 s, not the pod's 30 s (widened for a loaded machine).
         assert 1.8 <= dead - sigterm <= 4.0, f"killed {dead - sigterm:.2f}s after SIGTERM"
         pod = await wait_phase(api, namespace, "p", "Failed")

@@ -79,3 +79,26 @@ def test_issue11_a_new_cluster_forgets_earlier_chaos_stops(tmp_path: Path) -> No
     clear_stopped(tmp_path)
     assert not stopped_marker(tmp_path, "etcd-2").exists()
     clear_stopped(tmp_path / "never-used")  # nothing to forget: no error
+
+
+def test_defect_skiff_down_signals_only_its_own_supervisor_not_a_reused_pid(
+        tmp_path: Path) -> None:
+    """`skiff down` SIGTERMs the PID its state file names as the supervisor. On a busy
+    machine that PID is soon another program's; "skiff" anywhere in its command line was
+    enough, so a full test run once stopped the private dockerd (/var/lib/skiff-docker)
+    whose PID had been a finished cluster's supervisor. Only the cluster's own supervisor
+    (or a foreground `skiff up`) qualifies now."""
+    from skiff.cli.supervisor import is_supervisor
+
+    mine, other = tmp_path / "mine", tmp_path / "other"
+    detached = ["/usr/bin/python3", "-m", "skiff.cli.supervisor", "--data-dir", str(mine),
+                "--backoff", "1", "--backoff-max", "30"]
+    assert is_supervisor(detached, mine)
+    assert not is_supervisor(detached, other)  # another cluster's supervisor
+    assert is_supervisor(["/venv/bin/python3", "/venv/bin/skiff", "up", "--nodes", "3"])
+    assert is_supervisor(["python3", "-m", "skiff.cli.main", "--data-dir", str(mine), "up"])
+    assert not is_supervisor(["dockerd", "--data-root", "/var/lib/skiff-docker/data",
+                              "--host", "unix:///var/lib/skiff-docker/docker.sock"], mine)
+    assert not is_supervisor(["python3", "-m", "skiff.apiserver", "--etcd-servers",
+                              "http://127.0.0.1:2379"], mine)
+    assert not is_supervisor(["/venv/bin/python3", "/venv/bin/skiff", "down"], mine)
