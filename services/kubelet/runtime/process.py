@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
-from skiff.kubelet.runtime.procfs import group_members, read_stat
+from skiff.kubelet.runtime.procfs import ProcStat, container_group, read_stat
 from skiff.kubelet.runtime.terminal import Terminal
 
 __all__ = ["ProcessRuntime", "base_environment"]
@@ -151,13 +151,18 @@ class ProcessRuntime:
             del self._children[pid]
         return _exit_code(code)
 
+    def _group(self, handle: ContainerHandle) -> list[ProcStat]:
+        return container_group(handle.pid, handle.pgid, handle.start_ticks)
+
     def signal(self, handle: ContainerHandle, sig: int) -> None:
         handle.signals_sent.append(sig)
+        if handle.exited.done() and not self._group(handle):
+            return  # nothing of the container is left; the number may be another's now
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(handle.pgid, sig)
 
     def gone(self, handle: ContainerHandle) -> bool:
-        return handle.exited.done() and not group_members(handle.pgid)
+        return handle.exited.done() and not self._group(handle)
 
     async def exec(self, handle: ContainerHandle | None, config: ContainerConfig,
                    command: list[str], *, timeout: float) -> ExecResult:
@@ -197,7 +202,7 @@ class ProcessRuntime:
                           output=out.decode(errors="replace"))
 
     def memory_bytes(self, handle: ContainerHandle) -> int:
-        return sum(m.rss_bytes for m in group_members(handle.pgid))
+        return sum(m.rss_bytes for m in self._group(handle))
 
 
 def signal_number(name: str | None, default: int = signals.SIGTERM) -> int:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["ProcStat", "group_members", "read_stat"]
+__all__ = ["ProcStat", "container_group", "group_members", "read_stat"]
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -57,3 +57,20 @@ def group_members(pgid: int) -> list[ProcStat]:
         if stat is not None and stat.pgrp == pgid and stat.alive:
             members.append(stat)
     return members
+
+
+def container_group(pid: int, pgid: int, start_ticks: int) -> list[ProcStat]:
+    """The live members of a container's process group (leader `pid`, started at
+    `start_ticks`), or none once that group number is another program's.
+
+    While any member lives, Linux hands out neither the PID nor the group number again.
+    Once the group has emptied both are free: a program that later gets that PID and calls
+    setsid(2) (a daemon does) leads a group of the same number. So a live process holding
+    the leader's PID with another start time means the container's group is gone, and
+    signalling "its" group would hit that program (run o: the test suite's private dockerd
+    got a kubelet's SIGTERM)."""
+    if pgid == pid and start_ticks > 0:
+        holder = read_stat(pid)
+        if holder is not None and holder.alive and holder.start_ticks != start_ticks:
+            return []
+    return [m for m in group_members(pgid) if m.start_ticks >= start_ticks]
