@@ -64,6 +64,7 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 NODE_EVICTION_PERIOD = 0.1  # Kubernetes' scheduler.NodeEvictionPeriod
+TAINT_CONFLICT_RETRIES = 5  # as client-go's UpdateTaintBackoff steps
 
 
 class NodeLifecycleController(Controller):
@@ -88,6 +89,9 @@ class NodeLifecycleController(Controller):
         self.zone_states: dict[str, ZoneState] = {}
         self.tainters: dict[str, ZoneTainter] = {}
         self.all_disrupted = False
+        # Kubernetes' evictorLock: a tainting write and the disruption decisions never
+        # interleave (a taint written while master disruption began would stay).
+        self.evictor_lock = asyncio.Lock()
         self.nodes.add_handler(on_add=self._on_node, on_update=lambda _o, n: self._on_node(n))
 
     def _on_node(self, node: Obj) -> None:
@@ -173,26 +177,50 @@ class NodeLifecycleController(Controller):
         name = str(node["metadata"]["name"])
         want = no_execute_key(observed)
         if observed == "True":
-            await self.mark_node_reachable(node)
+            async with self.evictor_lock:
+                await self.mark_node_reachable(node)
             return
         if want is None:
             return
         opposite = any(t.get("effect") == NO_EXECUTE and t.get("key") != want
                        and t.get("key") in LIFECYCLE_TAINT_KEYS for t in taints_of(node))
-        if opposite:  # swap at once: the taints mirror the Ready condition
-            await self.write_taints(node, with_no_execute(node, want, now=self.clock.now()))
-        elif not has_taint(node, want, NO_EXECUTE):
-            self.tainter(zone_key(node)).add(name)
+        async with self.evictor_lock:
+            if opposite:  # swap at once: the taints mirror the Ready condition
+                await self.write_taints(node, with_no_execute(node, want,
+                                                              now=self.clock.now()))
+            elif not has_taint(node, want, NO_EXECUTE):
+                self.tainter(zone_key(node)).add(name)
 
     async def mark_node_reachable(self, node: Obj) -> Obj:
-        """`markNodeAsReachable`: no lifecycle NoExecute taint, not waiting for one."""
-        self.tainter(zone_key(node)).remove(str(node["metadata"]["name"]))
-        want = with_no_execute(node, None, now=self.clock.now())
-        if same_taints(want, taints_of(node)):
-            return node
-        return await self.write_taints(node, want)
+        """`markNodeAsReachable`: no lifecycle NoExecute taint, not waiting for one. As
+        Kubernetes' RemoveTaintOffNode, a Conflict (the informer's copy was stale: this
+        controller itself just wrote the node's status) reads the node again and retries;
+        entering master disruption happens once, so a lost write would leave the taint."""
+        name = str(node["metadata"]["name"])
+        self.tainter(zone_key(node)).remove(name)
+        for _ in range(TAINT_CONFLICT_RETRIES):
+            want = with_no_execute(node, None, now=self.clock.now())
+            if same_taints(want, taints_of(node)):
+                return node
+            try:
+                return await self.write_taints(node, want)
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT:
+                    raise
+            try:
+                node = await self.client.get("nodes", name)
+            except ApiError as read_err:
+                if read_err.reason == Reason.NOT_FOUND:
+                    return node
+                raise
+        raise ApiError(Reason.CONFLICT, f"node {name} kept changing while its lifecycle "
+                                        "taints were removed")
 
     async def apply_disruption(self, zones: dict[str, list[str | None]]) -> None:
+        async with self.evictor_lock:
+            await self._apply_disruption(zones)
+
+    async def _apply_disruption(self, zones: dict[str, list[str | None]]) -> None:
         decision = handle_disruption(self.zone_states, zones, rates=self.rates)
         now = self.clock.monotonic()
         for zone, state in decision.states.items():
@@ -228,6 +256,10 @@ class NodeLifecycleController(Controller):
     # -- the tainting pass ----------------------------------------------------------------------
 
     async def no_execute_tainting_pass(self) -> None:
+        async with self.evictor_lock:
+            await self._no_execute_tainting_pass()
+
+    async def _no_execute_tainting_pass(self) -> None:
         now = self.clock.monotonic()
         for zone, tainter in list(self.tainters.items()):
             for name in tainter.due(now):
