@@ -116,6 +116,12 @@ class TaintEvictionController(Controller):
         ns, name, uid = meta.get("namespace"), meta["name"], meta.get("uid")
 
         def mark(p: Obj) -> bool:
+            # A disruption already under way keeps its reason: on a fenced node the
+            # fencing controller marks DeletionByFencing and force deletes; its own
+            # NoExecute cordon must not relabel that pod as this controller's eviction.
+            if any(c.get("type") == DISRUPTION_TARGET and c.get("status") == "True"
+                   for c in (p.get("status") or {}).get("conditions") or []):
+                return False
             return set_condition(p, DISRUPTION_TARGET, "True", now=self.clock.now(),
                                  reason=REASON, message=MESSAGE)
 
