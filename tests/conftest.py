@@ -76,6 +76,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     _end_leftover_processes(session)
     base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
+    _stop_private_engine(base)
     leftover = (_skiff_namespaces() - before) & _made_here(base)
     if leftover:
         from pyroute2 import netns
@@ -85,7 +86,21 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
                 netns.remove(name)
 
 
-@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+ENGINE_STARTED = "docker-engine-started"  # written by the compose tests' engine fixture
+
+
+def _stop_private_engine(base: Path) -> None:
+    """The private Docker engine the compose tests started in this run, stopped once every
+    worker is done: a worker's own session end comes while another worker's compose test
+    may still use the engine (three full runs lost their engine mid-test that way)."""
+    if not (base / ENGINE_STARTED).exists():
+        return
+    import subprocess
+
+    script = Path(__file__).resolve().parent.parent / "deploy" / "compose" / "dockerd.sh"
+    subprocess.run([str(script), "stop"], capture_output=True, timeout=120, check=False)
+
+
 def _end_leftover_processes(session: pytest.Session) -> None:
     """Every process a test starts lives in the run's temporary directory (its data dir on
     the command line, or its working directory: pods run in their kubelet's root). A test
@@ -115,6 +130,7 @@ def _end_leftover_processes(session: pytest.Session) -> None:
                 reporter.write_line(f"  {pid} {argv}")
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test under tests/integration needs real etcd and real processes:
     `pytest -m "not integration"` is the fast unit run."""

@@ -29,6 +29,9 @@ from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
 
 REPO = Path(__file__).resolve().parents[3]
+# In the run's temp root: "this run started the private engine" (tests/conftest.py's
+# sessionfinish on the xdist controller stops it)
+ENGINE_STARTED = "docker-engine-started"
 COMPOSE_DIR = REPO / "deploy" / "compose"
 BASE_IMAGE = os.environ.get("SKIFF_BASE_IMAGE", "skiff-base:bookworm")
 TEST_IMAGE = "skiff:compose-test"
@@ -66,7 +69,7 @@ class Engine:
 
 
 @pytest.fixture(scope="session")
-def docker_engine() -> Iterator[Engine]:
+def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     if shutil.which("docker") is None:
         pytest.fail(f"no docker command: the compose test needs a Docker engine; {NEEDS}",
                     pytrace=False)
@@ -80,6 +83,12 @@ def docker_engine() -> Iterator[Engine]:
     host = run([script, "start"], timeout=120).stdout.strip().splitlines()[-1]
     log(f"engine {host} ({'started here' if started_here else 'already running'}) "
         f"in {time.monotonic() - t0:.1f}s")
+    # Under pytest-xdist another worker may run compose tests on this engine after this
+    # worker's session ends: the controller stops it once every worker is done
+    # (tests/conftest.py); a serial run stops it here.
+    shared = bool(os.environ.get("PYTEST_XDIST_WORKER"))
+    if started_here and shared:
+        (tmp_path_factory.getbasetemp().parent / ENGINE_STARTED).write_text(host)
     saved = os.environ.get("DOCKER_HOST")
     os.environ["DOCKER_HOST"] = host  # for skiff.cli.chaos, as a user would export it
     try:
@@ -89,7 +98,7 @@ def docker_engine() -> Iterator[Engine]:
             os.environ.pop("DOCKER_HOST", None)
         else:
             os.environ["DOCKER_HOST"] = saved
-        if started_here:
+        if started_here and not shared:
             run([script, "stop"], timeout=120)
             assert_host_network_clean()
 
