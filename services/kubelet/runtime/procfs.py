@@ -67,8 +67,8 @@ def container_group(pid: int, pgid: int, start_ticks: int) -> list[ProcStat]:
     Once the group has emptied both are free: a program that later gets that PID and calls
     setsid(2) (a daemon does) leads a group of the same number. So a live process holding
     the leader's PID with another start time means the container's group is gone, and
-    signalling "its" group would hit that program (run o: the test suite's private dockerd
-    got a kubelet's SIGTERM)."""
+    signalling "its" group would hit that program (a kubelet still holding the finished
+    container of a pod being deleted, on a machine whose pid_max is 32768)."""
     if pgid == pid and start_ticks > 0:
         holder = read_stat(pid)
         if holder is not None and holder.alive and holder.start_ticks != start_ticks:

@@ -85,9 +85,9 @@ def test_defect_skiff_down_signals_only_its_own_supervisor_not_a_reused_pid(
         tmp_path: Path) -> None:
     """`skiff down` SIGTERMs the PID its state file names as the supervisor. On a busy
     machine that PID is soon another program's; "skiff" anywhere in its command line was
-    enough, so a full test run once stopped the private dockerd (/var/lib/skiff-docker)
-    whose PID had been a finished cluster's supervisor. Only the cluster's own supervisor
-    (or a foreground `skiff up`) qualifies now."""
+    enough (the tests' private dockerd says /var/lib/skiff-docker, every other cluster's
+    process says skiff). Only the cluster's own supervisor (or a foreground `skiff up`)
+    qualifies now."""
     from skiff.cli.supervisor import is_supervisor
 
     mine, other = tmp_path / "mine", tmp_path / "other"

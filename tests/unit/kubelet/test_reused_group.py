@@ -3,9 +3,9 @@
 A container's process group empties when its last process exits; Linux may then hand the
 leader's PID to a new process, and a daemon that calls setsid(2) leads a group of that same
 number. A kubelet that still held the old container (a pod being deleted, a finished
-container waited on) sent SIGTERM and SIGKILL to "its" group: in a full test run that was
-the suite's private dockerd. Real processes; the reuse is shown by a live session leader
-whose start time is not the container's."""
+container waited on) sent SIGTERM and SIGKILL to "its" group, whatever program now led
+it. Real processes; the reuse is shown by a live session leader whose start time is not
+the container's."""
 
 from __future__ import annotations
 
