@@ -139,7 +139,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if COMPOSE in item.path.parents:
             # One private Docker engine serves every compose test: under pytest-xdist
-            # (`--dist loadgroup`) they all run on one worker, one after another.
+            # (`--dist loadgroup`) they are meant to run on one worker. pytest 9 derives
+            # `nodeid` from `_id`, and pytest-xdist 3.8 still writes the group into
+            # `_nodeid`, so groups do not hold with that pair; the engine is therefore
+            # stopped by the controller (`_stop_private_engine`), never by a worker.
             item.add_marker(pytest.mark.xdist_group("docker"))
         elif _uses_module_fixture(item):
             # A cluster shared by a module's tests is made once only if they run on one
