@@ -6,6 +6,7 @@ import json
 import time
 from typing import Any
 
+from tests.integration.waiting import until
 from tests.integration.workloads.conftest import Kube
 
 Obj = dict[str, Any]
@@ -22,13 +23,7 @@ def _ready(pod: Obj) -> bool:
 
 
 def _wait(check: Any, *, timeout: float = 90.0, what: str = "") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.5)
+    return until(check, what, timeout=timeout, interval=0.5)
 
 
 def test_create_deployment_with_an_image_only_ends_three_running_ready(kube: Kube) -> None:
