@@ -130,138 +130,126 @@ class ExecService:
         in_queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()
 
+        # Every request message goes through one queue, in order; the first resize also
+        # settles `first_size`, which a tty command waits for before it starts.
+        first_size: asyncio.Future[tuple[int, int]] = loop.create_future()
+
         async def read_input() -> None:
             try:
                 async for msg in decoded_maps(requests):
+                    if "resize" in msg and not first_size.done():
+                        width, height = msg["resize"]
+                        first_size.set_result((int(width), int(height)))
                     in_queue.put_nowait(msg)
-            except (CodecError, grpc.RpcError) as err:
+            except grpc.RpcError as err:
                 log.debug("exec input ended: %s", err)
             finally:
                 in_queue.put_nowait(None)
 
         reader = asyncio.create_task(read_input())
-        early: list[dict[str, Any] | None] = []  # what came before the terminal's size
-        size: tuple[int, int] | None = None
-        if tty:
-            try:
+        try:
+            size: tuple[int, int] | None = None
+            if tty:
                 yield encode({"started": True})  # the apiserver upgrades; kubectl: a size
                 with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(self.tty_size_wait):
-                        while size is None:
-                            msg = await in_queue.get()
-                            early.append(msg)
-                            if msg is None:
-                                break
-                            if "resize" in msg:
-                                width, height = msg["resize"]
-                                size = (int(width), int(height))
-            except BaseException:
-                reader.cancel()
-                raise
-        try:
-            if tty:
-                master, slave = os.openpty()
-                if size is not None:
-                    _set_window(master, *size)
-
-                proc = subprocess.Popen(
-                    ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
-                    stderr=slave, cwd=str(config.working_dir), env=env,
-                    preexec_fn=default_signals())
-                os.close(slave)
-            else:
-                proc = subprocess.Popen(
-                    command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                    cwd=str(config.working_dir), env=env, start_new_session=True,
-                    preexec_fn=default_signals())
-        except OSError as err:
-            yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
-                          .encode()})
-            yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
-            reader.cancel()
-            return
-
-        if not tty:
-            yield encode({"started": True})  # the apiserver upgrades the connection now
-        readers: list[tuple[int, int]] = []  # (fd, stream number)
-        if tty:
-            readers.append((master, 1))
-        else:
-            assert proc.stdout is not None and proc.stderr is not None
-            readers += [(proc.stdout.fileno(), 1), (proc.stderr.fileno(), 2)]
-        open_readers = {fd for fd, _ in readers}
-
-        def on_readable(fd: int, stream: int) -> None:
+                    size = await asyncio.wait_for(asyncio.shield(first_size),
+                                                  self.tty_size_wait)
             try:
-                data = os.read(fd, _CHUNK)
-            except OSError:
-                data = b""
-            if data:
-                out_queue.put_nowait(encode({"stream": stream, "data": data}))
+                if tty:
+                    master, slave = os.openpty()
+                    if size is not None:
+                        _set_window(master, *size)
+
+                    proc = subprocess.Popen(
+                        ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
+                        stderr=slave, cwd=str(config.working_dir), env=env,
+                        preexec_fn=default_signals())
+                    os.close(slave)
+                else:
+                    proc = subprocess.Popen(
+                        command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                        cwd=str(config.working_dir), env=env, start_new_session=True,
+                        preexec_fn=default_signals())
+            except OSError as err:
+                yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
+                              .encode()})
+                yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
                 return
-            loop.remove_reader(fd)
-            open_readers.discard(fd)
-            if not open_readers:
-                out_queue.put_nowait(None)
 
-        for fd, stream in readers:
-            os.set_blocking(fd, False)
-            loop.add_reader(fd, on_readable, fd, stream)
-        stdin_fd = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
+            if not tty:
+                yield encode({"started": True})  # the apiserver upgrades the connection now
+            readers: list[tuple[int, int]] = []  # (fd, stream number)
+            if tty:
+                readers.append((master, 1))
+            else:
+                assert proc.stdout is not None and proc.stderr is not None
+                readers += [(proc.stdout.fileno(), 1), (proc.stderr.fileno(), 2)]
+            open_readers = {fd for fd, _ in readers}
 
-        async def inputs() -> AsyncIterator[dict[str, Any]]:
-            for msg in early:  # read while waiting for the terminal's size, in order
-                if msg is None:
+            def on_readable(fd: int, stream: int) -> None:
+                try:
+                    data = os.read(fd, _CHUNK)
+                except OSError:
+                    data = b""
+                if data:
+                    out_queue.put_nowait(encode({"stream": stream, "data": data}))
                     return
-                yield msg
-            while (msg := await in_queue.get()) is not None:
-                yield msg
-
-        async def pump_input() -> None:
-            async for msg in inputs():
-                if "stdin" in msg and stdin_fd >= 0:
-                    data = bytes(msg["stdin"])
-                    while data:
-                        try:
-                            data = data[os.write(stdin_fd, data):]
-                        except BlockingIOError:
-                            await asyncio.sleep(0.01)
-                        except OSError:
-                            break
-                if msg.get("stdinClose"):
-                    if tty:
-                        with contextlib.suppress(OSError):
-                            os.write(master, b"\x04")
-                    elif proc.stdin is not None:
-                        with contextlib.suppress(OSError):
-                            proc.stdin.close()
-                if "resize" in msg and tty:
-                    width, height = msg["resize"]
-                    _set_window(master, int(width), int(height))
-
-        pump = asyncio.create_task(pump_input())
-        try:
-            while True:
-                item = await out_queue.get()
-                if item is None:
-                    break
-                yield item
-            returncode = await asyncio.to_thread(proc.wait)
-            yield encode({"exit": _exit_code(returncode)})
-        finally:
-            pump.cancel()
-            reader.cancel()
-            for fd, _ in readers:
                 loop.remove_reader(fd)
-            if proc.poll() is None:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, 9)
-                await asyncio.to_thread(proc.wait)
-            if master >= 0:
-                with contextlib.suppress(OSError):
-                    os.close(master)
-            for f in (proc.stdin, proc.stdout, proc.stderr):
-                if f is not None:
+                open_readers.discard(fd)
+                if not open_readers:
+                    out_queue.put_nowait(None)
+
+            for fd, stream in readers:
+                os.set_blocking(fd, False)
+                loop.add_reader(fd, on_readable, fd, stream)
+            stdin_fd = master if tty else (proc.stdin.fileno() if proc.stdin else -1)
+
+            async def pump_input() -> None:
+                while (msg := await in_queue.get()) is not None:
+                    if "stdin" in msg and stdin_fd >= 0:
+                        data = bytes(msg["stdin"])
+                        while data:
+                            try:
+                                data = data[os.write(stdin_fd, data):]
+                            except BlockingIOError:
+                                await asyncio.sleep(0.01)
+                            except OSError:
+                                break
+                    if msg.get("stdinClose"):
+                        if tty:
+                            with contextlib.suppress(OSError):
+                                os.write(master, b"\x04")
+                        elif proc.stdin is not None:
+                            with contextlib.suppress(OSError):
+                                proc.stdin.close()
+                    if "resize" in msg and tty:
+                        width, height = msg["resize"]
+                        _set_window(master, int(width), int(height))
+
+            pump = asyncio.create_task(pump_input())
+            try:
+                while True:
+                    item = await out_queue.get()
+                    if item is None:
+                        break
+                    yield item
+                returncode = await asyncio.to_thread(proc.wait)
+                yield encode({"exit": _exit_code(returncode)})
+            finally:
+                pump.cancel()
+                for fd, _ in readers:
+                    loop.remove_reader(fd)
+                if proc.poll() is None:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.killpg(proc.pid, 9)
+                    await asyncio.to_thread(proc.wait)
+                if master >= 0:
                     with contextlib.suppress(OSError):
-                        f.close()
+                        os.close(master)
+                for f in (proc.stdin, proc.stdout, proc.stderr):
+                    if f is not None:
+                        with contextlib.suppress(OSError):
+                            f.close()
+        finally:
+            reader.cancel()
