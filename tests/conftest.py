@@ -139,15 +139,30 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
         if COMPOSE in item.path.parents:
             # One private Docker engine serves every compose test: under pytest-xdist
-            # (`--dist loadgroup`) they are meant to run on one worker. pytest 9 derives
-            # `nodeid` from `_id`, and pytest-xdist 3.8 still writes the group into
-            # `_nodeid`, so groups do not hold with that pair; the engine is therefore
-            # stopped by the controller (`_stop_private_engine`), never by a worker.
+            # (`--dist loadgroup`) they run on one worker (pytest is kept below 9.2, whose
+            # nodeid ignores the group xdist 3.8 writes). The engine is stopped by the
+            # controller (`_stop_private_engine`), never by a worker, so it holds even
+            # when `-n` and the groups are not used as the Makefile uses them.
             item.add_marker(pytest.mark.xdist_group("docker"))
         elif _uses_module_fixture(item):
             # A cluster shared by a module's tests is made once only if they run on one
             # worker; the other tests go to whichever worker is free.
             item.add_marker(pytest.mark.xdist_group(str(item.path)))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """xdist schedules a group by the `@group` suffix it adds to each grouped test's nodeid;
+    if a pytest/xdist pair drops the suffix the groups silently hold nothing (as pytest 9.2
+    with xdist 3.8 did), clusters are built once per worker and the Docker engine is shared
+    across workers. Refuse to run rather than run that way."""
+    if not getattr(session.config.option, "loadgroup", False):
+        return
+    lost = [item.nodeid for item in session.items
+            if item.get_closest_marker("xdist_group") and "@" not in item.nodeid]
+    if lost:
+        raise pytest.UsageError(
+            f"pytest-xdist groups do not hold with pytest {pytest.__version__} "
+            f"(e.g. {lost[0]} has no @group): install the versions pyproject.toml pins")
 
 
 def _uses_module_fixture(item: pytest.Item) -> bool:
