@@ -33,7 +33,12 @@ spec:
 @pytest.fixture(scope="module")
 def cluster_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     data_dir = tmp_path_factory.mktemp("skiff-cli")
-    up = skiff(data_dir, "up", "--detach", "--nodes", "0")
+    # The module's pods are bound to node-x, which does not exist: PodGC deletes every pod
+    # on it once its quarantine (40 s) has run from the first such pod it saw, which in a
+    # random order can fall in the middle of a later test. PodGC is not what these test.
+    config = data_dir / "config.yaml"
+    config.write_text("controllerManager: {podGcQuarantineTime: 3600s}\n")
+    up = skiff(data_dir, "up", "--detach", "--nodes", "0", "--config", str(config))
     assert up.returncode == 0, up.stderr
     yield data_dir
     skiff(data_dir, "down")
@@ -186,7 +191,7 @@ metadata: {name: defect11-pdb}
 spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}
 ---
 """ + POD.replace("name: web", "name: defect11-po").replace("    madeUpField: 1\n", "")
-    # Its own pod: `web` (bound to a node that does not exist) is PodGC's after 40 s.
+    # Its own pod, so that it does not depend on another test's `web`.
     applied = skiff(cluster_dir, "apply", "-f", "-", stdin=objects)
     assert applied.returncode == 0, applied.stderr
     both = skiff(cluster_dir, "get", "pc,pdb")
