@@ -24,7 +24,7 @@ from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogService
 from skiff.kubelet.metrics import ResourceMetrics, running_containers
-from skiff.kubelet.node import NodeAgent
+from skiff.kubelet.node import NodeAgent, heartbeat_client
 from skiff.kubelet.pod_worker import PodEnvironment
 from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
@@ -81,7 +81,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
     capacity = {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity(),
                 "pods": str(settings.max_pods)}
     async with ApiClient(settings.apiserver, user_agent="skiff-kubelet",
-                         retry_seconds=60) as api:
+                         retry_seconds=60) as api, heartbeat_client(settings) as heartbeat:
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []
@@ -112,7 +112,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 pressure_transition_period=settings.eviction_pressure_transition_period,
                 interval=settings.eviction_monitoring_interval, clock=REAL_CLOCK)
             agent = NodeAgent(
-                api=api, clock=REAL_CLOCK, node_name=name,
+                api=api, heartbeat=heartbeat, clock=REAL_CLOCK, node_name=name,
                 labels=parse_labels(settings.node_labels),
                 annotations=parse_labels(settings.node_annotations, flag="--node-annotations"),
                 taints=parse_taints(settings.register_with_taints), capacity=capacity,

@@ -23,6 +23,7 @@ import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.client import ApiClient
 from skiff.clock import Clock, rfc3339, rfc3339_micro
+from skiff.kubelet.settings import KubeletSettings
 
 __all__ = ["NodeAgent", "node_arch", "system_info"]
 
@@ -91,8 +92,19 @@ def system_info() -> Obj:
     }
 
 
+def heartbeat_client(settings: KubeletSettings) -> ApiClient:
+    """The connection Lease renewals and status writes use: its own (a reconnect after a
+    timed-out heartbeat leaves the pod watches alone) with a short timeout (see
+    `KubeletSettings.heartbeat_timeout`), retried only as long again; the renewal loop
+    tries again on its own schedule, on the next apiserver when there are several."""
+    timeout = settings.heartbeat_timeout
+    return ApiClient(settings.apiserver, user_agent="skiff-kubelet", timeout=timeout,
+                     retry_seconds=timeout)
+
+
 class NodeAgent:
     def __init__(self, *, api: ApiClient, clock: Clock, node_name: str,
+                 heartbeat: ApiClient | None = None,
                  labels: dict[str, str], taints: list[dict[str, str]],
                  annotations: dict[str, str] | None = None,
                  capacity: dict[str, str], health_port: int, node_ip: str = "127.0.0.1",
@@ -101,6 +113,9 @@ class NodeAgent:
                  status_report_frequency: float,
                  extra_conditions: Callable[[], list[Obj]] | None = None) -> None:
         self.api = api
+        # Lease renewals and status writes: a client with a short timeout (see
+        # KubeletSettings.heartbeat_timeout); registration keeps the patient one.
+        self.heartbeat = heartbeat or api
         self.clock = clock
         self.node_name = node_name
         self.labels = {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux",
@@ -176,11 +191,11 @@ class NodeAgent:
         status = self._status()
         for _ in range(5):
             if node is None:
-                node = await self.api.get("nodes", self.node_name)
+                node = await self.heartbeat.get("nodes", self.node_name)
             body = copy.deepcopy(node)
             body["status"] = status
             try:
-                await self.api.update_status(body)
+                await self.heartbeat.update_status(body)
                 self.writes += 1
                 self._last_status = status
                 self._last_report = self.clock.monotonic()
@@ -202,7 +217,7 @@ class NodeAgent:
             await self.clock.sleep(self.status_update_frequency)
             due = self.clock.monotonic() - self._last_report >= self.status_report_frequency
             try:
-                stored = await self.api.get("nodes", self.node_name)
+                stored = await self.heartbeat.get("nodes", self.node_name)
             except ApiError as err:
                 if err.reason == Reason.NOT_FOUND:
                     await self.register()  # the Node was deleted: register again
@@ -245,11 +260,11 @@ class NodeAgent:
         now = rfc3339_micro(self.clock.now())
         if lease is None:
             try:
-                lease = await self.api.get("leases", self.node_name, LEASE_NAMESPACE)
+                lease = await self.heartbeat.get("leases", self.node_name, LEASE_NAMESPACE)
             except ApiError as err:
                 if err.reason != Reason.NOT_FOUND:
                     raise
-                created = await self.api.create({
+                created = await self.heartbeat.create({
                     "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
                     "metadata": {"name": self.node_name, "namespace": LEASE_NAMESPACE},
                     "spec": {"holderIdentity": self.node_name,
@@ -260,7 +275,7 @@ class NodeAgent:
         body = copy.deepcopy(lease)
         body["spec"].update(holderIdentity=self.node_name,
                             leaseDurationSeconds=self.lease_duration, renewTime=now)
-        updated = await self.api.update(body)
+        updated = await self.heartbeat.update(body)
         self.writes += 1
         return updated
 

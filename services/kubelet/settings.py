@@ -100,6 +100,15 @@ class KubeletSettings:
                                         "<node-name>-<i> in this process")
 
     @property
+    def heartbeat_timeout(self) -> float:
+        """Each Lease renewal and status write gives up after this long, on a connection of
+        its own: Kubernetes' kubelet gives its heartbeat client a timeout of the status
+        update frequency, capped at the lease duration. Without it one call stuck on a
+        sick apiserver held every heartbeat for the client's 30 s and the node was marked
+        Unknown while its kubelet was fine and its watches flowed."""
+        return min(self.node_status_update_frequency, float(self.node_lease_duration_seconds))
+
+    @property
     def lease_renew_interval(self) -> float:
         if self.node_lease_renew_interval > 0:
             return self.node_lease_renew_interval

@@ -106,9 +106,19 @@ async def _rs_whole(api: ApiClient) -> bool:
     return int((rs.get("status") or {}).get("readyReplicas") or 0) == 2
 
 
-async def _pet_and_rs_ok(cluster: NetnsHaCluster, api: ApiClient) -> None:
+async def _fences(api: ApiClient) -> set[str]:
+    return {f["metadata"]["name"] for f in (await api.list("fences"))["items"]}
+
+
+async def _pet_and_rs_ok(cluster: NetnsHaCluster, api: ApiClient,
+                         fences_before: set[str], *, fenced: str | None = None) -> None:
+    """After a scenario: `rs` whole, never two `db-0` at once, and no node fenced but the
+    one the scenario meant to (a node that lost its heartbeats during a control-plane fault
+    would be fenced by a later scenario's agent)."""
     await wait_for(lambda: _rs_whole(api), timeout=60, what="rs whole again")
     assert_no_overlap(cluster)
+    expected = fences_before | ({fenced} if fenced else set())
+    assert await _fences(api) == expected, "a node was fenced that this scenario did not cut"
 
 
 def _etcd(cluster: NetnsHaCluster, name: str) -> str:
@@ -156,6 +166,7 @@ async def test_issue11_scenario1_etcd_minority_partition_of_the_apiservers_membe
             ApiClient(f"{api1},{api2}", retry_seconds=30, credentials=ha.admin) as w1, \
             ApiClient(f"{api2},{api1}", retry_seconds=30, credentials=ha.admin) as w2:
         ns, since = await _namespace(api)
+        fences = await _fences(api)
         watchers = Watchers([w1, w2], "leases", ns, since, count=10)
         # etcd-1 must be the minority: if it leads, move the leadership away by a restart.
         if member_is_leader(_etcd(ha, "etcd-1"), tls=_tls(ha)):
@@ -193,7 +204,7 @@ async def test_issue11_scenario1_etcd_minority_partition_of_the_apiservers_membe
         await _compare_with_etcd(ha, watchers, "leases", ns, since, upto, "etcd-2")
         names = {o["metadata"]["name"] for o in (await api.list("leases", ns))["items"]}
         assert set(writes_1.acked) | set(writes_2.acked) <= names, "acknowledged write lost"
-        await _pet_and_rs_ok(ha, api)
+        await _pet_and_rs_ok(ha, api, fences)
 
 
 async def _acked(writes: Writes, count: int) -> bool:
@@ -208,6 +219,7 @@ async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_writ
         ha: NetnsHaCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
+        fences = await _fences(api)
         leader = next(n for n in _etcd_names() if member_is_leader(_etcd(ha, n), tls=_tls(ha)))
         others = [n for n in _etcd_names() if n != leader]
         old_id = member_leader(_etcd(ha, others[0]), tls=_tls(ha))
@@ -237,7 +249,7 @@ async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_writ
         lost = set(writes.acked) - names
         assert not lost, f"acknowledged writes lost: {sorted(lost)}"
         assert elected < 30
-        await _pet_and_rs_ok(ha, api)
+        await _pet_and_rs_ok(ha, api, fences)
 
 
 async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
@@ -248,6 +260,7 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
     try:
         async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
             ns, since = await _namespace(api)
+            fences = await _fences(api)
             watchers = Watchers(clients, "pods", ns, since, count=50)
             writes = Writes()
             writer = ApiClient(f"{api1},{api2}", retry_seconds=30, timeout=10, credentials=ha.admin)
@@ -271,7 +284,7 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
             assert not lost, f"acknowledged creates lost: {sorted(lost)}"
             assert len(writes.acked) + len(writes.clean_failures) > 0
             await api.delete("namespaces", ns)
-            await _pet_and_rs_ok(ha, api)
+            await _pet_and_rs_ok(ha, api, fences)
     finally:
         for client in clients:
             await client.close()
@@ -295,6 +308,7 @@ async def test_issue11_scenario5_scheduler_leader_isolated_other_takes_over(
         ha: NetnsHaCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
+        fences = await _fences(api)
         leader = await wait_for(lambda: _holder(api, SCHED_LEASE), what="a scheduler leader")
         other = next(n for n in ("scheduler-1", "scheduler-2") if n != leader)
         ha.partition(leader, "apiserver")
@@ -313,7 +327,7 @@ async def test_issue11_scenario5_scheduler_leader_isolated_other_takes_over(
             assert len(await _bindings(api, name, ns)) == 1, f"{name} bound more than once"
         assert await _holder(api, SCHED_LEASE) == other
         await api.delete("namespaces", ns)
-        await _pet_and_rs_ok(ha, api)
+        await _pet_and_rs_ok(ha, api, fences)
 
 
 def _sleeping_pod(name: str, ns: str) -> Obj:
@@ -339,6 +353,8 @@ async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
         ha: NetnsHaCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         old = await api.get("pods", "db-0", NAMESPACE)
+        fences = await _fences(api)
+        assert not fences, f"nodes fenced before this scenario: {sorted(fences)}"
         node = str(old["spec"]["nodeName"])  # node-1, where the fixture put it
         spare = next(n for n in ("node-1", "node-2") if n != node)
         before = await api.get(*CM_LEASE)
@@ -381,4 +397,4 @@ async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
                    if e["involvedObject"].get("uid") == old["metadata"]["uid"]]
         assert len(deleted) == 1
         assert uids_in_log(ha)[-2:] == [old["metadata"]["uid"], new["metadata"]["uid"]]
-        await _pet_and_rs_ok(ha, api)
+        await _pet_and_rs_ok(ha, api, fences, fenced=node)
