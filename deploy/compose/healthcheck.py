@@ -5,7 +5,7 @@ with the image's Python; it needs only the standard library and, for gRPC, the g
 grpcio-health-checking that Skiff already installs.
 
     python3 /opt/skiff/healthcheck.py grpc 127.0.0.1:10259  # grpc.health.v1 says SERVING
-    python3 /opt/skiff/healthcheck.py grpcs 127.0.0.1:6443  # the same over mutual TLS
+    python3 /opt/skiff/healthcheck.py grpcs 127.0.0.1:6443  # the same over TLS
     python3 /opt/skiff/healthcheck.py http http://127.0.0.1:2381/health   # 2xx (etcd metrics)
 
 Anything else -- refused, timed out, NOT_SERVING, an error status -- prints one line saying
@@ -25,7 +25,7 @@ ENV_FILES = ("SKIFF_CA_FILE", "SKIFF_CLIENT_CERT_FILE", "SKIFF_CLIENT_KEY_FILE")
 
 
 def _channel(target: str, tls: bool) -> Any:
-    """Plaintext, or mutual TLS with the container's own files: the CA, client certificate
+    """Plaintext, or TLS with the container's own files: the CA, client certificate
     and key its component uses (SKIFF_CA_FILE, SKIFF_CLIENT_CERT_FILE, SKIFF_CLIENT_KEY_FILE)."""
     import grpc
 

@@ -40,6 +40,7 @@ from skiff.auth import (
     load_token_file,
     node_identity,
 )
+from skiff.certtoken import LEEWAY_SECONDS, presented_certificate, signed_by
 from skiff.pki import (
     CONTROLLER_MANAGER_USER,
     FENCE_AGENT_USER,
@@ -73,6 +74,7 @@ class Authenticator:
         self._tokens = load_token_file(token_auth_file) if token_auth_file else {}
         self._service_accounts = service_accounts
         self._verified: dict[bytes, UserInfo | None] = {}
+        self._tokens_seen: dict[str, tuple[UserInfo | None, float]] = {}
 
     def from_certificate(self, cert: x509.Certificate) -> UserInfo | None:
         """The user a certificate names, if the cluster CA issued it and it is current."""
@@ -108,15 +110,35 @@ class Authenticator:
         return self.from_pem(cert.public_bytes(serialization.Encoding.PEM))
 
     def from_authorization(self, header: str) -> UserInfo | None:
-        """`Bearer <token>`: from the static token file, else a ServiceAccount token this
-        cluster signed (system:serviceaccount:<namespace>:<name>)."""
+        """`Bearer <token>`: a certificate token (skiff.certtoken: the certificate's user,
+        if the cluster CA issued it and its key signed the token), from the static token
+        file, else a ServiceAccount token this cluster signed
+        (system:serviceaccount:<namespace>:<name>)."""
         scheme, _, token = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
             return None
-        user = self._tokens.get(token.strip())
+        token = token.strip()
+        der = presented_certificate(token) if token.count(".") == 2 else None
+        if der is not None:
+            return self._from_certificate_token(token, der)
+        user = self._tokens.get(token)
         if user is None and self._service_accounts is not None:
-            user = self._service_accounts.verify(token.strip())
+            user = self._service_accounts.verify(token)
         return user.with_authenticated() if user else None
+
+    def _from_certificate_token(self, token: str, der: bytes) -> UserInfo | None:
+        """Checked once per token (a client re-signs every few minutes); the expiry is
+        checked again on every use."""
+        cached = self._tokens_seen.get(token)
+        now = time.time()
+        if cached is None:
+            if len(self._tokens_seen) > 4096:
+                self._tokens_seen.clear()
+            expires = signed_by(token, der)
+            user = self.from_der(der) if expires is not None else None
+            cached = self._tokens_seen[token] = (user, expires or 0.0)
+        user, expires = cached
+        return user if user is not None and now <= expires + LEEWAY_SECONDS else None
 
 
 # -- authorization ---------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 """The door of both fronts: who is calling (401) and may they (403), before the registry.
 
+On gRPC the caller is named by its `authorization` metadata (a certificate token, see
+skiff.certtoken, or a bearer token); on HTTPS by its TLS client certificate or bearer token.
+
 `RequestGuard.grpc(method, context, request)` and `RequestGuard.http(raw, ...)` turn a call
 into Kubernetes' request attributes (verb, group, resource, subresource, namespace, name),
 authenticate it (`authz.Authenticator`) and authorize it (`authz.ApiAuthorizer`). The user
@@ -53,15 +56,13 @@ class TlsFiles:
     client_ca_file: Path
 
     def grpc_credentials(self) -> grpc.ServerCredentials:
-        # gRPC is mutual TLS: grpcio can only require a client certificate or not ask for
-        # one at all (1.85: `require_client_auth` maps to grpc core's REQUEST_AND_REQUIRE_
-        # ..._AND_VERIFY or DONT_REQUEST; no Python API reaches REQUEST_..._AND_VERIFY, and a
-        # certificate sent to a DONT_REQUEST server is not in the auth context), so the
-        # gRPC port (components, the skiff CLI) requires one signed by the CA; anonymous
-        # callers fail the handshake; bearer-token users come in over HTTPS.
+        # TLS that asks for no client certificate: grpcio can only require one (a caller
+        # without fails the handshake and never hears 401) or not ask (1.85:
+        # `require_client_auth` maps to grpc core's REQUEST_AND_REQUIRE_..._AND_VERIFY or
+        # DONT_REQUEST, nothing between). Callers prove who they are in `authorization`:
+        # a certificate token (skiff.certtoken) or a bearer token; none → 401.
         return grpc.ssl_server_credentials(
-            [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
-            root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)
+            [(self.key_file.read_bytes(), self.cert_file.read_bytes())])
 
     def ssl_context(self) -> ssl.SSLContext:
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH, cafile=str(
@@ -80,11 +81,11 @@ class RequestGuard:
     # -- gRPC ----------------------------------------------------------------------------
 
     def grpc_user(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
-        pems = context.auth_context().get("x509_pem_cert") or []
-        for pem in pems:
-            user = self.authenticator.from_pem(bytes(pem))
-            if user is not None:
-                return user
+        for key, value in context.invocation_metadata() or ():
+            if key == "authorization" and isinstance(value, str):
+                user = self.authenticator.from_authorization(value)
+                if user is not None:
+                    return user
         raise unauthorized()
 
     async def grpc(self, method: str, context: grpc.aio.ServicerContext[Any, Any],

@@ -96,6 +96,7 @@ class ApiClient:
             ("grpc.http2.max_pings_without_data", 0),
         ]
         self._channel = self.credentials.channel(self.target, self._options)
+        self._bearer = self.credentials.bearer()
         self._generation = 0
         self._unary: dict[str, Any] = {}
         self._closed = False
@@ -157,12 +158,11 @@ class ApiClient:
             return ApiError(Reason.SERVICE_UNAVAILABLE,
                             f"connection to {target} was replaced")
         api_err = from_grpc(err, target=target)
-        if (api_err.reason == Reason.SERVICE_UNAVAILABLE and self.credentials.secure
-                and not self.credentials.cert_file):
-            api_err = ApiError(Reason.SERVICE_UNAVAILABLE, (
-                f"{target} refused the connection: the apiserver's gRPC port is mutual TLS "
-                "and this client has no client certificate (set SKIFF_CLIENT_CERT_FILE and "
-                "SKIFF_CLIENT_KEY_FILE, or use the kubeconfig `skiff up` wrote)"))
+        if api_err.reason == Reason.UNAUTHORIZED and self._bearer is None:
+            api_err = ApiError(Reason.UNAUTHORIZED, (
+                "Unauthorized: this client has no credentials (set SKIFF_CLIENT_CERT_FILE "
+                "and SKIFF_CLIENT_KEY_FILE, or SKIFF_TOKEN, or use the kubeconfig `skiff up` "
+                "wrote)"))
         if code == grpc.StatusCode.DEADLINE_EXCEEDED or (
                 len(self.targets) > 1 and api_err.reason in _RETRYABLE):
             await self.reconnect(generation=generation)
@@ -184,11 +184,16 @@ class ApiClient:
         return ApiError(Reason.SERVICE_UNAVAILABLE,
                         f"connection replaced by a failover to {self.target}; retrying")
 
-    def _fenced(self, fenced: bool) -> tuple[tuple[str, str], ...] | None:
+    def _metadata(self, fenced: bool = False) -> tuple[tuple[str, str], ...] | None:
+        """Who we are (a certificate token or bearer token) and, for a destructive write
+        while our owner leads, the leader epoch for the apiserver to check."""
+        metadata: tuple[tuple[str, str], ...] = ()
+        if self._bearer is not None:
+            metadata += (("authorization", f"Bearer {self._bearer()}"),)
         epoch = self.leader_epoch
-        if not fenced or epoch is None:
-            return None
-        return ((EPOCH_METADATA, epoch.encode()),)
+        if fenced and epoch is not None:
+            metadata += ((EPOCH_METADATA, epoch.encode()),)
+        return metadata or None
 
     async def call(self, method: str, request: Obj, *, retry: bool = True,
                    fenced: bool = False) -> Obj:
@@ -200,7 +205,7 @@ class ApiClient:
                 stub = self._unary[method] = self._channel.unary_unary(method_path(method))
             try:
                 data = await stub(encode(request), timeout=self.timeout,
-                                  metadata=self._fenced(fenced))
+                                  metadata=self._metadata(fenced))
             except grpc.aio.AioRpcError as err:
                 raise await self._failed(err, generation) from None
             except asyncio.CancelledError:
@@ -377,7 +382,8 @@ class ApiClient:
             "options": {"resourceVersion": resource_version, "labelSelector": label_selector,
                         "fieldSelector": field_selector,
                         "allowWatchBookmarks": allow_bookmarks,
-                        **({"timeoutSeconds": timeout_seconds} if timeout_seconds else {})}}))
+                        **({"timeoutSeconds": timeout_seconds} if timeout_seconds else {})}}),
+                    metadata=self._metadata())
         try:
             async for data in call:
                 msg = decode_map(data)

@@ -2,8 +2,10 @@
 who it is and whom to trust.
 
 Every service and the CLI build their `ApiClient` from a `Credentials`: the cluster CA
-(TLS is on when it is set) and a client certificate and key (components, the admin: the
-gRPC port is mutual TLS). A bearer token (`--token-auth-file` users) is for HTTPS.
+(TLS is on when it is set) and either a client certificate and key (components, the admin)
+or a bearer token (`--token-auth-file` users, ServiceAccount tokens). On the apiserver's
+gRPC port the certificate is proved by a token its key signs (`skiff.certtoken`: grpcio
+cannot ask for an optional client certificate); the kubelet's port is mutual TLS.
 Services read them from their environment (`SKIFF_CA_FILE`, `SKIFF_CLIENT_CERT_FILE`,
 `SKIFF_CLIENT_KEY_FILE`, `SKIFF_TOKEN`), which `skiff up` sets per component; the CLI
 reads the kubeconfig.
@@ -12,12 +14,14 @@ reads the kubeconfig.
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
+
+from skiff.certtoken import CertificateTokens
 
 ENV_CA = "SKIFF_CA_FILE"
 ENV_CERT = "SKIFF_CLIENT_CERT_FILE"
@@ -47,11 +51,19 @@ class Credentials:
         return {k: v for k, v in ((ENV_CA, self.ca_file), (ENV_CERT, self.cert_file),
                                   (ENV_KEY, self.key_file), (ENV_TOKEN, self.token)) if v}
 
+    def bearer(self) -> Callable[[], str] | None:
+        """What this client says in `authorization: Bearer …` on the apiserver's gRPC port:
+        a token proving its certificate (re-signed as it ages), else its bearer token."""
+        if not self.secure:
+            return None
+        if self.cert_file and self.key_file:
+            return CertificateTokens(self.cert_file, self.key_file).token
+        token = self.token
+        return (lambda: token) if token else None
+
     def grpc_credentials(self) -> grpc.ChannelCredentials:
-        """TLS trusting the cluster CA, presenting the client certificate."""
-        if self.token and not self.cert_file:
-            raise ValueError("the apiserver's gRPC port takes client certificates only; a "
-                             "bearer token works on its HTTPS port (kubectl)")
+        """TLS trusting the cluster CA, presenting the client certificate to a server that
+        asks for one (the kubelet's port)."""
         if bool(self.cert_file) != bool(self.key_file):
             raise ValueError("a client certificate needs its key (and the key its "
                              "certificate)")

@@ -1,0 +1,96 @@
+"""A client certificate proved on gRPC by a token its key signs (SPEC AU1).
+
+Why it exists: Kubernetes' apiserver *asks* for a client certificate and also serves
+callers without one (answering them 401). grpcio cannot do that: its server credentials
+either require a certificate (a caller without one fails the TLS handshake and never gets a
+401) or do not ask for one at all. So the gRPC port asks for none, and a client that holds
+a certificate proves it on every call instead: a short-lived JWT (RFC 7515/7519, as RFC
+7523 uses a key-signed JWT to authenticate a client) whose `x5c` header carries the
+certificate and whose signature is made with the certificate's private key. The apiserver
+checks that the cluster CA issued the certificate (as it checks a TLS peer's) and that the
+token is signed by that certificate's key, for its audience, and not expired; the user is
+the certificate's, as over mutual TLS. The token travels only inside TLS to a server whose
+certificate the client verified, and lives a few minutes.
+
+Signing uses PyJWT (already the ServiceAccount tokens' library) over `cryptography`.
+"""
+
+from __future__ import annotations
+
+import base64
+import threading
+import time
+from pathlib import Path
+
+import jwt
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+AUDIENCE = "skiff-apiserver"
+LIFETIME_SECONDS = 300.0
+# Clocks of the processes of one cluster may differ a little (compose containers, hosts).
+LEEWAY_SECONDS = 30.0
+_ALGORITHMS = ["ES256", "RS256"]
+
+
+class CertificateTokens:
+    """Signs this client's tokens, re-signing when half the lifetime has passed."""
+
+    def __init__(self, cert_file: str | Path, key_file: str | Path, *,
+                 lifetime: float = LIFETIME_SECONDS) -> None:
+        cert = x509.load_pem_x509_certificate(Path(cert_file).read_bytes())
+        key = serialization.load_pem_private_key(Path(key_file).read_bytes(), password=None)
+        if isinstance(key, ec.EllipticCurvePrivateKey):
+            self._algorithm = "ES256"
+        elif isinstance(key, rsa.RSAPrivateKey):
+            self._algorithm = "RS256"
+        else:
+            raise ValueError(f"{key_file}: a client key must be EC P-256 or RSA")
+        self._key = key
+        self._x5c = [base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()]
+        self._lifetime = lifetime
+        self._lock = threading.Lock()  # grpc may ask from its own threads
+        self._token = ""
+        self._renew_at = 0.0
+
+    def token(self) -> str:
+        now = time.time()
+        with self._lock:
+            if now >= self._renew_at:
+                self._token = jwt.encode(
+                    {"aud": AUDIENCE, "iat": int(now), "exp": int(now + self._lifetime)},
+                    self._key, algorithm=self._algorithm, headers={"x5c": self._x5c})
+                self._renew_at = now + self._lifetime / 2
+            return self._token
+
+
+def presented_certificate(token: str) -> bytes | None:
+    """The DER certificate a token says it was signed for (not yet verified), or None when
+    the token is not a certificate token (a static or ServiceAccount bearer token)."""
+    try:
+        header = jwt.get_unverified_header(token)
+    except jwt.PyJWTError:
+        return None
+    chain = header.get("x5c")
+    if not isinstance(chain, list) or not chain or not isinstance(chain[0], str):
+        return None
+    try:
+        return base64.b64decode(chain[0], validate=True)
+    except ValueError:
+        return None
+
+
+def signed_by(token: str, der: bytes) -> float | None:
+    """When `token` expires (epoch seconds), if it is signed with the key of the
+    certificate `der`, for this audience, and current; else None. The caller checks the
+    certificate itself against the cluster CA."""
+    try:
+        public_key = x509.load_der_x509_certificate(der).public_key()
+        if not isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey)):
+            return None
+        claims = jwt.decode(token, public_key, algorithms=_ALGORITHMS, audience=AUDIENCE,
+                            leeway=LEEWAY_SECONDS, options={"require": ["exp", "iat", "aud"]})
+    except (jwt.PyJWTError, ValueError):
+        return None
+    return float(claims["exp"])
