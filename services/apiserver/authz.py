@@ -118,6 +118,11 @@ class Authenticator:
         if scheme.lower() != "bearer" or not token.strip():
             return None
         token = token.strip()
+        seen = self._tokens_seen.get(token)  # a certificate token already checked
+        if seen is not None:
+            user, expires = seen
+            return user if user is not None and time.time() <= expires + LEEWAY_SECONDS \
+                else None
         der = presented_certificate(token) if token.count(".") == 2 else None
         if der is not None:
             return self._from_certificate_token(token, der)
@@ -127,18 +132,14 @@ class Authenticator:
         return user.with_authenticated() if user else None
 
     def _from_certificate_token(self, token: str, der: bytes) -> UserInfo | None:
-        """Checked once per token (a client re-signs every few minutes); the expiry is
-        checked again on every use."""
-        cached = self._tokens_seen.get(token)
-        now = time.time()
-        if cached is None:
-            if len(self._tokens_seen) > 4096:
-                self._tokens_seen.clear()
-            expires = signed_by(token, der)
-            user = self.from_der(der) if expires is not None else None
-            cached = self._tokens_seen[token] = (user, expires or 0.0)
-        user, expires = cached
-        return user if user is not None and now <= expires + LEEWAY_SECONDS else None
+        """Checked once per token (a client re-signs every few minutes) and remembered;
+        its expiry is checked again on every use."""
+        if len(self._tokens_seen) > 4096:
+            self._tokens_seen.clear()
+        expires = signed_by(token, der)
+        user = self.from_der(der) if expires is not None else None
+        self._tokens_seen[token] = (user, expires or 0.0)
+        return user
 
 
 # -- authorization ---------------------------------------------------------------------------
