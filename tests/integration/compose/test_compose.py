@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from skiff.api import ApiError
+from skiff.api import ApiError, Reason
 from skiff.cli import chaos
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
@@ -180,12 +180,15 @@ def check_tls(project: ComposeProject) -> None:
     target = f"127.0.0.1:{project.api_port}"
 
     async def anonymous() -> None:
-        # No client certificate (trusting the CA), and plaintext: both refused, nothing kept.
-        for creds in (Credentials(ca_file=project.admin().ca_file), Credentials()):
+        # No credentials (trusting the CA): 401; plaintext: refused. Nothing kept.
+        for creds, reason in ((Credentials(ca_file=project.admin().ca_file),
+                               Reason.UNAUTHORIZED),
+                              (Credentials(), Reason.SERVICE_UNAVAILABLE)):
             async with ApiClient(target, retry_seconds=2, timeout=5,
                                  credentials=creds) as anon:
-                with pytest.raises(ApiError):
+                with pytest.raises(ApiError) as refused:
                     await anon.create(pod_manifest("anonymous"))
+                assert refused.value.reason == reason, refused.value.message
         async with ApiClient(target, retry_seconds=30, credentials=project.admin()) as api:
             names = [p["metadata"]["name"] for p in
                      (await api.list("pods", namespace="default"))["items"]]
