@@ -118,28 +118,32 @@ class Authenticator:
         if scheme.lower() != "bearer" or not token.strip():
             return None
         token = token.strip()
-        seen = self._tokens_seen.get(token)  # a certificate token already checked
-        if seen is not None:
-            user, expires = seen
-            return user if user is not None and time.time() <= expires + LEEWAY_SECONDS \
-                else None
-        der = presented_certificate(token) if token.count(".") == 2 else None
-        if der is not None:
-            return self._from_certificate_token(token, der)
+        if token.count(".") == 2:  # a JWT: a certificate token, or a ServiceAccount's
+            certificate_token, user = self._certificate_token_user(token)
+            if certificate_token:
+                return user
         user = self._tokens.get(token)
         if user is None and self._service_accounts is not None:
             user = self._service_accounts.verify(token)
         return user.with_authenticated() if user else None
 
-    def _from_certificate_token(self, token: str, der: bytes) -> UserInfo | None:
-        """Checked once per token (a client re-signs every few minutes) and remembered;
-        its expiry is checked again on every use."""
-        if len(self._tokens_seen) > 4096:
-            self._tokens_seen.clear()
-        expires = signed_by(token, der)
-        user = self.from_der(der) if expires is not None else None
-        self._tokens_seen[token] = (user, expires or 0.0)
-        return user
+    def _certificate_token_user(self, token: str) -> tuple[bool, UserInfo | None]:
+        """(is it a certificate token, its user if it proves a current certificate). The
+        signature and certificate are checked once per token (a client re-signs every few
+        minutes) and remembered; the expiry on every use."""
+        seen = self._tokens_seen.get(token)
+        if seen is None:
+            der = presented_certificate(token)
+            if der is None:
+                return False, None
+            if len(self._tokens_seen) > 4096:
+                self._tokens_seen.clear()
+            expires = signed_by(token, der)
+            user = self.from_der(der) if expires is not None else None
+            seen = self._tokens_seen[token] = (user, expires or 0.0)
+        user, expires = seen
+        return True, user if user is not None and time.time() <= expires + LEEWAY_SECONDS \
+            else None
 
 
 # -- authorization ---------------------------------------------------------------------------
