@@ -9,6 +9,7 @@ subresources. Reads at a past revision and history come from etcd's log (AS6).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 import logging
 import secrets
@@ -41,7 +42,7 @@ from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.storageclasses import admit_default_storage_class
-from skiff.apiserver.watchcache import WatchCache, WatchEvent, WatchRequest
+from skiff.apiserver.watchcache import BATCH_LIMIT, WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, decode_map, encode
 from skiff.tracing import inject_into_object
@@ -762,6 +763,17 @@ class Registry:
     async def watch(self, resource: str, namespace: str | None, *,
                     resource_version: str = "", label_selector: str = "",
                     field_selector: str = "", name: str = "") -> AsyncIterator[WatchEvent]:
+        async for batch in self.watch_batches(
+                resource, namespace, resource_version=resource_version,
+                label_selector=label_selector, field_selector=field_selector, name=name):
+            for ev in batch:
+                yield ev
+
+    async def watch_batches(self, resource: str, namespace: str | None, *,
+                            resource_version: str = "", label_selector: str = "",
+                            field_selector: str = "", name: str = ""
+                            ) -> AsyncIterator[builtins.list[WatchEvent]]:
+        """`watch` in lists of the events that were ready together (WatchCache)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector)
@@ -777,9 +789,11 @@ class Registry:
             snapshot = await self.list(resource, ns, label_selector=label_selector,
                                        field_selector=field_selector)
             after = int(snapshot["metadata"]["resourceVersion"])
-            for item in snapshot["items"]:
-                if not name or item["metadata"]["name"] == name:
-                    yield WatchEvent("ADDED", item, int(item["metadata"]["resourceVersion"]))
+            added = [WatchEvent("ADDED", item, int(item["metadata"]["resourceVersion"]))
+                     for item in snapshot["items"]
+                     if not name or item["metadata"]["name"] == name]
+            for start in range(0, len(added), BATCH_LIMIT):
+                yield added[start:start + BATCH_LIMIT]
         else:
             try:
                 after = int(resource_version)
@@ -788,8 +802,8 @@ class Registry:
                     f"resourceVersion: {resource_version!r} is not a valid resource "
                     "version; use one from a list or a previous watch event") from None
             _check_revision("resourceVersion", after)
-        async for ev in self.cache.watch(request, after):
-            yield ev
+        async for batch in self.cache.watch_batches(request, after):
+            yield batch
 
 
 def _check_revision(name: str, value: int) -> None:

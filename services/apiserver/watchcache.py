@@ -119,6 +119,10 @@ def _at_revision(obj: Obj, revision: int) -> Obj:
     return {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(revision)}}
 
 
+# Most events one watch message carries (a wake-up that finds more sends them in turns).
+BATCH_LIMIT = 256
+
+
 @dataclass(eq=False)
 class _Subscriber:
     request: WatchRequest
@@ -271,6 +275,16 @@ class WatchCache:
 
     async def watch(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
         """Every change of `req` with revision > `after`, in order, plus bookmarks."""
+        async for batch in self.watch_batches(req, after):
+            for ev in batch:
+                yield ev
+
+    async def watch_batches(self, req: WatchRequest, after: int
+                            ) -> AsyncIterator[list[WatchEvent]]:
+        """`watch`, as lists: each list holds every event that was waiting when the
+        watcher woke (up to `BATCH_LIMIT`), so a busy apiserver sends a watcher one gRPC
+        message per wake-up instead of one per event; an idle one still sends each event
+        as it comes (a list of one), without waiting for company."""
         await self.ready()
         if self.unavailable is not None:
             raise self.unavailable
@@ -282,7 +296,7 @@ class WatchCache:
                 "quorum?); retry, or use another apiserver"))
         if after < self._window_start:
             async for ev in self._watch_etcd(req, after):
-                yield ev
+                yield [ev]
             return
         sub = _Subscriber(req, after, storage_prefix(req.info, req.namespace))
         # No await between the snapshot and the registration: nothing is lost or repeated.
@@ -293,37 +307,48 @@ class WatchCache:
         told = processed = after  # what the client knows / what this watcher has looked at
         loop = asyncio.get_running_loop()
         next_bookmark = loop.time() + self.bookmark_interval
+        queue = sub.queue
         try:
             while True:
                 item: RawEvent | ApiError | None | bool
-                if not sub.queue.empty():
-                    item = sub.queue.get_nowait()  # no timer when events are waiting
-                else:
+                if queue.empty():
                     try:
                         async with asyncio.timeout_at(next_bookmark):  # no task per event
-                            item = await sub.queue.get()
+                            item = await queue.get()
                     except TimeoutError:
                         item = False
-                if item is None:
-                    return  # closed for being slow; the client resumes
-                if isinstance(item, ApiError):
-                    raise item
-                if isinstance(item, RawEvent):
-                    translated = translate(item, req)
-                    if translated is not None:
-                        ev = translated
-                        told = ev.revision
-                        yield ev
+                else:
+                    item = queue.get_nowait()  # no timer when events are waiting
+                batch: list[WatchEvent] = []
+                while True:
+                    if item is None:
+                        if batch:
+                            yield batch
+                        return  # closed for being slow; the client resumes
+                    if isinstance(item, ApiError):
+                        if batch:
+                            yield batch
+                        raise item
+                    if isinstance(item, RawEvent):
+                        translated = translate(item, req)
+                        if translated is not None:
+                            told = translated.revision
+                            batch.append(translated)
+                    if queue.empty() or len(batch) >= BATCH_LIMIT:
+                        break
+                    item = queue.get_nowait()
                 if loop.time() >= next_bookmark:
                     # Progress the client could not see (other kinds, filtered objects), and
                     # a heartbeat: clients treat a long-silent stream as cut by a partition.
-                    if sub.queue.empty():
+                    if queue.empty():
                         # Every change up to the cache's revision was queued here or was
                         # not this watcher's: that much progress is safe to tell.
                         processed = max(processed, self.revision)
                         told = max(told, processed)
-                        yield _bookmark(req.info, told)
+                        batch.append(_bookmark(req.info, told))
                     next_bookmark = loop.time() + self.bookmark_interval
+                if batch:
+                    yield batch
         finally:
             self._subscribers.discard(sub)
 

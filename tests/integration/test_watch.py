@@ -12,11 +12,13 @@ from contextlib import suppress
 from typing import Any
 
 import aetcd
+import grpc
 import msgpack
 import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient, Informer, WatchEvent
+from skiff.rpc import decode, encode, method_path
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
 from tests.integration.waiting import wait_for
@@ -310,3 +312,43 @@ async def test_as5_informer_recovers_after_a_partition_heals(api: ApiClient,
             task.cancel()
             with suppress(asyncio.CancelledError):
                 await task
+
+
+async def _raw_watch(target: str, namespace: str, rv: str, count: int, *,
+                     batch: bool) -> list[Any]:
+    """The Watch stream's messages as sent, decoded but not unpacked into events."""
+    async with grpc.aio.insecure_channel(target) as channel:
+        call = channel.unary_stream(method_path("Watch"))(encode({
+            "resource": "pods", "namespace": namespace, "batch": batch,
+            "options": {"resourceVersion": rv, "allowWatchBookmarks": False}}))
+        messages: list[Any] = []
+        seen = 0
+        async for data in call:
+            message = decode(data)
+            messages.append(message)
+            seen += len(message) if isinstance(message, list) else 1
+            if seen >= count:
+                call.cancel()
+                break
+        return messages
+
+
+async def test_as5_events_waiting_together_reach_a_batching_watcher_in_one_message(
+        api: ApiClient, namespace: str, shared_cluster: Cluster) -> None:
+    start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
+    written = [int((await api.create(pod(f"p{i}", namespace)))["metadata"]["resourceVersion"])
+               for i in range(40)]
+    # All 40 are in the watch cache's window when the watch opens: they are ready together.
+    batched = await asyncio.wait_for(_raw_watch(shared_cluster.api_target, namespace, start,
+                                                40, batch=True), 20)
+    assert isinstance(batched[0], list) and len(batched[0]) == 40, (
+        f"first message: {type(batched[0]).__name__} of {len(batched[0])}")
+    assert [int(e["object"]["metadata"]["resourceVersion"]) for e in batched[0]] == written
+    assert {e["type"] for e in batched[0]} == {"ADDED"}
+    # A client that did not ask for batches (another gRPC client) gets one map per event.
+    single = await asyncio.wait_for(_raw_watch(shared_cluster.api_target, namespace, start,
+                                               40, batch=False), 20)
+    assert len(single) == 40 and all(isinstance(m, dict) for m in single)
+    # skiff.client unpacks batches into the same events in the same order.
+    events = await _collect(api, namespace, start, 40)
+    assert [int(e.resource_version) for e in events] == written

@@ -27,7 +27,7 @@ import tenacity
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
 from skiff.client.credentials import Credentials
-from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, encode, from_grpc, method_path
+from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, decode_maps, encode, from_grpc, method_path
 from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
 log = logging.getLogger(__name__)
@@ -378,7 +378,7 @@ class ApiClient:
         stub = self._channel.unary_stream(method_path("Watch"))
         call = stub(encode({
             "resource": resource, "namespace": _namespace_for(resource, namespace),
-            "name": name,
+            "name": name, "batch": True,
             "options": {"resourceVersion": resource_version, "labelSelector": label_selector,
                         "fieldSelector": field_selector,
                         "allowWatchBookmarks": allow_bookmarks,
@@ -386,8 +386,9 @@ class ApiClient:
                     metadata=self._metadata())
         try:
             async for data in call:
-                msg = decode_map(data)
-                yield WatchEvent(str(msg["type"]), dict(msg["object"]))
+                # Several events that were ready together come as one message (batch).
+                for msg in decode_maps(data):
+                    yield WatchEvent(str(msg["type"]), msg["object"])
         except grpc.aio.AioRpcError as err:
             raise await self._failed(err, generation) from None
         except asyncio.CancelledError:

@@ -36,6 +36,29 @@ def decode_map(data: bytes) -> dict[str, Any]:
     return value
 
 
+def encode_batch(parts: list[bytes]) -> bytes:
+    """A msgpack array of already-encoded values: the header, then the parts as they are,
+    so values encoded once (a watch event shared by every watcher) are not encoded again."""
+    count = len(parts)
+    if count < 16:
+        header = bytes((0x90 | count,))
+    elif count < 1 << 16:
+        header = b"\xdc" + count.to_bytes(2, "big")
+    else:
+        header = b"\xdd" + count.to_bytes(4, "big")
+    return header + b"".join(parts)
+
+
+def decode_maps(data: bytes) -> list[dict[str, Any]]:
+    """A message that is one map, or an array of maps (`encode_batch`), as a list."""
+    value = decode(data)
+    if isinstance(value, dict):
+        return [value]
+    if isinstance(value, list) and all(isinstance(v, dict) for v in value):
+        return value
+    raise CodecError(f"payload must be a map or an array of maps, got {type(value).__name__}")
+
+
 async def decoded_maps(stream: AsyncIterator[bytes]) -> AsyncIterator[dict[str, Any]]:
     """The maps of a client's request stream (exec, attach, port-forward); a message that
     does not decode is skipped, as a relay has nobody to answer it to."""
