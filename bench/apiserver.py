@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
+import os
 import statistics
 import tempfile
 import time
@@ -142,7 +143,16 @@ def _watcher_child(target: str, rv: str, run: str, watchers: int, events: int,
     conn.close()
 
 
-def bench_watch(target: str, watchers: int, events: int, rate: float, processes: int) -> None:
+def _cpu_seconds(pid: int | None) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except (OSError, TypeError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def bench_watch(target: str, watchers: int, events: int, rate: float, processes: int,
+                pids: dict[str, int | None]) -> None:
     """The watchers run in `processes` processes of their own, so the figure is the
     apiserver's delivery, not one Python client's time to decode 100 streams."""
     async def prepare() -> str:
@@ -162,6 +172,9 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
         children.append((proc, parent))
     for _, conn in children:
         conn.recv()  # ready
+    watching = {f"watchers{i + 1}": proc.pid for i, (proc, _) in enumerate(children)}
+    cpu0 = {name: _cpu_seconds(pid) for name, pid in {**pids, **watching}.items()}
+    writer0 = time.process_time()
     started: dict[str, float] = {}
     replied: dict[str, float] = {}
 
@@ -190,6 +203,9 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
             return events / (time.monotonic() - began)
 
     achieved = asyncio.run(write())
+    cpu = {name: _cpu_seconds(pid) - before for name, pid in {**pids, **watching}.items()
+           for before in [cpu0[name]]}
+    cpu["writer"] = time.process_time() - writer0
     from_start: list[float] = []
     from_reply: list[float] = []
     for proc, conn in children:
@@ -206,6 +222,7 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
           f"at {rate:g} writes/s (achieved {achieved:.0f}/s): from the create's reply "
           f"p50 {pct(from_reply, 0.5):.1f} ms, p99 {pct(from_reply, 0.99):.1f} ms; from its "
           f"start p50 {pct(from_start, 0.5):.1f} ms, p99 {pct(from_start, 0.99):.1f} ms")
+    print("  CPU s while writing: " + " ".join(f"{k}={v:.1f}" for k, v in cpu.items()))
 
 
 def main() -> None:
@@ -240,7 +257,7 @@ def main() -> None:
                 asyncio.run(bench_writes(etcd_port, target, args.pods, args.concurrency))
             if "watch" not in skip:
                 bench_watch(target, args.watchers, args.events, args.write_rate,
-                            args.watcher_processes)
+                            args.watcher_processes, {"etcd": etcd.pid, "apiserver": api.pid})
             if "security" in skip:
                 return
             sec = ClusterSecurity(ensure_pki(root / "pki"))
