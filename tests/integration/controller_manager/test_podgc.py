@@ -6,6 +6,7 @@ The controller-manager runs only PodGC here, so nothing else touches the pods.
 from __future__ import annotations
 
 import asyncio
+import time
 
 from skiff.api import get_condition, is_pod_terminal
 from skiff.cli.processes import Process
@@ -92,11 +93,19 @@ async def test_ps3_orphan_check_rereads_the_node(
         api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
     """A node that appears during the quarantine saves its pods."""
     await api.create(pod("saved", namespace, node="late-node"))
-    controller_manager("--controllers", "podgc")
+    # A quarantine long enough that the node surely arrives inside it even on a loaded
+    # machine (with 2 s, a create that took 1.5 s under load came after it: run a, seed
+    # 1826956092); the check comes 2 s after the quarantine ends.
+    quarantine = 8.0
+    started = time.monotonic()
+    controller_manager("--controllers", "podgc", "--pod-gc-quarantine-time",
+                       f"{quarantine:g}s")
     await asyncio.sleep(0.5)
     await api.create({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "late-node"}})
+    arrived = time.monotonic() - started
     try:
-        await asyncio.sleep(3.5)
+        assert arrived < quarantine, f"the node arrived {arrived:.1f}s after the start"
+        await asyncio.sleep(quarantine + 2.0 - arrived)
         saved = await get_or_none(api, "pods", "saved", namespace)
         assert saved is not None and saved["status"]["phase"] == "Pending"
     finally:
