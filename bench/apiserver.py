@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing
-import os
 import statistics
 import tempfile
 import time
@@ -28,6 +27,7 @@ from typing import Any
 
 import aetcd
 
+from e2e import cpu_seconds  # the /proc CPU reading scheduler_perf's harness uses
 from skiff.api import ApiError, Reason
 from skiff.cli.processes import (
     etcd_process,
@@ -143,14 +143,6 @@ def _watcher_child(target: str, rv: str, run: str, watchers: int, events: int,
     conn.close()
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except (OSError, TypeError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def bench_watch(target: str, watchers: int, events: int, rate: float, processes: int,
                 pids: dict[str, int | None]) -> None:
     """The watchers run in `processes` processes of their own, so the figure is the
@@ -173,7 +165,7 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
     for _, conn in children:
         conn.recv()  # ready
     watching = {f"watchers{i + 1}": proc.pid for i, (proc, _) in enumerate(children)}
-    cpu0 = {name: _cpu_seconds(pid) for name, pid in {**pids, **watching}.items()}
+    cpu0 = {name: cpu_seconds(pid) for name, pid in {**pids, **watching}.items()}
     writer0 = time.process_time()
     started: dict[str, float] = {}
     replied: dict[str, float] = {}
@@ -203,7 +195,7 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
             return events / (time.monotonic() - began)
 
     achieved = asyncio.run(write())
-    cpu = {name: _cpu_seconds(pid) - before for name, pid in {**pids, **watching}.items()
+    cpu = {name: cpu_seconds(pid) - before for name, pid in {**pids, **watching}.items()
            for before in [cpu0[name]]}
     cpu["writer"] = time.process_time() - writer0
     from_start: list[float] = []

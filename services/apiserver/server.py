@@ -39,8 +39,6 @@ from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-# Bytes of events one batched watch message carries at most (one larger event goes alone).
-_BATCH_BYTES = 4 * 1024 * 1024
 Handler = Callable[[Obj], Awaitable[Obj]]
 
 
@@ -183,19 +181,12 @@ class ApiService:
                 field_selector=_str(opts, "fieldSelector"),
                 name=_str(req, "name")), timeout):
             parts = [ev.encoded() for ev in batch if bookmarks or ev.type != "BOOKMARK"]
-            if not batched or len(parts) == 1:
+            if batched and len(parts) > 1:
+                # At most BATCH_LIMIT objects of at most 1.5 MiB: under MAX_MESSAGE_BYTES.
+                yield encode_batch(parts)
+            else:
                 for part in parts:
                     yield part
-                continue
-            # A message stays well under the clients' receive limit whatever the objects.
-            size, start = 0, 0
-            for i, part in enumerate(parts):
-                if size and size + len(part) > _BATCH_BYTES:
-                    yield encode_batch(parts[start:i])
-                    size, start = 0, i
-                size += len(part)
-            if start < len(parts):
-                yield encode_batch(parts[start:])
 
 
 def _decode_request(data: bytes) -> Obj:
