@@ -38,6 +38,7 @@ from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
+from skiff.tasks import cancel_tasks
 from skiff.tracing import setup_tracing, shutdown_tracing
 
 log = logging.getLogger("skiff.apiserver")
@@ -172,6 +173,8 @@ class ApiServer:
         try:
             async with asyncio.TaskGroup() as tg:
                 await self._wait_for_etcd(storage, registry)
+                if self._stop.is_set():  # told to stop before etcd answered
+                    return
                 cache_task = tg.create_task(cache.run(), name="watch-cache")
                 monitor_task = tg.create_task(cache.monitor(), name="watch-cache-monitor")
                 await cache.ready()
@@ -210,15 +213,11 @@ class ApiServer:
                 log.info("apiserver shutting down")
                 serving = False
                 await health.set("", NOT_SERVING)
-                for task in background:  # the kubernetes Service endpoint is withdrawn
-                    task.cancel()
-                await asyncio.gather(*background, return_exceptions=True)
+                await cancel_tasks(*background)  # the kubernetes Service endpoint is withdrawn
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
-                lookups_task.cancel()
-                monitor_task.cancel()
-                cache_task.cancel()
+                await cancel_tasks(lookups_task, monitor_task, cache_task)
         finally:
             await server.stop(0)
             await storage.close()

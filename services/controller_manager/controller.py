@@ -22,6 +22,7 @@ from skiff.client.workqueue import ShutDown, WorkQueue
 from skiff.clock import REAL_CLOCK, Clock
 from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.settings import ControllerManagerSettings
+from skiff.tasks import cancel_tasks
 
 log = logging.getLogger(__name__)
 
@@ -89,10 +90,8 @@ class Controller(abc.ABC):
             await asyncio.wait(tasks)
         finally:
             self.queue.shutdown()
-            _, pending = await asyncio.wait(tasks, timeout=self.drain_timeout)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.wait(tasks, timeout=self.drain_timeout)
+            await cancel_tasks(*tasks)
             log.info("controller stopped", extra={"controller": self.name})
 
     async def _resync_loop(self, period: float) -> None:

@@ -49,6 +49,7 @@ from skiff.kubelet.settings import (
 from skiff.kubelet.streaming import ExecService
 from skiff.kubelet.volumes import VolumeManager
 from skiff.service import Service, run_service
+from skiff.tasks import cancel_tasks
 from skiff.tracing import tracer
 
 __all__ = ["main", "run_kubelet"]
@@ -191,9 +192,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             await service.ready()
             await service.stop.wait()
         finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_tasks(*tasks)
             for kubelet in kubelets:
                 await kubelet.shutdown()
 

@@ -17,6 +17,7 @@ from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
 from skiff.kubelet.records import load_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
 from skiff.kubelet.sandbox import Sandbox
+from skiff.tasks import cancel_tasks
 
 __all__ = ["Kubelet"]
 
@@ -175,6 +176,4 @@ class Kubelet:
         """Stop the workers, leaving the pods' processes running (a kubelet restart must not
         kill pods; the next kubelet re-adopts them)."""
         tasks = [w.task for w in self.workers.values() if w.task is not None]
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_tasks(*tasks)

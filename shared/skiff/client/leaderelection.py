@@ -32,6 +32,7 @@ from skiff.api import ApiError, Reason
 from skiff.client.api import ApiClient
 from skiff.clock import REAL_CLOCK, Clock, rfc3339_micro
 from skiff.rpc.epoch import LeaderEpoch
+from skiff.tasks import cancel_tasks
 
 log = logging.getLogger(__name__)
 
@@ -234,7 +235,7 @@ class LeaderElector:
             acquirer = asyncio.create_task(self._acquire(), name="leader-election-acquire")
             await asyncio.wait({stopper, acquirer}, return_when=asyncio.FIRST_COMPLETED)
             if stop.is_set():
-                await _cancel(acquirer, stopper)
+                await cancel_tasks(acquirer, stopper)
                 if acquirer.done() and not acquirer.cancelled():
                     await self.release()
                 return
@@ -246,7 +247,7 @@ class LeaderElector:
             await asyncio.wait({stopper, leading, renewer},
                                return_when=asyncio.FIRST_COMPLETED)
             self.is_leader = False
-            await _cancel(leading, renewer, stopper)
+            await cancel_tasks(leading, renewer, stopper)
             if leading.done() and not leading.cancelled():
                 await self.release()
                 error = leading.exception()
@@ -256,9 +257,3 @@ class LeaderElector:
                 return
             log.error("leaderelection lost: stopped leading; controllers stopped",
                       extra={"lease": f"{c.namespace}/{c.name}", "identity": c.identity})
-
-
-async def _cancel(*tasks: asyncio.Task[Any]) -> None:
-    for task in tasks:
-        task.cancel()
-    await asyncio.gather(*tasks, return_exceptions=True)
