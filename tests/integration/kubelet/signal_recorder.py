@@ -1,8 +1,10 @@
 """A container process for termination tests: it records, with timestamps, the signals it
 receives and when it died.
 
-`python signal_recorder.py FILE [--exit-on-term [--linger S]] [--exit-code N]` appends
-`pid <pid>` and `start <t>`, then `SIGTERM <t>` (or any catchable stop signal) as they arrive
+`python signal_recorder.py FILE [--exit-on-term [--linger S]] [--exit-code N] [--hold-mib M]`
+appends `pid <pid>` and `start <t>` (with --hold-mib, once it holds M MiB of written, so
+resident, memory: pressure for the eviction tests that starts when the recorder is ready),
+then `SIGTERM <t>` (or any catchable stop signal) as they arrive
 (with --linger it takes S seconds to exit after one). SIGKILL cannot be caught, so a
 witness process in its own session (it survives the container's process-group kill) waits
 for this process's pipe to close and appends `dead <t>`, then exits.
@@ -36,6 +38,8 @@ def main() -> None:
     exit_code = int(sys.argv[sys.argv.index("--exit-code") + 1]) if "--exit-code" in sys.argv \
         else 0
     linger = float(sys.argv[sys.argv.index("--linger") + 1]) if "--linger" in sys.argv else 0.0
+    hold_mib = int(sys.argv[sys.argv.index("--hold-mib") + 1]) if "--hold-mib" in sys.argv \
+        else 0
     witness = subprocess.Popen([sys.executable, "-c", WITNESS, path], stdin=subprocess.PIPE,
                                start_new_session=True)
 
@@ -47,11 +51,13 @@ def main() -> None:
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGQUIT):
         signal.signal(sig, on_signal)
+    held = b"x" * (hold_mib << 20)  # every page written: resident, counted by the kubelet
     with open(path, "a") as f:
         f.write(f"pid {os.getpid()}\n")
     record(path, "start")
     print("recorder started", flush=True)
     del witness  # keep the pipe open until this process dies
+    assert len(held) == hold_mib << 20
     while True:
         signal.pause()
 

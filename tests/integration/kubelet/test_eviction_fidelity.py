@@ -5,6 +5,7 @@ evictions use 1 s, critical pods are never evicted and evicted pods carry Disrup
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -67,19 +68,22 @@ async def test_gt6_eviction_override_bounds_prestop_then_the_minimum_applies(
 
 async def test_gt11_hard_eviction_spares_critical_pods_and_marks_the_victim(
         api: ApiClient, namespace: str, shared_cluster: Cluster, tmp_path: Path) -> None:
+    # Pressure only once the critical pod holds 64 MiB (one idle Python process, ~10 MiB,
+    # is not enough), so the victim is running, its SIGTERM handler in place, before the
+    # first eviction: a pod still starting can be evicted too (Kubernetes ranks pods
+    # without stats first), and one killed before its handler runs records no SIGTERM.
     node = start_kubelet(shared_cluster, tmp_path, extra=[
-        "--capacity-memory", "1Gi", "--eviction-hard", _PRESSURE, "--eviction-soft", ""])
+        "--capacity-memory", "1Gi", "--eviction-hard", "memory.available<984Mi",
+        "--eviction-soft", ""])
     try:
         critical_path, victim_path = tmp_path / "critical", tmp_path / "victim"
-        await api.create(pod_manifest("critical", namespace, node.name, [
-            {"name": "main", "command": recorder(critical_path)}], grace=30,
-            priorityClassName="system-node-critical"))
-        await wait_file(critical_path, "start")
-        await wait_until(lambda: _memory_pressure(api, node), timeout=15,
-                         what="MemoryPressure=True with only a critical pod")
-        # Critical pods (priority >= 2000000000, static or mirror) are never evicted.
         await api.create(pod_manifest("victim", namespace, node.name, [
             {"name": "main", "command": recorder(victim_path)}], grace=30))
+        await wait_file(victim_path, "start")
+        assert not await _memory_pressure(api, node), "pressure before the critical pod"
+        await api.create(pod_manifest("critical", namespace, node.name, [
+            {"name": "main", "command": recorder(critical_path, "--hold-mib", "64")}],
+            grace=30, priorityClassName="system-node-critical"))
         sigterm = await wait_file(victim_path, "SIGTERM", timeout=30)
         dead = await wait_file(victim_path, "dead")
         # Hard eviction: override 1 s (>= 1.31), then the 2 s minimum; not the pod's 30 s.
@@ -90,6 +94,13 @@ async def test_gt11_hard_eviction_spares_critical_pods_and_marks_the_victim(
         assert target and target[0]["status"] == "True", pod["status"]["conditions"]
         assert target[0]["reason"] == "TerminationByKubelet"
         assert "low on resource: memory" in target[0]["message"]
+        # The pressure stays with only the critical pod left, and critical pods
+        # (priority >= 2000000000, static or mirror) are never evicted: over three more
+        # monitoring intervals it keeps running.
+        await wait_until(lambda: _memory_pressure(api, node), timeout=15,
+                         what="MemoryPressure=True with only the critical pod")
+        await asyncio.sleep(3.0)
+        assert await _memory_pressure(api, node)
         critical = await api.get("pods", "critical", namespace)
         assert critical["status"]["phase"] == "Running"
         assert first(critical_path, "SIGTERM") is None, "the critical pod was evicted"
