@@ -248,6 +248,19 @@ class ComposeProject:
                            timeout=timeout + 30, check=False)
         return done.returncode == 0
 
+    def print_logs(self, *, lines: int = 60) -> None:
+        """The last `lines` log lines of every service, for a failed test's report (the
+        containers and their logs are gone after `down`)."""
+        out = self.compose("logs", "--no-color", "--timestamps", check=False,
+                           timeout=120).stdout
+        by_service: dict[str, list[str]] = {}
+        for line in out.splitlines():
+            service, _, _ = line.partition(" | ")
+            by_service.setdefault(service.strip(), []).append(line)
+        for service in sorted(by_service):
+            print(f"----- {service}: last {lines} of {len(by_service[service])} lines")
+            print("\n".join(by_service[service][-lines:]), flush=True)
+
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
         shutil.rmtree(self.pki_dir, ignore_errors=True)

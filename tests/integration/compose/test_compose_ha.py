@@ -121,6 +121,9 @@ def test_issue11_compose_ha_scenarios_1_and_4(tmp_path: Path, docker_engine: Any
         project.wait_healthy(SERVICES, timeout=240)
         log(f"{len(SERVICES)} HA services healthy in {time.monotonic() - t0:.1f}s")
         asyncio.run(_scenarios(project, project.api2_port))
+    except BaseException:
+        project.print_logs()
+        raise
     finally:
         project.down()
         label = f"label=com.docker.compose.project={project.name}"
