@@ -19,7 +19,6 @@ from skiff.scheduler.framework import (
     Diagnosis,
     FitError,
     Framework,
-    NodeScore,
     Status,
 )
 from skiff.scheduler.podinfo import PodInfo
@@ -71,8 +70,9 @@ class Algorithm:
         evaluated = len(feasible) + len(diagnosis.node_to_status)
         if len(feasible) == 1:
             return ScheduleResult(feasible[0].name, evaluated, 1)
-        scores = self.prioritize_nodes(fwk, state, pod, feasible)
-        return ScheduleResult(self.select_host(scores), evaluated, len(feasible))
+        names = [n.name for n in feasible]
+        totals = self.prioritize_nodes(fwk, state, pod, feasible, names)
+        return ScheduleResult(self.select_host(names, totals), evaluated, len(feasible))
 
     def find_nodes_that_fit(self, fwk: Framework, state: CycleState, pod: PodInfo,
                             nodes: list[NodeInfo]) -> tuple[list[NodeInfo], Diagnosis]:
@@ -129,15 +129,16 @@ class Algorithm:
         return feasible
 
     def prioritize_nodes(self, fwk: Framework, state: CycleState, pod: PodInfo,
-                         nodes: list[NodeInfo]) -> list[NodeScore]:
+                         nodes: list[NodeInfo], names: list[str]) -> list[int]:
+        """Each node's total score (`nodes[i]`, named `names[i]`)."""
         status = fwk.run_pre_score(state, pod, nodes)
         if not status.ok:
             raise RuntimeError(f"running PreScore plugin {status.plugin}: {status.message}")
-        return fwk.run_score(state, pod, nodes)
+        return fwk.run_score_totals(state, pod, nodes, names)
 
-    def select_host(self, scores: list[NodeScore]) -> str:
+    def select_host(self, names: list[str], totals: list[int]) -> str:
         """The highest total; among equals, each is equally likely (one draw per cycle
         instead of Kubernetes' reservoir sampling's draw per tie: the same distribution)."""
-        top = max(s.score for s in scores)
-        best = [s.name for s in scores if s.score == top]
+        top = max(totals)
+        best = [name for name, t in zip(names, totals, strict=True) if t == top]
         return best[0] if len(best) == 1 else best[self.rng.randrange(len(best))]

@@ -19,6 +19,7 @@ from skiff.scheduler.framework.interface import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHintPlugin,
+    RawScoreNormalizer,
     ScoreNormalizer,
     ScorePlugin,
     Status,
@@ -33,6 +34,7 @@ __all__ = [
     "ALL_EVENTS", "MAX_NODE_SCORE", "SKIP", "SUCCESS", "ClusterEvent", "Code", "CycleState",
     "Diagnosis", "FilterPlugin", "FitError", "Framework", "NodeScore", "PodNominator",
     "PostFilterPlugin", "PostFilterResult", "PreFilterExtensions", "PreFilterPlugin",
-    "PreScorePlugin", "QueueingHintPlugin", "ScoreNormalizer", "ScorePlugin", "Status", "error",
+    "PreScorePlugin", "QueueingHintPlugin", "RawScoreNormalizer", "ScoreNormalizer",
+    "ScorePlugin", "Status", "error",
     "fit_error_message", "unresolvable", "unschedulable",
 ]

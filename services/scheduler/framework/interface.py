@@ -228,6 +228,18 @@ class ScoreNormalizer(Protocol):
                         scores: list[NodeScore]) -> None: ...
 
 
+@runtime_checkable
+class RawScoreNormalizer(Protocol):
+    """A ScoreNormalizer that also normalizes plain score lists (`raw[i]` is node
+    `names[i]`'s), returning the normalized list: the same results as `normalize_score`
+    without a NodeScore per node and plugin, which was ~10 % of the scheduler's CPU."""
+
+    name: str
+
+    def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
+                      raw: list[int]) -> list[int]: ...
+
+
 @dataclass
 class Diagnosis:
     """Why a pod fits nowhere: each node's rejecting status, plus what PostFilter said."""

@@ -30,6 +30,7 @@ from skiff.scheduler.framework.interface import (
     PreFilterPlugin,
     PreScorePlugin,
     QueueingHintPlugin,
+    RawScoreNormalizer,
     ScoreNormalizer,
     ScorePlugin,
     Status,
@@ -71,7 +72,7 @@ class Framework:
     _extensions_of: list[PreFilterPlugin] | None = field(default=None, init=False,
                                                          repr=False)
     _extensions_len: int = field(default=0, init=False, repr=False)
-    _scores: list[tuple[ScorePlugin, int, bool, bool]] = field(
+    _scores: list[tuple[ScorePlugin, int, int, bool]] = field(
         default_factory=list, init=False, repr=False)
     _scores_of: list[tuple[ScorePlugin, int]] | None = field(default=None, init=False,
                                                              repr=False)
@@ -199,13 +200,14 @@ class Framework:
                 return status.with_plugin(plugin.name)
         return SUCCESS
 
-    def _score_calls(self) -> list[tuple[ScorePlugin, int, bool, bool]]:
-        """(plugin, weight, has NormalizeScore, scores in batches) per score plugin,
-        found once: an `isinstance` against a runtime Protocol is slow and this runs
-        every cycle."""
+    def _score_calls(self) -> list[tuple[ScorePlugin, int, int, bool]]:
+        """(plugin, weight, how it normalizes: 0 not, 1 NodeScores, 2 plain lists, scores in
+        batches) per score plugin, found once: an `isinstance` against a runtime Protocol is
+        slow and this runs every cycle."""
         if self._scores_of is not self.score_plugins or len(self._scores) != len(
                 self.score_plugins):
-            self._scores = [(p, w, isinstance(p, ScoreNormalizer),
+            self._scores = [(p, w, 2 if isinstance(p, RawScoreNormalizer)
+                             else 1 if isinstance(p, ScoreNormalizer) else 0,
                              isinstance(p, BatchScorePlugin))
                             for p, w in self.score_plugins]
             self._scores_of = self.score_plugins
@@ -215,6 +217,12 @@ class Framework:
                   nodes: Sequence[NodeInfo]) -> list[NodeScore]:
         """Weighted sum over score plugins of each plugin's normalized score."""
         names = [n.name for n in nodes]
+        return [NodeScore(name, t) for name, t in zip(
+            names, self.run_score_totals(state, pod, nodes, names), strict=True)]
+
+    def run_score_totals(self, state: CycleState, pod: PodInfo, nodes: Sequence[NodeInfo],
+                         names: Sequence[str]) -> list[int]:
+        """`run_score`'s totals alone, `totals[i]` for `nodes[i]` (named `names[i]`)."""
         totals = [0] * len(nodes)
         skip = state.skip_score
         for plugin, weight, normalizes, batch in self._score_calls():
@@ -225,17 +233,22 @@ class Framework:
             else:
                 score = plugin.score
                 raw = [score(state, pod, n) for n in nodes]
-            if normalizes and isinstance(plugin, ScoreNormalizer):
+            if normalizes == 2:
+                raw = plugin.normalize_raw(state, pod, names, raw)  # type: ignore[attr-defined]
+            elif normalizes == 1:
                 scores = [NodeScore(name, s) for name, s in zip(names, raw, strict=True)]
-                plugin.normalize_score(state, pod, scores)
+                plugin.normalize_score(state, pod, scores)  # type: ignore[attr-defined]
                 raw = [s.score for s in scores]
             if raw and (min(raw) < 0 or max(raw) > MAX_NODE_SCORE):
                 name, bad = next((n, s) for n, s in zip(names, raw, strict=True)
                                  if not 0 <= s <= MAX_NODE_SCORE)
                 raise ValueError(error(f"plugin {plugin.name} returned an invalid score "
                                        f"{bad} for node {name}").message)
-            totals = [t + s * weight for t, s in zip(totals, raw, strict=True)]
-        return [NodeScore(name, t) for name, t in zip(names, totals, strict=True)]
+            if weight == 1:
+                totals = [t + s for t, s in zip(totals, raw, strict=True)]
+            else:
+                totals = [t + s * weight for t, s in zip(totals, raw, strict=True)]
+        return totals
 
     @property
     def has_filter_plugins(self) -> bool:

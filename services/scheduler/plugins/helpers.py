@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from skiff.scheduler.framework.interface import MAX_NODE_SCORE, NodeScore
+from skiff.scheduler.framework.interface import (
+    MAX_NODE_SCORE,
+    CycleState,
+    NodeScore,
+    RawScoreNormalizer,
+)
 from skiff.scheduler.podinfo import NodeFacts, PodInfo, Taint
 
 NodeMatcher = Callable[[NodeFacts], bool]
@@ -121,15 +126,22 @@ def pod_matches_node_selector_and_affinity(pod: PodInfo, node: NodeFacts) -> boo
     return matcher is None or matcher(node)
 
 
-def default_normalize_score(scores: list[NodeScore], *, reverse: bool,
-                            max_priority: int = MAX_NODE_SCORE) -> None:
+def default_normalize_raw(raw: list[int], *, reverse: bool,
+                          max_priority: int = MAX_NODE_SCORE) -> list[int]:
     """`helper.DefaultNormalizeScore`: scale to [0, max_priority], optionally reversed."""
-    highest = max((s.score for s in scores), default=0)
+    highest = max(raw, default=0)
     if highest == 0:
-        if reverse:
-            for s in scores:
-                s.score = max_priority
-        return
-    for s in scores:
-        value = max_priority * s.score // highest
-        s.score = max_priority - value if reverse else value
+        return [max_priority] * len(raw) if reverse else raw
+    if reverse:
+        return [max_priority - max_priority * s // highest for s in raw]
+    return [max_priority * s // highest for s in raw]
+
+
+def normalize_in_place(plugin: RawScoreNormalizer, state: CycleState, pod: PodInfo,
+                       scores: list[NodeScore]) -> None:
+    """`normalize_score` (Kubernetes' NormalizeScore on a NodeScoreList) through the
+    plugin's `normalize_raw`."""
+    normalized = plugin.normalize_raw(state, pod, [s.name for s in scores],
+                                      [s.score for s in scores])
+    for s, value in zip(scores, normalized, strict=True):
+        s.score = value

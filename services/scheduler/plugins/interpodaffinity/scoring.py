@@ -21,6 +21,7 @@ from skiff.scheduler.framework.interface import (
     NodeScore,
     Status,
 )
+from skiff.scheduler.plugins.helpers import normalize_in_place
 from skiff.scheduler.plugins.interpodaffinity.common import (
     InterPodAffinityArgs,
     NamespaceLister,
@@ -114,13 +115,17 @@ class AffinityScoring:
                 total += by_value.get(value, 0)
         return total
 
+    def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
+                      raw: list[int]) -> list[int]:
+        s: PreScoreState | None = state.read(PRE_SCORE_STATE_KEY)
+        if s is None or not s.topology_score or not raw:
+            return raw
+        lowest = min(raw)
+        spread = max(raw) - lowest
+        if spread <= 0:
+            return [0] * len(raw)
+        return [int(MAX_NODE_SCORE * ((x - lowest) / spread)) for x in raw]
+
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> None:
-        s: PreScoreState | None = state.read(PRE_SCORE_STATE_KEY)
-        if s is None or not s.topology_score or not scores:
-            return
-        lowest = min(x.score for x in scores)
-        spread = max(x.score for x in scores) - lowest
-        for x in scores:
-            x.score = (int(MAX_NODE_SCORE * ((x.score - lowest) / spread)) if spread > 0
-                       else 0)
+        normalize_in_place(self, state, pod, scores)

@@ -8,7 +8,12 @@ from dataclasses import dataclass
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import SKIP, SUCCESS, CycleState, NodeScore, Status
-from skiff.scheduler.plugins.helpers import NodeMatcher, compile_term, default_normalize_score
+from skiff.scheduler.plugins.helpers import (
+    NodeMatcher,
+    compile_term,
+    default_normalize_raw,
+    normalize_in_place,
+)
 from skiff.scheduler.podinfo import PodInfo
 
 _KEY = "PreScoreNodeAffinity"
@@ -42,6 +47,10 @@ class NodeAffinityScore:
         facts = node.facts
         return sum(weight for weight, matches in s.preferred if matches(facts))
 
+    def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
+                      raw: list[int]) -> list[int]:
+        return default_normalize_raw(raw, reverse=False)
+
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> None:
-        default_normalize_score(scores, reverse=False)
+        normalize_in_place(self, state, pod, scores)

@@ -23,6 +23,7 @@ from skiff.scheduler.framework.interface import (
     NodeScore,
     Status,
 )
+from skiff.scheduler.plugins.helpers import normalize_in_place
 from skiff.scheduler.plugins.podtopologyspread.common import (
     LABEL_HOSTNAME,
     SCHEDULE_ANYWAY,
@@ -141,18 +142,27 @@ class SpreadScoring:
         # Kubernetes 1.32 `int64(math.Round(score))` (seed 001 quotes the older truncation).
         return round_half_away_from_zero(total)
 
-    def normalize_score(self, state: CycleState, pod: PodInfo,
-                        scores: list[NodeScore]) -> None:
+    def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
+                      raw: list[int]) -> list[int]:
         s: PreScoreState | None = state.read(PRE_SCORE_STATE_KEY)
         if s is None:
-            return
-        counted = [x.score for x in scores if x.name not in s.ignored_nodes]
+            return raw
+        ignored = s.ignored_nodes
+        if ignored:
+            counted = [x for name, x in zip(names, raw, strict=True) if name not in ignored]
+        else:
+            counted = raw
         lowest = min(counted, default=0)
         highest = max(counted, default=0)
-        for x in scores:
-            if x.name in s.ignored_nodes:
-                x.score = 0
-            elif highest == 0:
-                x.score = MAX_NODE_SCORE
-            else:
-                x.score = MAX_NODE_SCORE * (highest + lowest - x.score) // highest
+        if highest == 0:
+            out = [MAX_NODE_SCORE] * len(raw)
+        else:
+            top = highest + lowest
+            out = [MAX_NODE_SCORE * (top - x) // highest for x in raw]
+        if ignored:
+            out = [0 if name in ignored else x for name, x in zip(names, out, strict=True)]
+        return out
+
+    def normalize_score(self, state: CycleState, pod: PodInfo,
+                        scores: list[NodeScore]) -> None:
+        normalize_in_place(self, state, pod, scores)

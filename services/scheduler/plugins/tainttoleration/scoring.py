@@ -9,7 +9,11 @@ from typing import Any
 
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import SUCCESS, CycleState, NodeScore, Status
-from skiff.scheduler.plugins.helpers import default_normalize_score, tolerates
+from skiff.scheduler.plugins.helpers import (
+    default_normalize_raw,
+    normalize_in_place,
+    tolerates,
+)
 from skiff.scheduler.podinfo import PodInfo
 
 _KEY = "PreScoreTaintToleration"
@@ -40,6 +44,10 @@ class TaintTolerationScore:
         return sum(1 for taint in node.facts.taints if taint.effect == "PreferNoSchedule"
                    and not any(tolerates(t, taint) for t in tolerations))
 
+    def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
+                      raw: list[int]) -> list[int]:
+        return default_normalize_raw(raw, reverse=True)
+
     def normalize_score(self, state: CycleState, pod: PodInfo,
                         scores: list[NodeScore]) -> None:
-        default_normalize_score(scores, reverse=True)
+        normalize_in_place(self, state, pod, scores)
