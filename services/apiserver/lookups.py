@@ -41,7 +41,7 @@ class Lookup:
                 kvs, revision = await self._storage.list(storage_prefix(self.info))
                 self.items = {self._key(kv.obj): kv.obj for kv in kvs if kv.obj}
                 self._synced.set()
-                request = WatchRequest(self.info, None, lambda _: True)
+                request = WatchRequest(self.info, None, lambda _: True, selects_all=True)
                 async for ev in self._cache.watch(request, revision):
                     if ev.type == "BOOKMARK":
                         continue

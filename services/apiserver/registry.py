@@ -782,7 +782,8 @@ class Registry:
         def matches(obj: Obj) -> bool:
             return labels.matches(obj.get("metadata", {}).get("labels")) and fields.matches(obj)
 
-        request = WatchRequest(info, ns, matches, name or None)
+        request = WatchRequest(info, ns, matches, name or None,
+                               selects_all=not label_selector and not field_selector)
         if resource_version in ("", "0"):
             # Kubernetes: no resourceVersion = the current state as ADDED events, then changes.
             await self.cache.ready()

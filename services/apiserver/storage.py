@@ -107,6 +107,11 @@ class RawEvent:
         return self._obj
 
     @property
+    def has_prev(self) -> bool:
+        """Whether the previous value is known, without decoding it."""
+        return self._prev_value is not None or self._prev is not None
+
+    @property
     def prev(self) -> Obj | None:
         """The previous value when etcd still has it."""
         if self._prev_value is not None:

@@ -76,6 +76,9 @@ class WatchRequest:
     namespace: str | None
     matches: Matcher  # label + field selector
     name: str | None = None
+    # No selector: every object matches, so an update's previous value need not be decoded
+    # to tell MODIFIED from ADDED or DELETED (it was ~5 % of a busy apiserver's CPU).
+    selects_all: bool = False
 
 
 def _bookmark(info: KindInfo, revision: int) -> WatchEvent:
@@ -95,6 +98,10 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
         return None
     if req.name and name != req.name:
         return None
+    if req.selects_all and raw.type != "DELETE":
+        assert raw.obj is not None
+        kind = "MODIFIED" if not raw.created and raw.has_prev else "ADDED"
+        return WatchEvent(kind, raw.obj, raw.revision, raw)
     new_ok = raw.obj is not None and req.matches(raw.obj)
     old_ok = raw.prev is not None and req.matches(raw.prev)
     if raw.type == "DELETE":

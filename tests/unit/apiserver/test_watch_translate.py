@@ -58,3 +58,29 @@ def test_as5_deleted_event_carries_the_deletion_revision() -> None:
         **WEB["metadata"], "resourceVersion": "40"}}, False),
         WatchRequest(lookup("pods"), None, lambda o: True))
     assert ev is not None and ev.object["metadata"]["resourceVersion"] == "42"
+
+
+@pytest.mark.parametrize("raw", [
+    RawEvent(5, KEY, "PUT", WEB, None, True),
+    RawEvent(6, KEY, "PUT", DB, WEB, False),
+    RawEvent(7, KEY, "PUT", WEB, None, False),  # previous value compacted away
+    RawEvent(8, KEY, "DELETE", None, WEB, False),
+    RawEvent(9, "/registry/nodes/n1", "PUT", WEB, None, True),
+], ids=["create", "update", "update-without-prev", "delete", "other-resource"])
+def test_as5_a_watch_without_selector_sees_what_a_matching_selector_sees(
+        raw: RawEvent) -> None:
+    """The no-selector shortcut (the previous value is not decoded) changes nothing."""
+    fast = translate(raw, WatchRequest(lookup("pods"), "default", lambda _: True,
+                                       selects_all=True))
+    slow = translate(raw, WatchRequest(lookup("pods"), "default", lambda _: True))
+    assert fast == slow  # type, object and revision (WatchEvent's equality)
+
+
+def test_as5_a_watch_without_selector_does_not_decode_the_previous_value() -> None:
+    from skiff.apiserver.storage import encode_value
+
+    raw = RawEvent(6, KEY, "PUT", None, None, False, value=encode_value(WEB),
+                   prev_value=b"\xc1 not msgpack")  # decoding it would fail
+    ev = translate(raw, WatchRequest(lookup("pods"), "default", lambda _: True,
+                                     selects_all=True))
+    assert ev is not None and ev.type == "MODIFIED"
