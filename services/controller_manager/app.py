@@ -15,7 +15,11 @@ import logging
 from skiff.client import ApiClient
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
-from skiff.controller_manager.leaderelection import LeaderElectionConfig, LeaderElector
+from skiff.controller_manager.leaderelection import (
+    LeaderElectionConfig,
+    LeaderElector,
+    election_client,
+)
 from skiff.controller_manager.registry import ControllerSpec, select_controllers
 from skiff.controller_manager.settings import ControllerManagerSettings
 from skiff.service import Service
@@ -50,8 +54,11 @@ class ControllerManager:
                 await self.run_controllers(client)
 
             if s.leader_elect:
-                elector = LeaderElector(client=client, config=self.election)
-                await elector.run(lead=lead, stop=service.stop)
+                async with election_client(s.apiserver, self.election,
+                                           user_agent="skiff-controller-manager") as lease:
+                    elector = LeaderElector(client=lease, config=self.election,
+                                            fenced=[client])
+                    await elector.run(lead=lead, stop=service.stop)
                 return
             leading = asyncio.create_task(lead(), name="controllers")
             stopping = asyncio.create_task(service.stop.wait(), name="stop")

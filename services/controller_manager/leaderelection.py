@@ -5,7 +5,9 @@ from skiff.client.leaderelection import (
     LeaderElectionConfig,
     LeaderElectionRecord,
     LeaderElector,
+    election_client,
     held_by_other,
 )
 
-__all__ = ["LeaderElectionConfig", "LeaderElectionRecord", "LeaderElector", "held_by_other"]
+__all__ = ["LeaderElectionConfig", "LeaderElectionRecord", "LeaderElector", "election_client",
+           "held_by_other"]

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from skiff.client import ApiClient
-from skiff.client.leaderelection import LeaderElectionConfig, LeaderElector
+from skiff.client.leaderelection import LeaderElectionConfig, LeaderElector, election_client
 from skiff.scheduler.config import ConfigError, load_config
 from skiff.scheduler.scheduler import Scheduler
 from skiff.scheduler.settings import DEFAULTS, SchedulerSettings, parse_settings
@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
                 await term.run(asyncio.Event())
 
             await service.ready()
-            await LeaderElector(client=client, config=election).run(lead=lead,
-                                                                    stop=service.stop)
+            async with election_client(settings.apiserver, election,
+                                       user_agent="skiff-scheduler") as lease:
+                await LeaderElector(client=lease, config=election, fenced=[client]).run(
+                    lead=lead, stop=service.stop)
 
     health = f"{settings.bind_address}:{settings.health_port}" if settings.health_port else ""
     run_service("scheduler", body, health_address=health, log_level=settings.log_level)

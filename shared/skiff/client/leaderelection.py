@@ -17,6 +17,11 @@ once the Lease moved on (see `skiff.rpc.epoch`). It is kept, not cleared, after 
 ends, so a write still in flight from a deposed leader carries the stale epoch and is refused.
 Used by the controller-manager (lease kube-system/skiff-controller-manager) and the
 scheduler (kube-system/kube-scheduler).
+
+As kube-controller-manager and kube-scheduler do, the Lease is read and written on a
+connection of its own (`election_client`), so renewals do not queue behind the controllers'
+traffic, and an attempt may take until the renew deadline (client-go's timeout context):
+on a loaded machine a renewal slower than the retry period is still a renewal.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,12 +97,27 @@ def held_by_other(record: LeaderElectionRecord, *, identity: str, observed_at: f
     return observed_at + record.lease_duration_seconds > now
 
 
+def election_client(apiserver: str, config: LeaderElectionConfig, *,
+                    user_agent: str) -> ApiClient:
+    """The Lease's own connection. Kubernetes gives its leader-election client the renew
+    deadline as timeout; Skiff gives half of it (at least the retry period), so a call to an
+    apiserver that does not answer times out, and the client moves to the next apiserver,
+    while the term can still be renewed there."""
+    timeout = max(config.retry_period, config.renew_deadline / 2)
+    return ApiClient(apiserver, user_agent=f"{user_agent}/leader-election", timeout=timeout,
+                     retry_seconds=config.renew_deadline)
+
+
 class LeaderElector:
-    """`await elector.run(lead=..., stop=...)`: calls `lead()` while leading."""
+    """`await elector.run(lead=..., stop=...)`: calls `lead()` while leading.
+
+    `client` reads and writes the Lease; each term's epoch is set on it and on every client
+    in `fenced` (the ones the leader's controllers write with)."""
 
     def __init__(self, *, client: ApiClient, config: LeaderElectionConfig,
-                 clock: Clock = REAL_CLOCK) -> None:
+                 clock: Clock = REAL_CLOCK, fenced: Sequence[ApiClient] = ()) -> None:
         self.client = client
+        self.fenced = [client, *(f for f in fenced if f is not client)]
         self.config = config
         self.clock = clock
         self.is_leader = False
@@ -161,8 +181,9 @@ class LeaderElector:
         """We hold the lease as `record` says: our destructive writes carry this term."""
         self._observe(record)
         c = self.config
-        self.client.leader_epoch = LeaderEpoch(c.namespace, c.name, c.identity,
-                                               record.lease_transitions)
+        epoch = LeaderEpoch(c.namespace, c.name, c.identity, record.lease_transitions)
+        for client in self.fenced:
+            client.leader_epoch = epoch
 
     def _observe(self, record: LeaderElectionRecord) -> None:
         self._observed = record
@@ -201,7 +222,7 @@ class LeaderElector:
         """Until we hold the lease; retry every retry period with jitter."""
         c = self.config
         while True:
-            if await self._attempt(c.retry_period):
+            if await self._attempt(c.renew_deadline):
                 self._last_renew = self.clock.monotonic()
                 return
             await self.clock.sleep(c.retry_period * (1 + random.random() * JITTER_FACTOR))
@@ -215,7 +236,7 @@ class LeaderElector:
                 remaining = self._last_renew + c.renew_deadline - self.clock.monotonic()
                 if remaining <= 0:
                     return
-                if await self._attempt(min(remaining, c.retry_period)):
+                if await self._attempt(remaining):
                     self._last_renew = self.clock.monotonic()
                     break
                 if self._observed is not None and held_by_other(
