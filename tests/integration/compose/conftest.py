@@ -18,7 +18,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -248,7 +248,7 @@ class ComposeProject:
                            timeout=timeout + 30, check=False)
         return done.returncode == 0
 
-    def print_logs(self, *, lines: int = 60) -> None:
+    def logs_text(self, *, lines: int = 60) -> str:
         """The last `lines` log lines of every service, for a failed test's report (the
         containers and their logs are gone after `down`)."""
         out = self.compose("logs", "--no-color", "--timestamps", check=False,
@@ -257,9 +257,12 @@ class ComposeProject:
         for line in out.splitlines():
             service, _, _ = line.partition(" | ")
             by_service.setdefault(service.strip(), []).append(line)
-        for service in sorted(by_service):
-            print(f"----- {service}: last {lines} of {len(by_service[service])} lines")
-            print("\n".join(by_service[service][-lines:]), flush=True)
+        return "\n".join(f"----- {service}: last {lines} of {len(by_service[service])} "
+                         f"lines\n" + "\n".join(by_service[service][-lines:])
+                         for service in sorted(by_service))
+
+    def print_logs(self, *, lines: int = 60) -> None:
+        print(self.logs_text(lines=lines), flush=True)
 
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
@@ -289,6 +292,18 @@ def node_condition(node: dict[str, Any], kind: str = "Ready") -> str:
 
 def node_ready(node: dict[str, Any]) -> bool:
     return node_condition(node) == "True"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
+                              ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """A failed test that used `compose_project` reports its services' last log lines
+    (`down` removes the containers and their logs right after)."""
+    report = yield
+    project = getattr(item, "funcargs", {}).get("compose_project")
+    if report.when == "call" and report.failed and isinstance(project, ComposeProject):
+        report.sections.append(("compose logs", project.logs_text()))
+    return report
 
 
 @pytest.fixture
