@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -80,8 +81,12 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
     watcher = threading.Thread(target=watch_pods, daemon=True)
     watcher.start()
     try:
+        # The container takes 5 s to stop after SIGTERM, so the read right after the delete
+        # finds it Terminating (a shell that dies at once was sometimes gone already on a
+        # loaded machine, run s7c).
         created = core.create_namespaced_pod(NAMESPACE, pod_manifest(
-            "life", ["sh", "-c", "echo hello from the official client; sleep 3600"]))
+            "life", ["sh", "-c", "trap 'sleep 5; exit 0' TERM; "
+                     "echo hello from the official client; sleep 3600 & wait"]))
         assert created.metadata.resource_version
         until(lambda: ("ADDED", "life", "Pending") in events or
               any(e[:2] == ("ADDED", "life") for e in events), "ADDED")
@@ -108,6 +113,7 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
             core.create_namespaced_pod(NAMESPACE, pod_manifest("Bad_Name", ["true"]))
         assert invalid.value.status == 422
 
+        asked = time.monotonic()
         deleted = core.delete_namespaced_pod("life", NAMESPACE)
         assert deleted.metadata.deletion_timestamp is not None
         terminating = core.read_namespaced_pod("life", NAMESPACE)
@@ -121,6 +127,8 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
             return False
 
         until(gone, "the pod gone after its graceful delete")
+        # Gone once the container exited: its SIGTERM trap's 5 s, not the 30 s grace.
+        assert 4.5 <= time.monotonic() - asked < 30, time.monotonic() - asked
         until(lambda: any(e[:2] == ("DELETED", "life") for e in events), "DELETED")
         watcher.join(30)
         assert not watcher.is_alive()
