@@ -274,8 +274,8 @@ class WatchCache:
         """Wait until the cache has seen `revision` (a write this server just made)."""
         async with self._progress:
             try:
-                await asyncio.wait_for(
-                    self._progress.wait_for(lambda: self.revision >= revision), timeout)
+                async with asyncio.timeout(timeout):  # not wait_for: see skiff.tasks
+                    await self._progress.wait_for(lambda: self.revision >= revision)
             except TimeoutError:
                 return False
         return True

@@ -4,7 +4,9 @@ One `cancel()` is not always enough on Python 3.11: `asyncio.wait_for` (used ins
 and grpcio) drops a cancellation that arrives just as the thing it awaits completes, and the
 task then goes on awaiting something that never comes. A process told to stop hung there
 (an apiserver SIGTERMed while its etcd watch was being created, then a replica that outlived
-its parent). `cancel_tasks` cancels again until every task has finished.
+its parent). `cancel_tasks` cancels again until every task has finished. A TaskGroup
+cancels its children only once, so loops that run under one (informers, controllers) use
+`asyncio.timeout`, which keeps cancellations, instead of `asyncio.wait_for`.
 """
 
 from __future__ import annotations

@@ -139,7 +139,8 @@ class Informer:
         return self._synced.is_set()
 
     async def wait_synced(self, timeout: float | None = None) -> None:
-        await asyncio.wait_for(self._synced.wait(), timeout)
+        async with asyncio.timeout(timeout):
+            await self._synced.wait()
 
     async def run(self) -> None:
         resync = (asyncio.create_task(self._resync_loop(), name=f"resync-{self.resource}")
@@ -202,7 +203,11 @@ class Informer:
         try:
             while True:
                 try:
-                    ev = await asyncio.wait_for(anext(stream), self.watch_idle_timeout)
+                    # asyncio.timeout, not wait_for: on Python 3.11 wait_for can drop a
+                    # cancellation that arrives with an event, and this loop would go on
+                    # (a controller-manager's term then never ended; see skiff.tasks).
+                    async with asyncio.timeout(self.watch_idle_timeout):
+                        ev = await anext(stream)
                 except StopAsyncIteration:
                     return
                 except TimeoutError:
