@@ -5,9 +5,11 @@ receives and when it died.
 appends `pid <pid>` and `start <t>` (with --hold-mib, once it holds M MiB of written, so
 resident, memory: pressure for the eviction tests that starts when the recorder is ready),
 then `SIGTERM <t>` (or any catchable stop signal) as they arrive
-(with --linger it takes S seconds to exit after one). SIGKILL cannot be caught, so a
-witness process in its own session (it survives the container's process-group kill) waits
-for this process's pipe to close and appends `dead <t>`, then exits.
+(with --linger it takes S seconds to exit after one; with --exit-on-term it appends
+`exiting <t>` just before it exits: nothing outside can see the exit earlier). SIGKILL
+cannot be caught, so a witness process in its own session (it survives the container's
+process-group kill) waits for this process's pipe to close and appends `dead <t>`, then
+exits.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ def main() -> None:
         record(path, signal.Signals(signum).name)
         if exit_on_term:
             time.sleep(linger)
+            record(path, "exiting")
             sys.exit(exit_code)
 
     for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGUSR1, signal.SIGQUIT):

@@ -146,10 +146,12 @@ async def test_gt9_sidecars_stop_after_main_containers_in_reverse_order(
     await api.delete("pods", "p", namespace)
     await wait_gone(api, namespace, "p")
     term = {n: first(p, "SIGTERM") for n, p in files.items()}
-    dead = {n: first(p, "dead") for n, p in files.items()}
-    assert all(term.values()) and all(dead.values()), (term, dead)
-    assert term["s2"] >= dead["main"], "a sidecar was stopped before the main container exited"
-    assert term["s1"] >= dead["s2"], "sidecars were not stopped in reverse order"
+    # `exiting` is each process's own last line, written just before it exits: the kubelet
+    # cannot have seen an exit earlier (the witness's `dead` may be stamped late under load).
+    exiting = {n: first(p, "exiting") for n, p in files.items()}
+    assert all(term.values()) and all(exiting.values()), (term, exiting)
+    assert term["s2"] >= exiting["main"], "a sidecar was stopped before the main container exited"
+    assert term["s1"] >= exiting["s2"], "sidecars were not stopped in reverse order"
 
 
 async def test_gt10_terminal_phase_is_written_then_the_pod_is_deleted(
