@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -10,6 +11,31 @@ import pytest
 
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
+
+
+def _live_etcd_data_dirs() -> set[Path]:
+    live: set[Path] = set()
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().split(b"\0")
+        except OSError:  # the process ended while we looked
+            continue
+        if b"--data-dir" in argv[:-1]:
+            live.add(Path(argv[argv.index(b"--data-dir") + 1].decode()).resolve())
+    return live
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _drop_stopped_etcd_data(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """After each module, delete the data of the etcd members it stopped: each keeps a
+    64 MB preallocated WAL, and a full run starts a few hundred (about 7 GB left on disk
+    otherwise). Logs are kept; members still running (the session cluster) are not touched."""
+    yield
+    base = tmp_path_factory.getbasetemp()
+    live = _live_etcd_data_dirs()
+    for member in base.rglob("member"):
+        if (member / "wal").is_dir() and member.parent.resolve() not in live:
+            shutil.rmtree(member, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
