@@ -20,6 +20,7 @@ from skiff.api.quantity import bytes_
 from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
 from skiff.clock import REAL_CLOCK
+from skiff.kubelet.admission import Admission
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogService
@@ -112,6 +113,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 max_pod_grace_period=settings.eviction_max_pod_grace_period,
                 pressure_transition_period=settings.eviction_pressure_transition_period,
                 interval=settings.eviction_monitoring_interval, clock=REAL_CLOCK)
+            kubelet.admission = Admission(allocatable=capacity,
+                                          memory_pressure=eviction.under_pressure)
             agent = NodeAgent(
                 api=api, heartbeat=heartbeat, clock=REAL_CLOCK, node_name=name,
                 labels=parse_labels(settings.node_labels),

@@ -13,7 +13,9 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.kubelet.admission import Admission, Rejection
 from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
+from skiff.kubelet.poddir import PodDir
 from skiff.kubelet.records import load_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
 from skiff.kubelet.sandbox import Sandbox
@@ -32,6 +34,7 @@ class Kubelet:
         self.node_name = env.node_name
         self.workers: dict[str, PodWorker] = {}
         self._by_name: dict[tuple[str, str], str] = {}
+        self.admission: Admission | None = None  # None: every pod is admitted
 
     # -- informer handlers -----------------------------------------------------------------
 
@@ -43,7 +46,7 @@ class Kubelet:
         if worker is not None:
             worker.update(pod)
             return
-        self._start_worker(pod)
+        self._start_worker(pod, rejection=self._admit(pod))
 
     def on_pod_deleted(self, pod: Obj) -> None:
         worker = self.workers.get(pod.get("metadata", {}).get("uid", ""))
@@ -56,8 +59,26 @@ class Kubelet:
             if worker.uses_claims:
                 worker.volumes_changed()
 
-    def _start_worker(self, pod: Obj) -> PodWorker:
-        worker = PodWorker(env=self.env, pod=pod)
+    def _admit(self, pod: Obj) -> Rejection | None:
+        """Admission (skiff.kubelet.admission) for a pod this kubelet has not started yet:
+        one that is past Pending, being deleted, or has a pod directory (it ran before this
+        kubelet restarted) was admitted already."""
+        if self.admission is None or pod.get("metadata", {}).get("deletionTimestamp"):
+            return None
+        if (pod.get("status") or {}).get("phase", "Pending") != "Pending":
+            return None
+        if PodDir(self.env.root_dir, pod["metadata"]["uid"]).path.exists():
+            return None
+        admitted = [w.pod for w in self.workers.values() if w.holds_resources]
+        rejection = self.admission.admit(pod, admitted)
+        if rejection is not None:
+            log.warning("pod rejected by admission", extra={
+                "pod": f"{pod['metadata'].get('namespace')}/{pod['metadata']['name']}",
+                "reason": rejection.reason, "detail": rejection.message})
+        return rejection
+
+    def _start_worker(self, pod: Obj, *, rejection: Rejection | None = None) -> PodWorker:
+        worker = PodWorker(env=self.env, pod=pod, rejection=rejection)
         uid = worker.uid
         self.workers[uid] = worker
         self._by_name[(worker.namespace, worker.name)] = uid

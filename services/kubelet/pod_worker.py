@@ -27,6 +27,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder
 from skiff.client.backoff import Backoff
 from skiff.clock import Clock, parse_rfc3339, rfc3339
+from skiff.kubelet.admission import Rejection
 from skiff.kubelet.configsources import (
     ConfigError,
     config_volumes,
@@ -116,8 +117,10 @@ def _rv(obj: Obj) -> int:
 
 
 class PodWorker:
-    def __init__(self, *, env: PodEnvironment, pod: Obj) -> None:
+    def __init__(self, *, env: PodEnvironment, pod: Obj,
+                 rejection: Rejection | None = None) -> None:
         self.env = env
+        self.rejection = rejection  # refused by admission: never started, Failed
         self.pod = copy.deepcopy(pod)
         meta = pod["metadata"]
         self.uid: str = meta["uid"]
@@ -201,6 +204,13 @@ class PodWorker:
     def active(self) -> bool:
         return any(r.running for r in self.records)
 
+    @property
+    def holds_resources(self) -> bool:
+        """Admitted and not terminal: its requests count against the node's allocatable
+        for the admission of the next pod."""
+        return self.rejection is None and not self._terminal and self._phase not in (
+            "Succeeded", "Failed")
+
     # -- the worker ------------------------------------------------------------------------
 
     async def run(self) -> None:
@@ -209,6 +219,9 @@ class PodWorker:
             self._background.add(asyncio.create_task(self._refresh_config_volumes(),
                                                      name=f"config-volumes:{self.uid}"))
         try:
+            if self.rejection is not None:
+                await self._reject(self.rejection)
+                return
             self.dir.prepare(self.pod)
             await self._project_volumes()
             self._adopt()
@@ -804,6 +817,17 @@ class PodWorker:
                                    for r in self.records if r.running))
         await self._confirm_gone()
         await self._remove_sandbox()
+        await self._terminal_until_removed()
+        self.dir.remove()
+
+    async def _reject(self, rejection: Rejection) -> None:
+        """Kubernetes' rejectPod: a Warning Event and the Failed phase; no process, no
+        sandbox, no directory. Deleting it then needs no grace (nothing runs)."""
+        self._event(WARNING, rejection.reason, rejection.message)
+        await self._terminal_until_removed()
+
+    async def _terminal_until_removed(self) -> None:
+        """Write the terminal status, then finish a deletion with period 0 (GT10)."""
         self._terminal = True
         if not self._evicted.done():
             self._evicted.set_result(None)
@@ -815,7 +839,6 @@ class PodWorker:
             if self._removed:
                 break
             await self._wake.wait()
-        self.dir.remove()
 
     async def _confirm_gone(self) -> None:
         delay = 0.05
@@ -848,6 +871,14 @@ class PodWorker:
     # -- status ----------------------------------------------------------------------------
 
     def compute_status(self, pod: Obj) -> Obj:
+        if self.rejection is not None:
+            # As Kubernetes' rejectPod: only the phase and why (the scheduler's
+            # PodScheduled condition stays).
+            self._phase = "Failed"
+            return {**copy.deepcopy(pod.get("status") or {}), "phase": "Failed",
+                    "reason": self.rejection.reason,
+                    "message": f"Pod was rejected: {self.rejection.message}",
+                    "qosClass": qos_class(pod)}
         spec = pod.get("spec", {})
         previous = str(pod.get("status", {}).get("phase") or "Pending")
         if {"Pending": 0, "Running": 1}.get(previous, 2) < {"Pending": 0, "Running": 1}.get(

@@ -17,7 +17,8 @@ import logging
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from skiff.scheduler.podinfo import NodeFacts, PodInfo, Resource
+from skiff.api.resources import Resource
+from skiff.scheduler.podinfo import NodeFacts, PodInfo
 
 log = logging.getLogger(__name__)
 

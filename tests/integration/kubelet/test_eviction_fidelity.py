@@ -104,5 +104,15 @@ async def test_gt11_hard_eviction_spares_critical_pods_and_marks_the_victim(
         critical = await api.get("pods", "critical", namespace)
         assert critical["status"]["phase"] == "Running"
         assert first(critical_path, "SIGTERM") is None, "the critical pod was evicted"
+        # And while the pressure lasts the kubelet admits no new BestEffort pod: it is
+        # refused, never started (Kubernetes' eviction admission).
+        late_path = tmp_path / "late"
+        await api.create(pod_manifest("late", namespace, node.name, [
+            {"name": "main", "command": recorder(late_path)}], grace=30))
+        late = await wait_phase(api, namespace, "late", "Failed")
+        assert late["status"]["reason"] == "Evicted"
+        assert late["status"]["message"] == (
+            "Pod was rejected: The node had condition: [MemoryPressure]. ")
+        assert not late_path.exists(), "a rejected pod was started"
     finally:
         await stop_kubelet(node)

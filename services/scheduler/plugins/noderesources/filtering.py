@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skiff.api.resources import is_extended_resource_name
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
     SUCCESS,
@@ -22,7 +23,7 @@ from skiff.scheduler.framework.interface import (
     error,
     unschedulable,
 )
-from skiff.scheduler.podinfo import PodInfo, is_extended_resource_name
+from skiff.scheduler.podinfo import PodInfo
 
 TOO_MANY_PODS = "Too many pods"
 INSUFFICIENT_CPU = "Insufficient cpu"
