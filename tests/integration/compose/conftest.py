@@ -68,6 +68,24 @@ class Engine:
         return {**os.environ, "DOCKER_HOST": self.docker_host, **extra}
 
 
+def _remove_leftover_projects(host: str) -> None:
+    """Test projects an interrupted run left in the private engine's data root. The
+    engine restarts their `unless-stopped` containers when it starts again, and they
+    would run (healthchecks every second, elections, heartbeats) beside this run's
+    tests: once, three such projects held the load average above 50. No run can be using
+    an engine that was not running, so everything named skiff-test-* is a leftover."""
+    env = {**os.environ, "DOCKER_HOST": host}
+    prefix = "name=skiff-test-"
+    for kind, listing, remove in (
+            ("container", ["ps", "-aq"], ["rm", "-f"]),
+            ("network", ["network", "ls", "-q"], ["network", "rm"]),
+            ("volume", ["volume", "ls", "-q"], ["volume", "rm", "-f"])):
+        ids = run(["docker", *listing, "--filter", prefix], env=env).stdout.split()
+        if ids:
+            log(f"removing {len(ids)} leftover {kind}(s) of an interrupted run")
+            run(["docker", *remove, *ids], env=env, timeout=120)
+
+
 @pytest.fixture(scope="session")
 def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     if shutil.which("docker") is None:
@@ -83,6 +101,8 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     host = run([script, "start"], timeout=120).stdout.strip().splitlines()[-1]
     log(f"engine {host} ({'started here' if started_here else 'already running'}) "
         f"in {time.monotonic() - t0:.1f}s")
+    if started_here:
+        _remove_leftover_projects(host)
     # Under pytest-xdist another worker may run compose tests on this engine after this
     # worker's session ends: the controller stops it once every worker is done
     # (tests/conftest.py); a serial run stops it here.
