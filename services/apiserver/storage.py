@@ -510,7 +510,8 @@ class EtcdStorage:
                         return
 
             # Past events arrive at once; a short wait covers a key with no history left.
-            await asyncio.wait_for(collect(), timeout=0.5)
+            async with asyncio.timeout(0.5):  # not wait_for: see skiff.tasks
+                await collect()
         except TimeoutError:
             pass
         finally:

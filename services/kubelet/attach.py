@@ -75,8 +75,9 @@ async def attach_stream(config: ContainerConfig, handle: ContainerHandle,
                 continue
             if exited:
                 break
-            with contextlib.suppress(asyncio.TimeoutError):
-                await asyncio.wait_for(asyncio.shield(handle.exited), POLL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(POLL_SECONDS):  # not wait_for: see skiff.tasks
+                    await asyncio.shield(handle.exited)
         yield encode({"exit": 0})  # attach reports no exit code (the pod status has it)
     finally:
         pump.cancel()

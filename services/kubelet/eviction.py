@@ -195,7 +195,8 @@ class EvictionManager:
         period = effective_grace_period(worker.pod, override=override)
         done = worker.evict(override=override, message=message)
         try:
-            await asyncio.wait_for(asyncio.shield(done), max(1.5 * period, 10.0))
+            async with asyncio.timeout(max(1.5 * period, 10.0)):  # see skiff.tasks
+                await asyncio.shield(done)
         except TimeoutError:
             await self.kubelet.env.recorder.event(
                 worker.pod, WARNING, "ExceededGracePeriod",

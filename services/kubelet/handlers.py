@@ -95,14 +95,16 @@ async def _http_get(spec: Obj, container: Obj, timeout: float,
             return HandlerResult(True, f"HTTP {code}")
         return HandlerResult(False, f"HTTP probe failed with statuscode: {code}")
 
-    return await asyncio.wait_for(go(), timeout)
+    async with asyncio.timeout(timeout):  # not wait_for: see skiff.tasks
+        return await go()
 
 
 async def _tcp(spec: Obj, container: Obj, timeout: float,
                sandbox: Sandbox | None = None) -> HandlerResult:
     host = spec.get("host") or (sandbox.ip if sandbox else POD_IP)
     port = _port(spec.get("port"), container)
-    _, writer = await asyncio.wait_for(_open(host, port, sandbox), timeout)
+    async with asyncio.timeout(timeout):
+        _, writer = await _open(host, port, sandbox)
     writer.close()
     with contextlib.suppress(Exception):
         await writer.wait_closed()

@@ -55,7 +55,8 @@ class TerminationOrdering:
             return 0.0
         start = time.monotonic()
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*waits), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see skiff.tasks
+                await asyncio.gather(*waits)
         return time.monotonic() - start
 
     def exited(self, name: str) -> None:
@@ -94,14 +95,16 @@ async def kill_container(record: ContainerRecord, *, pod: Obj, runtime: Containe
         runtime.signal(handle, stop_signal)
         if grace > 0:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(handle.exited), grace)
+                async with asyncio.timeout(grace):
+                    await asyncio.shield(handle.exited)
         if handle.running:
             log.info("grace period over; killing the process group", extra={
                 "container": record.name, "pgid": handle.pgid})
         if not runtime.gone(handle):
             runtime.signal(handle, signals.SIGKILL)  # also the group's leftover processes
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.shield(handle.exited), _SIGKILL_WAIT_SECONDS)
+            async with asyncio.timeout(_SIGKILL_WAIT_SECONDS):
+                await asyncio.shield(handle.exited)
     finally:
         record.killing = False
         if ordering is not None:

@@ -58,8 +58,8 @@ class PortForwardService:
         where = (f"inside the pod's network namespace {sandbox.netns_path}"
                  if sandbox is not None else "on the node (the pod shares its network)")
         try:
-            await asyncio.wait_for(asyncio.get_running_loop().sock_connect(
-                sock, ("127.0.0.1", port)), CONNECT_TIMEOUT)
+            async with asyncio.timeout(CONNECT_TIMEOUT):  # not wait_for: see skiff.tasks
+                await asyncio.get_running_loop().sock_connect(sock, ("127.0.0.1", port))
         except (OSError, TimeoutError) as err:
             sock.close()
             reason = (os.strerror(err.errno) if isinstance(err, OSError) and err.errno

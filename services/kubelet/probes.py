@@ -108,6 +108,7 @@ class ProbeWorker:
     async def _wait_for_tick(self, delay: float) -> None:
         if self.kind == READINESS and not self._started.is_set():
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._started.wait(), max(0.0, delay))
+                async with asyncio.timeout(max(0.0, delay)):  # not wait_for: skiff.tasks
+                    await self._started.wait()
                 return  # the manual trigger: probe now, the ticker keeps its phase
         await asyncio.sleep(max(0.0, delay))

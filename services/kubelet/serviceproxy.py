@@ -154,7 +154,8 @@ class ServiceProxy:
                         await asyncio.sleep(self.resync)
                 # the namespace appears with the first sandboxed pod: look again soon
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._dirty.wait(), self.resync * 5)
+                    async with asyncio.timeout(self.resync * 5):  # see skiff.tasks
+                        await self._dirty.wait()
                 self._dirty.clear()
         finally:
             for task in tasks:
@@ -216,7 +217,8 @@ class ServiceProxy:
         random.shuffle(backends)
         for address, port, is_pod in backends[:3]:
             try:
-                upstream = await asyncio.wait_for(self._connect(address, port, is_pod), 5.0)
+                async with asyncio.timeout(5.0):  # not wait_for: see skiff.tasks
+                    upstream = await self._connect(address, port, is_pod)
                 break
             except (OSError, TimeoutError) as err:
                 log.info("service endpoint unreachable", extra={

@@ -152,8 +152,8 @@ class ExecService:
             if tty:
                 yield encode({"started": True})  # the apiserver upgrades; kubectl: a size
                 with contextlib.suppress(TimeoutError):
-                    size = await asyncio.wait_for(asyncio.shield(first_size),
-                                                  self.tty_size_wait)
+                    async with asyncio.timeout(self.tty_size_wait):  # see skiff.tasks
+                        size = await asyncio.shield(first_size)
             try:
                 if tty:
                     master, slave = os.openpty()

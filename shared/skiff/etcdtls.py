@@ -54,7 +54,8 @@ class TlsEtcdClient(aetcd.Client):  # type: ignore[misc]
         if self._connected.is_set():
             return
         if self._is_connecting:  # type: ignore[has-type]
-            await asyncio.wait_for(self._connected.wait(), self._connect_wait_timeout)
+            async with asyncio.timeout(self._connect_wait_timeout):  # see skiff.tasks
+                await self._connected.wait()
             return
         try:
             self._is_connecting = True

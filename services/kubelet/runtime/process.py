@@ -187,7 +187,8 @@ class ProcessRuntime:
         except OSError as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:
-            out, _ = await asyncio.wait_for(proc.communicate(), timeout)
+            async with asyncio.timeout(timeout):  # not wait_for: see skiff.tasks
+                out, _ = await proc.communicate()
         except TimeoutError:
             with contextlib.suppress(ProcessLookupError):
                 proc.kill()

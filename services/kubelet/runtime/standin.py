@@ -17,7 +17,8 @@ _RESPONSE = (b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 3\
 
 async def _serve_one(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     try:
-        await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout=5)
+        async with asyncio.timeout(5):  # not wait_for: see skiff.tasks
+            await reader.readuntil(b"\r\n\r\n")
         writer.write(_RESPONSE)
         await writer.drain()
     except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError,
