@@ -7,6 +7,7 @@ need the same parse, so it lives here once. Values are `Fraction`s so `0.1` cpu 
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -41,6 +42,14 @@ def parse_quantity(text: str | int | float) -> Fraction:
         return Fraction(str(text))
     if not isinstance(text, str):
         raise ValueError(f"quantity must be a number or a string, not {text!r}")
+    return _parse_text(text)
+
+
+# Objects repeat a handful of quantity strings ("100m", "500Mi"), and every pod the
+# scheduler sees is parsed (Fraction arithmetic) more than once: remember recent answers.
+# Fractions are immutable, so sharing one is safe; a bad text raises and is not cached.
+@functools.lru_cache(maxsize=4096)
+def _parse_text(text: str) -> Fraction:
     match = _QUANTITY.match(text.strip())
     if match is None:
         raise ValueError(f"quantities must match the regular expression "
@@ -58,11 +67,25 @@ def parse_quantity(text: str | int | float) -> Fraction:
 
 def cpu_millis(quantity: str | int | float | Fraction) -> int:
     """CPU in millicores, rounded up as Kubernetes' `MilliValue()` does (`"0.5"` → 500)."""
+    if isinstance(quantity, str):
+        return _millis_of_text(quantity)
     value = quantity if isinstance(quantity, Fraction) else parse_quantity(quantity)
     return math.ceil(value * 1000)
 
 
 def bytes_(quantity: str | int | float | Fraction) -> int:
     """A byte count (memory, storage), rounded up as Kubernetes' `Value()` does."""
+    if isinstance(quantity, str):
+        return _bytes_of_text(quantity)
     value = quantity if isinstance(quantity, Fraction) else parse_quantity(quantity)
     return math.ceil(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _millis_of_text(text: str) -> int:
+    return math.ceil(_parse_text(text) * 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _bytes_of_text(text: str) -> int:
+    return math.ceil(_parse_text(text))
