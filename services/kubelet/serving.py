@@ -13,6 +13,8 @@ services on the health port, as before.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import inspect
 import os
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -27,6 +29,9 @@ from skiff.client.credentials import ENV_CA
 from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
 from skiff.pki import APISERVER_KUBELET_CLIENT, MASTERS_GROUP, identity_of
 from skiff.rpc.errors import to_grpc
+
+# How long a refused streaming call waits for the caller's first message (see _refuse).
+_FIRST_MESSAGE_WAIT_SECONDS = 1.0
 
 __all__ = ["KubeletTls", "authorized_handlers", "check_caller", "start_kubelet_server"]
 
@@ -80,14 +85,27 @@ async def _deny(context: grpc.aio.ServicerContext[Any, Any], err: ApiError) -> N
     await context.abort(code, details, trailing_metadata=trailer)
 
 
-def _guarded(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
+async def _refuse(request: Any, context: grpc.aio.ServicerContext[Any, Any], err: ApiError,
+                  *, streaming_requests: bool) -> None:
+    if streaming_requests:
+        # Let the caller's first message land before the refusal: a client that writes
+        # its request after the call already ended gets grpc's INTERNAL "Internal error
+        # from Core" from the write instead of this 403 (seen from the apiserver's exec).
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(_FIRST_MESSAGE_WAIT_SECONDS):
+                await anext(aiter(request))
+    await _deny(context, err)
+
+
+def _guarded(behavior: Callable[..., Any], method: str, *,
+             streaming_requests: bool) -> Callable[..., Any]:
     if inspect.isasyncgenfunction(behavior):
         async def stream(request: Any, context: grpc.aio.ServicerContext[Any, Any]
                          ) -> AsyncIterator[Any]:
             try:
                 check_caller(context, method)
             except ApiError as err:
-                await _deny(context, err)
+                await _refuse(request, context, err, streaming_requests=streaming_requests)
             async for item in behavior(request, context):
                 yield item
         return stream
@@ -96,7 +114,7 @@ def _guarded(behavior: Callable[..., Any], method: str) -> Callable[..., Any]:
         try:
             check_caller(context, method)
         except ApiError as err:
-            await _deny(context, err)
+            await _refuse(request, context, err, streaming_requests=streaming_requests)
         return await behavior(request, context)
     return call
 
@@ -117,7 +135,8 @@ class _Authorized(grpc.GenericRpcHandler):  # type: ignore[misc]
             kind = ("unary_unary" if found.unary_unary else "unary_stream"
                     if found.unary_stream else "stream_unary" if found.stream_unary
                     else "stream_stream")
-            wrapped = _guarded(getattr(found, kind), method)
+            wrapped = _guarded(getattr(found, kind), method,
+                               streaming_requests=kind.startswith("stream_"))
             guarded: grpc.RpcMethodHandler = found._replace(**{kind: wrapped})
             return guarded
         return None
