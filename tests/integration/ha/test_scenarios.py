@@ -257,6 +257,7 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
     api1, api2 = (ha.component(f"apiserver-{i}").address for i in (1, 2))
     clients = [ApiClient(f"{api1},{api2}" if i % 2 == 0 else f"{api2},{api1}",
                          retry_seconds=30, timeout=10, credentials=ha.admin) for i in range(4)]
+    watchers: Watchers | None = None
     try:
         async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
             ns, since = await _namespace(api)
@@ -286,6 +287,8 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
             await api.delete("namespaces", ns)
             await _pet_and_rs_ok(ha, api, fences)
     finally:
+        if watchers is not None:  # a failed assertion must not leave 50 watch tasks behind
+            await watchers.stop()
         for client in clients:
             await client.close()
 
