@@ -267,16 +267,25 @@ async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
             writer = ApiClient(f"{api1},{api2}", retry_seconds=30, timeout=10, credentials=ha.admin)
             try:
                 creates = [asyncio.create_task(writes.create(writer, gated_pod(f"p-{i}", ns)))
-                           for i in range(100)]
-                await asyncio.sleep(0.2)  # creates in flight
+                           for i in range(300)]
+                # Killed once the creates are under way: a fixed sleep let a quiet machine
+                # finish all of them before the kill.
+                await wait_for(lambda: _acked(writes, 10), timeout=30, interval=0.01,
+                               what="the first creates")
                 ha.kill("apiserver-1")
                 await asyncio.gather(*creates)
             finally:
                 await writer.close()
             ha.restart("apiserver-1")
             assert writes.bad == [], writes.bad
-            assert sum(r.failures for r in watchers.recorders) >= 25, \
-                "the kill did not break the watches served by apiserver-1"
+
+            async def broken() -> bool:
+                return sum(r.failures for r in watchers.recorders) >= 25
+
+            # Waited for, not read at once: `restart` blocks this event loop, so the
+            # watchers may not have run since the kill (a failure of run s8a).
+            await wait_for(broken, timeout=30,
+                           what="the kill to break the watches served by apiserver-1")
             final = await api.create(gated_pod("final", ns))
             upto = int(final["metadata"]["resourceVersion"])
             await _compare_with_etcd(ha, watchers, "pods", ns, since, upto, "etcd-1")
