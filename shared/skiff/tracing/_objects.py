@@ -74,6 +74,11 @@ def start_span_from_object(
     `link=True` the span stays in the current trace and links to the stored one instead
     (for work triggered by many objects). Without a stored context it is an ordinary span.
     """
+    if _tracing_off(tracer):
+        # Nothing would be recorded: skip the no-op tracer's context switching, which was
+        # ~2.5 % of the scheduler's CPU per pod (issue 15: tracing free when disabled).
+        yield trace.INVALID_SPAN
+        return
     stored = context_from_object(obj)
     parent: Context | None = None
     links: list[trace.Link] = []
@@ -86,3 +91,12 @@ def start_span_from_object(
         name, context=parent, kind=kind, attributes=attributes, links=links
     ) as span:
         yield span
+
+
+def _tracing_off(tracer: trace.Tracer) -> bool:
+    """Whether spans of `tracer` go nowhere: a no-op tracer, or the API's proxy while no
+    tracer provider has been installed (no OTLP endpoint configured)."""
+    if isinstance(tracer, trace.NoOpTracer):
+        return True
+    return isinstance(tracer, trace.ProxyTracer) and isinstance(
+        trace.get_tracer_provider(), trace.ProxyTracerProvider)
