@@ -151,6 +151,7 @@ class ApiServer:
                            bookmark_interval=s.watch_bookmark_interval,
                            quorum_check_interval=s.watch_quorum_check_interval,
                            on_currency=on_currency)
+        storage.recent = cache.recent  # leader Leases for fenced writes (storage._txn)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),

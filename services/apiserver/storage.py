@@ -164,6 +164,9 @@ class EtcdStorage:
         self._retry_seconds = retry_seconds
         self._client = self._new_client()
         self._closing: set[asyncio.Task[None]] = set()
+        # The watch cache's newest copy of a key (set by the apiserver): a leader's Lease
+        # taken from it saves the etcd read before each fenced write (see `_txn`).
+        self.recent: Callable[[str], RawEvent | None] | None = None
 
     @property
     def endpoint(self) -> str:
@@ -332,8 +335,16 @@ class EtcdStorage:
             return await self._txn_once(compare, success)
         lease_key = f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}".encode()
         tx = self._client.transactions
+        # First try: the Lease as the watch cache last saw it, when it names this term.
+        # Only a suggestion: the txn's compare on its mod_revision makes the write fail if
+        # the Lease has changed since, and a cached Lease naming another holder is never a
+        # reason to refuse (the cache may lag), so both fall back to a fresh read.
+        suggested = self._cached_epoch(epoch, lease_key.decode())
         for _ in range(_EPOCH_ATTEMPTS):
-            lease_revision = await self._check_epoch(epoch)
+            if suggested is not None:
+                lease_revision, suggested = suggested, None
+            else:
+                lease_revision = await self._check_epoch(epoch)
             ok, revision = await self._txn_once(
                 [*compare, tx.mod(lease_key) == lease_revision], success)
             if ok:
@@ -344,6 +355,17 @@ class EtcdStorage:
             # The Lease changed in between (a renewal, or a new leader): check again.
         raise ApiError(Reason.CONFLICT,
                        f"{epoch.describe()} kept changing during the write; retry")
+
+    def _cached_epoch(self, epoch: LeaderEpoch, lease_key: str) -> int | None:
+        """The cached Lease's mod_revision if it names `epoch`'s holder and term."""
+        raw = self.recent(lease_key) if self.recent is not None else None
+        if raw is None or raw.obj is None:
+            return None
+        spec = raw.obj.get("spec") or {}
+        if (str(spec.get("holderIdentity") or "") != epoch.holder
+                or int(spec.get("leaseTransitions") or 0) != epoch.transitions):
+            return None
+        return raw.revision
 
     async def _check_epoch(self, epoch: LeaderEpoch) -> int:
         """The Lease's mod_revision if it still names this leader's term, else Conflict: a
