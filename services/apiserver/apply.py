@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import copy
 import json
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError
 from skiff.apiserver import openapi, patches
+from skiff.clock import rfc3339
 
 Obj = dict[str, Any]
 Path = tuple[str, ...]
@@ -183,7 +184,7 @@ def _entry_paths(entry: Obj) -> set[Path]:
 
 
 def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return rfc3339(time.time())
 
 
 def _manager_label(entry: Obj) -> str:

@@ -11,6 +11,7 @@ The module also holds the two timestamp wire formats Kubernetes uses: `metav1.Ti
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import time
@@ -105,7 +106,14 @@ class FakeClock:
 
 def rfc3339(ts: float) -> str:
     """Format epoch seconds like `metav1.Time`: `2026-11-22T10:09:07Z` (truncated to seconds)."""
-    return datetime.fromtimestamp(int(ts // 1), tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _rfc3339_second(int(ts // 1))
+
+
+@functools.lru_cache(maxsize=16)
+def _rfc3339_second(second: int) -> str:
+    # A busy apiserver formats the same second for every object it writes (creation time,
+    # managedFields): strftime was ~2.5 % of its CPU per create (issue 15).
+    return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def rfc3339_micro(ts: float) -> str:
