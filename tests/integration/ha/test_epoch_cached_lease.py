@@ -51,6 +51,10 @@ def _cached(obj: dict[str, Any], revision: int) -> RawEvent:
     return RawEvent(revision, LEASE_KEY, "PUT", obj, None, False)
 
 
+def _epoch(holder: str, transitions: int) -> LeaderEpoch:
+    return LeaderEpoch("kube-system", "cached-lease-test", holder, transitions)
+
+
 async def _write_as(storage: EtcdStorage, epoch: LeaderEpoch, key: str) -> None:
     token = leader_epoch.set(epoch)
     try:
@@ -59,48 +63,43 @@ async def _write_as(storage: EtcdStorage, epoch: LeaderEpoch, key: str) -> None:
         leader_epoch.reset(token)
 
 
+async def _cache_missed_a_write(storage: EtcdStorage, holder: str, transitions: int) -> None:
+    """The Lease is leader-a's (term 0) and then becomes `holder`'s (term `transitions`) in
+    etcd, while the watch cache still shows leader-a's version."""
+    first = await storage.create(LEASE_KEY, _lease("leader-a", 0))
+    cached_revision = int(first["metadata"]["resourceVersion"])
+    await storage.update(LEASE_KEY, _lease(holder, transitions),
+                         expected_revision=cached_revision)
+    storage.recent = lambda key: _cached(_lease("leader-a", 0), cached_revision)
+
+
+async def _written(storage: EtcdStorage, key: str) -> bool:
+    got, _ = await storage.get(key)
+    return got is not None
+
+
 async def test_cp4_cached_lease_of_a_deposed_term_does_not_let_its_leader_write(
         storage: EtcdStorage) -> None:
-    first = await storage.create(LEASE_KEY, _lease("leader-a", 0))
-    old_revision = int(first["metadata"]["resourceVersion"])
-    # leader-b takes over; the watch cache has not seen it yet and still shows leader-a.
-    await storage.update(LEASE_KEY, _lease("leader-b", 1), expected_revision=old_revision)
-    storage.recent = lambda key: _cached(_lease("leader-a", 0), old_revision)
-
+    await _cache_missed_a_write(storage, "leader-b", 1)  # leader-b took over
     with pytest.raises(ApiError) as refused:
-        await _write_as(storage, LeaderEpoch("kube-system", "cached-lease-test",
-                                             "leader-a", 0), "/registry/pods/ns/by-a")
+        await _write_as(storage, _epoch("leader-a", 0), "/registry/pods/ns/by-a")
     assert refused.value.reason == Reason.CONFLICT
     assert "leader-b" in refused.value.message
-    got, _ = await storage.get("/registry/pods/ns/by-a")
-    assert got is None
+    assert not await _written(storage, "/registry/pods/ns/by-a")
 
 
 async def test_cp4_cache_that_lags_a_new_term_does_not_refuse_its_leader(
         storage: EtcdStorage) -> None:
-    first = await storage.create(LEASE_KEY, _lease("leader-a", 0))
-    old_revision = int(first["metadata"]["resourceVersion"])
-    await storage.update(LEASE_KEY, _lease("leader-b", 1), expected_revision=old_revision)
-    storage.recent = lambda key: _cached(_lease("leader-a", 0), old_revision)
-
-    await _write_as(storage, LeaderEpoch("kube-system", "cached-lease-test", "leader-b", 1),
-                    "/registry/pods/ns/by-b")
-    got, _ = await storage.get("/registry/pods/ns/by-b")
-    assert got is not None
+    await _cache_missed_a_write(storage, "leader-b", 1)
+    await _write_as(storage, _epoch("leader-b", 1), "/registry/pods/ns/by-b")
+    assert await _written(storage, "/registry/pods/ns/by-b")
 
 
 async def test_cp4_cached_lease_renewed_since_is_checked_again(
         storage: EtcdStorage) -> None:
-    first = await storage.create(LEASE_KEY, _lease("leader-a", 0))
-    cached_revision = int(first["metadata"]["resourceVersion"])
-    # A renewal the cache has not seen: same holder and term, newer mod_revision.
-    await storage.update(LEASE_KEY, _lease("leader-a", 0), expected_revision=cached_revision)
-    storage.recent = lambda key: _cached(_lease("leader-a", 0), cached_revision)
-
-    await _write_as(storage, LeaderEpoch("kube-system", "cached-lease-test", "leader-a", 0),
-                    "/registry/pods/ns/renewed")
-    got, _ = await storage.get("/registry/pods/ns/renewed")
-    assert got is not None
+    await _cache_missed_a_write(storage, "leader-a", 0)  # a renewal: same holder and term
+    await _write_as(storage, _epoch("leader-a", 0), "/registry/pods/ns/renewed")
+    assert await _written(storage, "/registry/pods/ns/renewed")
 
 
 async def test_cp4_current_cached_lease_needs_no_etcd_read(storage: EtcdStorage) -> None:
@@ -115,9 +114,7 @@ async def test_cp4_current_cached_lease_needs_no_etcd_read(storage: EtcdStorage)
         return await real_get(key, revision=revision)
 
     storage.get = counting_get  # type: ignore[method-assign]
-    await _write_as(storage, LeaderEpoch("kube-system", "cached-lease-test", "leader-a", 0),
-                    "/registry/pods/ns/cached")
+    await _write_as(storage, _epoch("leader-a", 0), "/registry/pods/ns/cached")
     assert reads == []
     storage.get = real_get  # type: ignore[method-assign]
-    got, _ = await storage.get("/registry/pods/ns/cached")
-    assert got is not None
+    assert await _written(storage, "/registry/pods/ns/cached")
