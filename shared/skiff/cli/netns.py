@@ -732,21 +732,25 @@ class NetnsCluster:
             services.append(("controller-manager-2", "controller-manager-2",
                              "skiff.controller_manager",
                              [*cm_args, "--leader-elect-identity", "controller-manager-2"]))
-        for i in range(1, self.nodes + 1):
-            node = f"node-{i}"
-            labels = f"topology.kubernetes.io/zone={ZONES[(i - 1) % len(ZONES)]}"
-            annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
-            services.append((f"kubelet-{node}", node, "skiff.kubelet", [
-                "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
-                "--node-ip", self._host_ip(node),
-                "--node-labels", labels, "--node-annotations", annotations,
-                "--volume-root", str(self.data_dir / "volumes"),
-                # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2)
-                "--pod-network-namespace", self._bridge_netns(),
-                "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
-                *self.config.flags("kubelet", config_dir),
-                *self.extra_args.get("kubelet", [])]))
+        services += [self._kubelet_service(i, config_dir) for i in range(1, self.nodes + 1)]
         return services
+
+    def _kubelet_service(self, i: int, config_dir: Path) -> tuple[str, str, str, list[str]]:
+        """node-i's kubelet, on host node-i (the --ha cluster's too)."""
+        node = f"node-{i}"
+        labels = f"topology.kubernetes.io/zone={ZONES[(i - 1) % len(ZONES)]}"
+        annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
+        return (f"kubelet-{node}", node, "skiff.kubelet", [
+            "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
+            "--node-ip", self._host_ip(node),
+            "--node-labels", labels, "--node-annotations", annotations,
+            "--volume-root", str(self.data_dir / "volumes"),
+            # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2), never
+            # the kubelet's default one, which other clusters and runs would share
+            "--pod-network-namespace", self._bridge_netns(),
+            "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
+            *self.config.flags("kubelet", config_dir),
+            *self.extra_args.get("kubelet", [])])
 
     def _bridge_netns(self) -> str:
         assert self.topology is not None

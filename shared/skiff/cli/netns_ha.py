@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.cli.localcluster import FENCE_AGENT_ANNOTATION, ZONES
 from skiff.cli.netns import (
     API_HTTP_PORT,
     API_PORT,
@@ -98,14 +97,5 @@ class NetnsHaCluster(NetnsCluster):
                              [*self.config.flags("controllerManager", config_dir),
                               *self.extra_args.get("controller-manager", []),
                               "--leader-elect-identity", name]))
-        for i in range(1, self.nodes + 1):
-            node = f"node-{i}"
-            labels = f"topology.kubernetes.io/zone={ZONES[(i - 1) % len(ZONES)]}"
-            annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
-            services.append((f"kubelet-{node}", node, "skiff.kubelet", [
-                "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
-                "--node-labels", labels, "--node-annotations", annotations,
-                "--volume-root", str(self.data_dir / "volumes"),
-                *self.config.flags("kubelet", config_dir),
-                *self.extra_args.get("kubelet", [])]))
+        services += [self._kubelet_service(i, config_dir) for i in range(1, self.nodes + 1)]
         return services

@@ -16,6 +16,7 @@ compressed (controller-manager and scheduler: 3 s lease, 2 s renew deadline, 0.5
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import time
 import uuid
 from collections.abc import Iterator
@@ -417,3 +418,20 @@ async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
         assert len(deleted) == 1
         assert uids_in_log(ha)[-2:] == [old["metadata"]["uid"], new["metadata"]["uid"]]
         await _pet_and_rs_ok(ha, api, fences, fenced=node)
+
+
+async def test_sb2_ha_netns_pods_get_their_own_ip_from_their_nodes_pod_cidr(
+        ha: NetnsHaCluster) -> None:
+    """`skiff up --ha --netns` gives pods sandboxes on the cluster's own bridge, as the plain
+    --netns cluster does: its kubelets once used the kubelet's default pod network
+    namespace, shared with any other cluster on the machine and left behind by `down`."""
+    async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
+        await wait_for(lambda: _rs_whole(api), timeout=60, what="rs whole")
+        pods = [p for p in (await api.list("pods", NAMESPACE, label_selector="app=rs"))["items"]
+                if (p.get("status") or {}).get("phase") == "Running"]
+        assert pods, "no running rs pod"
+        for pod in pods:
+            node = await api.get("nodes", pod["spec"]["nodeName"])
+            cidr = ipaddress.ip_network(node["spec"]["podCIDR"])
+            assert ipaddress.ip_address(pod["status"]["podIP"]) in cidr, (
+                pod["metadata"]["name"], pod["status"]["podIP"], str(cidr))
