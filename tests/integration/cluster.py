@@ -19,6 +19,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.cli.sandboxes import pod_network_namespace, remove_sandboxes
 
 
 @dataclass
@@ -78,6 +79,11 @@ class Cluster:
         service's gRPC health check says SERVING. Stopped (by PID) with the cluster.
         """
         health_port = free_port()
+        if module == "skiff.kubelet":
+            # This cluster's own pod network namespace, as `skiff up` gives each cluster
+            # (removed by `stop`): the kubelet's default one is machine-wide, so every
+            # cluster of a run shared it, service proxies included, and it outlived the run.
+            args = ["--pod-network-namespace", pod_network_namespace(self.root), *args]
         proc = service_process(name, module, [
             "--apiserver", self.api_target, "--health-port", str(health_port), *args],
             log_dir=self.root / "logs", env={"SKIFF_LOG_FORMAT": "json", **(env or {})})
@@ -93,8 +99,12 @@ class Cluster:
         services = list(self.services.values())
         for proc in reversed(services):
             proc.stop()
-        # As `skiff down` does: the pods' processes outlive their kubelets otherwise.
-        end_pod_groups(kubelet_root_dirs(self.root, [p.argv for p in services]), grace=1.0)
+        # As `skiff down` does: the pods' processes outlive their kubelets otherwise, and
+        # their sandboxes and the pod network namespace stay.
+        roots = kubelet_root_dirs(self.root, [p.argv for p in services])
+        end_pod_groups(roots, grace=1.0)
+        if os.geteuid() == 0:
+            remove_sandboxes(roots, pod_network_namespace(self.root))
         self.apiserver.stop()
         self.etcd.stop()
 

@@ -63,9 +63,11 @@ async def test_issue11_kubelet_runs_a_pod_bound_after_its_apiserver_is_cut(
         targets = f"{hole.target},{ha_cluster.api_target(1)}"
         health = _free_port()
         from skiff.cli.processes import service_process, wait_grpc_healthy
+        from skiff.cli.sandboxes import pod_network_namespace
         proc = service_process(f"kubelet-{node}", "skiff.kubelet", [
             "--apiserver", targets, "--health-port", str(health),
             "--node-name", node, "--root-dir", str(tmp_path / node),
+            "--pod-network-namespace", pod_network_namespace(tmp_path),  # not the default
             "--node-status-update-frequency", "1s", "--node-lease-duration-seconds", "4",
             "--capacity-cpu", "8", "--capacity-memory", "64Gi"],
             log_dir=ha_cluster.root / "logs", env={"SKIFF_LOG_FORMAT": "json"})

@@ -7,7 +7,10 @@ import copy
 from pathlib import Path
 from typing import Any, cast
 
+import pytest
+
 from skiff.cli.netns import Host, NetnsCluster, Topology
+from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
 from skiff.kubelet.node import NodeAgent
@@ -44,17 +47,24 @@ def test_node_ip_defaults_to_loopback() -> None:
     assert parse_settings(["--node-name", "node-1"]).node_ip == "127.0.0.1"
 
 
-def test_netns_cluster_gives_each_kubelet_its_namespace_address(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", [NetnsCluster, NetnsHaCluster])
+def test_netns_cluster_gives_each_kubelet_its_namespace_address(
+        tmp_path: Path, kind: type[NetnsCluster]) -> None:
+    """Both `--netns` and `--ha --netns`: each kubelet's InternalIP is its host's address and
+    its pods' sandboxes join the cluster's own bridge namespace (SB2), never the kubelet's
+    machine-wide default (the --ha variant once left both out)."""
     topology = Topology("c0ffee", "skiff-c0ffee-net")
     for i in (1, 2):
         topology.hosts[f"node-{i}"] = Host(f"node-{i}", f"skiff-c0ffee-node-{i}",
                                            f"10.231.0.{100 + i}", f"v{100 + i}")
-    cluster = NetnsCluster(data_dir=tmp_path, nodes=2, topology=topology)
-    node_ips = {}
+    cluster = kind(data_dir=tmp_path, nodes=2, topology=topology)
+    node_ips, pod_networks = {}, set()
     for _name, host, module, args in cluster._services():
         if module == "skiff.kubelet":
             node_ips[host] = args[args.index("--node-ip") + 1]
+            pod_networks.add(args[args.index("--pod-network-namespace") + 1])
     assert node_ips == {"node-1": "10.231.0.101", "node-2": "10.231.0.102"}
+    assert pod_networks == {"skiff-c0ffee-net"}
 
 
 def test_node_ip_auto_is_the_address_the_host_name_resolves_to(monkeypatch: Any) -> None:
