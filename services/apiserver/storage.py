@@ -143,6 +143,16 @@ def encode_value(obj: Obj) -> bytes:
     return codec.encode(obj)
 
 
+def _lease_key(epoch: LeaderEpoch) -> str:
+    return f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}"
+
+
+def _lease_term(lease: Obj | None) -> tuple[str, int]:
+    """A Lease's (holderIdentity, leaseTransitions): what a leader epoch names."""
+    spec = (lease or {}).get("spec") or {}
+    return str(spec.get("holderIdentity") or ""), int(spec.get("leaseTransitions") or 0)
+
+
 class LeaderFenced(ApiError):
     """A deposed leader's write, refused by its epoch (SPEC CP4): a Conflict that retrying
     cannot cure, so the registry passes it on instead of re-reading and trying again."""
@@ -333,13 +343,14 @@ class EtcdStorage:
         epoch = leader_epoch.get()
         if epoch is None:
             return await self._txn_once(compare, success)
-        lease_key = f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}".encode()
+        lease_name = _lease_key(epoch)
+        lease_key = lease_name.encode()
         tx = self._client.transactions
         # First try: the Lease as the watch cache last saw it, when it names this term.
         # Only a suggestion: the txn's compare on its mod_revision makes the write fail if
         # the Lease has changed since, and a cached Lease naming another holder is never a
         # reason to refuse (the cache may lag), so both fall back to a fresh read.
-        suggested = self._cached_epoch(epoch, lease_key.decode())
+        suggested = self._cached_epoch(epoch, lease_name)
         for _ in range(_EPOCH_ATTEMPTS):
             if suggested is not None:
                 lease_revision, suggested = suggested, None
@@ -349,7 +360,7 @@ class EtcdStorage:
                 [*compare, tx.mod(lease_key) == lease_revision], success)
             if ok:
                 return ok, revision
-            lease, _ = await self.get(lease_key.decode())
+            lease, _ = await self.get(lease_name)
             if lease is not None and lease.mod_revision == lease_revision:
                 return ok, revision  # the object's own compare failed
             # The Lease changed in between (a renewal, or a new leader): check again.
@@ -359,21 +370,16 @@ class EtcdStorage:
     def _cached_epoch(self, epoch: LeaderEpoch, lease_key: str) -> int | None:
         """The cached Lease's mod_revision if it names `epoch`'s holder and term."""
         raw = self.recent(lease_key) if self.recent is not None else None
-        if raw is None or raw.obj is None:
-            return None
-        spec = raw.obj.get("spec") or {}
-        if (str(spec.get("holderIdentity") or "") != epoch.holder
-                or int(spec.get("leaseTransitions") or 0) != epoch.transitions):
+        if raw is None or raw.obj is None or _lease_term(raw.obj) != (epoch.holder,
+                                                                       epoch.transitions):
             return None
         return raw.revision
 
     async def _check_epoch(self, epoch: LeaderEpoch) -> int:
         """The Lease's mod_revision if it still names this leader's term, else Conflict: a
         failed precondition, as a uid or resourceVersion precondition is (SPEC CP4)."""
-        lease, _ = await self.get(f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}")
-        spec = ((lease.obj or {}).get("spec") or {}) if lease is not None else {}
-        holder = str(spec.get("holderIdentity") or "")
-        transitions = int(spec.get("leaseTransitions") or 0)
+        lease, _ = await self.get(_lease_key(epoch))
+        holder, transitions = _lease_term(lease.obj if lease is not None else None)
         if lease is None or holder != epoch.holder or transitions != epoch.transitions:
             now = (f"held by {holder!r} with leaseTransitions {transitions}" if holder else
                    f"held by nobody (leaseTransitions {transitions})" if lease is not None

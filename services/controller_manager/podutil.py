@@ -15,6 +15,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason, get_condition, is_pod_terminal, is_terminating
 from skiff.api.pods import set_condition as set_condition
+from skiff.api.pods import tolerates as tolerates  # shared with the kubelet
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
 
@@ -84,22 +85,6 @@ def _retryable(err: ApiError, attempt: int, attempts: int) -> bool:
 
 
 # -- taints and tolerations -----------------------------------------------------------------
-
-
-def tolerates(toleration: Mapping[str, Any], taint: Mapping[str, Any]) -> bool:
-    """`Toleration.ToleratesTaint`: effect, key and (for Equal) value must match."""
-    effect = toleration.get("effect") or ""
-    if effect and effect != taint.get("effect"):
-        return False
-    key = toleration.get("key") or ""
-    if key and key != taint.get("key"):
-        return False
-    operator = toleration.get("operator") or "Equal"
-    if operator == "Exists":
-        return True
-    if not key:
-        return False  # an empty key needs the Exists operator
-    return (toleration.get("value") or "") == (taint.get("value") or "")
 
 
 def taints_of(node: Mapping[str, Any]) -> list[Obj]:

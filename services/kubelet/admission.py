@@ -25,13 +25,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.api import bytes_, cpu_millis
-from skiff.api.resources import (
-    Resource,
-    is_extended_resource_name,
-    is_scalar_resource_name,
-    pod_requests,
-)
+from skiff.api.pods import tolerates
+from skiff.api.resources import Resource, is_extended_resource_name, pod_requests
 from skiff.kubelet.eviction import is_critical_pod
 from skiff.kubelet.status import qos_class
 
@@ -39,28 +34,13 @@ __all__ = ["Admission", "Rejection"]
 
 Obj = dict[str, Any]
 
-MEMORY_PRESSURE_TAINT = "node.kubernetes.io/memory-pressure"
+_MEMORY_PRESSURE_TAINT = {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)
 class Rejection:
     reason: str  # a single word: Evicted, OutOfcpu, OutOfmemory, OutOfpods, ...
     message: str
-
-
-def tolerates_no_schedule(pod: Obj, key: str) -> bool:
-    """Kubernetes' `TolerationsTolerateTaint` for a NoSchedule taint `key` with no value."""
-    for tol in (pod.get("spec") or {}).get("tolerations") or []:
-        if tol.get("effect") not in (None, "", "NoSchedule"):
-            continue
-        operator = tol.get("operator") or "Equal"
-        if not tol.get("key"):
-            if operator == "Exists":
-                return True
-            continue
-        if tol.get("key") == key and (operator == "Exists" or not tol.get("value")):
-            return True
-    return False
 
 
 @dataclass
@@ -80,7 +60,9 @@ class Admission:
     def _pressure(self, pod: Obj) -> Rejection | None:
         if not self.memory_pressure():
             return None
-        if qos_class(pod) != "BestEffort" or tolerates_no_schedule(pod, MEMORY_PRESSURE_TAINT):
+        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        if qos_class(pod) != "BestEffort" or any(
+                tolerates(t, _MEMORY_PRESSURE_TAINT) for t in tolerations):
             return None
         return Rejection("Evicted", "The node had condition: [MemoryPressure]. ")
 
@@ -92,10 +74,7 @@ class Admission:
         used = Resource()
         for other in admitted:
             used.add(pod_requests(other.get("spec") or {})[0])
-        capacity = Resource(
-            cpu_millis(self.allocatable.get("cpu") or 0),
-            bytes_(self.allocatable.get("memory") or 0),
-            bytes_(self.allocatable.get("ephemeral-storage") or 0))
+        capacity = Resource.from_list(self.allocatable)
         checks = [("cpu", request.milli_cpu, used.milli_cpu, capacity.milli_cpu),
                   ("memory", request.memory, used.memory, capacity.memory)]
         if "ephemeral-storage" in self.allocatable:
@@ -106,9 +85,7 @@ class Admission:
             # node does not advertise is not its to check.
             if is_extended_resource_name(name) and name not in self.allocatable:
                 continue
-            if is_scalar_resource_name(name):
-                checks.append((name, value, used.scalar.get(name, 0),
-                               bytes_(self.allocatable.get(name) or 0)))
+            checks.append((name, value, used.scalar.get(name, 0), capacity.scalar.get(name, 0)))
         for name, requested, in_use, total in checks:
             if requested > 0 and requested > total - in_use:
                 return _insufficient(name, requested, in_use, total)

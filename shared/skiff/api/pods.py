@@ -74,3 +74,19 @@ def get_condition(pod: Obj, condition_type: str) -> dict[str, Any] | None:
         if isinstance(condition, dict) and condition.get("type") == condition_type:
             return condition
     return None
+
+
+def tolerates(toleration: Obj, taint: Obj) -> bool:
+    """`Toleration.ToleratesTaint`: effect, key and (for Equal) value must match."""
+    effect = toleration.get("effect") or ""
+    if effect and effect != taint.get("effect"):
+        return False
+    key = toleration.get("key") or ""
+    if key and key != taint.get("key"):
+        return False
+    operator = toleration.get("operator") or "Equal"
+    if operator == "Exists":
+        return True
+    if not key:
+        return False  # an empty key needs the Exists operator
+    return (toleration.get("value") or "") == (taint.get("value") or "")

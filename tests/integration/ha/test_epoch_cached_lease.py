@@ -102,7 +102,8 @@ async def test_cp4_cached_lease_renewed_since_is_checked_again(
     assert await _written(storage, "/registry/pods/ns/renewed")
 
 
-async def test_cp4_current_cached_lease_needs_no_etcd_read(storage: EtcdStorage) -> None:
+async def test_cp4_current_cached_lease_needs_no_etcd_read(
+        storage: EtcdStorage, monkeypatch: pytest.MonkeyPatch) -> None:
     created = await storage.create(LEASE_KEY, _lease("leader-a", 0))
     revision = int(created["metadata"]["resourceVersion"])
     storage.recent = lambda key: _cached(_lease("leader-a", 0), revision)
@@ -113,8 +114,8 @@ async def test_cp4_current_cached_lease_needs_no_etcd_read(storage: EtcdStorage)
         reads.append(key)
         return await real_get(key, revision=revision)
 
-    storage.get = counting_get  # type: ignore[method-assign]
-    await _write_as(storage, _epoch("leader-a", 0), "/registry/pods/ns/cached")
+    with monkeypatch.context() as patched:
+        patched.setattr(storage, "get", counting_get)
+        await _write_as(storage, _epoch("leader-a", 0), "/registry/pods/ns/cached")
     assert reads == []
-    storage.get = real_get  # type: ignore[method-assign]
     assert await _written(storage, "/registry/pods/ns/cached")
