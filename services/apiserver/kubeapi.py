@@ -98,6 +98,19 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
             "resources": sorted(resources, key=lambda r: str(r["name"]))}
 
 
+# What a Table row carries (`?includeObject=`): Kubernetes' IncludeObjectPolicy values.
+_INCLUDE_OBJECT = ("Metadata", "None", "Object")
+
+
+def _include_object(query: dict[str, str]) -> str:
+    include = query.get("includeObject") or "Metadata"
+    if include not in _INCLUDE_OBJECT:
+        raise ApiError.bad_request(
+            f'includeObject: Unsupported value: "{include}": supported values: '
+            + ", ".join(f'"{v}"' for v in _INCLUDE_OBJECT))
+    return include
+
+
 class KubeApi:
     """Routes one HTTP request to the registry, the way kube-apiserver would."""
 
@@ -419,15 +432,20 @@ class KubeApi:
     def _maybe_table(self, req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
         if "as=Table" not in req.header("accept"):
             return whole
+        include = _include_object(req.query)
         cols = tables.columns_for(info.kind, wide=True)
         # kubectl's own columns; the NODE the skiff CLI adds to pods is -o wide here
         narrow = {name for name, _ in tables.COLUMNS.get(info.kind, tables.DEFAULT_COLUMNS)}
         rows = []
         for obj in items:
-            meta = obj.get("metadata", {})
-            rows.append({"cells": [fn(obj) for _, fn in cols],
-                         "object": {"kind": "PartialObjectMetadata",
-                                    "apiVersion": "meta.k8s.io/v1", "metadata": meta}})
+            row: Obj = {"cells": [fn(obj) for _, fn in cols], "object": None}
+            if include == "Object":  # kubectl --sort-by asks for it: it sorts by any field
+                row["object"] = {"apiVersion": info.api_version, "kind": info.kind, **obj}
+            elif include == "Metadata":
+                row["object"] = {"kind": "PartialObjectMetadata",
+                                 "apiVersion": "meta.k8s.io/v1",
+                                 "metadata": obj.get("metadata", {})}
+            rows.append(row)
         return {"kind": "Table", "apiVersion": "meta.k8s.io/v1",
                 "metadata": {"resourceVersion": "", **{  # a page's continue token too
                     k: v for k, v in whole.get("metadata", {}).items()
@@ -442,6 +460,8 @@ class KubeApi:
     def _watch(self, req: Request, info: KindInfo, namespace: str | None) -> Response:
         q = req.query
         table = "as=Table" in req.header("accept")
+        if table:
+            _include_object(q)  # a bad one is a Status, before the stream starts
         rv = q.get("resourceVersion", "")
         if rv not in ("", "0"):  # answer a bad one with a Status, before the stream starts
             problem = revision_problem(_int_param("resourceVersion", rv))

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+import urllib.error
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -87,3 +90,51 @@ def test_kubectl_sees_strict_field_validation_and_discovery(kubeconfig: Path) ->
     for kind in ("Pod", "Node", "StatefulSet", "ReplicaSet", "PriorityClass",
                  "PodDisruptionBudget", "Lease"):
         assert kind in resources
+
+
+EVENTS = "\n---\n".join(f"""apiVersion: v1
+kind: Event
+metadata: {{name: {name}, namespace: default}}
+involvedObject: {{kind: Pod, name: web, namespace: default}}
+reason: Test
+message: {name}
+type: Normal
+firstTimestamp: "2026-01-01T00:00:0{second}Z"
+lastTimestamp: "2026-01-01T00:00:0{second}Z"
+""" for name, second in (("a-last", 3), ("b-first", 1), ("c-middle", 2)))
+
+
+def test_kubectl_sort_by_a_field_outside_metadata(kubeconfig: Path) -> None:
+    """`kubectl get events --sort-by=.lastTimestamp` (and any --sort-by outside metadata)
+    asks for Table rows with `includeObject=Object`; rows that carried only metadata made
+    kubectl print "No resources found"."""
+    applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=EVENTS)
+    assert applied.returncode == 0, applied.stderr
+    listed = kubectl(kubeconfig, "get", "events", "--sort-by=.lastTimestamp",
+                     "--field-selector", "reason=Test", "-o",
+                     "custom-columns=NAME:.metadata.name", "--no-headers")
+    assert listed.returncode == 0, listed.stderr
+    assert listed.stdout.split() == ["b-first", "c-middle", "a-last"]
+    table = kubectl(kubeconfig, "get", "events", "--sort-by=.lastTimestamp",
+                    "--field-selector", "reason=Test")
+    rows = [line.split() for line in table.stdout.splitlines()[1:]]
+    assert [row[-1] for row in rows] == ["b-first", "c-middle", "a-last"], table.stdout
+
+    server = kubectl(kubeconfig, "config", "view", "-o",
+                     "jsonpath={.clusters[0].cluster.server}").stdout
+    accept = {"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"}
+
+    def rows_of(include: str) -> list[Any]:
+        url = (f"{server}/api/v1/namespaces/default/events?fieldSelector=reason%3DTest"
+               f"&includeObject={include}")
+        with urllib.request.urlopen(urllib.request.Request(url, headers=accept)) as resp:
+            return list(json.load(resp)["rows"])
+
+    assert {r["object"]["kind"] for r in rows_of("Object")} == {"Event"}
+    assert rows_of("Object")[0]["object"]["lastTimestamp"].startswith("2026-01-01")
+    assert {r["object"]["kind"] for r in rows_of("Metadata")} == {"PartialObjectMetadata"}
+    assert {r["object"] for r in rows_of("None")} == {None}
+    with pytest.raises(urllib.error.HTTPError) as bad:
+        rows_of("Everything")
+    assert bad.value.code == 400
+    assert 'includeObject: Unsupported value: "Everything"' in json.load(bad.value)["message"]
