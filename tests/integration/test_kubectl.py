@@ -138,3 +138,18 @@ def test_kubectl_sort_by_a_field_outside_metadata(kubeconfig: Path) -> None:
         rows_of("Everything")
     assert bad.value.code == 400
     assert 'includeObject: Unsupported value: "Everything"' in json.load(bad.value)["message"]
+
+
+def test_kubectl_debug_says_ephemeral_containers_are_not_served(kubeconfig: Path) -> None:
+    """kubectl tells a missing `ephemeralcontainers` subresource from a missing pod by the
+    404's `details.name`; a Status without details made kubectl panic."""
+    pod = MANIFEST.split("---")[0].replace("name: web", "name: debugged")
+    assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
+    debug = kubectl(kubeconfig, "debug", "debugged", "--image=busybox", "--", "sh")
+    assert debug.returncode != 0
+    assert "panic" not in debug.stderr, debug.stderr
+    assert "ephemeral containers are disabled for this cluster" in debug.stderr, debug.stderr
+    missing = kubectl(kubeconfig, "create", "cronjob", "hello", "--image=busybox",
+                      "--schedule=*/1 * * * *", "--", "echo", "hi")
+    assert "the server could not find the requested resource (cronjobs in batch/v1)" \
+        in missing.stderr, missing.stderr

@@ -176,7 +176,10 @@ class ApiError(Exception):
             ]
         if self.retry_after_seconds is not None:
             details["retryAfterSeconds"] = self.retry_after_seconds
-        if details:
+        if details or self.reason == Reason.NOT_FOUND:
+            # Kubernetes' NotFound always has details, if empty for an unknown path; kubectl
+            # reads `details.name` to tell a missing subresource from a missing object
+            # (`kubectl debug`: "ephemeral containers are disabled").
             status["details"] = details
         status["code"] = self.code  # after details: Go's field order (metav1.Status)
         return status

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from skiff.api import ApiError
+from skiff.api import ApiError, Reason
 from skiff.api.errors import required
 from skiff.apiserver.http import encode_json
 
@@ -21,6 +21,9 @@ HEAD = '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
                  HEAD + '"message":"priorityclasses.scheduling.k8s.io \\"gold\\" not found",'
                  '"reason":"NotFound","details":{"name":"gold","group":"scheduling.k8s.io",'
                  '"kind":"priorityclasses"},"code":404}\n', id="NotFound-group"),
+    pytest.param(ApiError(Reason.NOT_FOUND, "the server could not find the requested resource"),
+                 HEAD + '"message":"the server could not find the requested resource",'
+                 '"reason":"NotFound","details":{},"code":404}\n', id="NotFound-path"),
     pytest.param(ApiError.already_exists("pods", "web"),
                  HEAD + '"message":"pods \\"web\\" already exists","reason":"AlreadyExists",'
                  '"details":{"name":"web","kind":"pods"},"code":409}\n', id="AlreadyExists"),
