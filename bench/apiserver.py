@@ -30,6 +30,7 @@ import aetcd
 from e2e import cpu_seconds  # the /proc CPU reading scheduler_perf's harness uses
 from skiff.api import ApiError, Reason
 from skiff.cli.processes import (
+    Process,
     etcd_process,
     free_port,
     service_process,
@@ -217,6 +218,17 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
     print("  CPU s while writing: " + " ".join(f"{k}={v:.1f}" for k, v in cpu.items()))
 
 
+def plain_apiserver(root: Path) -> tuple[Process, Process, int, int]:
+    """An etcd and an insecure apiserver on it, not started yet: (etcd, apiserver, etcd's
+    client port, the apiserver's port)."""
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port)
+    api = service_process("apiserver", "skiff.apiserver", [
+        "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
+        "--log-level", "WARNING"], log_dir=root / "logs")
+    return etcd, api, etcd_port, api_port
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pods", type=int, default=2000)
@@ -232,11 +244,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skiff-bench-") as tmp:
         root = Path(tmp)
-        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port)
-        api = service_process("apiserver", "skiff.apiserver", [
-            "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
-            "--log-level", "WARNING"], log_dir=root / "logs")
+        etcd, api, etcd_port, api_port = plain_apiserver(root)
         stopping: list[Any] = []
         etcd.start()
         try:

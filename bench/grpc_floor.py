@@ -35,16 +35,10 @@ from typing import Any
 import aetcd
 import grpc
 
-from apiserver import make_pod
+from apiserver import make_pod, plain_apiserver
 from e2e import cpu_seconds
 from scheduler_perf import WORKLOADS, in_process_rate
-from skiff.cli.processes import (
-    etcd_process,
-    free_port,
-    service_process,
-    wait_etcd_healthy,
-    wait_grpc_healthy,
-)
+from skiff.cli.processes import free_port, wait_etcd_healthy, wait_grpc_healthy
 from skiff.client import ApiClient
 from skiff.rpc import decode_map, encode
 
@@ -231,11 +225,7 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skiff-floor-") as tmp:
         root = Path(tmp)
-        etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
-        etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port)
-        api = service_process("apiserver", "skiff.apiserver", [
-            "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
-            "--log-level", "WARNING"], log_dir=root / "logs")
+        etcd, api, etcd_port, api_port = plain_apiserver(root)
         etcd.start()
         try:
             wait_etcd_healthy(etcd, etcd_port)
