@@ -212,6 +212,12 @@ class KubeApi:
         if (len(rest) >= 3 and rest[0] == "namespaces" and rest[2] in by_resource
                 and by_resource[rest[2]].namespaced):
             namespace, rest = rest[1], rest[2:]
+        elif len(rest) >= 3 and rest[0] == "namespaces" and rest[2] not in ("status",
+                                                                             "finalize"):
+            # a namespaced resource this group does not serve (v1 resourcequotas), not a
+            # subresource of the namespace
+            raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
+                                             f"resource ({rest[2]} in {gv})")
         info = by_resource.get(rest[0])
         if info is None:
             missing = rest[2] if rest[0] == "namespaces" and len(rest) >= 3 else rest[0]

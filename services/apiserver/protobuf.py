@@ -11,7 +11,8 @@ protobuf runtime older than 4.21), and Skiff may not vendor Kubernetes' .proto f
 Skiff declares, in its own compact table below, the field numbers of the messages it serves
 (the public wire contract, as `kubectl explain` documents the field names), builds protobuf
 descriptors from that table, and lets the maintained `protobuf` runtime do the decoding.
-A kind not in the table is answered with 415, which tells the client to send JSON.
+A kind not in the table, or a body with a field the table does not declare, is answered
+with 415, which tells the client to send JSON: nothing the client sent is silently dropped.
 """
 
 from __future__ import annotations
@@ -20,7 +21,13 @@ import base64
 import datetime as dt
 from typing import Any
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message, message_factory
+from google.protobuf import (
+    descriptor_pb2,
+    descriptor_pool,
+    message,
+    message_factory,
+    unknown_fields,
+)
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from skiff.api import ApiError, Reason
@@ -105,6 +112,26 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                               ("optional", 4, "bool")],
     "SecretVolumeSource": [("secretName", 1, "string"), ("items", 2, "[]KeyToPath"),
                            ("defaultMode", 3, "int32"), ("optional", 4, "bool")],
+    "ResourceFieldSelector": [("containerName", 1, "string"), ("resource", 2, "string"),
+                              ("divisor", 3, "Quantity")],
+    "DownwardAPIVolumeFile": [("path", 1, "string"), ("fieldRef", 2, "ObjectFieldSelector"),
+                              ("resourceFieldRef", 3, "ResourceFieldSelector"),
+                              ("mode", 4, "int32")],
+    "DownwardAPIVolumeSource": [("items", 1, "[]DownwardAPIVolumeFile"),
+                                ("defaultMode", 2, "int32")],
+    # the kube-api-access volume every pod gets (`kubectl debug --copy-to` sends it back)
+    "ObjectProjection": [("inlineRef", 1, "LocalObjectReference"), ("items", 2, "[]KeyToPath"),
+                         ("optional", 4, "bool")],
+    "DownwardAPIProjection": [("items", 1, "[]DownwardAPIVolumeFile")],
+    "ServiceAccountTokenProjection": [("audience", 1, "string"),
+                                      ("expirationSeconds", 2, "int64"),
+                                      ("path", 3, "string")],
+    "VolumeProjection": [("secret", 1, "ObjectProjection"),
+                         ("downwardAPI", 2, "DownwardAPIProjection"),
+                         ("configMap", 3, "ObjectProjection"),
+                         ("serviceAccountToken", 4, "ServiceAccountTokenProjection")],
+    "ProjectedVolumeSource": [("sources", 1, "[]VolumeProjection"),
+                              ("defaultMode", 2, "int32")],
     "EmptyDirVolumeSource": [("medium", 1, "string"), ("sizeLimit", 2, "Quantity")],
     "HostPathVolumeSource": [("path", 1, "string"), ("type", 2, "string")],
     "PersistentVolumeClaimVolumeSource": [("claimName", 1, "string"), ("readOnly", 2, "bool")],
@@ -112,7 +139,9 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                      ("emptyDir", 2, "EmptyDirVolumeSource"),
                      ("secret", 6, "SecretVolumeSource"),
                      ("persistentVolumeClaim", 10, "PersistentVolumeClaimVolumeSource"),
-                     ("configMap", 19, "ConfigMapVolumeSource")],
+                     ("downwardAPI", 16, "DownwardAPIVolumeSource"),
+                     ("configMap", 19, "ConfigMapVolumeSource"),
+                     ("projected", 26, "ProjectedVolumeSource")],
     "Volume": [("name", 1, "string"), ("inlineSource", 2, "VolumeSource")],
     "ContainerPort": [("name", 1, "string"), ("hostPort", 2, "int32"),
                       ("containerPort", 3, "int32"), ("protocol", 4, "string"),
@@ -121,6 +150,7 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                     ("optional", 3, "bool")],
     "ObjectFieldSelector": [("apiVersion", 1, "string"), ("fieldPath", 2, "string")],
     "EnvVarSource": [("fieldRef", 1, "ObjectFieldSelector"),
+                     ("resourceFieldRef", 2, "ResourceFieldSelector"),
                      ("configMapKeyRef", 3, "KeySelector"), ("secretKeyRef", 4, "KeySelector")],
     "EnvVar": [("name", 1, "string"), ("value", 2, "string"), ("valueFrom", 3, "EnvVarSource")],
     "EnvSource": [("inlineRef", 1, "LocalObjectReference"), ("optional", 2, "bool")],
@@ -135,6 +165,20 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "TCPSocketAction": [("port", 1, "IntOrString"), ("host", 2, "string")],
     "ProbeHandler": [("exec", 1, "ExecAction"), ("httpGet", 2, "HTTPGetAction"),
                      ("tcpSocket", 3, "TCPSocketAction")],
+    "SleepAction": [("seconds", 1, "int64")],
+    "LifecycleHandler": [("exec", 1, "ExecAction"), ("httpGet", 2, "HTTPGetAction"),
+                         ("tcpSocket", 3, "TCPSocketAction"), ("sleep", 4, "SleepAction")],
+    "Lifecycle": [("postStart", 1, "LifecycleHandler"), ("preStop", 2, "LifecycleHandler")],
+    "Capabilities": [("add", 1, "[]string"), ("drop", 2, "[]string")],
+    "SeccompProfile": [("type", 1, "string"), ("localhostProfile", 2, "string")],
+    "SecurityContext": [("capabilities", 1, "Capabilities"), ("privileged", 2, "pbool"),
+                        ("runAsUser", 4, "int64"), ("runAsNonRoot", 5, "pbool"),
+                        ("readOnlyRootFilesystem", 6, "pbool"),
+                        ("allowPrivilegeEscalation", 7, "pbool"), ("runAsGroup", 8, "int64"),
+                        ("seccompProfile", 11, "SeccompProfile")],
+    "PodSecurityContext": [("runAsUser", 2, "int64"), ("runAsNonRoot", 3, "pbool"),
+                           ("supplementalGroups", 4, "[]int64"), ("fsGroup", 5, "int64"),
+                           ("runAsGroup", 6, "int64"), ("seccompProfile", 10, "SeccompProfile")],
     "Probe": [("inlineHandler", 1, "ProbeHandler"), ("initialDelaySeconds", 2, "int32"),
               ("timeoutSeconds", 3, "int32"), ("periodSeconds", 4, "int32"),
               ("successThreshold", 5, "int32"), ("failureThreshold", 6, "int32")],
@@ -143,20 +187,32 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                   ("ports", 6, "[]ContainerPort"), ("env", 7, "[]EnvVar"),
                   ("resources", 8, "ResourceRequirements"),
                   ("volumeMounts", 9, "[]VolumeMount"), ("livenessProbe", 10, "Probe"),
-                  ("readinessProbe", 11, "Probe"), ("terminationMessagePath", 13, "string"),
-                  ("imagePullPolicy", 14, "string"), ("envFrom", 19, "[]EnvFromSource"),
-                  ("terminationMessagePolicy", 20, "string"), ("startupProbe", 22, "Probe")],
+                  ("readinessProbe", 11, "Probe"), ("lifecycle", 12, "Lifecycle"),
+                  ("terminationMessagePath", 13, "string"),
+                  ("imagePullPolicy", 14, "string"), ("securityContext", 15, "SecurityContext"),
+                  ("stdin", 16, "bool"), ("stdinOnce", 17, "bool"), ("tty", 18, "bool"),
+                  ("envFrom", 19, "[]EnvFromSource"),
+                  ("terminationMessagePolicy", 20, "string"), ("startupProbe", 22, "Probe"),
+                  ("restartPolicy", 24, "string")],
     "Toleration": [("key", 1, "string"), ("operator", 2, "string"), ("value", 3, "string"),
                    ("effect", 4, "string"), ("tolerationSeconds", 5, "int64")],
     "PodSpec": [("volumes", 1, "[]Volume"), ("containers", 2, "[]Container"),
                 ("restartPolicy", 3, "string"), ("terminationGracePeriodSeconds", 4, "int64"),
                 ("activeDeadlineSeconds", 5, "int64"), ("dnsPolicy", 6, "string"),
                 ("nodeSelector", 7, "map:string"), ("serviceAccountName", 8, "string"),
-                ("nodeName", 10, "string"), ("hostNetwork", 11, "bool"),
+                ("serviceAccount", 9, "string"), ("nodeName", 10, "string"),
+                ("hostNetwork", 11, "bool"), ("hostPID", 12, "bool"), ("hostIPC", 13, "bool"),
+                ("securityContext", 14, "PodSecurityContext"),
                 ("imagePullSecrets", 15, "[]LocalObjectReference"),
                 ("hostname", 16, "string"), ("subdomain", 17, "string"),
                 ("schedulerName", 19, "string"), ("initContainers", 20, "[]Container"),
-                ("tolerations", 22, "[]Toleration"), ("priorityClassName", 24, "string")],
+                ("automountServiceAccountToken", 21, "pbool"),
+                ("tolerations", 22, "[]Toleration"), ("priorityClassName", 24, "string"),
+                ("priority", 25, "int32"), ("shareProcessNamespace", 27, "pbool"),
+                ("runtimeClassName", 29, "string"), ("enableServiceLinks", 30, "pbool"),
+                ("preemptionPolicy", 31, "string")],
+    "Pod": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodSpec")],
+    "Empty": [],  # to look inside an undeclared field (`_zero`)
     "PodTemplateSpec": [("metadata", 1, "ObjectMeta"), ("spec", 2, "PodSpec")],
     # apps/v1
     "RollingUpdateDeployment": [("maxUnavailable", 1, "IntOrString"),
@@ -224,6 +280,20 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                     ("ipFamilyPolicy", 17, "string"), ("clusterIPs", 18, "[]string"),
                     ("ipFamilies", 19, "[]string"), ("internalTrafficPolicy", 22, "string")],
     "Service": [("metadata", 1, "ObjectMeta"), ("spec", 2, "ServiceSpec")],
+    # `kubectl create serviceaccount` and `kubectl create token`
+    "ObjectReference": [("kind", 1, "string"), ("namespace", 2, "string"),
+                        ("name", 3, "string"), ("uid", 4, "string"),
+                        ("apiVersion", 5, "string"), ("resourceVersion", 6, "string"),
+                        ("fieldPath", 7, "string")],
+    "ServiceAccount": [("metadata", 1, "ObjectMeta"), ("secrets", 2, "[]ObjectReference"),
+                       ("imagePullSecrets", 3, "[]LocalObjectReference"),
+                       ("automountServiceAccountToken", 4, "pbool")],
+    "BoundObjectReference": [("kind", 1, "string"), ("apiVersion", 2, "string"),
+                             ("name", 3, "string"), ("uid", 4, "string")],
+    "TokenRequestSpec": [("audiences", 1, "[]string"),
+                         ("boundObjectRef", 3, "BoundObjectReference"),
+                         ("expirationSeconds", 4, "int64")],
+    "TokenRequest": [("metadata", 1, "ObjectMeta"), ("spec", 2, "TokenRequestSpec")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -249,11 +319,18 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
     ("v1", "Service"): "Service",
+    ("v1", "Pod"): "Pod",  # kubectl debug --copy-to
+    ("v1", "ServiceAccount"): "ServiceAccount",
+    ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
 }
 
+# "pbool" is a Go *bool: its false is meaningful (`automountServiceAccountToken: false`) and
+# kept, where a plain Go bool's false is its zero value and left out (see `_go_zero`).
 _SCALARS = {"string": FieldDescriptor.TYPE_STRING, "int32": FieldDescriptor.TYPE_INT32,
             "int64": FieldDescriptor.TYPE_INT64, "bool": FieldDescriptor.TYPE_BOOL,
-            "bytes": FieldDescriptor.TYPE_BYTES}
+            "pbool": FieldDescriptor.TYPE_BOOL, "bytes": FieldDescriptor.TYPE_BYTES}
+_POINTER_BOOLS = {(name, json_name) for name, fields in _MESSAGES.items()
+                  for json_name, _, type_name in fields if type_name == "pbool"}
 
 
 def _set_type(f: descriptor_pb2.FieldDescriptorProto, type_name: str) -> None:
@@ -296,6 +373,7 @@ def _build_pool() -> descriptor_pool.DescriptorPool:
 
 
 _POOL = _build_pool()
+_LENGTH_DELIMITED = 2  # protobuf wire type of strings, bytes and messages
 
 
 def _message(name: str) -> message.Message:
@@ -348,8 +426,10 @@ def _go_zero(field: FieldDescriptor, value: Any) -> bool:
     """Go writes its non-pointer fields even when empty (`type: ""`, `hostNetwork: false`,
     `generation: 0`); in JSON they are omitted, and Skiff's defaults must see them missing.
     Numbers other than `generation` are kept: a pointer's 0 (`replicas: 0`,
-    `backoffLimit: 0`) is meaningful."""
-    if value == "" or value is False:
+    `backoffLimit: 0`) is meaningful, as is a pointer bool's false ("pbool")."""
+    if value is False:
+        return (field.containing_type.name, field.name) not in _POINTER_BOOLS
+    if value == "":
         return True
     return bool(field.name == "generation" and value == 0)
 
@@ -386,5 +466,50 @@ def decode(body: bytes) -> dict[str, Any]:
     except message.DecodeError:
         raise ApiError.bad_request(f"request body is not a valid {kind} in Kubernetes' "
                                    "protobuf encoding") from None
+    if (unknown := _first_unknown(obj)) is not None:
+        # Dropping it would store something other than what the client sent.
+        where, number = unknown
+        raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE,
+                       f"the body of {kind} ({api_version}) has a field Skiff's protobuf "
+                       f"decoder does not know (field {number} of {where}); send "
+                       "application/json")
     decoded: dict[str, Any] = {"apiVersion": api_version, "kind": kind, **_to_json(obj)}
     return decoded
+
+
+def _zero(entry: Any) -> bool:
+    """Whether an undeclared field holds nothing: 0, empty bytes, or a message whose every
+    field is zero (a new object's status as Go writes it: `observedGeneration: 0`, ...)."""
+    if entry.wire_type != _LENGTH_DELIMITED:
+        return bool(entry.data == 0)
+    if not entry.data:
+        return True
+    inner = _message("Empty")
+    try:
+        inner.ParseFromString(entry.data)
+    except message.DecodeError:
+        return False  # a non-empty string or bytes
+    return all(_zero(e) for e in unknown_fields.UnknownFieldSet(inner))
+
+
+def _first_unknown(msg: message.Message) -> tuple[str, int] | None:
+    """(message name, field number) of a field the table does not declare, if any. One
+    that holds its zero value (an empty string or message, a 0) carries nothing and passes:
+    Go writes every non-pointer field, e.g. each ObjectMeta's empty `selfLink`."""
+    for entry in unknown_fields.UnknownFieldSet(msg):
+        if not _zero(entry):
+            return msg.DESCRIPTOR.name, int(entry.field_number)
+    for field, value in msg.ListFields():
+        if field.message_type is None:
+            continue
+        if field.message_type.GetOptions().map_entry:
+            nested = list(value.values()) if field.message_type.fields_by_name[
+                "value"].message_type is not None else []
+        elif _repeated(field):
+            nested = list(value)
+        else:
+            nested = [value]
+        for item in nested:
+            if (found := _first_unknown(item)) is not None:
+                return found
+    return None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -153,3 +154,35 @@ def test_kubectl_debug_says_ephemeral_containers_are_not_served(kubeconfig: Path
                       "--schedule=*/1 * * * *", "--", "echo", "hi")
     assert "the server could not find the requested resource (cronjobs in batch/v1)" \
         in missing.stderr, missing.stderr
+    quota = kubectl(kubeconfig, "create", "quota", "q", "--hard=pods=10")
+    assert "the server could not find the requested resource (resourcequotas in v1)" \
+        in quota.stderr, quota.stderr
+
+
+def test_kubectl_create_serviceaccount_and_token(kubeconfig: Path) -> None:
+    """Both bodies come as protobuf (kubectl's typed clients)."""
+    created = kubectl(kubeconfig, "create", "serviceaccount", "robot")
+    assert created.returncode == 0, created.stderr
+    assert "serviceaccount/robot created" in created.stdout
+    token = kubectl(kubeconfig, "create", "token", "robot", "--duration=10m")
+    assert token.returncode == 0, token.stderr
+    header, payload, _ = token.stdout.strip().split(".")
+    claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert claims["sub"] == "system:serviceaccount:default:robot"
+    assert claims["exp"] - claims["iat"] == 600
+
+
+def test_kubectl_debug_copy_to_creates_the_copy_with_its_debug_container(
+        kubeconfig: Path) -> None:
+    """`kubectl debug --copy-to` posts the pod's spec back as a protobuf Pod (issue 10's
+    decoder): the copy is created with the debug container added and nothing dropped."""
+    pod = MANIFEST.split("---")[0].replace("name: web", "name: original")
+    assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
+    debug = kubectl(kubeconfig, "debug", "original", "--copy-to=original-copy",
+                    "--container=debugger", "--image=busybox", "--", "sleep", "60")
+    assert debug.returncode == 0, debug.stderr
+    copy = json.loads(kubectl(kubeconfig, "get", "pod", "original-copy", "-o", "json").stdout)
+    containers = {c["name"]: c for c in copy["spec"]["containers"]}
+    assert containers["main"]["command"] == ["sleep", "3600"]
+    assert containers["debugger"]["image"] == "busybox"
+    assert containers["debugger"]["command"] == ["sleep", "60"]
