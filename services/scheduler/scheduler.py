@@ -135,6 +135,9 @@ class Scheduler:
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.claims.store.get(f"{namespace}/{name}")
 
+    def get_storage_class(self, name: str) -> Mapping[str, Any] | None:
+        return self.storage_classes.store.get(name)
+
     def list_pdbs(self) -> list[Mapping[str, Any]]:
         return list(self.pdbs.store.list())
 
@@ -413,7 +416,7 @@ class Scheduler:
         (WaitForFirstConsumer) claims, so their volumes are provisioned for it."""
         for claim in delayed_claims(
                 pod, self.get_claim,
-                lambda name: self.storage_classes.store.get(name) if name else None):
+                lambda name: self.get_storage_class(name) if name else None):
             updated = copy.deepcopy(dict(claim))
             updated["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node_name
             await self.client.update(updated)

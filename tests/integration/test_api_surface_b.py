@@ -304,6 +304,41 @@ def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
           "the consumer Running", timeout=90)
 
 
+
+def test_AX4_pod_with_an_unbound_immediate_claim_stays_pending_until_it_binds(
+        core: client.CoreV1Api) -> None:
+    """Kubernetes' VolumeBinding PreFilter: a claim whose class does not exist (the
+    StatefulSet example of the Kubernetes documentation names `my-storage-class`) cannot
+    bind, so its pod is not placed on a node to wait there; once the class exists the
+    claim is provisioned and bound, and the pod is scheduled and runs."""
+    cls = f"later-{uuid.uuid4().hex[:6]}"
+    ns = new_namespace(core)
+    core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi",
+                                                             storage_class=cls))
+    core.create_namespaced_pod(ns, pod(
+        "user", ["sleep", "60"], mounts={"data": "/data"},
+        volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
+                                 V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
+
+    def unschedulable() -> Any:
+        conditions = core.read_namespaced_pod("user", ns).status.conditions or []
+        return next((c for c in conditions if c.type == "PodScheduled"
+                     and c.reason == "Unschedulable"), None)
+
+    condition = until(unschedulable, "PodScheduled=False, Unschedulable")
+    assert "pod has unbound immediate PersistentVolumeClaims" in condition.message
+    assert not core.read_namespaced_pod("user", ns).spec.node_name
+    assert any(e.reason == "FailedScheduling" and "unbound immediate" in e.message
+               for e in core.list_namespaced_event(ns).items)
+
+    client.StorageV1Api(core.api_client).create_storage_class(client.V1StorageClass(
+        metadata=client.V1ObjectMeta(name=cls), provisioner="skiff.io/local",
+        volume_binding_mode="Immediate"))
+    until(lambda: core.read_namespaced_persistent_volume_claim("data", ns).status.phase
+          == "Bound", "the claim Bound once its class exists", timeout=90)
+    until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
+          "the pod scheduled and Running", timeout=90)
+
 # -- AX5 metrics.k8s.io ---------------------------------------------------------------------
 
 def cpu_millis(text: str) -> float:

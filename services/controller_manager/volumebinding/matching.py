@@ -20,10 +20,8 @@ from skiff.api.accountkinds import is_default_class
 Obj = Mapping[str, Any]
 
 LOCAL_PROVISIONER = "skiff.io/local"
-SELECTED_NODE = "volume.kubernetes.io/selected-node"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
-BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 

@@ -56,9 +56,13 @@ class Listers:
     owners: dict[tuple[str, str, str], Obj] = field(default_factory=dict)
     pdbs: list[Obj] = field(default_factory=list)
     claims: dict[tuple[str, str], Obj] = field(default_factory=dict)
+    storage_classes: dict[str, Obj] = field(default_factory=dict)
 
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.claims.get((namespace, name))
+
+    def get_storage_class(self, name: str) -> Mapping[str, Any] | None:
+        return self.storage_classes.get(name)
 
     def get_owner(self, kind: str, namespace: str, name: str) -> Mapping[str, Any] | None:
         return self.owners.get((kind, namespace, name))

@@ -103,12 +103,20 @@ def test_image_locality_scores_0_when_no_node_reports_images() -> None:
     assert plugin_scores(env, "ImageLocality", make_pod("p").obj()) == {"n1": 0, "n2": 0}
 
 
-def _claim(name: str, *modes: str, deleting: bool = False, phase: str = "Bound") -> Obj:
+def _claim(name: str, *modes: str, deleting: bool = False, phase: str = "Bound",
+           storage_class: str = "") -> Obj:
+    """Bound (a volume named, the binder's annotation set) unless phase says Pending."""
     meta: dict[str, Any] = {"name": name, "namespace": "default", "uid": f"uid-{name}"}
     if deleting:
         meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    spec: dict[str, Any] = {"accessModes": list(modes)}
+    if storage_class:
+        spec["storageClassName"] = storage_class
+    if phase == "Bound":
+        spec["volumeName"] = f"pv-{name}"
+        meta["annotations"] = {"pv.kubernetes.io/bind-completed": "yes"}
     return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": meta,
-            "spec": {"accessModes": list(modes)}, "status": {"phase": phase}}
+            "spec": spec, "status": {"phase": phase}}
 
 
 def _using(name: str, *claims: str, node: str = "") -> Obj:
@@ -125,11 +133,25 @@ def _using(name: str, *claims: str, node: str = "") -> Obj:
     pytest.param([_claim("data", "ReadWriteOnce", deleting=True)],
                  'persistentvolumeclaim "data" is being deleted', id="claim-being-deleted"),
     pytest.param([_claim("data", "ReadWriteOnce")], "", id="existing-claim"),
+    pytest.param([_claim("data", "ReadWriteOnce", phase="Pending", storage_class="fast")],
+                 "pod has unbound immediate PersistentVolumeClaims", id="unbound-immediate"),
+    pytest.param([_claim("data", "ReadWriteOnce", phase="Pending", storage_class="missing")],
+                 "pod has unbound immediate PersistentVolumeClaims",
+                 id="unbound-class-does-not-exist"),
+    pytest.param([_claim("data", "ReadWriteOnce", phase="Pending")],
+                 "pod has unbound immediate PersistentVolumeClaims", id="unbound-no-class"),
+    pytest.param([_claim("data", "ReadWriteOnce", phase="Pending", storage_class="late")], "",
+                 id="unbound-wait-for-first-consumer"),
 ])
 def test_volume_binding_claims_must_exist(claims: list[Obj], reason: str) -> None:
-    """Kubernetes' VolumeBinding PreFilter (podHasPVCs): UnschedulableAndUnresolvable
-    with the claim's problem as the whole message."""
+    """Kubernetes' VolumeBinding PreFilter (podHasPVCs, then GetPodVolumeClaims):
+    UnschedulableAndUnresolvable with the claim's problem as the whole message. Only a
+    claim of an existing WaitForFirstConsumer class may wait for the scheduler."""
     env = make_env([make_node("n1").obj()])
+    env.listers.storage_classes["fast"] = {"metadata": {"name": "fast"},
+                                           "volumeBindingMode": "Immediate"}
+    env.listers.storage_classes["late"] = {"metadata": {"name": "late"},
+                                           "volumeBindingMode": "WaitForFirstConsumer"}
     for claim in claims:
         env.listers.claims[("default", claim["metadata"]["name"])] = claim
     pod = PodInfo.from_pod(_using("p", "data"))

@@ -1,15 +1,20 @@
 """VolumeBinding, as far as Skiff's volumes go (Kubernetes' `podHasPVCs` PreFilter): every
 PersistentVolumeClaim a pod's volumes name must exist in its namespace, not be lost and
 not be being deleted; otherwise the pod is UnschedulableAndUnresolvable with Kubernetes'
-words (`persistentvolumeclaim "data" not found`) until the claim changes. Skiff has no
-PersistentVolume topology to filter nodes by: a claim's volume can be attached to any
-node (SPEC SC1), so there is no Filter."""
+words (`persistentvolumeclaim "data" not found`) until the claim changes. A claim that is
+not fully bound yet (no `spec.volumeName` with `pv.kubernetes.io/bind-completed`) and whose
+StorageClass does not say `WaitForFirstConsumer` — `Immediate`, no class, or a class that
+does not exist — keeps the pod Pending the same way ("pod has unbound immediate
+PersistentVolumeClaims") until the PersistentVolume controller binds it. Skiff has no
+PersistentVolume topology to filter nodes by: a claim's volume can be attached to any node
+(SPEC SC1), so there is no Filter."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE
 from skiff.scheduler.framework.interface import (
     SKIP,
     ClusterEvent,
@@ -22,6 +27,24 @@ from skiff.scheduler.podinfo import PodInfo
 
 class ClaimLister(Protocol):
     def get_claim(self, namespace: str, name: str) -> Mapping[str, Any] | None: ...
+
+    def get_storage_class(self, name: str) -> Mapping[str, Any] | None: ...
+
+
+UNBOUND_IMMEDIATE = "pod has unbound immediate PersistentVolumeClaims"
+
+
+def fully_bound(claim: Mapping[str, Any]) -> bool:
+    """Kubernetes' isPVCFullyBound: a volume named and the binder's annotation set."""
+    annotations = (claim.get("metadata") or {}).get("annotations") or {}
+    return bool((claim.get("spec") or {}).get("volumeName")) and BIND_COMPLETED in annotations
+
+
+def _delayed(claims: ClaimLister, claim: Mapping[str, Any]) -> bool:
+    """Kubernetes' IsDelayBindingMode: only an existing WaitForFirstConsumer class delays."""
+    name = (claim.get("spec") or {}).get("storageClassName") or ""
+    storage_class = claims.get_storage_class(name) if name else None
+    return bool(storage_class and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer")
 
 
 def claim_problem(claims: ClaimLister | None, pod: PodInfo) -> str:
@@ -38,6 +61,10 @@ def claim_problem(claims: ClaimLister | None, pod: PodInfo) -> str:
                     f'persistentvolume "{volume}"')
         if (claim.get("metadata") or {}).get("deletionTimestamp"):
             return f'persistentvolumeclaim "{name}" is being deleted'
+    for name in pod.pvc_names:
+        claim = claims.get_claim(pod.namespace, name)
+        if claim is not None and not fully_bound(claim) and not _delayed(claims, claim):
+            return UNBOUND_IMMEDIATE
     return ""
 
 
@@ -57,8 +84,6 @@ class VolumeBinding:
         problem = claim_problem(self.claims, pod)
         return unresolvable(problem) if problem else SKIP
 
-
-SELECTED_NODE = "volume.kubernetes.io/selected-node"
 
 
 def delayed_claims(pod: PodInfo, get_claim: Any, get_class: Any) -> list[Mapping[str, Any]]:
