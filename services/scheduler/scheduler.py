@@ -175,6 +175,9 @@ class Scheduler:
             on_add=lambda obj: self._move(ClusterEvent.PVC_CHANGE),
             on_update=lambda old, new: self._move(ClusterEvent.PVC_CHANGE),
             on_delete=lambda obj: self._move(ClusterEvent.PVC_CHANGE))
+        self.storage_classes.add_handler(  # a claim's missing class appears
+            on_add=lambda obj: self._move(ClusterEvent.STORAGE_CLASS_CHANGE),
+            on_update=lambda old, new: self._move(ClusterEvent.STORAGE_CLASS_CHANGE))
         self.namespaces.add_handler(
             on_add=lambda obj: self._move(ClusterEvent.NAMESPACE_CHANGE),
             on_update=lambda old, new: self._on_namespace_update(old, new))

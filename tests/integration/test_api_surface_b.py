@@ -8,6 +8,7 @@ import base64
 import json
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -305,12 +306,15 @@ def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
 
 
 
+@pytest.mark.parametrize("mode", ["Immediate", "WaitForFirstConsumer"])
 def test_AX4_pod_with_an_unbound_immediate_claim_stays_pending_until_it_binds(
-        core: client.CoreV1Api) -> None:
+        core: client.CoreV1Api, mode: str) -> None:
     """Kubernetes' VolumeBinding PreFilter: a claim whose class does not exist (the
     StatefulSet example of the Kubernetes documentation names `my-storage-class`) cannot
-    bind, so its pod is not placed on a node to wait there; once the class exists the
-    claim is provisioned and bound, and the pod is scheduled and runs."""
+    bind, so its pod is not placed on a node to wait there. Once the class exists the pod
+    is scheduled and runs: an Immediate claim is bound first (a claim event requeues the
+    pod), a WaitForFirstConsumer one after the scheduler picks a node (the class's creation
+    requeues the pod)."""
     cls = f"later-{uuid.uuid4().hex[:6]}"
     ns = new_namespace(core)
     core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi",
@@ -330,10 +334,13 @@ def test_AX4_pod_with_an_unbound_immediate_claim_stays_pending_until_it_binds(
     assert not core.read_namespaced_pod("user", ns).spec.node_name
     assert any(e.reason == "FailedScheduling" and "unbound immediate" in e.message
                for e in core.list_namespaced_event(ns).items)
+    # Past any backoff a claim event may have started: from here only the class's
+    # creation (WaitForFirstConsumer) or the claim's binding (Immediate) requeues the pod.
+    time.sleep(3)
 
     client.StorageV1Api(core.api_client).create_storage_class(client.V1StorageClass(
         metadata=client.V1ObjectMeta(name=cls), provisioner="skiff.io/local",
-        volume_binding_mode="Immediate"))
+        volume_binding_mode=mode))
     until(lambda: core.read_namespaced_persistent_volume_claim("data", ns).status.phase
           == "Bound", "the claim Bound once its class exists", timeout=90)
     until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",

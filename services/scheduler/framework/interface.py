@@ -118,6 +118,7 @@ class ClusterEvent(enum.StrEnum):
     OWNER_CHANGE = "OwnerChange"  # a ReplicaSet/StatefulSet (default spread selectors)
     NAMESPACE_CHANGE = "NamespaceChange"  # namespace labels (pod affinity namespaceSelector)
     PVC_CHANGE = "PersistentVolumeClaimChange"  # a claim created, updated or deleted
+    STORAGE_CLASS_CHANGE = "StorageClassChange"  # a class created or updated
 
 
 ALL_EVENTS = frozenset(ClusterEvent)

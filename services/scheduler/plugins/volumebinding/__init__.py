@@ -75,7 +75,8 @@ class VolumeBinding:
         self.claims = claims
 
     def events_to_register(self) -> frozenset[ClusterEvent]:
-        return frozenset({ClusterEvent.PVC_CHANGE, ClusterEvent.NODE_ADD,
+        return frozenset({ClusterEvent.PVC_CHANGE, ClusterEvent.STORAGE_CLASS_CHANGE,
+                          ClusterEvent.NODE_ADD,
                           ClusterEvent.NODE_UPDATE})
 
     def pre_filter(self, state: CycleState, pod: PodInfo) -> Status:
