@@ -141,12 +141,20 @@ def test_kubectl_sort_by_a_field_outside_metadata(kubeconfig: Path) -> None:
     assert 'includeObject: Unsupported value: "Everything"' in json.load(bad.value)["message"]
 
 
+def _pod_in_namespace(name: str, namespace: str) -> str:
+    """The manifest's pod under another name, in a namespace of its own (with the namespace),
+    so the other tests' `kubectl get pods` in default do not see it."""
+    pod = MANIFEST.split("---")[0].replace("name: web", f"name: {name}, namespace: {namespace}")
+    return f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n---\n{pod}"
+
+
 def test_kubectl_debug_says_ephemeral_containers_are_not_served(kubeconfig: Path) -> None:
     """kubectl tells a missing `ephemeralcontainers` subresource from a missing pod by the
     404's `details.name`; a Status without details made kubectl panic."""
-    pod = MANIFEST.split("---")[0].replace("name: web", "name: debugged")
+    pod = _pod_in_namespace("debugged", "debug-ephemeral")
     assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
-    debug = kubectl(kubeconfig, "debug", "debugged", "--image=busybox", "--", "sh")
+    debug = kubectl(kubeconfig, "debug", "-n", "debug-ephemeral", "debugged",
+                    "--image=busybox", "--", "sh")
     assert debug.returncode != 0
     assert "panic" not in debug.stderr, debug.stderr
     assert "ephemeral containers are disabled for this cluster" in debug.stderr, debug.stderr
@@ -176,12 +184,14 @@ def test_kubectl_debug_copy_to_creates_the_copy_with_its_debug_container(
         kubeconfig: Path) -> None:
     """`kubectl debug --copy-to` posts the pod's spec back as a protobuf Pod (issue 10's
     decoder): the copy is created with the debug container added and nothing dropped."""
-    pod = MANIFEST.split("---")[0].replace("name: web", "name: original")
+    pod = _pod_in_namespace("original", "debug-copy")
     assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
-    debug = kubectl(kubeconfig, "debug", "original", "--copy-to=original-copy",
-                    "--container=debugger", "--image=busybox", "--", "sleep", "60")
+    debug = kubectl(kubeconfig, "debug", "-n", "debug-copy", "original",
+                    "--copy-to=original-copy", "--container=debugger", "--image=busybox",
+                    "--", "sleep", "60")
     assert debug.returncode == 0, debug.stderr
-    copy = json.loads(kubectl(kubeconfig, "get", "pod", "original-copy", "-o", "json").stdout)
+    copy = json.loads(kubectl(kubeconfig, "get", "pod", "-n", "debug-copy", "original-copy",
+                              "-o", "json").stdout)
     containers = {c["name"]: c for c in copy["spec"]["containers"]}
     assert containers["main"]["command"] == ["sleep", "3600"]
     assert containers["debugger"]["image"] == "busybox"
