@@ -138,6 +138,14 @@ async def test_fn3_pods_are_force_deleted_only_after_the_fence_is_confirmed(
         async with watching_pods(api, namespace) as seen:
             await agent_sets_phase(api, away.name, "Fenced")
             new = await _recreated(api, namespace, old_uid)
+
+            async def watch_caught_up() -> bool:
+                # The reads above can be ahead of the watch under load; etcd's order puts
+                # the replacement's creation after every write of the old pod.
+                return any(v["object"]["metadata"]["uid"] == new["metadata"]["uid"]
+                           for v in seen)
+
+            await wait_for(watch_caught_up, timeout=15, what="the watch to see the new pod")
         assert not new["spec"].get("nodeName"), "the replacement is a fresh, unbound pod"
 
         # The old pod got DisruptionTarget (DeletionByFencing) before the grace-0 delete.
