@@ -5,8 +5,10 @@ object that may not exist. Real processes act asynchronously; tests wait, never 
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from skiff.api import ApiError, Reason
@@ -67,3 +69,25 @@ def until(predicate: Callable[[], Any], what: str, timeout: float = 60.0,
             return value
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(interval)
+
+
+def freeze(process: Any, *, timeout: float = 5.0) -> None:
+    """SIGSTOP `process` (a skiff.cli.processes.Process) and return once every thread of it
+    has stopped. A stop takes effect as each thread next enters the kernel, and until then a
+    thread running on another core can still answer — an etcd follower acking one more
+    write after the test cut it off (a full run saw a minority apiserver's write succeed)."""
+    process.signal(signal.SIGSTOP)
+    tasks = Path(f"/proc/{process.pid}/task")
+    deadline = time.monotonic() + timeout
+    while True:
+        states = []
+        for task in tasks.glob("*/stat"):
+            try:
+                states.append(task.read_text().rsplit(")", 1)[1].split()[0])
+            except (OSError, IndexError):
+                continue  # a thread that just exited
+        if states and all(state in ("T", "t") for state in states):
+            return
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.name} did not stop within {timeout:g}s: {states}")
+        time.sleep(0.005)

@@ -9,7 +9,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from tests.integration.ha.conftest import HaCluster
-from tests.integration.waiting import wait_for
+from tests.integration.waiting import freeze, wait_for
 
 
 async def _status(target: str) -> int:
@@ -35,7 +35,7 @@ async def test_issue11_apiserver_health_not_serving_while_its_etcd_member_has_no
         return await _status(target) == status
 
     for member in ha_cluster.etcd[1:]:
-        member.signal(signal.SIGSTOP)  # etcd-1 alone: a minority
+        freeze(member)  # etcd-1 alone: a minority
     try:
         await wait_for(lambda: is_(not_serving), timeout=60, interval=0.5,
                        what="the apiserver to report NOT_SERVING")

@@ -13,7 +13,7 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient, Informer
 from tests.integration.ha.conftest import HaCluster
-from tests.integration.waiting import get_or_none, wait_for
+from tests.integration.waiting import freeze, get_or_none, wait_for
 
 UNAVAILABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
 
@@ -47,7 +47,7 @@ async def test_issue11_apiserver_on_an_etcd_minority_refuses_writes_and_consiste
             await informer.wait_synced(30)
             # Cut etcd-1 off from the quorum: the other two members stop answering.
             for member in ha_cluster.etcd[1:]:
-                member.signal(signal.SIGSTOP)
+                freeze(member)
             try:
                 with pytest.raises(ApiError) as write:
                     await api.create(_lease("during", ns))
@@ -104,7 +104,7 @@ async def test_issue11_apiserver_with_every_etcd_member_moves_off_a_frozen_one(
     async with ApiClient(ha_cluster.api_target(0), retry_seconds=60, timeout=20) as api:
         created = await api.create({"apiVersion": "v1", "kind": "Namespace",
                                     "metadata": {"name": ns}})
-        ha_cluster.etcd[0].signal(signal.SIGSTOP)  # the first member, the one in use
+        freeze(ha_cluster.etcd[0])  # the first member, the one in use
         try:
             await api.create(_lease("while-etcd-1-frozen", ns))
             # The watch cache follows the new member too.
@@ -137,7 +137,7 @@ async def test_issue11_watch_on_a_lagging_apiserver_fails_instead_of_hanging(
                             "metadata": {"name": ns}})
         await wait_for(lambda: get_or_none(lagging, "namespaces", ns),
                        what="the second apiserver to see the namespace")
-        ha_cluster.etcd[2].signal(signal.SIGSTOP)  # apiserver-2's member stops following
+        freeze(ha_cluster.etcd[2])  # apiserver-2's member stops following
         try:
             created = await first.create(_lease("newer", ns))  # committed by etcd-1 + etcd-2
             rv = created["metadata"]["resourceVersion"]
@@ -170,7 +170,7 @@ async def test_issue11_watches_on_an_etcd_minority_are_closed_not_left_looking_c
         rv = (await api.create(_lease("before", ns)))["metadata"]["resourceVersion"]
         stream = api.watch("leases", ns, resource_version=rv)
         for member in ha_cluster.etcd[1:]:
-            member.signal(signal.SIGSTOP)
+            freeze(member)
         try:
             with pytest.raises(ApiError) as closed:
                 async with asyncio.timeout(60):
