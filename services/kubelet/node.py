@@ -241,17 +241,32 @@ class NodeAgent:
                             "node": self.node_name, "error": err.message})
 
     async def run_lease(self) -> None:
-        """Renew `kube-node-lease/<node>` every renew interval (create it when missing)."""
+        """Renew `kube-node-lease/<node>` every renew interval (create it when missing).
+
+        After two or more renewals in a row failed, the first that succeeds also replaces
+        the pod watches' connection (Kubernetes' kubelet closes all its connections on
+        repeated heartbeat failures): a watch stream cut by a partition can otherwise stay
+        silent after the network heals until TCP retransmits or a keepalive gives up on it,
+        while the pods it should deliver wait."""
         lease: Obj | None = None
         delay = 0.2
+        failures = 0
+        generation = self.api.generation
         while True:
             try:
                 lease = await self._renew(lease)
-                delay = 0.2
+                if failures >= 2 and self.heartbeat is not self.api:
+                    log.info("apiserver reachable again; reconnecting the pod watches",
+                             extra={"node": self.node_name, "failed_renewals": failures})
+                    await self.api.reconnect(generation=generation)
+                failures, delay = 0, 0.2
                 await self.clock.sleep(self.renew_interval)
             except ApiError as err:
                 log.warning("lease renewal failed; retrying",
                             extra={"node": self.node_name, "error": err.message})
+                if failures == 0:  # replaced since by its own failure: not again
+                    generation = self.api.generation
+                failures += 1
                 lease = None
                 await self.clock.sleep(delay)
                 delay = min(delay * 2, self.renew_interval)
