@@ -220,9 +220,8 @@ class KubeApi:
                                              f"resource ({rest[2]} in {gv})")
         info = by_resource.get(rest[0])
         if info is None:
-            missing = rest[2] if rest[0] == "namespaces" and len(rest) >= 3 else rest[0]
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
-                                             f"resource ({missing} in {gv})")
+                                             f"resource ({rest[0]} in {gv})")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if self.guard is not None:  # 403 before the registry (SPEC AU3)

@@ -417,9 +417,7 @@ class Scheduler:
     async def _select_node_for_claims(self, pod: PodInfo, node_name: str) -> None:
         """VolumeBinding PreBind (SPEC AX4): name the chosen node on the pod's delayed
         (WaitForFirstConsumer) claims, so their volumes are provisioned for it."""
-        for claim in delayed_claims(
-                pod, self.get_claim,
-                lambda name: self.get_storage_class(name) if name else None):
+        for claim in delayed_claims(self, pod):
             updated = copy.deepcopy(dict(claim))
             updated["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node_name
             await self.client.update(updated)

@@ -33,14 +33,13 @@ from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.accountkinds import DEFAULT_CLASS_ANNOTATION
-from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE
+from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
 from skiff.client import NORMAL, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.volumebinding.matching import (
     BOUND_BY_CONTROLLER,
     LOCAL_PROVISIONER,
     STORAGE_PROVISIONER,
-    WAIT_FOR_FIRST_CONSUMER,
     claim_class,
     claim_ref,
     default_class,

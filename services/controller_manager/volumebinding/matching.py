@@ -23,7 +23,6 @@ LOCAL_PROVISIONER = "skiff.io/local"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
-WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"
 
 
 def claim_class(claim: Obj) -> str:

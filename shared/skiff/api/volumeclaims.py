@@ -9,3 +9,5 @@ from __future__ import annotations
 SELECTED_NODE = "volume.kubernetes.io/selected-node"
 # The controller finished binding: with `spec.volumeName`, the claim is fully bound.
 BIND_COMPLETED = "pv.kubernetes.io/bind-completed"
+# A StorageClass's volumeBindingMode that leaves binding until a pod is scheduled.
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE
+from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
 from skiff.scheduler.framework.interface import (
     SKIP,
     ClusterEvent,
@@ -44,13 +44,15 @@ def _delayed(claims: ClaimLister, claim: Mapping[str, Any]) -> bool:
     """Kubernetes' IsDelayBindingMode: only an existing WaitForFirstConsumer class delays."""
     name = (claim.get("spec") or {}).get("storageClassName") or ""
     storage_class = claims.get_storage_class(name) if name else None
-    return bool(storage_class and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer")
+    return bool(storage_class and
+                storage_class.get("volumeBindingMode") == WAIT_FOR_FIRST_CONSUMER)
 
 
 def claim_problem(claims: ClaimLister | None, pod: PodInfo) -> str:
     """Why the pod's claims keep it from being scheduled, or ""."""
     if claims is None:
         return ""
+    unbound_immediate = False
     for name in pod.pvc_names:
         claim = claims.get_claim(pod.namespace, name)
         if claim is None:
@@ -61,10 +63,10 @@ def claim_problem(claims: ClaimLister | None, pod: PodInfo) -> str:
                     f'persistentvolume "{volume}"')
         if (claim.get("metadata") or {}).get("deletionTimestamp"):
             return f'persistentvolumeclaim "{name}" is being deleted'
-    for name in pod.pvc_names:
-        claim = claims.get_claim(pod.namespace, name)
-        if claim is not None and not fully_bound(claim) and not _delayed(claims, claim):
-            return UNBOUND_IMMEDIATE
+        # reported only once every claim exists, as Kubernetes' podHasPVCs comes first
+        unbound_immediate |= not fully_bound(claim) and not _delayed(claims, claim)
+    if unbound_immediate:
+        return UNBOUND_IMMEDIATE
     return ""
 
 
@@ -86,21 +88,19 @@ class VolumeBinding:
         return unresolvable(problem) if problem else SKIP
 
 
-
-def delayed_claims(pod: PodInfo, get_claim: Any, get_class: Any) -> list[Mapping[str, Any]]:
+def delayed_claims(claims: ClaimLister, pod: PodInfo) -> list[Mapping[str, Any]]:
     """SPEC AX4, the VolumeBinding PreBind: the pod's unbound claims whose StorageClass
     says `WaitForFirstConsumer` and that no node was selected for yet; the scheduler
     annotates each with `volume.kubernetes.io/selected-node` before it binds the pod, and
     the PersistentVolume controller provisions or binds them for that node."""
     out = []
     for name in pod.pvc_names:
-        claim = get_claim(pod.namespace, name)
+        claim = claims.get_claim(pod.namespace, name)
         if claim is None or (claim.get("spec") or {}).get("volumeName"):
             continue
         if SELECTED_NODE in ((claim.get("metadata") or {}).get("annotations") or {}):
             continue
-        storage_class = get_class((claim.get("spec") or {}).get("storageClassName") or "")
-        if storage_class and storage_class.get("volumeBindingMode") == "WaitForFirstConsumer":
+        if _delayed(claims, claim):
             out.append(claim)
     return out
 
