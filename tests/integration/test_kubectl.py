@@ -105,7 +105,7 @@ lastTimestamp: "2026-01-01T00:00:0{second}Z"
 """ for name, second in (("a-last", 3), ("b-first", 1), ("c-middle", 2)))
 
 
-def test_kubectl_sort_by_a_field_outside_metadata(kubeconfig: Path) -> None:
+def test_defect_kubectl_sort_by_outside_metadata_printed_no_resources(kubeconfig: Path) -> None:
     """`kubectl get events --sort-by=.lastTimestamp` (and any --sort-by outside metadata)
     asks for Table rows with `includeObject=Object`; rows that carried only metadata made
     kubectl print "No resources found"."""
@@ -148,7 +148,8 @@ def _pod_in_namespace(name: str, namespace: str) -> str:
     return f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n---\n{pod}"
 
 
-def test_kubectl_debug_says_ephemeral_containers_are_not_served(kubeconfig: Path) -> None:
+def test_AX6_kubectl_debug_reads_not_found_details_and_says_ephemeral_containers_are_off(
+        kubeconfig: Path) -> None:
     """kubectl tells a missing `ephemeralcontainers` subresource from a missing pod by the
     404's `details.name`; a Status without details made kubectl panic."""
     pod = _pod_in_namespace("debugged", "debug-ephemeral")
@@ -167,7 +168,7 @@ def test_kubectl_debug_says_ephemeral_containers_are_not_served(kubeconfig: Path
         in quota.stderr, quota.stderr
 
 
-def test_kubectl_create_serviceaccount_and_token(kubeconfig: Path) -> None:
+def test_AX3_kubectl_create_serviceaccount_and_token_send_protobuf_bodies(kubeconfig: Path) -> None:
     """Both bodies come as protobuf (kubectl's typed clients)."""
     created = kubectl(kubeconfig, "create", "serviceaccount", "robot")
     assert created.returncode == 0, created.stderr
@@ -180,7 +181,7 @@ def test_kubectl_create_serviceaccount_and_token(kubeconfig: Path) -> None:
     assert claims["exp"] - claims["iat"] == 600
 
 
-def test_kubectl_debug_copy_to_creates_the_copy_with_its_debug_container(
+def test_defect4_kubectl_debug_copy_to_posts_a_protobuf_pod_that_is_created_whole(
         kubeconfig: Path) -> None:
     """`kubectl debug --copy-to` posts the pod's spec back as a protobuf Pod (issue 10's
     decoder): the copy is created with the debug container added and nothing dropped."""

@@ -153,7 +153,7 @@ def test_issue16_statefulset_body_decodes_with_claim_templates() -> None:
                  "ordinals": {"start": 1}}}
 
 
-def test_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
+def test_defect4_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
     """`kubectl debug --copy-to` sends the live pod's spec back as a protobuf Pod: the
     kube-api-access projected volume, security contexts, a debug container with stdin/tty.
     A Go *bool's false is kept (it differs from unset); a plain bool's false is not."""
@@ -202,7 +202,7 @@ def test_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
     assert "field 3 of Pod" in err.value.message
 
 
-def test_protobuf_field_the_decoder_does_not_know_is_refused_not_dropped() -> None:
+def test_defect4_protobuf_field_the_decoder_does_not_know_is_refused_not_dropped() -> None:
     # PodSpec.affinity (not in Skiff's table): a node affinity term on key "zone"
     affinity = field(18, field(1, field(1, field(1, field(1, field(1, "zone"))))))
     body = envelope("v1", "Pod", field(1, field(1, "p"))
@@ -214,7 +214,7 @@ def test_protobuf_field_the_decoder_does_not_know_is_refused_not_dropped() -> No
     assert "send application/json" in err.value.message
 
 
-def test_kubectl_create_serviceaccount_and_token_bodies_decode() -> None:
+def test_AX3_kubectl_create_serviceaccount_and_token_bodies_decode() -> None:
     sa = decode(envelope("v1", "ServiceAccount", field(1, field(1, "robot") + field(3, "ns"))
                          + field(4, 0)))
     assert sa == {"apiVersion": "v1", "kind": "ServiceAccount",
