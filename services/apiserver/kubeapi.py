@@ -45,13 +45,31 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
            "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z",
            "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 
-_SUBRESOURCES = {"Pod": ("status", "binding", "eviction", "log"),
+_SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portforward",
+                         "status"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
                  "Deployment": ("status", "scale"), "DaemonSet": ("status",),
                  "Job": ("status",), "Service": ("status",),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
+# A subresource's discovery entry as kube-apiserver lists it: its verbs, and the kind (with
+# group and version when they differ from the parent's) that its requests carry. kubectl
+# drain evicts only when `pods/eviction` names kind Eviction in a group and version;
+# otherwise it falls back to deleting pods, past any PodDisruptionBudget.
+_SUBRESOURCE_ENTRY: dict[str, Obj] = {
+    "status": {"verbs": ["get", "patch", "update"]},
+    "log": {"verbs": ["get"]},
+    "binding": {"verbs": ["create"], "kind": "Binding"},
+    "eviction": {"verbs": ["create"], "kind": "Eviction", "group": "policy", "version": "v1"},
+    "exec": {"verbs": ["create", "get"], "kind": "PodExecOptions"},
+    "attach": {"verbs": ["create", "get"], "kind": "PodAttachOptions"},
+    "portforward": {"verbs": ["create", "get"], "kind": "PodPortForwardOptions"},
+    "scale": {"verbs": ["get", "patch", "update"], "kind": "Scale", "group": "autoscaling",
+              "version": "v1"},
+    "token": {"verbs": ["create"], "kind": "TokenRequest", "group": "authentication.k8s.io",
+              "version": "v1"},
+}
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}
 # The kinds in Kubernetes' `all` category that Skiff serves
@@ -82,16 +100,9 @@ def _resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
         if info.kind in _CATEGORY_ALL:  # `kubectl get all`
             resources[-1]["categories"] = ["all"]
         for sub in _SUBRESOURCES.get(info.kind, ()):
-            verbs = {"status": ["get", "patch", "update"], "binding": ["create"],
-                     "eviction": ["create"], "log": ["get"],
-                     "scale": ["get", "patch", "update"], "token": ["create"]}[sub]
             entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
-                          "namespaced": info.namespaced, "kind": info.kind, "verbs": verbs}
-            if sub == "scale":
-                entry.update(kind="Scale", group="autoscaling", version="v1")
-            if sub == "token":
-                entry.update(kind="TokenRequest", group="authentication.k8s.io",
-                             version="v1")
+                          "namespaced": info.namespaced, "kind": info.kind,
+                          **_SUBRESOURCE_ENTRY[sub]}
             resources.append(entry)
     # sorted by name as kube-apiserver lists them (`kubectl get all` prints in this order)
     return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version,
@@ -146,6 +157,17 @@ class KubeApi:
                                     "internal error occurred; the apiserver log has the "
                                     "details"))
 
+    def _api_groups(self) -> list[Obj]:
+        """Every served group with its one version (`/apis`, `/apis/<group>`)."""
+        groups = []
+        for gv in [*self._by_gv, *reviews.GROUP_VERSIONS]:
+            if "/" in gv:
+                group, version = gv.split("/")
+                entry = {"groupVersion": gv, "version": version}
+                groups.append({"name": group, "versions": [entry],
+                               "preferredVersion": entry})
+        return [*groups, metricsapi.api_group()]
+
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
         if path in ("/healthz", "/readyz", "/livez"):
@@ -158,12 +180,15 @@ class KubeApi:
                                       {"clientCIDR": "0.0.0.0/0",
                                        "serverAddress": req.header("host")}]})
         if path == "/apis":
-            return Response(200, {"kind": "APIGroupList", "apiVersion": "v1", "groups": [
-                {"name": gv.split("/")[0],
-                 "versions": [{"groupVersion": gv, "version": gv.split("/")[1]}],
-                 "preferredVersion": {"groupVersion": gv, "version": gv.split("/")[1]}}
-                for gv in [*self._by_gv, *reviews.GROUP_VERSIONS] if "/" in gv]
-                + [metricsapi.api_group()]})
+            return Response(200, {"kind": "APIGroupList", "apiVersion": "v1",
+                                  "groups": self._api_groups()})
+        if path.startswith("/apis/") and path.count("/") == 2:  # /apis/<group>: APIGroup
+            group = path.removeprefix("/apis/")
+            for entry in self._api_groups():
+                if entry["name"] == group:
+                    return Response(200, {"kind": "APIGroup", "apiVersion": "v1", **entry})
+            raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
+                                             f"resource (group {group})")
         if path.startswith(metricsapi.PREFIX):
             return await self.metrics.handle(req, path)
         if path == "/openapi/v3":

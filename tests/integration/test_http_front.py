@@ -166,20 +166,55 @@ def test_defect4_kubectl_create_namespace_pdb_priorityclass_send_protobuf(
     assert got["spec"]["maxUnavailable"] == "50%"
 
 
-def test_defect4_kubectl_drain_evicts_with_a_protobuf_eviction(
+def test_as8_kubectl_drain_evicts_through_pods_eviction_and_honours_a_pdb(
         front: tuple[Cluster, int, Path]) -> None:
+    """kubectl drain evicts (a protobuf Eviction) only when discovery lists `pods/eviction`
+    as kind Eviction in policy/v1; otherwise it deletes the pods past every budget. With no
+    disruption controller here the budget's status is never observed, so it blocks a Running
+    pod."""
     _, _, config = front
     node = '{"apiVersion": "v1", "kind": "Node", "metadata": {"name": "worker-1"}}'
-    pod = ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim"}, "spec": '
-           '{"nodeName": "worker-1", "containers": [{"name": "main", "image": "busybox"}]}}')
+    pod = ('{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "victim", "labels": '
+           '{"app": "victim"}}, "spec": {"nodeName": "worker-1", "containers": '
+           '[{"name": "main", "image": "busybox"}]}}')
     for manifest in (node, pod):
         assert kubectl(config, "apply", "-f", "-", stdin=manifest).returncode == 0
+    # a Pending pod is evicted past any budget (Kubernetes' canIgnorePDB): make it Running
+    assert kubectl(config, "patch", "pod", "victim", "--subresource=status", "-p",
+                   '{"status": {"phase": "Running"}}').returncode == 0
+    assert kubectl(config, "create", "pdb", "keep-victim", "--selector=app=victim",
+                   "--min-available=1").returncode == 0
+    blocked = kubectl(config, "drain", "worker-1", "--force", "--grace-period=0",
+                      "--timeout=3s")
+    assert blocked.returncode != 0
+    assert "evicting pod default/victim" in blocked.stdout
+    assert "disruption budget" in blocked.stderr, blocked.stderr
+    assert kubectl(config, "get", "pod", "victim").returncode == 0
+    assert kubectl(config, "delete", "pdb", "keep-victim").returncode == 0
     drained = kubectl(config, "drain", "worker-1", "--force", "--grace-period=0",
                       "--timeout=60s")
     assert drained.returncode == 0, drained.stderr
-    assert "pod/victim evicted" in drained.stdout or "pod/victim deleted" in drained.stdout
+    assert "pod/victim evicted" in drained.stdout
     assert "node/worker-1 drained" in drained.stdout
     assert kubectl(config, "get", "pod", "victim").returncode != 0
+
+
+def test_kubectl_discovers_each_group_and_the_kinds_of_pod_subresources(
+        front: tuple[Cluster, int, Path]) -> None:
+    _, _, config = front
+    group = json.loads(kubectl(config, "get", "--raw", "/apis/policy").stdout)
+    assert group["kind"] == "APIGroup"
+    assert group["preferredVersion"] == {"groupVersion": "policy/v1", "version": "v1"}
+    missing = kubectl(config, "get", "--raw", "/apis/no.such.group")
+    assert missing.returncode != 0 and "NotFound" in missing.stderr
+    core = json.loads(kubectl(config, "get", "--raw", "/api/v1").stdout)
+    kinds = {r["name"]: (r.get("group", ""), r.get("version", ""), r["kind"], r["verbs"])
+             for r in core["resources"] if r["name"].startswith("pods/")}
+    assert kinds["pods/eviction"] == ("policy", "v1", "Eviction", ["create"])
+    assert kinds["pods/binding"] == ("", "", "Binding", ["create"])
+    assert kinds["pods/exec"] == ("", "", "PodExecOptions", ["create", "get"])
+    assert kinds["pods/portforward"] == ("", "", "PodPortForwardOptions", ["create", "get"])
+    assert kinds["pods/log"] == ("", "", "Pod", ["get"])
 
 
 def test_defect9_kubectl_prints_an_invalid_name_like_kubernetes(
