@@ -12,8 +12,6 @@ import asyncio
 import builtins
 import copy
 import logging
-import secrets
-import string
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -33,6 +31,7 @@ from skiff.api import (
 )
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import storage_key, storage_prefix
+from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
 from skiff.apiserver import admission, clusterip, graceful, paging
@@ -220,9 +219,7 @@ class Registry:
             raise ApiError.bad_request(
                 "metadata.resourceVersion: must not be set on objects to be created")
         if not meta.get("name") and meta.get("generateName"):
-            suffix = "".join(secrets.choice(string.ascii_lowercase + string.digits)
-                             for _ in range(5))
-            meta["name"] = f"{meta['generateName']}{suffix}"
+            meta["name"] = generate_name(str(meta["generateName"]))
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(transient, None)
         meta["uid"] = str(uuid.uuid4())

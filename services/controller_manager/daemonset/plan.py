@@ -11,10 +11,10 @@ node's name (`metadata.name` matchField), and the scheduler binds it.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.api.names import object_hash
 from skiff.controller_manager.podutil import taints_of, tolerates
 
 Obj = dict[str, Any]
@@ -46,12 +46,7 @@ def daemon_tolerations(pod_spec: Mapping[str, Any]) -> list[Obj]:
 
 
 def template_hash(template: Obj) -> str:
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[ord(c) % len(alphabet)] for c in str(value))
+    return object_hash(template)
 
 
 def _expression_holds(expr: Mapping[str, Any], labels: Mapping[str, str]) -> bool:

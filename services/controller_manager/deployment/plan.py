@@ -9,27 +9,19 @@ the revision numbers, and the Deployment's status and conditions.
 from __future__ import annotations
 
 import copy
-import json
 import math
 from typing import Any
 
+from skiff.api.names import object_hash
 from skiff.api.workloads import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 
 Obj = dict[str, Any]
 
-_SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-
-
 def template_hash(template: Obj, collision_count: int = 0) -> str:
     """A short, label-safe hash of the pod template (FNV-1a 32 over a canonical form, the
     decimal digits spelled in Kubernetes' vowel-free alphabet so it never forms words)."""
-    data = json.dumps(_semantic(template), sort_keys=True, separators=(",", ":")).encode()
-    if collision_count:
-        data += str(collision_count).encode()
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    return "".join(_SAFE_ALPHABET[ord(c) % len(_SAFE_ALPHABET)] for c in str(value))
+    return object_hash(_semantic(template),
+                       str(collision_count).encode() if collision_count else b"")
 
 
 def _semantic(value: Any) -> Any:

@@ -14,11 +14,11 @@ pods the user deletes.
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from skiff.api import is_terminating
+from skiff.api.names import object_hash
 from skiff.controller_manager.podutil import is_running_and_ready
 from skiff.controller_manager.statefulset.plan import ordinal_of
 from skiff.controller_manager.workload import owner_reference
@@ -28,17 +28,8 @@ Obj = dict[str, Any]
 REVISION_LABEL = "controller-revision-hash"
 
 
-def _hash(template: Any) -> str:
-    data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
-    value = 0x811C9DC5
-    for byte in data:
-        value = ((value ^ byte) * 0x01000193) & 0xFFFFFFFF
-    alphabet = "bcdfghjklmnpqrstvwxz2456789"
-    return "".join(alphabet[ord(c) % len(alphabet)] for c in str(value))
-
-
 def revision_name(sts: Mapping[str, Any]) -> str:
-    return f"{sts['metadata']['name']}-{_hash((sts.get('spec') or {}).get('template'))}"
+    return f"{sts['metadata']['name']}-{object_hash((sts.get('spec') or {}).get('template'))}"
 
 
 def new_revision(sts: Mapping[str, Any], number: int) -> Obj:
