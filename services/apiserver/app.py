@@ -25,6 +25,7 @@ from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
 from skiff.apiserver.guard import RequestGuard, TlsFiles
+from skiff.apiserver.healthz import HealthChecks
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.kubernetesservice import KubernetesService
@@ -142,8 +143,10 @@ class ApiServer:
                                   cafile=s.etcd_cafile, certfile=s.etcd_certfile,
                                   keyfile=s.etcd_keyfile))
         serving = False  # health follows the cache's currency only while serving
+        checks = HealthChecks()  # /healthz, /livez, /readyz
 
         async def on_currency(current: bool) -> None:
+            checks.etcd(current)
             if serving:
                 await health.set("", SERVING if current else NOT_SERVING)
 
@@ -184,7 +187,7 @@ class ApiServer:
                 if s.http_port >= 0:
                     http = HttpServer(
                         KubeApi(registry, guard=guard, tokens=tokens,
-                                kubelet=self._kubelet_credentials()).handle,
+                                kubelet=self._kubelet_credentials(), health=checks).handle,
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None),
@@ -213,6 +216,7 @@ class ApiServer:
                 await self._stop.wait()
                 log.info("apiserver shutting down")
                 serving = False
+                checks.set("shutdown", False)  # /readyz fails while requests drain
                 await health.set("", NOT_SERVING)
                 await cancel_tasks(*background)  # the kubernetes Service endpoint is withdrawn
                 if http is not None:

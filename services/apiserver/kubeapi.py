@@ -25,7 +25,16 @@ from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver import collection, metricsapi, openapi, openapi_pb, patches, protobuf, reviews
+from skiff.apiserver import (
+    collection,
+    healthz,
+    metricsapi,
+    openapi,
+    openapi_pb,
+    patches,
+    protobuf,
+    reviews,
+)
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
@@ -127,8 +136,10 @@ class KubeApi:
 
     def __init__(self, registry: Registry, *, guard: RequestGuard | None = None,
                  tokens: TokenAuthority | None = None,
-                 kubelet: Credentials | None = None) -> None:
+                 kubelet: Credentials | None = None,
+                 health: healthz.HealthChecks | None = None) -> None:
         self.registry = registry
+        self.health = health or healthz.HealthChecks()
         self.kubelet = kubelet or Credentials()  # to the kubelets' own port (logs)
         self.guard = guard
         self.authorizer: Authorizer = guard.authorizer if guard else reviews.ALLOW_ALL
@@ -170,8 +181,9 @@ class KubeApi:
 
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
-        if path in ("/healthz", "/readyz", "/livez"):
-            return Response(200, "ok", content_type="text/plain")
+        endpoint, _, check = path.strip("/").partition("/")
+        if endpoint in healthz.ENDPOINTS:
+            return self.health.answer(endpoint, check, req.query)
         if path == "/version":
             return Response(200, VERSION)
         if path == "/api":
