@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -33,9 +34,13 @@ def _drop_stopped_etcd_data(tmp_path_factory: pytest.TempPathFactory) -> Iterato
     yield
     base = tmp_path_factory.getbasetemp()
     live = _live_etcd_data_dirs()
-    for member in base.rglob("member"):
-        if (member / "wal").is_dir() and member.parent.resolve() not in live:
+    # os.walk, not Path.rglob: a kubelet of a cluster still running elsewhere in the base
+    # removes pod directories while we walk, and rglob raises on one that vanished.
+    for root, dirs, _ in os.walk(base):
+        member = Path(root) / "member"
+        if "member" in dirs and (member / "wal").is_dir() and Path(root).resolve() not in live:
             shutil.rmtree(member, ignore_errors=True)
+            dirs.remove("member")
 
 
 @pytest.fixture(scope="session")
