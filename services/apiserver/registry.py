@@ -30,7 +30,7 @@ from skiff.api import (
     validate,
 )
 from skiff.api.errors import FieldError, invalid
-from skiff.api.kinds import storage_key, storage_prefix
+from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
@@ -87,6 +87,25 @@ def _name(obj: Obj) -> str:
 def _strip_rv(obj: Obj) -> Obj:
     meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
     return {**obj, "metadata": meta}
+
+
+def _start_generation(info: KindInfo, meta: Obj) -> None:
+    if info.kind in GENERATION_KINDS:
+        meta["generation"] = 1
+    else:
+        meta.pop("generation", None)
+
+
+# Go's omitempty: an empty map or list in these ObjectMeta fields is not written, so
+# `annotations: {}` (which kubectl's apply patches carry) never shows in a stored object.
+_OMIT_EMPTY_METADATA = ("labels", "annotations", "finalizers", "ownerReferences",
+                        "managedFields")
+
+
+def _omit_empty_metadata(meta: Obj) -> None:
+    for name in _OMIT_EMPTY_METADATA:
+        if name in meta and not meta[name]:
+            del meta[name]
 
 
 def _has_spec_change(old: Obj, new: Obj) -> bool:
@@ -224,10 +243,11 @@ class Registry:
             meta.pop(transient, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
-        meta["generation"] = 1
+        _start_generation(info, meta)
         if info.kind in _RESET_STATUS_ON_CREATE:
             obj.pop("status", None)
         apply_defaults(obj)
+        _omit_empty_metadata(meta)
         self._validate(info, obj)
         node_restriction(info, obj, None)
         await self._admit_create(info, obj)
@@ -337,7 +357,7 @@ class Registry:
         meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
-        meta["generation"] = 1
+        _start_generation(info, meta)
         apply_defaults(obj)
         try:
             await self.storage.create(storage_key(info, meta.get("namespace"),
@@ -460,7 +480,9 @@ class Registry:
             if info.kind == "Service" and subresource == "":
                 clusterip.keep_on_update(cur.obj, new)
             apply_defaults(new)
-            if subresource == "" and _has_spec_change(cur.obj, new):
+            _omit_empty_metadata(new["metadata"])
+            if (subresource == "" and info.kind in GENERATION_KINDS
+                    and _has_spec_change(cur.obj, new)):
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj)

@@ -289,3 +289,27 @@ async def test_bad_input_pod_in_missing_namespace_is_refused(api: ApiClient) -> 
         await api.create(pod("p", "does-not-exist"))
     assert err.value.reason == Reason.NOT_FOUND
     assert 'namespaces "does-not-exist" not found' in err.value.message
+
+
+async def test_as1_only_kinds_kubernetes_versions_carry_a_generation(api: ApiClient,
+                                                                      namespace: str) -> None:
+    """A ConfigMap or Service has no metadata.generation in Kubernetes (only kinds whose
+    strategy counts spec changes do), and a write's empty annotations map (kubectl's apply
+    patches send `annotations: {}`) is not stored, as Go's omitempty drops it."""
+    created = await api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                "metadata": {"name": "cfg", "namespace": namespace,
+                                             "generation": 7, "annotations": {}},
+                                "data": {"a": "1"}})
+    assert "generation" not in created["metadata"]
+    assert "annotations" not in created["metadata"]
+    created["data"] = {"a": "2"}
+    created["metadata"]["labels"] = {}
+    updated = await api.update(created)
+    assert "generation" not in updated["metadata"] and "labels" not in updated["metadata"]
+    rs = await api.create({"apiVersion": "apps/v1", "kind": "ReplicaSet",
+                           "metadata": {"name": "rs", "namespace": namespace},
+                           "spec": {"replicas": 0, "selector": {"matchLabels": {"a": "b"}},
+                                    "template": {"metadata": {"labels": {"a": "b"}},
+                                                 "spec": {"containers": [
+                                                     {"name": "c", "image": "busybox"}]}}}})
+    assert rs["metadata"]["generation"] == 1

@@ -29,6 +29,14 @@ class KindInfo:
         return self.api_version.rpartition("/")[2]
 
 
+# Kinds whose metadata.generation counts spec changes (their registry strategies set it to 1
+# on create and add 1 when the spec changes); every other kind (ConfigMap, Service, Node ...)
+# has none, as in Kubernetes. Pods have one since Kubernetes 1.33 (KEP-5067), in every
+# release still supported.
+GENERATION_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
+                              "Job", "PodDisruptionBudget"})
+
+
 KINDS: tuple[KindInfo, ...] = (
     KindInfo("Namespace", "v1", "namespaces", False, ("ns",)),
     KindInfo("Node", "v1", "nodes", False, ("no",)),
