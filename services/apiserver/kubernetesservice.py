@@ -1,4 +1,5 @@
-"""The `default/kubernetes` Service and its EndpointSlice (SPEC AX7), kept by the apiservers.
+"""The `default/kubernetes` Service, its EndpointSlice (SPEC AX7) and its v1 Endpoints, kept
+by the apiservers.
 
 As kube-apiserver's "lease" endpoint reconciler: every apiserver holds a key
 `/skiff/apiserver-endpoints/<address>:<port>` that it renews every `interval` with an expiry
@@ -120,6 +121,31 @@ class KubernetesService:
         for want in wanted.values():
             with contextlib.suppress(ApiError):
                 await self.registry.create("endpointslices", NAMESPACE, want)
+        await self._reconcile_endpoints(live)
+
+    async def _reconcile_endpoints(self, live: list[tuple[str, int]]) -> None:
+        """The v1 Endpoints `default/kubernetes`: one subset per port, as kube-apiserver's
+        reconciler writes it beside the slices."""
+        subsets = [{"addresses": [{"ip": a} for a, p in live if p == port],
+                    "ports": [{"name": "https", "port": port, "protocol": "TCP"}]}
+                   for port in sorted({port for _, port in live})]
+        try:
+            current = await self.registry.get("endpoints", NAMESPACE, SERVICE_NAME)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+            want: Obj = {"apiVersion": "v1", "kind": "Endpoints", "metadata": {
+                "name": SERVICE_NAME, "namespace": NAMESPACE,
+                "labels": {"endpointslice.kubernetes.io/skip-mirror": "true"}}}
+            if subsets:
+                want["subsets"] = subsets
+            with contextlib.suppress(ApiError):
+                await self.registry.create("endpoints", NAMESPACE, want)
+            return
+        if (current.get("subsets") or []) != subsets:
+            current["subsets"] = subsets
+            with contextlib.suppress(ApiError):
+                await self.registry.update("endpoints", NAMESPACE, current)
 
     async def run(self) -> None:
         """Renew this apiserver's endpoint and reconcile until cancelled; then withdraw."""

@@ -33,6 +33,29 @@ def condition_status(obj: Mapping[str, Any], condition_type: str) -> str | None:
     return str(cond.get("status")) if cond is not None else None
 
 
+def service_selects(selector: Mapping[str, str], pod: Mapping[str, Any]) -> bool:
+    """A Service's selector (a plain map; empty selects nothing) matches the pod's labels."""
+    labels = pod["metadata"].get("labels") or {}
+    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
+
+
+def find_port(pod: Mapping[str, Any], service_port: Mapping[str, Any]) -> int | None:
+    """podutil.FindPort: a Service port's targetPort on this pod (its `port` when unset; a
+    name is looked up among the containers' ports of the same protocol); None when the
+    pod has no port of that name."""
+    target = service_port.get("targetPort", service_port.get("port"))
+    if isinstance(target, int):
+        return target
+    if isinstance(target, str) and target.isdigit():
+        return int(target)
+    protocol = service_port.get("protocol", "TCP")
+    for container in (pod.get("spec") or {}).get("containers") or []:
+        for port in container.get("ports") or []:
+            if port.get("name") == target and port.get("protocol", "TCP") == protocol:
+                return int(port["containerPort"])
+    return None
+
+
 def is_pod_ready(pod: Mapping[str, Any]) -> bool:
     return condition_status(pod, "Ready") == "True"
 

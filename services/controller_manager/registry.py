@@ -14,6 +14,7 @@ from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.daemonset import DaemonSetController
 from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
+from skiff.controller_manager.endpoint import EndpointsController
 from skiff.controller_manager.endpointslice import EndpointSliceController
 from skiff.controller_manager.fencing import FencingController
 from skiff.controller_manager.garbagecollector import GarbageCollector
@@ -46,6 +47,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
     ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
     ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
+    ControllerSpec("endpoint", lambda ctx: [EndpointsController(context=ctx)]),
     ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
     ControllerSpec("daemonset", lambda ctx: [DaemonSetController(context=ctx)]),
     ControllerSpec("job", lambda ctx: [JobController(context=ctx)]),

@@ -16,9 +16,9 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason
-from skiff.client import BY_NAMESPACE, object_key
-from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.podutil import is_pod_ready
+from skiff.controller_manager.controller import ControllerContext
+from skiff.controller_manager.podutil import find_port, is_pod_ready
+from skiff.controller_manager.servicebackends import ServiceBackendsController
 from skiff.controller_manager.workload import owner_reference
 
 log = logging.getLogger(__name__)
@@ -28,11 +28,6 @@ Obj = dict[str, Any]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
-
-
-def _selects(selector: dict[str, str], pod: Obj) -> bool:
-    labels = pod["metadata"].get("labels") or {}
-    return bool(selector) and all(labels.get(k) == v for k, v in selector.items())
 
 
 def slice_name(service: Obj) -> str:
@@ -57,16 +52,10 @@ def endpoint_of(pod: Obj, *, publish_not_ready: bool) -> Obj | None:
 
 
 def _target_port(port: Obj, pods: list[Obj]) -> int | None:
-    target = port.get("targetPort", port.get("port"))
-    if isinstance(target, int):
-        return target
-    if isinstance(target, str) and target.isdigit():
-        return int(target)
-    for pod in pods:
-        for container in pod["spec"].get("containers") or []:
-            for cport in container.get("ports") or []:
-                if cport.get("name") == target:
-                    return int(cport["containerPort"])
+    for pod in pods or [{}]:
+        number = find_port(pod, port)
+        if number is not None:
+            return number
     return None
 
 
@@ -92,40 +81,20 @@ def desired_slice(service: Obj, pods: list[Obj]) -> Obj:
     }
 
 
-class EndpointSliceController(Controller):
+class EndpointSliceController(ServiceBackendsController):
     name = "endpointslice"
 
     def __init__(self, *, context: ControllerContext) -> None:
-        super().__init__(context=context, workers=5)
-        self.services = context.informers.resource("services")
-        self.pods = context.informers.pods()
+        super().__init__(context=context)
         self.slices = context.informers.resource("endpointslices")
-        self.services.add_handler(on_add=self._on_service,
-                                  on_update=lambda _o, n: self._on_service(n),
-                                  on_delete=self._on_service)
-        self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
-                              on_delete=self._on_pod)
         self.slices.add_handler(on_add=self._on_slice,
                                 on_update=lambda _o, n: self._on_slice(n),
                                 on_delete=self._on_slice)
-
-    def _on_service(self, service: Obj) -> None:
-        self.enqueue(object_key(service))
 
     def _on_slice(self, es: Obj) -> None:
         name = (es["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL)
         if name:
             self.enqueue(f"{es['metadata'].get('namespace')}/{name}")
-
-    def _on_pod(self, pod: Obj) -> None:
-        for service in self.services.store.by_index(BY_NAMESPACE,
-                                                    str(pod["metadata"].get("namespace"))):
-            if _selects((service.get("spec") or {}).get("selector") or {}, pod):
-                self.enqueue(object_key(service))
-
-    def _on_pod_update(self, old: Obj, new: Obj) -> None:
-        self._on_pod(old)
-        self._on_pod(new)
 
     async def reconcile(self, key: str) -> float | None:
         service = self.services.store.get(key)
@@ -135,8 +104,7 @@ class EndpointSliceController(Controller):
         if not selector:
             return None  # a Service without selector has user-managed endpoints
         namespace = str(service["metadata"].get("namespace"))
-        pods = [p for p in self.pods.store.by_index(BY_NAMESPACE, namespace)
-                if _selects(selector, p)]
+        pods = self.selected_pods(namespace, selector)
         wanted = desired_slice(service, pods)
         current = self.slices.store.get(f"{namespace}/{wanted['metadata']['name']}")
         if current is None:

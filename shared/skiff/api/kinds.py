@@ -76,6 +76,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Service", "v1", "services", True, ("svc",)),
     KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
              has_status=False),
+    KindInfo("Endpoints", "v1", "endpoints", True, ("ep",), has_status=False),
     KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -153,6 +154,12 @@ def _default_endpoint_slice(obj: Obj) -> None:
     for port in obj.get("ports") or []:
         if isinstance(port, dict):
             _set_default(port, "protocol", "TCP")
+
+
+def _default_endpoints(obj: Obj) -> None:
+    for subset in obj.get("subsets") or []:
+        if isinstance(subset, dict):
+            _default_endpoint_slice(subset)
 
 
 # -- validation -------------------------------------------------------------------------
@@ -365,6 +372,49 @@ def _validate_endpoint_slice(obj: VObj, old: VObj | None) -> list[FieldError]:
     return errors
 
 
+def _validate_endpoints(obj: VObj, old: VObj | None) -> list[FieldError]:
+    """ValidateEndpoints: every address an IP, every port in range with a protocol, and
+    the ports of a subset named when there are several."""
+    subsets, errors = validation._list(obj.get("subsets"), "subsets")
+    for i, raw in enumerate(subsets):
+        subset, errs = validation._dict(raw, f"subsets[{i}]")
+        errors += errs
+        for field in ("addresses", "notReadyAddresses"):
+            addresses, errs = validation._list(subset.get(field), f"subsets[{i}].{field}")
+            errors += errs
+            for j, raw_address in enumerate(addresses):
+                path = f"subsets[{i}].{field}[{j}]"
+                address, errs = validation._dict(raw_address, path)
+                errors += errs
+                ip = address.get("ip")
+                if not ip:
+                    errors.append(required(f"{path}.ip"))
+                elif not _is_ip(ip):
+                    errors.append(invalid(f"{path}.ip", ip, "must be a valid IP address"))
+        ports, errs = validation._list(subset.get("ports"), f"subsets[{i}].ports")
+        errors += errs
+        for j, raw_port in enumerate(ports):
+            path = f"subsets[{i}].ports[{j}]"
+            port, errs = validation._dict(raw_port, path)
+            errors += errs
+            if port.get("port") is None:
+                errors.append(required(f"{path}.port"))
+            errors += validation._int(port, "port", f"{path}.port", minimum=1, maximum=65535)
+            errors += validation._enum(port, "protocol", f"{path}.protocol",
+                                       ["TCP", "UDP", "SCTP"], is_required=True)
+            if len(ports) > 1 and not port.get("name"):
+                errors.append(required(f"{path}.name"))
+    return errors
+
+
+def _is_ip(value: Any) -> bool:
+    try:
+        ipaddress.ip_address(str(value))
+    except ValueError:
+        return False
+    return True
+
+
 def _validate_controller_revision(obj: VObj, old: VObj | None) -> list[FieldError]:
     errors = validation._int(obj, "revision", "revision", minimum=0)
     if old is not None:
@@ -431,6 +481,8 @@ SCHEMAS: dict[str, schema.Fields] = {
     ),
     "EndpointSlice": schema.fields(
         *_TOP, "addressType", "endpoints", "ports", metadata=schema.OBJECT_META),
+    "Endpoints": schema.fields(*_TOP, metadata=schema.OBJECT_META, subsets=schema.ListOf(
+        schema.fields("addresses", "notReadyAddresses", "ports"))),
     "ConfigMap": schema.fields(*_TOP, "data", "binaryData", "immutable",
                                metadata=schema.OBJECT_META),
     "Secret": schema.fields(*_TOP, "data", "stringData", "type", "immutable",
@@ -499,6 +551,23 @@ def _slice_endpoints(es: Obj) -> str:
     return shown + (f" + {len(addresses) - 3} more..." if len(addresses) > 3 else "")
 
 
+def _endpoints_column(ep: Obj) -> str:
+    """kubectl's formatEndpoints: `ip:port` for each ready address and port, three at most."""
+    shown: list[str] = []
+    total = 0
+    for subset in ep.get("subsets") or []:
+        ports = [p.get("port") for p in subset.get("ports") or []]
+        for address in subset.get("addresses") or []:
+            for port in ports or [None]:
+                total += 1
+                if len(shown) < 3:
+                    ip = address.get("ip", "")
+                    shown.append(ip if port is None else f"{ip}:{port}")
+    if not shown:
+        return "<none>"
+    return ",".join(shown) + (f" + {total - 3} more..." if total > 3 else "")
+
+
 def _controller_of(o: Obj) -> str:
     for ref in o.get("metadata", {}).get("ownerReferences") or []:
         if ref.get("controller"):
@@ -544,6 +613,9 @@ COLUMNS: dict[str, list[tables.Column]] = {
         ("NAME", tables._meta("name")),
         ("ADDRESSTYPE", lambda o: str(o.get("addressType", ""))),
         ("PORTS", _slice_ports), ("ENDPOINTS", _slice_endpoints), ("AGE", tables._age)],
+    "Endpoints": [
+        ("NAME", tables._meta("name")), ("ENDPOINTS", _endpoints_column),
+        ("AGE", tables._age)],
     "ConfigMap": [
         ("NAME", tables._meta("name")),
         ("DATA", lambda o: str(len(o.get("data") or {}) + len(o.get("binaryData") or {}))),
@@ -602,13 +674,14 @@ def register() -> None:
     defaulters: dict[str, Callable[[Obj], None]] = {
         "Deployment": _default_deployment, "DaemonSet": _default_daemon_set,
         "Job": _default_job, "Service": _default_service, "Secret": _default_secret,
-        "EndpointSlice": _default_endpoint_slice,
+        "EndpointSlice": _default_endpoint_slice, "Endpoints": _default_endpoints,
     }
     validators: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None],
                                    list[FieldError]]] = {
         "Deployment": _validate_deployment, "DaemonSet": _validate_daemon_set,
         "Job": _validate_job, "Service": _validate_service,
-        "EndpointSlice": _validate_endpoint_slice, "ConfigMap": _validate_config_map,
+        "EndpointSlice": _validate_endpoint_slice, "Endpoints": _validate_endpoints,
+        "ConfigMap": _validate_config_map,
         "Secret": _validate_secret, "ControllerRevision": _validate_controller_revision,
     }
     defaults._DEFAULTERS.update(defaulters)

@@ -111,12 +111,12 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 @pytest.mark.parametrize(("flag", "names"), [
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
-                       "endpointslice", "daemonset", "job", "namespace", "statefulset",
+                       "endpoint", "endpointslice", "daemonset", "job", "namespace", "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
                        "persistentvolume-binder", "serviceaccount"], id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
-                                    "garbagecollector", "endpointslice", "daemonset",
+                                    "garbagecollector", "endpoint", "endpointslice", "daemonset",
                                     "job", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
                                     "serviceaccount"],

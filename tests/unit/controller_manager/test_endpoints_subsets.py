@@ -1,0 +1,67 @@
+"""The Endpoints controller's subsets (pkg/controller/endpoint, RepackSubsets) as pure logic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from skiff.controller_manager.endpoint.controller import (
+    MAX_ADDRESSES,
+    _truncate,
+    desired_subsets,
+)
+
+Obj = dict[str, Any]
+
+
+def _pod(name: str, ip: str, *, ready: bool = True, port: int | None = None,
+         phase: str = "Running", deleting: bool = False) -> Obj:
+    meta: Obj = {"name": name, "namespace": "ns", "uid": f"uid-{name}"}
+    if deleting:
+        meta["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    ports = [{"name": "http", "containerPort": port}] if port else []
+    return {"metadata": meta,
+            "spec": {"nodeName": "n1", "containers": [{"name": "c", "ports": ports}]},
+            "status": {"phase": phase, "podIP": ip, "conditions": [
+                {"type": "Ready", "status": "True" if ready else "False"}]}}
+
+
+def _service(**spec: Any) -> Obj:
+    return {"metadata": {"name": "svc", "namespace": "ns"},
+            "spec": {"ports": [{"name": "web", "port": 80, "targetPort": "http"}], **spec}}
+
+
+def test_addresses_with_the_same_ports_share_a_subset_sorted_by_ip() -> None:
+    pods = [_pod("b", "10.0.0.10", port=8080), _pod("a", "10.0.0.9", port=8080),
+            _pod("c", "10.0.0.5", port=9090, ready=False),
+            _pod("none", "10.0.0.6")]  # no port named http: left out
+    subsets = desired_subsets(_service(), pods)
+    assert [[a["ip"] for a in s.get("addresses") or []] for s in subsets] == [
+        ["10.0.0.9", "10.0.0.10"], []]
+    assert subsets[1]["notReadyAddresses"][0]["targetRef"]["name"] == "c"
+    assert subsets[0]["ports"] == [{"name": "web", "port": 8080, "protocol": "TCP"}]
+
+
+def test_terminal_and_terminating_pods_are_left_out_unless_not_ready_is_published() -> None:
+    pods = [_pod("done", "10.0.0.1", port=80, phase="Succeeded"),
+            _pod("going", "10.0.0.2", port=80, deleting=True),
+            _pod("slow", "10.0.0.3", port=80, ready=False)]
+    plain = desired_subsets(_service(), pods)
+    assert plain == [{"notReadyAddresses": [plain[0]["notReadyAddresses"][0]],
+                      "ports": [{"name": "web", "port": 80, "protocol": "TCP"}]}]
+    published = desired_subsets(_service(publishNotReadyAddresses=True), pods)
+    assert [a["ip"] for a in published[0]["addresses"]] == ["10.0.0.2", "10.0.0.3"]
+
+
+def test_a_headless_service_without_ports_lists_bare_addresses() -> None:
+    subsets = desired_subsets(_service(ports=[], clusterIP="None"), [_pod("a", "10.0.0.1")])
+    assert subsets == [{"addresses": [subsets[0]["addresses"][0]]}]
+    assert "ports" not in subsets[0]
+
+
+def test_more_than_a_thousand_addresses_are_truncated_ready_first() -> None:
+    subsets = [{"addresses": [{"ip": f"10.0.{i // 250}.{i % 250}"} for i in range(990)],
+                "notReadyAddresses": [{"ip": f"10.1.0.{i}"} for i in range(20)]}]
+    assert _truncate(subsets)
+    assert len(subsets[0]["addresses"]) == 990
+    assert len(subsets[0]["notReadyAddresses"]) == MAX_ADDRESSES - 990
+    assert not _truncate(subsets)
