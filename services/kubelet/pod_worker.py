@@ -55,6 +55,7 @@ from skiff.kubelet.sandbox import (
     SandboxManager,
 )
 from skiff.kubelet.sandbox.mounts import (
+    etc_host_mounts,
     mount_memory_volumes,
     plan_mounts,
     unmount_memory_volumes,
@@ -474,7 +475,10 @@ class PodWorker:
             if "downwardAPI" in volume:
                 write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
                                    self.pod, self._field_value)
-        return self.sandbox.for_container(plan_mounts(container, self.dir.volume_path))
+        return self.sandbox.for_container(
+            plan_mounts(container, self.dir.volume_path) + etc_host_mounts(
+                self.dir.path, self.pod, container, ip=self.sandbox.ip,
+                hostname=self.sandbox.hostname))
 
     def _with_pod_ip(self, container: Obj, env: dict[str, str]) -> dict[str, str]:
         """`valueFrom.fieldRef` status.podIP/podIPs is the sandbox's address (SB1)."""

@@ -31,8 +31,8 @@ from skiff.kubelet.sandbox.linux import (
     unshare,
 )
 
-__all__ = ["BindMount", "enter_mounts", "mount_memory_volumes", "plan_mounts",
-           "unmount_memory_volumes", "write_downward_api"]
+__all__ = ["BindMount", "enter_mounts", "etc_host_mounts", "mount_memory_volumes",
+           "plan_mounts", "unmount_memory_volumes", "write_downward_api"]
 
 Obj = dict[str, Any]
 
@@ -67,6 +67,58 @@ def plan_mounts(container: Obj, volume_dir: Any) -> tuple[BindMount, ...]:
                 point.parent.mkdir(parents=True, exist_ok=True)
                 point.touch()
         mounts.append(BindMount(str(source), target, bool(m.get("readOnly"))))
+    return tuple(mounts)
+
+
+_MANAGED_HOSTS = """# Kubernetes-managed hosts file.
+127.0.0.1\tlocalhost
+::1\tlocalhost ip6-localhost ip6-loopback
+fe00::0\tip6-localnet
+fe00::0\tip6-mcastprefix
+fe00::1\tip6-allnodes
+fe00::2\tip6-allrouters
+"""
+CLUSTER_DOMAIN = "cluster.local"
+
+
+def managed_hosts(pod: Obj, ip: str, hostname: str) -> str:
+    """The kubelet's managed /etc/hosts: loopback names, the pod's own IP and hostname (its
+    FQDN first when it has a `subdomain`), then `hostAliases`."""
+    spec = pod.get("spec") or {}
+    content = _MANAGED_HOSTS
+    subdomain = spec.get("subdomain")
+    if subdomain:
+        namespace = (pod.get("metadata") or {}).get("namespace") or "default"
+        content += f"{ip}\t{hostname}.{subdomain}.{namespace}.svc.{CLUSTER_DOMAIN}\t{hostname}\n"
+    else:
+        content += f"{ip}\t{hostname}\n"
+    aliases = spec.get("hostAliases") or []
+    if aliases:
+        content += "\n# Entries added by HostAliases.\n"
+        for alias in aliases:
+            content += f"{alias.get('ip', '')}\t{chr(9).join(alias.get('hostnames') or [])}\n"
+    return content
+
+
+def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str,
+                    hostname: str) -> tuple[BindMount, ...]:
+    """/etc/hosts and /etc/hostname of a sandboxed container, as the kubelet and the
+    container runtime give them: files in the pod's directory (shared by its containers),
+    unless the container mounts a volume there itself."""
+    taken = {str(m.get("mountPath") or "").rstrip("/") for m in
+             container.get("volumeMounts") or []}
+    files = {"/etc/hosts": ("etc-hosts", managed_hosts(pod, ip, hostname)),
+             "/etc/hostname": ("etc-hostname", f"{hostname}\n")}
+    mounts: list[BindMount] = []
+    for target, (name, content) in files.items():
+        if target in taken or not Path(target).is_file():
+            continue
+        path = pod_dir / name
+        if not path.exists() or path.read_text() != content:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(content)
+            path.chmod(0o644)
+        mounts.append(BindMount(str(path), target))
     return tuple(mounts)
 
 

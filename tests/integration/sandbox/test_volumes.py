@@ -70,3 +70,31 @@ async def test_sb3_two_containers_share_an_empty_dir_at_var_log_app_read_only_en
     await wait_for(unmounted, timeout=30, what="the memory-backed emptyDir to be unmounted")
 
 
+
+
+async def test_sb3_etc_hosts_and_hostname_are_the_pods_own_and_the_nodes_are_untouched(
+        sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    """The kubelet's managed /etc/hosts (loopback names, the pod IP with its hostname and
+    FQDN under `subdomain`, then `hostAliases`) and the runtime's /etc/hostname, in every
+    container and exec'd command; the node's files stay as they were."""
+    ns, node = sb_namespace, sandbox_cluster.nodes[0]
+    node_hosts, node_hostname = Path("/etc/hosts").read_text(), Path("/etc/hostname").read_text()
+    body = _pod("hosts", ns, node.name, [_shell("main")])
+    body["spec"].update(hostname="web-0", subdomain="web", hostAliases=[
+        {"ip": "10.1.2.3", "hostnames": ["foo.local", "bar.local"]}])
+    await sb_api.create(body)
+    await _ready(sb_api, ns, "hosts")
+    ip = (await sb_api.get("pods", "hosts", ns))["status"]["podIP"]
+    got = sandbox_cluster.kubectl("exec", "-n", ns, "hosts", "--", "sh", "-c",
+                                  "cat /etc/hosts; echo ---; cat /etc/hostname; hostname")
+    assert got.returncode == 0, got.stderr
+    hosts, _, names = got.stdout.partition("---\n")
+    lines = hosts.splitlines()
+    assert lines[0] == "# Kubernetes-managed hosts file."
+    assert "127.0.0.1\tlocalhost" in lines
+    assert f"{ip}\tweb-0.web.{ns}.svc.cluster.local\tweb-0" in lines
+    assert lines[-2:] == ["# Entries added by HostAliases.", "10.1.2.3\tfoo.local\tbar.local"]
+    assert names == "web-0\nweb-0\n"
+    assert Path("/etc/hosts").read_text() == node_hosts
+    assert Path("/etc/hostname").read_text() == node_hostname
+    await sb_api.delete("pods", "hosts", ns)
