@@ -21,12 +21,12 @@ from typing import Any
 from skiff.api import ApiError, Reason
 from skiff.client import object_key
 from skiff.controller_manager.controller import ControllerContext
+from skiff.controller_manager.endpointslice.controller import HEADLESS_LABEL
 from skiff.controller_manager.podutil import find_port, is_pod_ready
 from skiff.controller_manager.servicebackends import ServiceBackendsController
 
 Obj = dict[str, Any]
 
-HEADLESS_LABEL = "service.kubernetes.io/headless"
 OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"
 MAX_ADDRESSES = 1000  # beyond this Kubernetes truncates and annotates "truncated"

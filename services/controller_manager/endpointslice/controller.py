@@ -28,13 +28,14 @@ Obj = dict[str, Any]
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"
 MANAGED_BY = "endpointslice-controller.k8s.io"
+HEADLESS_LABEL = "service.kubernetes.io/headless"
 
 
 def slice_name(service: Obj) -> str:
     return f"{service['metadata']['name']}-{str(service['metadata']['uid'])[:5]}"
 
 
-def endpoint_of(pod: Obj, *, publish_not_ready: bool) -> Obj | None:
+def endpoint_of(pod: Obj, *, publish_not_ready: bool, service_name: str = "") -> Obj | None:
     status = pod.get("status") or {}
     ip = status.get("podIP")
     if not ip or not pod["spec"].get("nodeName") or status.get("phase") in (
@@ -43,12 +44,15 @@ def endpoint_of(pod: Obj, *, publish_not_ready: bool) -> Obj | None:
     serving = is_pod_ready(pod)
     terminating = bool(pod["metadata"].get("deletionTimestamp"))
     meta = pod["metadata"]
-    return {"addresses": [ip],
-            "conditions": {"ready": publish_not_ready or (serving and not terminating),
-                           "serving": serving, "terminating": terminating},
-            "nodeName": pod["spec"]["nodeName"],
-            "targetRef": {"kind": "Pod", "namespace": meta.get("namespace"),
-                          "name": meta["name"], "uid": meta.get("uid")}}
+    endpoint: Obj = {"addresses": [ip],
+                     "conditions": {"ready": publish_not_ready or (serving and not terminating),
+                                    "serving": serving, "terminating": terminating}}
+    if pod["spec"].get("hostname") and pod["spec"].get("subdomain") == service_name:
+        endpoint["hostname"] = pod["spec"]["hostname"]  # a StatefulSet's stable name
+    endpoint.update(nodeName=pod["spec"]["nodeName"],
+                    targetRef={"kind": "Pod", "namespace": meta.get("namespace"),
+                               "name": meta["name"], "uid": meta.get("uid")})
+    return endpoint
 
 
 def _target_port(port: Obj, pods: list[Obj]) -> int | None:
@@ -63,7 +67,8 @@ def desired_slice(service: Obj, pods: list[Obj]) -> Obj:
     spec = service.get("spec") or {}
     publish = bool(spec.get("publishNotReadyAddresses"))
     endpoints = [e for p in sorted(pods, key=lambda p: p["metadata"]["name"])
-                 if (e := endpoint_of(p, publish_not_ready=publish)) is not None]
+                 if (e := endpoint_of(p, publish_not_ready=publish,
+                                      service_name=service["metadata"]["name"])) is not None]
     ports = []
     for port in spec.get("ports") or []:
         number = _target_port(port, pods)
@@ -72,10 +77,13 @@ def desired_slice(service: Obj, pods: list[Obj]) -> Obj:
             entry["port"] = number
         ports.append(entry)
     meta = service["metadata"]
+    labels = {SERVICE_NAME_LABEL: meta["name"], MANAGED_BY_LABEL: MANAGED_BY}
+    if spec.get("clusterIP") == "None":
+        labels[HEADLESS_LABEL] = ""
     return {
         "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
         "metadata": {"name": slice_name(service), "namespace": meta.get("namespace"),
-                     "labels": {SERVICE_NAME_LABEL: meta["name"], MANAGED_BY_LABEL: MANAGED_BY},
+                     "labels": labels,
                      "ownerReferences": [owner_reference(service)]},
         "addressType": "IPv4", "endpoints": endpoints, "ports": ports,
     }

@@ -9,6 +9,7 @@ from skiff.controller_manager.endpoint.controller import (
     _truncate,
     desired_subsets,
 )
+from skiff.controller_manager.endpointslice.controller import desired_slice
 
 Obj = dict[str, Any]
 
@@ -26,7 +27,7 @@ def _pod(name: str, ip: str, *, ready: bool = True, port: int | None = None,
 
 
 def _service(**spec: Any) -> Obj:
-    return {"metadata": {"name": "svc", "namespace": "ns"},
+    return {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "svc", "namespace": "ns"},
             "spec": {"ports": [{"name": "web", "port": 80, "targetPort": "http"}], **spec}}
 
 
@@ -65,3 +66,21 @@ def test_more_than_a_thousand_addresses_are_truncated_ready_first() -> None:
     assert len(subsets[0]["addresses"]) == 990
     assert len(subsets[0]["notReadyAddresses"]) == MAX_ADDRESSES - 990
     assert not _truncate(subsets)
+
+
+def test_a_statefulset_pods_hostname_is_on_its_headless_services_endpoints() -> None:
+    """Both views carry `hostname` for a pod whose subdomain is the Service (a StatefulSet's
+    stable network identity), and both are labelled headless."""
+    pod = _pod("web-0", "10.0.0.1", port=80)
+    pod["spec"].update(hostname="web-0", subdomain="svc")
+    service = _service(clusterIP="None")
+    [subset] = desired_subsets(service, [pod])
+    assert subset["addresses"][0]["hostname"] == "web-0"
+    es = desired_slice(service | {"metadata": {"name": "svc", "namespace": "ns",
+                                               "uid": "12345678"}}, [pod])
+    assert es["endpoints"][0]["hostname"] == "web-0"
+    assert es["metadata"]["labels"]["service.kubernetes.io/headless"] == ""
+    other = desired_slice(_service() | {"metadata": {"name": "other", "namespace": "ns",
+                                                     "uid": "12345678"}}, [pod])
+    assert "hostname" not in other["endpoints"][0]
+    assert "service.kubernetes.io/headless" not in other["metadata"]["labels"]
