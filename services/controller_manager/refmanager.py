@@ -56,6 +56,11 @@ def orphan_owner_keys(owners: Informer, obj: Mapping[str, Any]) -> list[str]:
         BY_NAMESPACE, str(obj["metadata"].get("namespace"))) if selector_matches(owner, labels)]
 
 
+def _owner_gone(owners: Informer, obj: Obj, ref: Mapping[str, Any]) -> bool:
+    cached = owners.store.get(f"{obj['metadata'].get('namespace')}/{ref.get('name')}")
+    return cached is None or str(cached["metadata"].get("uid")) != str(ref.get("uid"))
+
+
 class RefManager:
     """Claims the objects of `resource` for one owner (one instance per reconcile)."""
 
@@ -80,6 +85,27 @@ class RefManager:
         if not self.selector.matches(obj["metadata"].get("labels") or {}):
             return False
         return self.member is None or self.member(obj)
+
+    async def orphans(self, objects: list[Obj], owners: Informer) -> list[Obj]:
+        """The orphans among `objects` (of the owner's namespace) as the apiserver has them
+        now: those without a controller, and those the cache still shows controlled by an
+        owner of this kind that `owners` (its informer) no longer has, re-read. A
+        `--cascade=orphan` deletion ends only after the garbage collector removed the
+        references, but the pod informer that carries those writes can lag the one that
+        brings the owner re-created from the same manifest; without the re-read the new owner
+        would ignore its orphans as "controlled by someone else" and create replacements."""
+        found: list[Obj] = []
+        for obj in objects:
+            ref = controller_ref(obj)
+            if ref is None:
+                found.append(obj)
+            elif (ref.get("kind") == self.owner.get("kind") and str(ref.get("uid")) != self.uid
+                  and not is_terminating(obj) and self._matches(obj)
+                  and _owner_gone(owners, obj, ref)):
+                fresh = await self._read(obj)
+                if fresh is not None and controller_ref(fresh) is None:
+                    found.append(fresh)
+        return found
 
     async def claim(self, candidates: list[Obj]) -> list[Obj]:
         """The candidates the owner controls after adoption and release."""

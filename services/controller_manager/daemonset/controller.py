@@ -18,7 +18,7 @@ from skiff.api import ApiError, Reason, is_pod_terminal, is_terminating
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.daemonset import plan
-from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
+from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_available, is_pod_ready
 from skiff.controller_manager.refmanager import RefManager, claim_revisions
@@ -75,9 +75,10 @@ class DaemonSetController(Controller):
             return None
         uid = str(ds["metadata"].get("uid"))
         owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), ds)
-        orphans = [p for p in self.pods.store.by_index(
-            BY_NAMESPACE, str(ds["metadata"].get("namespace"))) if controller_ref(p) is None]
-        pods = await RefManager(self.client, ds, "pods").claim(owned + orphans)
+        refs = RefManager(self.client, ds, "pods")
+        orphans = await refs.orphans(self.pods.store.by_index(
+            BY_NAMESPACE, str(ds["metadata"].get("namespace"))), self.sets)
+        pods = await refs.claim(owned + orphans)
         template = ds["spec"].get("template") or {}
         pod_hash = plan.template_hash(template)
         nodes = {n["metadata"]["name"]: n for n in self.nodes.store.list()}

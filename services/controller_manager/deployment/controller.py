@@ -81,10 +81,10 @@ class DeploymentController(Controller):
         """The ReplicaSets the Deployment controls, after adopting matching orphans and
         releasing those that no longer match (`ClaimReplicaSets`)."""
         uid = d["metadata"].get("uid")
-        candidates = [rs for rs in self.sets.store.by_index(BY_NAMESPACE,
-                                                           d["metadata"]["namespace"])
-                      if (controller_ref(rs) or {}).get("uid") in (uid, None)]
-        return await RefManager(self.client, d, "replicasets").claim(candidates)
+        in_namespace = self.sets.store.by_index(BY_NAMESPACE, d["metadata"]["namespace"])
+        refs = RefManager(self.client, d, "replicasets")
+        owned = [rs for rs in in_namespace if (controller_ref(rs) or {}).get("uid") == uid]
+        return await refs.claim(owned + await refs.orphans(in_namespace, self.deployments))
 
     async def reconcile(self, key: str) -> float | None:
         d = self.deployments.store.get(key)

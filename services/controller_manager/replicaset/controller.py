@@ -17,7 +17,7 @@ from typing import Any
 from skiff.api import is_pod_terminal, is_terminating
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
+from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import available_in, is_available, is_pod_ready
 from skiff.controller_manager.refmanager import RefManager
@@ -63,9 +63,10 @@ class ReplicaSetController(Controller):
             return None
         uid = str(rs["metadata"].get("uid"))
         owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), rs)
-        orphans = [p for p in active_pods(self.pods.store.by_index(
-            BY_NAMESPACE, str(rs["metadata"].get("namespace")))) if controller_ref(p) is None]
-        pods = await RefManager(self.client, rs, "pods").claim(owned + orphans)
+        refs = RefManager(self.client, rs, "pods")
+        orphans = await refs.orphans(active_pods(self.pods.store.by_index(
+            BY_NAMESPACE, str(rs["metadata"].get("namespace")))), self.sets)
+        pods = await refs.claim(owned + orphans)
         active = active_pods(pods)
         if self.expectations.satisfied(key) and not is_terminating(rs):
             await self.manage_replicas(rs, key, active)

@@ -21,7 +21,7 @@ from typing import Any
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
-from skiff.controller_manager.informers import BY_CONTROLLER_UID, controller_ref
+from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podutil import (
     available_in,
     is_available,
@@ -151,10 +151,10 @@ class StatefulSetController(Controller):
         name = sts["metadata"]["name"]
         uid = str(sts["metadata"].get("uid"))
         owned = owned_pods(self.pods.store.by_index(BY_CONTROLLER_UID, uid), sts)
-        orphans = [p for p in self.pods.store.by_index(
-            BY_NAMESPACE, str(sts["metadata"].get("namespace"))) if controller_ref(p) is None]
-        pods = await RefManager(self.client, sts, "pods",
-                                member=lambda p: _member_of(sts, p)).claim(owned + orphans)
+        refs = RefManager(self.client, sts, "pods", member=lambda p: _member_of(sts, p))
+        orphans = await refs.orphans(self.pods.store.by_index(
+            BY_NAMESPACE, str(sts["metadata"].get("namespace"))), self.sets)
+        pods = await refs.claim(owned + orphans)
         spec = sts["spec"]
         decided = plan(replicas=int(spec.get("replicas", 1)),
                        policy=str(spec.get("podManagementPolicy") or "OrderedReady"),
