@@ -12,6 +12,7 @@ import asyncio
 import builtins
 import copy
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
-from skiff.apiserver import admission, clusterip, graceful, paging
+from skiff.apiserver import admission, clusterip, graceful, limitranger, paging
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
@@ -89,6 +90,9 @@ def _strip_rv(obj: Obj) -> Obj:
     return {**obj, "metadata": meta}
 
 
+LIMIT_RANGE_LIVE_LOOKUP_TTL = 30.0
+
+
 def _start_generation(info: KindInfo, meta: Obj) -> None:
     if info.kind in GENERATION_KINDS:
         meta["generation"] = 1
@@ -124,6 +128,9 @@ class Registry:
         self.namespaces = Lookup("namespaces", storage, cache)
         self.priority_classes = Lookup("priorityclasses", storage, cache)
         self.service_accounts = Lookup("serviceaccounts", storage, cache)
+        self.limit_ranges = Lookup("limitranges", storage, cache)
+        # namespace -> (until, LimitRanges): LimitRanger's live lookup when the copy has none
+        self._live_limit_ranges: dict[str, tuple[float, list[Obj]]] = {}
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
 
@@ -133,6 +140,7 @@ class Registry:
             tg.create_task(self.namespaces.run(), name="lookup-namespaces")
             tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
             tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
+            tg.create_task(self.limit_ranges.run(), name="lookup-limitranges")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -297,9 +305,11 @@ class Registry:
             admission.admit_default_tolerations(obj, self.config.admission)
             if self.config.service_account_admission:
                 await admit_service_account(obj, self._get_service_account)
+            limitranger.admit_pod(obj, await self._limit_ranges(obj["metadata"]["namespace"]))
         elif info.kind == "PersistentVolumeClaim":
             storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
             admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])
+            limitranger.admit_claim(obj, await self._limit_ranges(obj["metadata"]["namespace"]))
         elif info.kind == "PriorityClass":
             name = obj["metadata"]["name"]
             if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:
@@ -308,6 +318,23 @@ class Registry:
                     "priority class names with 'system-' prefix are reserved")])
             existing, _ = await self.storage.list(storage_prefix(info))
             admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
+
+    async def _limit_ranges(self, namespace: str) -> list[Obj]:
+        """The namespace's LimitRanges from the watch-fed copy; when it has none, a live list
+        at most every 30 s per namespace (LimitRanger's liveLookupCache), so one created a
+        moment ago is not missed."""
+        cached = [lr for lr in await self.limit_ranges.values()
+                  if lr["metadata"].get("namespace") == namespace]
+        if cached:
+            return cached
+        now = time.monotonic()
+        until, found = self._live_limit_ranges.get(namespace, (0.0, []))
+        if until < now:
+            kvs, _ = await self.storage.list(
+                storage_prefix(lookup("limitranges"), namespace))
+            found = [kv.obj for kv in kvs if kv.obj]
+            self._live_limit_ranges[namespace] = (now + LIMIT_RANGE_LIVE_LOOKUP_TTL, found)
+        return found
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds
+from skiff.api import accountkinds, limitranges
 
 Obj = dict[str, Any]
 
@@ -176,6 +176,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "Node": _default_node,
     "Namespace": _default_namespace,
     **accountkinds.DEFAULTERS,
+    **limitranges.DEFAULTERS,
 }
 
 

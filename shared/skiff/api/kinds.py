@@ -77,6 +77,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
              has_status=False),
     KindInfo("Endpoints", "v1", "endpoints", True, ("ep",), has_status=False),
+    KindInfo("LimitRange", "v1", "limitranges", True, ("limits",), has_status=False),
     KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )

@@ -89,3 +89,30 @@ def _millis_of_text(text: str) -> int:
 @functools.lru_cache(maxsize=4096)
 def _bytes_of_text(text: str) -> int:
     return math.ceil(_parse_text(text))
+
+
+_DECIMAL_SUFFIXES = [(-9, "n"), (-6, "u"), (-3, "m"), (0, ""), (3, "k"), (6, "M"), (9, "G"),
+                     (12, "T"), (15, "P"), (18, "E")]
+
+
+def canonical(text: str | int | float | Fraction, *, binary: bool | None = None) -> str:
+    """The quantity as Kubernetes writes it back (`Quantity.String()`): `1.5` is `1500m`,
+    `0.5Gi` is `512Mi`, `2000m` is `2`: a binary suffix stays binary while the value is a
+    whole number of bytes, and the largest suffix that keeps an integer is chosen. A
+    computed value (a Fraction: a sum of requests) says by `binary` which format it has."""
+    value = text if isinstance(text, Fraction) else parse_quantity(text)
+    if binary is None:
+        binary = isinstance(text, str) and text.strip().endswith("i")
+    if binary and value.denominator == 1:
+        number = value.numerator
+        for suffix, size in reversed(list(_BINARY.items())):
+            if number and number % size == 0:
+                return f"{number // size}{suffix}"
+        return str(number)
+    if value == 0:
+        return "0"
+    for exponent, suffix in reversed(_DECIMAL_SUFFIXES):
+        scaled = value / Fraction(10) ** exponent
+        if scaled.denominator == 1:
+            return f"{scaled.numerator}{suffix}"
+    return f"{math.ceil(value * 10**9)}n"  # finer than a nano: rounded up, as Kubernetes

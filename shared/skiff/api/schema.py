@@ -188,6 +188,8 @@ SCHEMAS: dict[str, Fields] = {
         status=fields("phase", "accessModes", "capacity", "allocatedResources",
                       "currentVolumeAttributesClassName", conditions=ListOf(CONDITION)),
     ),
+    "LimitRange": fields(*_TOP, metadata=OBJECT_META, spec=fields(limits=ListOf(fields(
+        "type", "max", "min", "default", "defaultRequest", "maxLimitRequestRatio")))),
     "VolumeAttachment": fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields("attacher", "nodeName", source=fields("persistentVolumeName",

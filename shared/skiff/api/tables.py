@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds
+from skiff.api import accountkinds, limitranges
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -225,6 +225,7 @@ COLUMNS: dict[str, list[Column]] = {
                                    f"{o.get('involvedObject', {}).get('name', '')}"),
               ("MESSAGE", lambda o: str(o.get("message", "")))],
     **accountkinds.columns(_meta, _age),
+    **limitranges.columns(_meta),
 }
 
 WIDE: dict[str, list[Column]] = {

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from skiff.api import accountkinds, rbac
+from skiff.api import accountkinds, limitranges, rbac
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1124,6 +1124,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "RoleBinding": rbac.validate_binding,
     "ClusterRoleBinding": rbac.validate_binding,
     **accountkinds.VALIDATORS,
+    **limitranges.VALIDATORS,
 }
 
 
