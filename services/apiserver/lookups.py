@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from typing import Any
 
 from skiff.api import ApiError, lookup
@@ -20,6 +21,8 @@ from skiff.apiserver.storage import EtcdStorage
 from skiff.apiserver.watchcache import WatchCache, WatchRequest
 
 log = logging.getLogger(__name__)
+
+LIVE_LOOKUP_TTL = 30.0
 
 Obj = dict[str, Any]
 
@@ -34,6 +37,7 @@ class Lookup:
         self._cache = cache
         self.items: dict[str, Obj] = {}
         self._synced = asyncio.Event()
+        self._live: dict[str, tuple[float, list[Obj]]] = {}  # namespace -> (until, objects)
 
     async def run(self) -> None:
         while True:
@@ -67,6 +71,22 @@ class Lookup:
             return self.items[name]
         kv, _ = await self._storage.get(f"{storage_prefix(self.info)}{name}")
         return kv.obj if kv is not None else None
+
+    async def in_namespace(self, namespace: str) -> list[Obj]:
+        """The namespace's objects from the copy; when it has none, a live list at most
+        every LIVE_LOOKUP_TTL seconds per namespace (the liveLookupCache of Kubernetes'
+        LimitRanger and ResourceQuota admission), so one created a moment ago is seen."""
+        cached = [o for o in self.items.values() if o["metadata"].get("namespace") == namespace] \
+            if self._synced.is_set() else []
+        if cached:
+            return cached
+        now = time.monotonic()
+        until, found = self._live.get(namespace, (0.0, []))
+        if until < now:
+            kvs, _ = await self._storage.list(storage_prefix(self.info, namespace))
+            found = [kv.obj for kv in kvs if kv.obj]
+            self._live[namespace] = (now + LIVE_LOOKUP_TTL, found)
+        return found
 
     async def values(self) -> list[Obj]:
         if not self._synced.is_set():

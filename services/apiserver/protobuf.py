@@ -294,6 +294,22 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                          ("boundObjectRef", 3, "BoundObjectReference"),
                          ("expirationSeconds", 4, "int64")],
     "TokenRequest": [("metadata", 1, "ObjectMeta"), ("spec", 2, "TokenRequestSpec")],
+    # kubectl create quota
+    "ScopedResourceSelectorRequirement": [("scopeName", 1, "string"),
+                                          ("operator", 2, "string"),
+                                          ("values", 3, "[]string")],
+    "ScopeSelector": [("matchExpressions", 1, "[]ScopedResourceSelectorRequirement")],
+    "ResourceQuotaSpec": [("hard", 1, "map:Quantity"), ("scopes", 2, "[]string"),
+                          ("scopeSelector", 3, "ScopeSelector")],
+    "ResourceQuotaStatus": [("hard", 1, "map:Quantity"), ("used", 2, "map:Quantity")],
+    "ResourceQuota": [("metadata", 1, "ObjectMeta"), ("spec", 2, "ResourceQuotaSpec"),
+                      ("status", 3, "ResourceQuotaStatus")],
+    "LimitRangeItem": [("type", 1, "string"), ("max", 2, "map:Quantity"),
+                       ("min", 3, "map:Quantity"), ("default", 4, "map:Quantity"),
+                       ("defaultRequest", 5, "map:Quantity"),
+                       ("maxLimitRequestRatio", 6, "map:Quantity")],
+    "LimitRangeSpec": [("limits", 1, "[]LimitRangeItem")],
+    "LimitRange": [("metadata", 1, "ObjectMeta"), ("spec", 2, "LimitRangeSpec")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -322,6 +338,8 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "Pod"): "Pod",  # kubectl debug --copy-to
     ("v1", "ServiceAccount"): "ServiceAccount",
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
+    ("v1", "ResourceQuota"): "ResourceQuota",
+    ("v1", "LimitRange"): "LimitRange",
 }
 
 # "pbool" is a Go *bool: its false is meaningful (`automountServiceAccountToken: false`) and

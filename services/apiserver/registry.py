@@ -12,7 +12,6 @@ import asyncio
 import builtins
 import copy
 import logging
-import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -39,6 +38,7 @@ from skiff.apiserver import admission, clusterip, graceful, limitranger, paging
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
+from skiff.apiserver.quota import QuotaAdmission
 from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.storageclasses import admit_default_storage_class
@@ -90,9 +90,6 @@ def _strip_rv(obj: Obj) -> Obj:
     return {**obj, "metadata": meta}
 
 
-LIMIT_RANGE_LIVE_LOOKUP_TTL = 30.0
-
-
 def _start_generation(info: KindInfo, meta: Obj) -> None:
     if info.kind in GENERATION_KINDS:
         meta["generation"] = 1
@@ -129,8 +126,7 @@ class Registry:
         self.priority_classes = Lookup("priorityclasses", storage, cache)
         self.service_accounts = Lookup("serviceaccounts", storage, cache)
         self.limit_ranges = Lookup("limitranges", storage, cache)
-        # namespace -> (until, LimitRanges): LimitRanger's live lookup when the copy has none
-        self._live_limit_ranges: dict[str, tuple[float, list[Obj]]] = {}
+        self.quota = QuotaAdmission(storage, cache)
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
 
@@ -141,6 +137,7 @@ class Registry:
             tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
             tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
             tg.create_task(self.limit_ranges.run(), name="lookup-limitranges")
+            tg.create_task(self.quota.quotas.run(), name="lookup-resourcequotas")
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -259,6 +256,7 @@ class Registry:
         self._validate(info, obj)
         node_restriction(info, obj, None)
         await self._admit_create(info, obj)
+        await self.quota.admit(info, obj, dry_run=dry_run)  # last, as in Kubernetes
         if manager:
             obj = field_managers.record_update(info.kind, None, obj, manager=manager)
         inject_into_object(obj)
@@ -305,11 +303,13 @@ class Registry:
             admission.admit_default_tolerations(obj, self.config.admission)
             if self.config.service_account_admission:
                 await admit_service_account(obj, self._get_service_account)
-            limitranger.admit_pod(obj, await self._limit_ranges(obj["metadata"]["namespace"]))
+            ranges = await self.limit_ranges.in_namespace(obj["metadata"]["namespace"])
+            limitranger.admit_pod(obj, ranges)
         elif info.kind == "PersistentVolumeClaim":
             storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
             admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])
-            limitranger.admit_claim(obj, await self._limit_ranges(obj["metadata"]["namespace"]))
+            ranges = await self.limit_ranges.in_namespace(obj["metadata"]["namespace"])
+            limitranger.admit_claim(obj, ranges)
         elif info.kind == "PriorityClass":
             name = obj["metadata"]["name"]
             if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:
@@ -318,23 +318,6 @@ class Registry:
                     "priority class names with 'system-' prefix are reserved")])
             existing, _ = await self.storage.list(storage_prefix(info))
             admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
-
-    async def _limit_ranges(self, namespace: str) -> list[Obj]:
-        """The namespace's LimitRanges from the watch-fed copy; when it has none, a live list
-        at most every 30 s per namespace (LimitRanger's liveLookupCache), so one created a
-        moment ago is not missed."""
-        cached = [lr for lr in await self.limit_ranges.values()
-                  if lr["metadata"].get("namespace") == namespace]
-        if cached:
-            return cached
-        now = time.monotonic()
-        until, found = self._live_limit_ranges.get(namespace, (0.0, []))
-        if until < now:
-            kvs, _ = await self.storage.list(
-                storage_prefix(lookup("limitranges"), namespace))
-            found = [kv.obj for kv in kvs if kv.obj]
-            self._live_limit_ranges[namespace] = (now + LIMIT_RANGE_LIVE_LOOKUP_TTL, found)
-        return found
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")

@@ -27,6 +27,7 @@ from skiff.controller_manager.nodelifecycle import (
 )
 from skiff.controller_manager.podgc import PodGCController
 from skiff.controller_manager.replicaset import ReplicaSetController
+from skiff.controller_manager.resourcequota import ResourceQuotaController
 from skiff.controller_manager.serviceaccount import ServiceAccountsController
 from skiff.controller_manager.statefulset import StatefulSetController
 from skiff.controller_manager.volumebinding import VolumeBindingController
@@ -60,6 +61,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("persistentvolume-binder",
                    lambda ctx: [VolumeBindingController(context=ctx)]),
     ControllerSpec("serviceaccount", lambda ctx: [ServiceAccountsController(context=ctx)]),
+    ControllerSpec("resourcequota", lambda ctx: [ResourceQuotaController(context=ctx)]),
 )
 
 

@@ -87,6 +87,9 @@ class ControllerManagerSettings:
     concurrent_deployment_syncs: int = setting(5)
     # The garbage collector re-checks every owned object this often (events do the rest).
     gc_resync_period: float = duration(30.0)
+    # ResourceQuota (kube-controller-manager's --resource-quota-sync-period): every quota is
+    # recounted this often besides on each change of what it counts.
+    resource_quota_sync_period: float = duration(300.0)
     concurrent_statefulset_syncs: int = setting(5)
     concurrent_node_syncs: int = setting(5)
     concurrent_taint_eviction_syncs: int = setting(8)

@@ -54,12 +54,14 @@ def owned_pods(pods: list[Obj], owner: Mapping[str, Any]) -> list[Obj]:
 async def write_status_if_changed(client: ApiClient, owner: Mapping[str, Any],
                                   status: Obj) -> None:
     """Merge `status` into the workload's status and write it, unless nothing changed or the
-    object is already gone (ReplicaSet and StatefulSet status alike)."""
+    object is already gone (ReplicaSet and StatefulSet status alike). A value of None
+    removes that field."""
     current = owner.get("status") or {}
     if all(current.get(k) == v for k, v in status.items()):
         return
     updated = copy.deepcopy(dict(owner))
-    updated["status"] = {**current, **status}
+    merged = {**current, **status}
+    updated["status"] = {k: v for k, v in merged.items() if v is not None}
     try:
         await client.update_status(updated)
     except ApiError as err:

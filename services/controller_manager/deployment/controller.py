@@ -240,6 +240,7 @@ class DeploymentController(Controller):
         else:
             _set_condition(conditions, "Available", "False", "MinimumReplicasUnavailable",
                            "Deployment does not have minimum availability.", now)
+        _copy_replica_failure(conditions, new, old)
         after: float | None = None
         new_name = new["metadata"]["name"] if new else ""
         deadline = d["spec"].get("progressDeadlineSeconds")
@@ -321,6 +322,30 @@ class DeploymentController(Controller):
         updated = copy.deepcopy(d)
         updated.setdefault("status", {})["collisionCount"] = count
         await self.client.update_status(updated)
+
+
+def _copy_replica_failure(conditions: list[Obj], new: Obj | None, old: list[Obj]) -> None:
+    """getReplicaFailures: the new ReplicaSet's ReplicaFailure condition (else an old
+    one's) becomes the Deployment's, which goes when no set has one."""
+    failure = None
+    for rs in ([new] if new else []) + old:
+        failure = _get_condition(list((rs.get("status") or {}).get("conditions") or []),
+                                 "ReplicaFailure")
+        if failure is not None:
+            break
+    current = _get_condition(conditions, "ReplicaFailure")
+    if failure is None:
+        if current is not None:
+            conditions.remove(current)
+        return
+    copied = {"type": "ReplicaFailure", "status": failure.get("status"),
+              "lastUpdateTime": failure.get("lastTransitionTime"),
+              "lastTransitionTime": failure.get("lastTransitionTime"),
+              "reason": failure.get("reason"), "message": failure.get("message")}
+    if current is None:
+        conditions.append(copied)
+    else:
+        current.update(copied)
 
 
 def _get_condition(conditions: list[Obj], type_: str) -> Obj | None:

@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from skiff.api import is_pod_terminal, is_terminating
+from skiff.api import ApiError, is_pod_terminal, is_terminating
 from skiff.client import BY_NAMESPACE, object_key
+from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podcontrol import PodControl
@@ -68,9 +69,16 @@ class ReplicaSetController(Controller):
             BY_NAMESPACE, str(rs["metadata"].get("namespace")))), self.sets)
         pods = await refs.claim(owned + orphans)
         active = active_pods(pods)
+        failure: ApiError | None = None
         if self.expectations.satisfied(key) and not is_terminating(rs):
-            await self.manage_replicas(rs, key, active)
-        return await self.update_status(rs, pods)
+            try:
+                await self.manage_replicas(rs, key, active)
+            except ApiError as err:  # the status says so (ReplicaFailure), then retry
+                failure = err
+        after = await self.update_status(rs, pods, failure)
+        if failure is not None:
+            raise failure
+        return after
 
     async def manage_replicas(self, rs: Obj, key: str, active: list[Obj]) -> None:
         diff = replica_diff(replicas=int(rs["spec"].get("replicas", 1)), active=len(active))
@@ -88,9 +96,12 @@ class ReplicaSetController(Controller):
             pods.append(pod)
         await self.pod_control.create(rs, key, pods)
 
-    async def update_status(self, rs: Obj, pods: list[Obj]) -> float | None:
+    async def update_status(self, rs: Obj, pods: list[Obj],
+                            failure: ApiError | None = None) -> float | None:
         """Write the status; returns when to look again for a ready pod that becomes
-        available (`minReadySeconds`)."""
+        available (`minReadySeconds`). A failed create or delete sets the ReplicaFailure
+        condition (FailedCreate: e.g. a pod refused by a ResourceQuota); a sync that
+        succeeds removes it."""
         active = active_pods(pods)
         min_ready = int(rs["spec"].get("minReadySeconds") or 0)
         now = self.clock.now()
@@ -108,6 +119,25 @@ class ReplicaSetController(Controller):
             "terminatingReplicas": sum(1 for p in pods
                                        if is_terminating(p) and not is_pod_terminal(p)),
             "observedGeneration": int(rs["metadata"].get("generation") or 1),
+            "conditions": _replica_failure(rs, len(active), failure, now) or None,
         }
         await write_status_if_changed(self.client, rs, status)
         return available_in(ready, min_ready_seconds=min_ready, now=now)
+
+
+def _replica_failure(rs: Obj, active: int, failure: ApiError | None,
+                     now: float) -> list[Obj]:
+    """calculateStatus's ReplicaFailure: added (FailedCreate when pods were missing,
+    FailedDelete when surplus) on the first failed sync, kept while syncs fail, removed
+    by one that succeeds."""
+    conditions = [dict(c) for c in (rs.get("status") or {}).get("conditions") or []]
+    current = next((c for c in conditions if c.get("type") == "ReplicaFailure"), None)
+    if failure is not None and current is None:
+        wanted = int(rs["spec"].get("replicas", 1))
+        reason = "FailedCreate" if active < wanted else "FailedDelete"
+        conditions.append({"type": "ReplicaFailure", "status": "True",
+                           "lastTransitionTime": rfc3339(now), "reason": reason,
+                           "message": failure.message})
+    elif failure is None and current is not None:
+        conditions.remove(current)
+    return conditions

@@ -78,6 +78,7 @@ KINDS: tuple[KindInfo, ...] = (
              has_status=False),
     KindInfo("Endpoints", "v1", "endpoints", True, ("ep",), has_status=False),
     KindInfo("LimitRange", "v1", "limitranges", True, ("limits",), has_status=False),
+    KindInfo("ResourceQuota", "v1", "resourcequotas", True, ("quota",)),
     KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )

@@ -190,6 +190,9 @@ SCHEMAS: dict[str, Fields] = {
     ),
     "LimitRange": fields(*_TOP, metadata=OBJECT_META, spec=fields(limits=ListOf(fields(
         "type", "max", "min", "default", "defaultRequest", "maxLimitRequestRatio")))),
+    "ResourceQuota": fields(*_TOP, metadata=OBJECT_META,
+                            spec=fields("hard", "scopes", "scopeSelector"),
+                            status=fields("hard", "used")),
     "VolumeAttachment": fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields("attacher", "nodeName", source=fields("persistentVolumeName",

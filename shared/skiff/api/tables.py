@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, limitranges
+from skiff.api import accountkinds, limitranges, quotas
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -226,6 +226,7 @@ COLUMNS: dict[str, list[Column]] = {
               ("MESSAGE", lambda o: str(o.get("message", "")))],
     **accountkinds.columns(_meta, _age),
     **limitranges.columns(_meta),
+    **quotas.columns(_meta, _age),
 }
 
 WIDE: dict[str, list[Column]] = {

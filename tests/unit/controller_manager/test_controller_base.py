@@ -113,13 +113,14 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
                        "endpoint", "endpointslice", "daemonset", "job", "namespace", "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
-                       "persistentvolume-binder", "serviceaccount"], id="all"),
+                       "persistentvolume-binder", "serviceaccount", "resourcequota"],
+                 id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
                                     "garbagecollector", "endpoint", "endpointslice", "daemonset",
                                     "job", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
-                                    "serviceaccount"],
+                                    "serviceaccount", "resourcequota"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:

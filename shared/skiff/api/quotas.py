@@ -1,0 +1,194 @@
+"""ResourceQuota (v1): its rules, `kubectl get` columns, and what an object uses of a quota.
+
+The apiserver's quota admission and the controller-manager's resourcequota controller must
+count the same way, so the evaluators live here (pkg/quota/v1/evaluator/core): a pod that
+is not terminal (nor past its deletion grace) uses `pods`, `count/pods` and the sums of its
+containers' requests and limits (`requests.cpu`, `limits.memory`, … and the `cpu`/`memory`
+aliases of requests; an init container counts when it asks more than all the containers
+together); a claim uses `persistentvolumeclaims` and `requests.storage`; any other counted
+object uses `count/<resource>[.<group>]` and, for core kinds, its plain name (`services`,
+`configmaps`, `secrets`). Scopes (`Terminating`, `NotTerminating`, `BestEffort`,
+`NotBestEffort`, and `PriorityClass` through `scopeSelector`) narrow which pods a quota sees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from fractions import Fraction
+from typing import Any
+
+from skiff.api.errors import FieldError, invalid, not_supported
+from skiff.api.kinds import KindInfo
+from skiff.api.quantity import canonical, parse_quantity
+from skiff.clock import parse_rfc3339
+
+Obj = dict[str, Any]
+Column = tuple[str, Callable[[Obj], str]]
+Usage = dict[str, Fraction]
+
+SCOPES = ["BestEffort", "CrossNamespacePodAffinity", "NotBestEffort", "NotTerminating",
+          "PriorityClass", "Terminating"]
+_COMPUTE = ("cpu", "memory", "ephemeral-storage")
+# core kinds whose plain resource name is also a quota resource (`services: "10"`)
+_PLAIN_COUNTS = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps",
+                 "Secret": "secrets", "PersistentVolumeClaim": "persistentvolumeclaims",
+                 "ResourceQuota": "resourcequotas"}
+# the kinds quota counts (count/<resource>[.<group>]); everything the controller watches
+COUNTED_KINDS = ("Pod", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim",
+                 "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job")
+
+
+def count_name(info: KindInfo) -> str:
+    return f"count/{info.resource}" + (f".{info.group}" if info.group else "")
+
+
+def _sum_resources(spec: Mapping[str, Any], part: str) -> Usage:
+    total: Usage = {}
+    for container in spec.get("containers") or []:
+        for name, amount in ((container.get("resources") or {}).get(part) or {}).items():
+            total[name] = total.get(name, Fraction(0)) + parse_quantity(amount)
+    for container in spec.get("initContainers") or []:
+        for name, amount in ((container.get("resources") or {}).get(part) or {}).items():
+            total[name] = max(total.get(name, Fraction(0)), parse_quantity(amount))
+    return total
+
+
+def pod_counts(pod: Mapping[str, Any], now: float) -> bool:
+    """QuotaV1Pod: terminal pods, and pods past their deletion grace, use nothing."""
+    if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed"):
+        return False
+    meta = pod.get("metadata") or {}
+    deleted, grace = meta.get("deletionTimestamp"), meta.get("deletionGracePeriodSeconds")
+    if deleted and grace is not None:
+        return now <= parse_rfc3339(str(deleted)) + float(grace)
+    return True
+
+
+def is_best_effort(pod: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    return not any((c.get("resources") or {}).get(part)
+                   for field in ("containers", "initContainers")
+                   for c in spec.get(field) or [] for part in ("requests", "limits"))
+
+
+def usage(info: KindInfo, obj: Mapping[str, Any], now: float) -> Usage:
+    """What one object uses of any quota (empty when it uses nothing)."""
+    if info.kind == "Pod" and not pod_counts(obj, now):
+        return {}
+    used: Usage = {count_name(info): Fraction(1)}
+    if info.kind in _PLAIN_COUNTS:
+        used[_PLAIN_COUNTS[info.kind]] = Fraction(1)
+    spec = obj.get("spec") or {}
+    if info.kind == "Pod":
+        for name, amount in _sum_resources(spec, "requests").items():
+            used[f"requests.{name}"] = amount
+            if name in _COMPUTE:
+                used[name] = amount
+        for name, amount in _sum_resources(spec, "limits").items():
+            used[f"limits.{name}"] = amount
+    elif info.kind == "PersistentVolumeClaim":
+        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        if storage is not None:
+            used["requests.storage"] = parse_quantity(storage)
+    return used
+
+
+def binary_keys(info: KindInfo, obj: Mapping[str, Any]) -> set[str]:
+    """The usage keys whose amounts the object wrote with a binary suffix (`700Mi`), so
+    they are printed back that way, as Quantity keeps its format."""
+    keys: set[str] = set()
+    spec = obj.get("spec") or {}
+    if info.kind == "Pod":
+        for field in ("containers", "initContainers"):
+            for container in spec.get(field) or []:
+                resources = container.get("resources") or {}
+                for part, prefix in (("requests", "requests."), ("limits", "limits.")):
+                    for name, amount in (resources.get(part) or {}).items():
+                        if str(amount).endswith("i"):
+                            keys.add(prefix + name)
+                            if part == "requests":
+                                keys.add(name)
+    elif info.kind == "PersistentVolumeClaim":
+        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+        if str(storage).endswith("i"):
+            keys.add("requests.storage")
+    return keys
+
+
+def _selector_holds(expr: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:
+    if expr.get("scopeName") != "PriorityClass":
+        return _scope_holds(str(expr.get("scopeName")), pod)
+    name = (pod.get("spec") or {}).get("priorityClassName") or ""
+    op, values = expr.get("operator"), list(expr.get("values") or [])
+    return {"In": name in values, "NotIn": name not in values, "Exists": bool(name),
+            "DoesNotExist": not name}.get(str(op), False)
+
+
+def _scope_holds(scope: str, pod: Mapping[str, Any]) -> bool:
+    spec = pod.get("spec") or {}
+    terminating = spec.get("activeDeadlineSeconds") is not None
+    return {"Terminating": terminating, "NotTerminating": not terminating,
+            "BestEffort": is_best_effort(pod), "NotBestEffort": not is_best_effort(pod),
+            "PriorityClass": bool(spec.get("priorityClassName")),
+            "CrossNamespacePodAffinity": False}.get(scope, False)
+
+
+def quota_covers(quota: Mapping[str, Any], info: KindInfo, obj: Mapping[str, Any]) -> bool:
+    """A quota's scopes (all must hold) apply to pods only; a scoped quota ignores other
+    kinds."""
+    spec = quota.get("spec") or {}
+    scopes = list(spec.get("scopes") or [])
+    exprs = list((spec.get("scopeSelector") or {}).get("matchExpressions") or [])
+    if not scopes and not exprs:
+        return True
+    if info.kind != "Pod":
+        return False
+    return all(_scope_holds(s, obj) for s in scopes) and all(
+        _selector_holds(e, obj) for e in exprs)
+
+
+def pretty(amounts: Mapping[str, Any], binary: set[str] | None = None) -> str:
+    """prettyPrint of a ResourceList: `name=amount` sorted, comma-separated (computed
+    amounts in the binary format for the keys in `binary`)."""
+    return ",".join(
+        f"{k}={canonical(v, binary=k in (binary or set())) if isinstance(v, Fraction) else v}"
+        for k, v in sorted(amounts.items()))
+
+
+def _validate_resource_quota(obj: Mapping[str, Any],
+                             old: Mapping[str, Any] | None) -> list[FieldError]:
+    errors: list[FieldError] = []
+    spec = obj.get("spec") or {}
+    for key, amount in (spec.get("hard") or {}).items():
+        try:
+            if parse_quantity(amount) < 0:
+                errors.append(invalid(f"spec.hard[{key}]", amount,
+                                      "must be greater than or equal to 0"))
+        except ValueError as exc:
+            errors.append(invalid(f"spec.hard[{key}]", amount, str(exc)))
+    for i, scope in enumerate(spec.get("scopes") or []):
+        if scope not in SCOPES:
+            errors.append(not_supported(f"spec.scopes[{i}]", scope, SCOPES))
+    return errors
+
+
+VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None],
+                                list[FieldError]]] = {
+    "ResourceQuota": _validate_resource_quota}
+
+
+def _usage_column(part: str) -> Callable[[Obj], str]:
+    """kubectl's REQUEST / LIMIT columns: `used/hard` of each resource, limits.* apart."""
+    def column(quota: Obj) -> str:
+        status = quota.get("status") or {}
+        hard, used = status.get("hard") or {}, status.get("used") or {}
+        keys = sorted(k for k in hard if k.startswith("limits.") == (part == "limit"))
+        return ", ".join(f"{k}: {used.get(k, '0')}/{hard[k]}" for k in keys)
+    return column
+
+
+def columns(meta: Callable[[str], Callable[[Obj], str]],
+            age: Callable[[Obj], str]) -> dict[str, list[Column]]:
+    return {"ResourceQuota": [("NAME", meta("name")), ("AGE", age),
+                              ("REQUEST", _usage_column("request")),
+                              ("LIMIT", _usage_column("limit"))]}
