@@ -59,7 +59,7 @@ _SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portfo
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
                  "Deployment": ("status", "scale"), "DaemonSet": ("status",),
-                 "Job": ("status",), "Service": ("status",),
+                 "Job": ("status",), "CronJob": ("status",), "Service": ("status",),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
 # A subresource's discovery entry as kube-apiserver lists it: its verbs, and the kind (with
@@ -83,7 +83,7 @@ _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "dele
             "GET": "get"}
 # The kinds in Kubernetes' `all` category that Skiff serves
 _CATEGORY_ALL = {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet",
-                 "Job"}
+                 "Job", "CronJob"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 

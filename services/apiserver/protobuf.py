@@ -310,6 +310,17 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                        ("maxLimitRequestRatio", 6, "map:Quantity")],
     "LimitRangeSpec": [("limits", 1, "[]LimitRangeItem")],
     "LimitRange": [("metadata", 1, "ObjectMeta"), ("spec", 2, "LimitRangeSpec")],
+    # kubectl create cronjob
+    "JobTemplateSpec": [("metadata", 1, "ObjectMeta"), ("spec", 2, "JobSpec")],
+    "CronJobSpec": [("schedule", 1, "string"), ("startingDeadlineSeconds", 2, "int64"),
+                    ("concurrencyPolicy", 3, "string"), ("suspend", 4, "pbool"),
+                    ("jobTemplate", 5, "JobTemplateSpec"),
+                    ("successfulJobsHistoryLimit", 6, "int32"),
+                    ("failedJobsHistoryLimit", 7, "int32"), ("timeZone", 8, "string")],
+    "CronJobStatus": [("active", 1, "[]ObjectReference"), ("lastScheduleTime", 4, "Time"),
+                      ("lastSuccessfulTime", 5, "Time")],
+    "CronJob": [("metadata", 1, "ObjectMeta"), ("spec", 2, "CronJobSpec"),
+                ("status", 3, "CronJobStatus")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -340,6 +351,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("authentication.k8s.io/v1", "TokenRequest"): "TokenRequest",
     ("v1", "ResourceQuota"): "ResourceQuota",
     ("v1", "LimitRange"): "LimitRange",
+    ("batch/v1", "CronJob"): "CronJob",
 }
 
 # "pbool" is a Go *bool: its false is meaningful (`automountServiceAccountToken: false`) and

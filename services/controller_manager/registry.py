@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.cronjob import CronJobController
 from skiff.controller_manager.daemonset import DaemonSetController
 from skiff.controller_manager.deployment import DeploymentController
 from skiff.controller_manager.disruption import DisruptionController
@@ -52,6 +53,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("endpointslice", lambda ctx: [EndpointSliceController(context=ctx)]),
     ControllerSpec("daemonset", lambda ctx: [DaemonSetController(context=ctx)]),
     ControllerSpec("job", lambda ctx: [JobController(context=ctx)]),
+    ControllerSpec("cronjob", lambda ctx: [CronJobController(context=ctx)]),
     ControllerSpec("namespace", lambda ctx: [NamespaceController(context=ctx)]),
     ControllerSpec("statefulset", lambda ctx: [StatefulSetController(context=ctx)]),
     ControllerSpec("disruption", lambda ctx: [DisruptionController(context=ctx)]),

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, limitranges
+from skiff.api import accountkinds, cronjobs, limitranges
 
 Obj = dict[str, Any]
 
@@ -177,6 +177,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "Namespace": _default_namespace,
     **accountkinds.DEFAULTERS,
     **limitranges.DEFAULTERS,
+    **cronjobs.DEFAULTERS,
 }
 
 

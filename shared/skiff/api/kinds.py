@@ -34,7 +34,7 @@ class KindInfo:
 # has none, as in Kubernetes. Pods have one since Kubernetes 1.33 (KEP-5067), in every
 # release still supported.
 GENERATION_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
-                              "Job", "PodDisruptionBudget"})
+                              "Job", "CronJob", "PodDisruptionBudget"})
 
 
 KINDS: tuple[KindInfo, ...] = (
@@ -73,6 +73,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("ControllerRevision", "apps/v1", "controllerrevisions", True, (),
              has_status=False),
     KindInfo("Job", "batch/v1", "jobs", True, ()),
+    KindInfo("CronJob", "batch/v1", "cronjobs", True, ("cj",)),
     KindInfo("Service", "v1", "services", True, ("svc",)),
     KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
              has_status=False),

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, limitranges, quotas
+from skiff.api import accountkinds, cronjobs, limitranges, quotas
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -227,6 +227,7 @@ COLUMNS: dict[str, list[Column]] = {
     **accountkinds.columns(_meta, _age),
     **limitranges.columns(_meta),
     **quotas.columns(_meta, _age),
+    **cronjobs.columns(_meta, age),
 }
 
 WIDE: dict[str, list[Column]] = {

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from skiff.api import accountkinds, limitranges, quotas, rbac
+from skiff.api import accountkinds, cronjobs, limitranges, quotas, rbac
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1126,6 +1126,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     **accountkinds.VALIDATORS,
     **limitranges.VALIDATORS,
     **quotas.VALIDATORS,
+    **cronjobs.VALIDATORS,
 }
 
 

@@ -261,6 +261,11 @@ def _validate_daemon_set(obj: VObj, old: VObj | None) -> list[FieldError]:
     return errors
 
 
+def validate_job_spec(obj: VObj) -> list[FieldError]:
+    """A Job's spec rules, for a CronJob's jobTemplate too."""
+    return _validate_job(obj, None)
+
+
 def _validate_job(obj: VObj, old: VObj | None) -> list[FieldError]:
     spec, errors = validation._dict(obj.get("spec"), "spec")
     for key in ("parallelism", "completions", "backoffLimit", "ttlSecondsAfterFinished"):
@@ -427,6 +432,12 @@ def _validate_controller_revision(obj: VObj, old: VObj | None) -> list[FieldErro
 _TOP = ("apiVersion", "kind")
 _CONDITIONS = schema.ListOf(schema.CONDITION)
 
+_JOB_SPEC = schema.fields(
+    "parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
+    "backoffLimitPerIndex", "maxFailedIndexes", "manualSelector", "ttlSecondsAfterFinished",
+    "completionMode", "suspend", "podReplacementPolicy", "managedBy", "successPolicy",
+    "podFailurePolicy", selector=schema.LABEL_SELECTOR, template=schema.POD_TEMPLATE)
+
 SCHEMAS: dict[str, schema.Fields] = {
     "Deployment": schema.fields(
         *_TOP, metadata=schema.OBJECT_META,
@@ -455,13 +466,7 @@ SCHEMAS: dict[str, schema.Fields] = {
     "ControllerRevision": schema.fields(*_TOP, "data", "revision",
                                         metadata=schema.OBJECT_META),
     "Job": schema.fields(
-        *_TOP, metadata=schema.OBJECT_META,
-        spec=schema.fields(
-            "parallelism", "completions", "activeDeadlineSeconds", "backoffLimit",
-            "backoffLimitPerIndex", "maxFailedIndexes", "manualSelector",
-            "ttlSecondsAfterFinished", "completionMode", "suspend", "podReplacementPolicy",
-            "managedBy", "successPolicy", "podFailurePolicy",
-            selector=schema.LABEL_SELECTOR, template=schema.POD_TEMPLATE),
+        *_TOP, metadata=schema.OBJECT_META, spec=_JOB_SPEC,
         status=schema.fields("startTime", "completionTime", "active", "succeeded", "failed",
                              "terminating", "completedIndexes", "failedIndexes",
                              "uncountedTerminatedPods", "ready", conditions=_CONDITIONS),
@@ -487,6 +492,13 @@ SCHEMAS: dict[str, schema.Fields] = {
                                metadata=schema.OBJECT_META),
     "Secret": schema.fields(*_TOP, "data", "stringData", "type", "immutable",
                             metadata=schema.OBJECT_META),
+    "CronJob": schema.fields(
+        *_TOP, metadata=schema.OBJECT_META,
+        spec=schema.fields(
+            "schedule", "timeZone", "startingDeadlineSeconds", "concurrencyPolicy", "suspend",
+            "successfulJobsHistoryLimit", "failedJobsHistoryLimit",
+            jobTemplate=schema.fields(metadata=schema.OBJECT_META, spec=_JOB_SPEC)),
+        status=schema.fields("active", "lastScheduleTime", "lastSuccessfulTime")),
 }
 
 

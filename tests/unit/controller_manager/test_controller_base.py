@@ -111,14 +111,15 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 @pytest.mark.parametrize(("flag", "names"), [
     pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
-                       "endpoint", "endpointslice", "daemonset", "job", "namespace", "statefulset",
+                       "endpoint", "endpointslice", "daemonset", "job", "cronjob", "namespace",
+                       "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
                        "persistentvolume-binder", "serviceaccount", "resourcequota"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
                                     "garbagecollector", "endpoint", "endpointslice", "daemonset",
-                                    "job", "namespace", "disruption", "fencing",
+                                    "job", "cronjob", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
                                     "serviceaccount", "resourcequota"],
                  id="all-but-one"),
