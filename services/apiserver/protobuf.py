@@ -321,6 +321,22 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                       ("lastSuccessfulTime", 5, "Time")],
     "CronJob": [("metadata", 1, "ObjectMeta"), ("spec", 2, "CronJobSpec"),
                 ("status", 3, "CronJobStatus")],
+    # kubectl create ingress
+    "TypedLocalObjectReference": [("apiGroup", 1, "string"), ("kind", 2, "string"),
+                                  ("name", 3, "string")],
+    "ServiceBackendPort": [("name", 1, "string"), ("number", 2, "int32")],
+    "IngressServiceBackend": [("name", 1, "string"), ("port", 2, "ServiceBackendPort")],
+    "IngressBackend": [("resource", 3, "TypedLocalObjectReference"),
+                       ("service", 4, "IngressServiceBackend")],
+    "HTTPIngressPath": [("path", 1, "string"), ("backend", 2, "IngressBackend"),
+                        ("pathType", 3, "string")],
+    "HTTPIngressRuleValue": [("paths", 1, "[]HTTPIngressPath")],
+    "IngressRuleValue": [("http", 1, "HTTPIngressRuleValue")],
+    "IngressRule": [("host", 1, "string"), ("inlineRuleValue", 2, "IngressRuleValue")],
+    "IngressTLS": [("hosts", 1, "[]string"), ("secretName", 2, "string")],
+    "IngressSpec": [("defaultBackend", 1, "IngressBackend"), ("tls", 2, "[]IngressTLS"),
+                    ("rules", 3, "[]IngressRule"), ("ingressClassName", 4, "string")],
+    "Ingress": [("metadata", 1, "ObjectMeta"), ("spec", 2, "IngressSpec")],
 }
 
 # (apiVersion, kind) -> the message of its body
@@ -352,6 +368,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "ResourceQuota"): "ResourceQuota",
     ("v1", "LimitRange"): "LimitRange",
     ("batch/v1", "CronJob"): "CronJob",
+    ("networking.k8s.io/v1", "Ingress"): "Ingress",
 }
 
 # "pbool" is a Go *bool: its false is meaningful (`automountServiceAccountToken: false`) and

@@ -197,3 +197,66 @@ def test_defect4_kubectl_debug_copy_to_posts_a_protobuf_pod_that_is_created_whol
     assert containers["main"]["command"] == ["sleep", "3600"]
     assert containers["debugger"]["image"] == "busybox"
     assert containers["debugger"]["command"] == ["sleep", "60"]
+
+
+NETWORKING = """apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: nginx-example}
+spec: {controller: k8s.io/ingress-nginx}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata:
+  name: minimal-ingress
+  annotations: {nginx.ingress.kubernetes.io/rewrite-target: /}
+spec:
+  ingressClassName: nginx-example
+  rules:
+  - http:
+      paths:
+      - {path: /testpath, pathType: Prefix, backend: {service: {name: test, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: test-network-policy}
+spec:
+  podSelector: {matchLabels: {role: db}}
+  policyTypes: [Ingress, Egress]
+  ingress:
+  - from:
+    - ipBlock: {cidr: 172.17.0.0/16, except: [172.17.1.0/24]}
+    - namespaceSelector: {matchLabels: {project: myproject}}
+    - podSelector: {matchLabels: {role: frontend}}
+    ports: [{protocol: TCP, port: 6379}]
+  egress:
+  - to: [{ipBlock: {cidr: 10.0.0.0/24}}]
+    ports: [{protocol: TCP, port: 5978}]
+"""
+
+
+def test_kubectl_applies_the_documentations_ingress_and_network_policy(
+        kubeconfig: Path) -> None:
+    """Stored, validated and listed as Kubernetes does (no ingress controller and no policy
+    enforcement run, as in a cluster without them)."""
+    applied = kubectl(kubeconfig, "apply", "-f", "-", stdin=NETWORKING)
+    assert applied.returncode == 0, applied.stderr
+    table = kubectl(kubeconfig, "get", "ingress").stdout.splitlines()
+    assert table[0].split() == ["NAME", "CLASS", "HOSTS", "ADDRESS", "PORTS", "AGE"]
+    assert table[1].split()[:4] == ["minimal-ingress", "nginx-example", "*", "80"]
+    policy = kubectl(kubeconfig, "get", "netpol").stdout.splitlines()
+    assert policy[1].split()[:2] == ["test-network-policy", "role=db"]
+    created = kubectl(kubeconfig, "create", "ingress", "simple", "--class=nginx-example",
+                      "--rule=foo.com/bar=svc1:8080,tls=my-cert")  # a protobuf body
+    assert created.returncode == 0, created.stderr
+    rule = json.loads(kubectl(kubeconfig, "get", "ingress", "simple", "-o", "json").stdout)[
+        "spec"]["rules"][0]
+    assert rule == {"host": "foo.com", "http": {"paths": [{
+        "path": "/bar", "pathType": "Exact",
+        "backend": {"service": {"name": "svc1", "port": {"number": 8080}}}}]}}
+    bad = kubectl(kubeconfig, "create", "ingress", "bad", "--rule=foo.com/bar=svc1:99999")
+    assert "spec.rules[0].http.paths[0].backend.service.port.number: Invalid value: 99999: " \
+           "must be between 1 and 65535, inclusive" in bad.stderr
+    no_type = NETWORKING.split("---")[1].replace("pathType: Prefix, ", "")
+    refused = kubectl(kubeconfig, "apply", "-f", "-", stdin=no_type.replace(
+        "minimal-ingress", "untyped"))
+    assert "spec.rules[0].http.paths[0].pathType: Required value" in refused.stderr

@@ -80,6 +80,11 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Endpoints", "v1", "endpoints", True, ("ep",), has_status=False),
     KindInfo("LimitRange", "v1", "limitranges", True, ("limits",), has_status=False),
     KindInfo("ResourceQuota", "v1", "resourcequotas", True, ("quota",)),
+    KindInfo("Ingress", "networking.k8s.io/v1", "ingresses", True, ("ing",)),
+    KindInfo("IngressClass", "networking.k8s.io/v1", "ingressclasses", False, (),
+             has_status=False),
+    KindInfo("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True, ("netpol",),
+             has_status=False),
     KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )

@@ -193,6 +193,13 @@ SCHEMAS: dict[str, Fields] = {
     "ResourceQuota": fields(*_TOP, metadata=OBJECT_META,
                             spec=fields("hard", "scopes", "scopeSelector"),
                             status=fields("hard", "used")),
+    "Ingress": fields(*_TOP, metadata=OBJECT_META,
+                      spec=fields("ingressClassName", "defaultBackend", "tls", "rules"),
+                      status=fields("loadBalancer")),
+    "IngressClass": fields(*_TOP, metadata=OBJECT_META,
+                           spec=fields("controller", "parameters")),
+    "NetworkPolicy": fields(*_TOP, metadata=OBJECT_META,
+                            spec=fields("podSelector", "ingress", "egress", "policyTypes")),
     "VolumeAttachment": fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields("attacher", "nodeName", source=fields("persistentVolumeName",

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from skiff.api import accountkinds, cronjobs, limitranges, quotas, rbac
+from skiff.api import accountkinds, cronjobs, limitranges, networking, quotas, rbac
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1127,6 +1127,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     **limitranges.VALIDATORS,
     **quotas.VALIDATORS,
     **cronjobs.VALIDATORS,
+    **networking.VALIDATORS,
 }
 
 
