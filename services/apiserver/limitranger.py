@@ -114,11 +114,13 @@ def _refuse(resource: str, name: str, problems: list[str]) -> ApiError:
     return ApiError(Reason.FORBIDDEN, f'{resource} "{name}" is forbidden: {detail}')
 
 
-def admit_pod(pod: Obj, ranges: Iterable[Mapping[str, Any]]) -> None:
-    """Default then enforce every LimitRange of the pod's namespace (at create)."""
+def admit_pod(pod: Obj, ranges: Iterable[Mapping[str, Any]]) -> bool:
+    """Default then enforce every LimitRange of the pod's namespace (at create); True when
+    a default was set, so the caller validates the pod again (as Kubernetes validates after
+    mutating admission: a default limit below a stated request is refused)."""
     items = [item for lr in ranges for item in (lr.get("spec") or {}).get("limits") or []]
     if not items:
-        return
+        return False
     spec = pod.setdefault("spec", {})
     said: list[str] = []
     for item in items:
@@ -144,6 +146,7 @@ def admit_pod(pod: Obj, ranges: Iterable[Mapping[str, Any]]) -> None:
                                  _totals(spec, "limits"))
     if problems:
         raise _refuse("pods", str(pod["metadata"].get("name", "")), problems)
+    return bool(said)
 
 
 def admit_claim(claim: Obj, ranges: Iterable[Mapping[str, Any]]) -> None:

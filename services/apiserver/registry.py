@@ -304,7 +304,8 @@ class Registry:
             if self.config.service_account_admission:
                 await admit_service_account(obj, self._get_service_account)
             ranges = await self.limit_ranges.in_namespace(obj["metadata"]["namespace"])
-            limitranger.admit_pod(obj, ranges)
+            if limitranger.admit_pod(obj, ranges):
+                self._validate(info, obj)
         elif info.kind == "PersistentVolumeClaim":
             storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
             admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])

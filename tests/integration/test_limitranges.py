@@ -110,3 +110,16 @@ async def test_limit_range_validation_names_the_field(api: ApiClient, namespace:
         await api.create(_limit_range("bad", namespace, {
             "type": "Pod", "default": {"cpu": "1"}}))
     assert "spec.limits[0].default: Forbidden" in err.value.message
+
+
+async def test_limitranger_defaults_are_validated_like_the_users_own(
+        api: ApiClient, namespace: str) -> None:
+    """Kubernetes validates after mutating admission: a default limit below the request the
+    pod states makes an invalid pod, refused, not stored."""
+    await api.create(_limit_range("low-default", namespace, {
+        "type": "Container", "default": {"cpu": "500m"}}))
+    with pytest.raises(ApiError) as err:
+        await api.create(_with_resources(pod("greedy", namespace), requests={"cpu": "1"}))
+    assert err.value.reason == Reason.INVALID
+    assert "spec.containers[0].resources.requests[cpu]" in err.value.message
+    assert "must be less than or equal to cpu limit of 500m" in err.value.message

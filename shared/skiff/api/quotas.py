@@ -35,7 +35,8 @@ _PLAIN_COUNTS = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps"
                  "ResourceQuota": "resourcequotas"}
 # the kinds quota counts (count/<resource>[.<group>]); everything the controller watches
 COUNTED_KINDS = ("Pod", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim",
-                 "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet", "Job")
+                 "ServiceAccount", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet",
+                 "Job", "CronJob", "Ingress", "NetworkPolicy")
 
 
 def count_name(info: KindInfo) -> str:
