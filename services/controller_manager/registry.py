@@ -29,6 +29,7 @@ from skiff.controller_manager.nodelifecycle import (
 from skiff.controller_manager.podgc import PodGCController
 from skiff.controller_manager.replicaset import ReplicaSetController
 from skiff.controller_manager.resourcequota import ResourceQuotaController
+from skiff.controller_manager.rootcacertpublisher import RootCACertPublisher
 from skiff.controller_manager.serviceaccount import ServiceAccountsController
 from skiff.controller_manager.statefulset import StatefulSetController
 from skiff.controller_manager.volumebinding import VolumeBindingController
@@ -64,6 +65,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
                    lambda ctx: [VolumeBindingController(context=ctx)]),
     ControllerSpec("serviceaccount", lambda ctx: [ServiceAccountsController(context=ctx)]),
     ControllerSpec("resourcequota", lambda ctx: [ResourceQuotaController(context=ctx)]),
+    ControllerSpec("root-ca-cert-publisher", lambda ctx: [RootCACertPublisher(context=ctx)]),
 )
 
 

@@ -87,6 +87,10 @@ class ControllerManagerSettings:
     concurrent_deployment_syncs: int = setting(5)
     # The garbage collector re-checks every owned object this often (events do the rest).
     gc_resync_period: float = duration(30.0)
+    # root-ca-cert-publisher: the CA bundle every namespace's kube-root-ca.crt ConfigMap
+    # carries (empty: the CA this process trusts the apiserver with, as Kubernetes falls back
+    # to its kubeconfig's; none at all: the controller does nothing).
+    root_ca_file: str = setting("", help="CA bundle published as kube-root-ca.crt")
     # ResourceQuota (kube-controller-manager's --resource-quota-sync-period): every quota is
     # recounted this often besides on each change of what it counts.
     resource_quota_sync_period: float = duration(300.0)

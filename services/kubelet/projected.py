@@ -82,7 +82,7 @@ async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
             elif "configMap" in source:
                 config_map = source["configMap"]
                 if config_map.get("name") != "kube-root-ca.crt" or not root_ca_file:
-                    continue  # ConfigMaps are not served yet; only the root CA is known
+                    continue  # only kube-root-ca.crt: the kubelet's root CA file, the same bundle
                 for item in config_map.get("items") or [{"key": "ca.crt", "path": "ca.crt"}]:
                     if item.get("key") == "ca.crt":
                         _write(target / str(item.get("path", "ca.crt")),

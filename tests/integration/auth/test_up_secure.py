@@ -15,6 +15,7 @@ import pytest
 
 from skiff.cli.localcluster import ClusterState
 from tests.integration.skiffcli import skiff
+from tests.integration.waiting import until
 
 
 def kubectl(kubeconfig: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -106,3 +107,23 @@ def test_AU3_kubectl_manages_rbac_objects(secure_up: Path) -> None:
     bootstrap = kubectl(kubeconfig, "get", "clusterrolebinding", "system:kube-scheduler",
                         "-o", "jsonpath={.subjects[0].name}")
     assert bootstrap.stdout == "system:kube-scheduler", bootstrap.stderr
+
+
+def test_AU1_every_namespace_gets_the_cluster_ca_as_kube_root_ca_crt(secure_up: Path) -> None:
+    """The root-ca-cert-publisher: kube-root-ca.crt in each namespace, new ones too, carrying
+    the cluster CA that the kube-api-access volume of every pod names; a deleted one comes
+    back."""
+    config = secure_up / "kubeconfig"
+    ca = (secure_up / "pki" / "ca.crt").read_text()
+    assert kubectl(config, "create", "namespace", "root-ca").returncode == 0
+
+    def published(namespace: str) -> str:
+        got = kubectl(config, "get", "configmap", "kube-root-ca.crt", "-n", namespace,
+                      "-o", "jsonpath={.data.ca\\.crt}")
+        return got.stdout if got.returncode == 0 else ""
+
+    until(lambda: all(published(ns) == ca for ns in ("default", "kube-system", "root-ca")),
+          "kube-root-ca.crt in default, kube-system and a new namespace", timeout=30)
+    assert kubectl(config, "delete", "configmap", "kube-root-ca.crt", "-n",
+                   "root-ca").returncode == 0
+    until(lambda: published("root-ca") == ca, "kube-root-ca.crt published again", timeout=30)

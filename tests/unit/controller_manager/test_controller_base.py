@@ -114,14 +114,16 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                        "endpoint", "endpointslice", "daemonset", "job", "cronjob", "namespace",
                        "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
-                       "persistentvolume-binder", "serviceaccount", "resourcequota"],
+                       "persistentvolume-binder", "serviceaccount", "resourcequota",
+                       "root-ca-cert-publisher"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
                                     "garbagecollector", "endpoint", "endpointslice", "daemonset",
                                     "job", "cronjob", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
-                                    "serviceaccount", "resourcequota"],
+                                    "serviceaccount", "resourcequota",
+                                    "root-ca-cert-publisher"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:
