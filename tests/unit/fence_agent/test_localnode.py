@@ -22,8 +22,15 @@ SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 def sleeper(tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     """A process of this test's own, in its own group, stopped by PID afterwards; its
     argv looks like a kubelet's whose root dir is this test's empty directory."""
-    proc = subprocess.Popen([*SLEEP, "--root-dir", str(tmp_path / "empty")],
-                            start_new_session=True)
+    argv = [*SLEEP, "--root-dir", str(tmp_path / "empty")]
+    proc = subprocess.Popen(argv, start_new_session=True)
+    # Until the child has exec'd, /proc shows the parent's cmdline (seen under load in a
+    # full run): wait for the argv the tests compare with.
+    cmdline = Path(f"/proc/{proc.pid}/cmdline")
+    deadline = time.monotonic() + 10
+    while cmdline.read_bytes().split(b"\0")[:-1] != [a.encode() for a in argv]:
+        assert time.monotonic() < deadline, "the sleeper never exec'd"
+        time.sleep(0.01)
     yield proc
     proc.kill()
     proc.wait(10)
