@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skiff.cli.localcluster import ClusterState, Component
-from skiff.kubelet.records import load_state
-from skiff.kubelet.runtime.procfs import group_members, read_stat
+from skiff.podstate import load_state
+from skiff.procfs import group_members, read_stat
 
 __all__ = ["NodeProcess", "kubelet_component", "kubelet_root_dir", "node_processes",
            "kill_group", "cmdline"]

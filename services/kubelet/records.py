@@ -8,13 +8,13 @@ running processes instead of starting them twice (GT8).
 
 from __future__ import annotations
 
-import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from skiff.kubelet.runtime import ContainerHandle
+from skiff.podstate import load_state as load_state
+from skiff.podstate import write_state
 
 __all__ = ["APP", "INIT", "SIDECAR", "ContainerRecord", "load_state", "save_state"]
 
@@ -59,10 +59,6 @@ class ContainerRecord:
         return self.attempts > 0
 
 
-def _state_path(pod_dir: Path) -> Path:
-    return pod_dir / "state.json"
-
-
 def save_state(pod_dir: Path, *, pod: Obj, records: list[ContainerRecord]) -> None:
     """Atomically write what a restarted kubelet needs to re-adopt the pod's processes."""
     meta = pod.get("metadata", {})
@@ -80,15 +76,4 @@ def save_state(pod_dir: Path, *, pod: Obj, records: list[ContainerRecord]) -> No
                 "started": r.started,
             } for r in records},
     }
-    pod_dir.mkdir(parents=True, exist_ok=True)
-    tmp = _state_path(pod_dir).with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    os.replace(tmp, _state_path(pod_dir))
-
-
-def load_state(pod_dir: Path) -> Obj | None:
-    try:
-        data = json.loads(_state_path(pod_dir).read_text())
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    write_state(pod_dir, data)

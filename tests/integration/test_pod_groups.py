@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from skiff.cli.podgroups import end_pod_groups, pod_groups
-from skiff.kubelet.runtime.procfs import group_members, read_stat
+from skiff.procfs import group_members, read_stat
 
 
 def record(root: Path, uid: str, containers: dict[str, dict[str, int]]) -> None:

@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import IO
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
-from skiff.kubelet.runtime.procfs import ProcStat, container_group, read_stat
 from skiff.kubelet.runtime.terminal import Terminal
+from skiff.procfs import ProcStat, container_group, read_stat
 
 __all__ = ["ProcessRuntime", "base_environment"]
 

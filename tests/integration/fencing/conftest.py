@@ -20,7 +20,7 @@ from skiff.cli.processes import Process
 from skiff.client import ApiClient
 from skiff.fence_agent import FINALIZER
 from skiff.fence_agent.localnode import cmdline
-from skiff.kubelet.runtime.procfs import read_stat
+from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import Node, _kill_leftovers, wait_until
 

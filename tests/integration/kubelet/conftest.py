@@ -22,7 +22,7 @@ from skiff.cli.processes import Process
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
 from skiff.kubelet.records import load_state
-from skiff.kubelet.runtime.procfs import read_stat
+from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster
 from tests.integration.waiting import recorded
 

@@ -24,8 +24,8 @@ from skiff.api import ApiError, Reason, get_condition
 from skiff.checker.report import overlaps, parse_lines
 from skiff.cli.netns import NetnsCluster, ns_exec
 from skiff.client import ApiClient
-from skiff.kubelet.runtime.procfs import read_stat
 from skiff.kubelet.sandbox.network import pod_netns_name
+from skiff.procfs import read_stat
 from tests.integration.waiting import get_or_none as get_or_none
 from tests.integration.waiting import wait_for as wait_for
 

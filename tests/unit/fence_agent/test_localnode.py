@@ -13,7 +13,7 @@ import pytest
 
 from skiff.cli.localcluster import ClusterState, Component
 from skiff.fence_agent.localnode import kubelet_root_dir, node_processes
-from skiff.kubelet.runtime.procfs import read_stat
+from skiff.procfs import read_stat
 
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 

@@ -15,7 +15,7 @@ import subprocess
 
 from skiff.kubelet.runtime import ContainerHandle
 from skiff.kubelet.runtime.process import ProcessRuntime
-from skiff.kubelet.runtime.procfs import container_group, read_stat
+from skiff.procfs import container_group, read_stat
 
 
 async def test_defect_the_kubelet_leaves_alone_a_group_whose_number_was_reused() -> None:
