@@ -17,13 +17,15 @@ A PID that was reused by another program (different start time) is never signall
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import signal
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+
+from skiff.podstate import load_state
+from skiff.procfs import group_members, read_stat
 
 __all__ = ["PodGroup", "end_pod_groups", "kubelet_root_dirs", "pod_groups", "summary"]
 
@@ -35,42 +37,6 @@ class PodGroup:
     pgid: int
     pids: tuple[int, ...]
     what: str
-
-
-@dataclass(frozen=True)
-class _Stat:
-    pid: int
-    state: str
-    pgrp: int
-    start_ticks: int
-
-
-def _read_stat(pid: int) -> _Stat | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            data = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    rest = data[data.rfind(")") + 2:].split()  # comm may hold spaces and parentheses
-    try:
-        stat = _Stat(pid=pid, state=rest[0], pgrp=int(rest[2]), start_ticks=int(rest[19]))
-    except (IndexError, ValueError):
-        return None
-    return stat if stat.state not in ("Z", "X") else None
-
-
-def _members(pgid: int) -> list[_Stat]:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return []
-    except PermissionError:
-        pass
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit() and (stat := _read_stat(int(entry))) and stat.pgrp == pgid:
-            found.append(stat)
-    return found
 
 
 def kubelet_root_dirs(data_dir: Path, argvs: Iterable[list[str]] = ()) -> list[Path]:
@@ -86,20 +52,12 @@ def kubelet_root_dirs(data_dir: Path, argvs: Iterable[list[str]] = ()) -> list[P
     return sorted(roots)
 
 
-def _load(state_file: Path) -> dict[str, object]:
-    try:
-        data = json.loads(state_file.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 def pod_groups(roots: Iterable[Path]) -> list[PodGroup]:
     """Every live, confirmed container process group recorded under these kubelet roots."""
     found: dict[int, PodGroup] = {}
     for root in roots:
         for state_file in sorted(root.glob("pods/*/state.json")):
-            state = _load(state_file)
+            state = load_state(state_file.parent) or {}
             pod = f"{state.get('namespace')}/{state.get('name')}"
             containers = state.get("containers")
             for container, entry in (containers if isinstance(containers, dict) else {}).items():
@@ -112,10 +70,12 @@ def pod_groups(roots: Iterable[Path]) -> list[PodGroup]:
                     continue
                 if pid <= 0 or pgid <= 0 or pgid in found:
                     continue
-                leader = _read_stat(pid)
+                leader = read_stat(pid)
+                if leader is not None and not leader.alive:
+                    leader = None  # a zombie is gone
                 if leader is not None and (leader.start_ticks != ticks or leader.pgrp != pgid):
                     continue  # a reused PID (or it left the group): not this container
-                members = [m for m in _members(pgid) if m.start_ticks >= ticks]
+                members = [m for m in group_members(pgid) if m.start_ticks >= ticks]
                 if leader is None and not members:
                     continue
                 pids = tuple(sorted({m.pid for m in members} | ({pid} if leader else set())))
