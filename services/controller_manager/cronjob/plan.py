@@ -1,9 +1,10 @@
 """What the CronJob controller decides at one instant, as pure functions
 (pkg/controller/cronjob/utils.go).
 
-`due(cj, now)` is the most recent scheduled time not yet acted on: the schedule's times after
-the last one acted on (or the CronJob's creation), no earlier than `startingDeadlineSeconds`
-ago, the latest of them; with it come how many were missed and the next time to look. A Job
+`due(cj, now)` is the most recent scheduled time not yet acted on: the latest scheduled time
+not after now, if it comes after the last one acted on (or the CronJob's creation) and no
+earlier than `startingDeadlineSeconds` ago; with it come about how many were missed and the
+next time to look. A Job
 is named `<cronjob>-<scheduled minutes since the epoch>`, so one schedule time makes at most
 one Job whatever happens. Finished Jobs beyond `successfulJobsHistoryLimit` /
 `failedJobsHistoryLimit` are deleted oldest first.
@@ -14,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.api.cronjobs import SCHEDULED_ANNOTATION, next_time, times_between
+from skiff.api.cronjobs import SCHEDULED_ANNOTATION, latest_at_or_before, next_time
 from skiff.clock import parse_rfc3339, rfc3339
 
 Obj = dict[str, Any]
@@ -29,6 +30,9 @@ class Due:
 
 
 def due(cj: Obj, now: float) -> Due:
+    """As mostRecentScheduleTime: one step back from now for the latest time, and the number
+    missed since `earliest` estimated from the schedule's first interval (exact for a fixed
+    one), so a CronJob idle for days costs two steps, not one per missed time."""
     spec, status = cj["spec"], cj.get("status") or {}
     schedule, tz = str(spec["schedule"]), spec.get("timeZone")
     last = status.get("lastScheduleTime") or cj["metadata"].get("creationTimestamp")
@@ -36,13 +40,15 @@ def due(cj: Obj, now: float) -> Due:
     deadline = spec.get("startingDeadlineSeconds")
     if deadline is not None:
         earliest = max(earliest, now - float(deadline))
-    times = times_between(schedule, tz, earliest, now)
     next_at = next_time(schedule, tz, now)
-    if not times:
+    scheduled = latest_at_or_before(schedule, tz, now)
+    if scheduled <= earliest:
         return Due(None, 0, next_at)
-    scheduled = times[-1]
+    first = next_time(schedule, tz, earliest)
+    interval = max(next_time(schedule, tz, first) - first, 1.0)
+    missed = int((scheduled - first) // interval) + 1
     too_late = deadline is not None and scheduled + float(deadline) < now
-    return Due(scheduled, len(times), next_at, too_late)
+    return Due(scheduled, missed, next_at, too_late)
 
 
 def job_name(cj: Obj, scheduled: float) -> str:

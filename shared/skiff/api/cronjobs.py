@@ -65,6 +65,12 @@ def next_time(schedule: str, time_zone: str | None, after: float) -> float:
     return float(croniter(_expression(schedule), start).get_next(float))
 
 
+def latest_at_or_before(schedule: str, time_zone: str | None, now: float) -> float:
+    """The last scheduled time not after `now` (one step back, however long ago)."""
+    start = datetime.fromtimestamp(now + 0.001, zone(time_zone))
+    return float(croniter(_expression(schedule), start).get_prev(float))
+
+
 def times_between(schedule: str, time_zone: str | None, earliest: float, now: float,
                   *, limit: int = 101) -> list[float]:
     """Scheduled times in (earliest, now], at most `limit` of them (the latest kept)."""

@@ -87,3 +87,19 @@ def test_cronjob_validation_names_the_field() -> None:
     long_name = _cj()
     long_name["metadata"]["name"] = "x" * 53
     assert any("must be no more than 52 characters" in str(e) for e in validate(long_name))
+
+
+def test_a_cronjob_idle_for_days_is_due_once_at_the_latest_time_in_two_steps(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    steps: list[float] = []
+
+    def counted(schedule: str, tz: str | None, after: float) -> float:
+        steps.append(after)
+        return next_time(schedule, tz, after)
+
+    monkeypatch.setattr(plan, "next_time", counted)
+    every_minute = _cj("* * * * *")
+    late = plan.due(every_minute, T0 + 3 * 86400 + 30)
+    assert len(steps) <= 3  # not one step per missed minute (4,320 of them)
+    assert late.scheduled == T0 + 3 * 86400 and late.missed == 3 * 1440
+    assert plan.due(every_minute, T0 + 60).scheduled == T0 + 60  # exactly on the minute
