@@ -94,6 +94,17 @@ def _groups() -> dict[str, list[KindInfo]]:
     return by_gv
 
 
+def _api_groups(by_gv: dict[str, list[KindInfo]]) -> list[Obj]:
+    """Every served group with its one version."""
+    groups = []
+    for gv in [*by_gv, *reviews.GROUP_VERSIONS]:
+        if "/" in gv:
+            group, version = gv.split("/")
+            entry = {"groupVersion": gv, "version": version}
+            groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
+    return [*groups, metricsapi.api_group()]
+
+
 def _status(err: ApiError) -> Response:
     return Response(err.code, err.to_status())
 
@@ -149,6 +160,7 @@ class KubeApi:
         self._openapi_v2_pb: bytes | None = None
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
         self._by_gv = _groups()
+        self._api_groups = _api_groups(self._by_gv)  # `/apis`, `/apis/<group>`
 
     async def handle(self, req: Request) -> Response:
         try:
@@ -168,17 +180,6 @@ class KubeApi:
                                     "internal error occurred; the apiserver log has the "
                                     "details"))
 
-    def _api_groups(self) -> list[Obj]:
-        """Every served group with its one version (`/apis`, `/apis/<group>`)."""
-        groups = []
-        for gv in [*self._by_gv, *reviews.GROUP_VERSIONS]:
-            if "/" in gv:
-                group, version = gv.split("/")
-                entry = {"groupVersion": gv, "version": version}
-                groups.append({"name": group, "versions": [entry],
-                               "preferredVersion": entry})
-        return [*groups, metricsapi.api_group()]
-
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
         endpoint, _, check = path.strip("/").partition("/")
@@ -193,10 +194,10 @@ class KubeApi:
                                        "serverAddress": req.header("host")}]})
         if path == "/apis":
             return Response(200, {"kind": "APIGroupList", "apiVersion": "v1",
-                                  "groups": self._api_groups()})
+                                  "groups": self._api_groups})
         if path.startswith("/apis/") and path.count("/") == 2:  # /apis/<group>: APIGroup
             group = path.removeprefix("/apis/")
-            for entry in self._api_groups():
+            for entry in self._api_groups:
                 if entry["name"] == group:
                     return Response(200, {"kind": "APIGroup", "apiVersion": "v1", **entry})
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "

@@ -19,6 +19,7 @@ from typing import Any
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.quantity import canonical, parse_quantity
+from skiff.api.resources import binary_amounts, pod_amounts
 
 Obj = dict[str, Any]
 
@@ -95,18 +96,11 @@ def _enforce(kind: str, item: Mapping[str, Any], requests: Mapping[str, Any],
 
 
 def _totals(spec: Mapping[str, Any], part: str) -> dict[str, Any]:
-    """PodRequests / PodLimits: the containers' sum, raised to any init container's (in
-    the binary format when an amount had a binary suffix, as Quantity.Add keeps it)."""
-    total: dict[str, Fraction] = {}
-    binary: set[str] = set()
-    for field in ("containers", "initContainers"):
-        for container in spec.get(field) or []:
-            for name, amount in _amounts(container.get("resources"), part).items():
-                have, more = total.get(name, Fraction(0)), parse_quantity(amount)
-                total[name] = have + more if field == "containers" else max(have, more)
-                if str(amount).endswith("i"):
-                    binary.add(name)
-    return {name: canonical(value, binary=name in binary) for name, value in total.items()}
+    """PodRequests / PodLimits (in the binary format when an amount had a binary suffix,
+    as Quantity.Add keeps it)."""
+    binary = binary_amounts(spec, part)
+    return {name: canonical(value, binary=name in binary)
+            for name, value in pod_amounts(spec, part).items()}
 
 
 def _refuse(resource: str, name: str, problems: list[str]) -> ApiError:

@@ -88,8 +88,10 @@ class QuotaAdmission:
                 return  # deleted meanwhile
             quota = kv.obj
             spec_hard = (quota.get("spec") or {}).get("hard") or {}
-            limited = set(spec_hard) & set(delta) | (set(spec_hard) & set(_MUST_SPECIFY)
-                                                      if info.kind == "Pod" else set())
+            # what the quota limits of this object's use, and, for a pod, the compute
+            # resources each container must state
+            limited = set(spec_hard) & (set(delta) | (set(_MUST_SPECIFY)
+                                                       if info.kind == "Pod" else set()))
             if not limited:
                 return
             if info.kind == "Pod":

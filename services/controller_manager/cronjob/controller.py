@@ -16,7 +16,7 @@ import logging
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.client import object_key
+from skiff.client import BY_NAMESPACE, object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.cronjob import plan
@@ -60,9 +60,9 @@ class CronJobController(Controller):
 
     def _owned_jobs(self, cj: Obj) -> list[Obj]:
         uid = cj["metadata"].get("uid")
-        return [j for j in self.jobs.store.list()
-                if j["metadata"].get("namespace") == cj["metadata"].get("namespace")
-                and (controller_ref(j) or {}).get("uid") == uid]
+        return [j for j in self.jobs.store.by_index(BY_NAMESPACE,
+                                                    str(cj["metadata"].get("namespace")))
+                if (controller_ref(j) or {}).get("uid") == uid]
 
     async def reconcile(self, key: str) -> float | None:
         cached = self.cronjobs.store.get(key)

@@ -18,7 +18,6 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from croniter import croniter
 
 from skiff.api.errors import FieldError, invalid, not_supported, required
-from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
 Column = tuple[str, Callable[[Obj], str]]
@@ -169,12 +168,6 @@ def columns(meta: Callable[[str], Callable[[Obj], str]],
         ("ACTIVE", lambda o: str(len((o.get("status") or {}).get("active") or []))),
         ("LAST SCHEDULE", _last_schedule(age_of)),
         ("AGE", lambda o: age_of(o["metadata"].get("creationTimestamp")))]}
-
-
-def scheduled_time_of(job: Mapping[str, Any]) -> float | None:
-    """The time a CronJob's Job was scheduled for (its annotation), if it says."""
-    stamp = ((job.get("metadata") or {}).get("annotations") or {}).get(SCHEDULED_ANNOTATION)
-    return parse_rfc3339(stamp) if stamp else None
 
 
 SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"

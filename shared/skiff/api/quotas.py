@@ -20,6 +20,7 @@ from typing import Any
 from skiff.api.errors import FieldError, invalid, not_supported
 from skiff.api.kinds import KindInfo
 from skiff.api.quantity import canonical, parse_quantity
+from skiff.api.resources import binary_amounts, pod_amounts
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -41,17 +42,6 @@ COUNTED_KINDS = ("Pod", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim
 
 def count_name(info: KindInfo) -> str:
     return f"count/{info.resource}" + (f".{info.group}" if info.group else "")
-
-
-def _sum_resources(spec: Mapping[str, Any], part: str) -> Usage:
-    total: Usage = {}
-    for container in spec.get("containers") or []:
-        for name, amount in ((container.get("resources") or {}).get(part) or {}).items():
-            total[name] = total.get(name, Fraction(0)) + parse_quantity(amount)
-    for container in spec.get("initContainers") or []:
-        for name, amount in ((container.get("resources") or {}).get(part) or {}).items():
-            total[name] = max(total.get(name, Fraction(0)), parse_quantity(amount))
-    return total
 
 
 def pod_counts(pod: Mapping[str, Any], now: float) -> bool:
@@ -81,11 +71,11 @@ def usage(info: KindInfo, obj: Mapping[str, Any], now: float) -> Usage:
         used[_PLAIN_COUNTS[info.kind]] = Fraction(1)
     spec = obj.get("spec") or {}
     if info.kind == "Pod":
-        for name, amount in _sum_resources(spec, "requests").items():
+        for name, amount in pod_amounts(spec, "requests").items():
             used[f"requests.{name}"] = amount
             if name in _COMPUTE:
                 used[name] = amount
-        for name, amount in _sum_resources(spec, "limits").items():
+        for name, amount in pod_amounts(spec, "limits").items():
             used[f"limits.{name}"] = amount
     elif info.kind == "PersistentVolumeClaim":
         storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
@@ -97,23 +87,15 @@ def usage(info: KindInfo, obj: Mapping[str, Any], now: float) -> Usage:
 def binary_keys(info: KindInfo, obj: Mapping[str, Any]) -> set[str]:
     """The usage keys whose amounts the object wrote with a binary suffix (`700Mi`), so
     they are printed back that way, as Quantity keeps its format."""
-    keys: set[str] = set()
     spec = obj.get("spec") or {}
     if info.kind == "Pod":
-        for field in ("containers", "initContainers"):
-            for container in spec.get(field) or []:
-                resources = container.get("resources") or {}
-                for part, prefix in (("requests", "requests."), ("limits", "limits.")):
-                    for name, amount in (resources.get(part) or {}).items():
-                        if str(amount).endswith("i"):
-                            keys.add(prefix + name)
-                            if part == "requests":
-                                keys.add(name)
-    elif info.kind == "PersistentVolumeClaim":
-        storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
-        if str(storage).endswith("i"):
-            keys.add("requests.storage")
-    return keys
+        requests = binary_amounts(spec, "requests")
+        return ({f"requests.{n}" for n in requests} | requests
+                | {f"limits.{n}" for n in binary_amounts(spec, "limits")})
+    storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
+    if info.kind == "PersistentVolumeClaim" and str(storage).endswith("i"):
+        return {"requests.storage"}
+    return set()
 
 
 def _selector_holds(expr: Mapping[str, Any], pod: Mapping[str, Any]) -> bool:

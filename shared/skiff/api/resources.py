@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fractions import Fraction
 from typing import Any
 
-from skiff.api.quantity import bytes_, cpu_millis
+from skiff.api.quantity import bytes_, cpu_millis, parse_quantity
 
 Obj = Mapping[str, Any]
 
@@ -133,3 +134,28 @@ def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
         result.add(extra)
         result_nz.add(Resource(extra.milli_cpu, extra.memory))
     return result, result_nz
+
+
+def _containers(spec: Mapping[str, Any]) -> list[tuple[bool, Mapping[str, Any]]]:
+    """(is an init container, container) for every container of the pod spec."""
+    return [(field == "initContainers", c) for field in ("containers", "initContainers")
+            for c in spec.get(field) or []]
+
+
+def pod_amounts(spec: Mapping[str, Any], part: str) -> dict[str, Fraction]:
+    """A pod's exact `requests` or `limits` per resource name, as ResourceQuota and
+    LimitRanger total them: the containers' sum, raised to any init container's."""
+    total: dict[str, Fraction] = {}
+    for init, container in _containers(spec):
+        for name, amount in ((container.get("resources") or {}).get(part) or {}).items():
+            have, more = total.get(name, Fraction(0)), parse_quantity(amount)
+            total[name] = max(have, more) if init else have + more
+    return total
+
+
+def binary_amounts(spec: Mapping[str, Any], part: str) -> set[str]:
+    """The resource names of `part` some container wrote with a binary suffix (`700Mi`):
+    a total of them prints back that way, as Quantity keeps its format."""
+    return {name for _, container in _containers(spec)
+            for name, amount in ((container.get("resources") or {}).get(part) or {}).items()
+            if str(amount).endswith("i")}
