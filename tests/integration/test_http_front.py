@@ -199,7 +199,7 @@ def test_as8_kubectl_drain_evicts_through_pods_eviction_and_honours_a_pdb(
     assert kubectl(config, "get", "pod", "victim").returncode != 0
 
 
-def test_kubectl_discovers_each_group_and_the_kinds_of_pod_subresources(
+def test_as8_kubectl_discovers_each_group_and_the_kinds_of_pod_subresources(
         front: tuple[Cluster, int, Path]) -> None:
     _, _, config = front
     group = json.loads(kubectl(config, "get", "--raw", "/apis/policy").stdout)

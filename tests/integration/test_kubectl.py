@@ -235,7 +235,7 @@ spec:
 """
 
 
-def test_kubectl_applies_the_documentations_ingress_and_network_policy(
+def test_as7_kubectl_applies_the_documentations_ingress_and_network_policy(
         kubeconfig: Path) -> None:
     """Stored, validated and listed as Kubernetes does (no ingress controller and no policy
     enforcement run, as in a cluster without them)."""

@@ -26,7 +26,7 @@ def _with_resources(body: Obj, **resources: Obj) -> Obj:
     return body
 
 
-async def test_limitranger_gives_containers_the_namespaces_default_memory(
+async def test_ax6_limitranger_gives_containers_the_namespaces_default_memory(
         api: ApiClient, namespace: str) -> None:
     await api.create(_limit_range("mem-limit-range", namespace, {
         "type": "Container", "default": {"memory": "512Mi"},
@@ -49,7 +49,7 @@ async def test_limitranger_gives_containers_the_namespaces_default_memory(
         "limits": {"memory": "512Mi"}, "requests": {"memory": "128Mi"}}
 
 
-async def test_limitranger_refuses_a_container_outside_min_and_max(
+async def test_ax6_limitranger_refuses_a_container_outside_min_and_max(
         api: ApiClient, namespace: str) -> None:
     stored = await api.create(_limit_range("cpu-min-max-demo-lr", namespace, {
         "type": "Container", "max": {"cpu": "800m"}, "min": {"cpu": "200m"}}))
@@ -74,7 +74,7 @@ async def test_limitranger_refuses_a_container_outside_min_and_max(
         await api.get("pods", "constraints-cpu-demo-2", namespace)  # nothing was stored
 
 
-async def test_limitranger_bounds_a_pods_total_and_a_claims_storage(
+async def test_ax6_limitranger_bounds_a_pods_total_and_a_claims_storage(
         api: ApiClient, namespace: str) -> None:
     await api.create(_limit_range("totals", namespace,
                                   {"type": "Pod", "max": {"memory": "1Gi"}},
@@ -99,7 +99,7 @@ async def test_limitranger_bounds_a_pods_total_and_a_claims_storage(
                                  "is 5Gi")
 
 
-async def test_limit_range_validation_names_the_field(api: ApiClient, namespace: str) -> None:
+async def test_as7_limit_range_validation_names_the_field(api: ApiClient, namespace: str) -> None:
     with pytest.raises(ApiError) as err:
         await api.create(_limit_range("bad", namespace, {
             "type": "Container", "min": {"cpu": "2"}, "max": {"cpu": "1"}}))
@@ -112,7 +112,7 @@ async def test_limit_range_validation_names_the_field(api: ApiClient, namespace:
     assert "spec.limits[0].default: Forbidden" in err.value.message
 
 
-async def test_limitranger_defaults_are_validated_like_the_users_own(
+async def test_as7_limitranger_defaults_are_validated_like_the_users_own(
         api: ApiClient, namespace: str) -> None:
     """Kubernetes validates after mutating admission: a default limit below the request the
     pod states makes an invalid pod, refused, not stored."""

@@ -109,7 +109,7 @@ def test_AU3_kubectl_manages_rbac_objects(secure_up: Path) -> None:
     assert bootstrap.stdout == "system:kube-scheduler", bootstrap.stderr
 
 
-def test_AU1_every_namespace_gets_the_cluster_ca_as_kube_root_ca_crt(secure_up: Path) -> None:
+def test_AX3_every_namespace_gets_the_cluster_ca_as_kube_root_ca_crt(secure_up: Path) -> None:
     """The root-ca-cert-publisher: kube-root-ca.crt in each namespace, new ones too, carrying
     the cluster CA that the kube-api-access volume of every pod names; a deleted one comes
     back."""

@@ -11,7 +11,7 @@ from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _wait
 
 
-def test_cronjob_creates_a_job_each_scheduled_minute_and_records_it(kube: Kube) -> None:
+def test_wl4_cronjob_creates_a_job_each_scheduled_minute_and_records_it(kube: Kube) -> None:
     ns = "cron"
     kube("create", "namespace", ns)
     kube("create", "cronjob", "hello", "-n", ns, "--image=busybox", "--schedule=* * * * *",

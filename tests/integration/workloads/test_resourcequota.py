@@ -39,7 +39,7 @@ def _quota(kube: Kube, namespace: str, name: str) -> Obj:
                                 "-o", "json").stdout))
 
 
-def test_resourcequota_charges_pods_and_refuses_one_over_the_quota(kube: Kube) -> None:
+def test_ax6_resourcequota_charges_pods_and_refuses_one_over_the_quota(kube: Kube) -> None:
     ns = "quota-mem-cpu-example"
     kube("create", "namespace", ns)
     kube("apply", "-n", ns, "-f", "-", stdin=QUOTA)
@@ -72,7 +72,7 @@ def test_resourcequota_charges_pods_and_refuses_one_over_the_quota(kube: Kube) -
     kube("delete", "namespace", ns, "--wait=false")
 
 
-def test_resourcequota_holds_a_replicaset_back_with_a_replica_failure(kube: Kube) -> None:
+def test_wl1_resourcequota_holds_a_replicaset_back_with_a_replica_failure(kube: Kube) -> None:
     ns = "quota-pods"
     kube("create", "namespace", ns)
     kube("create", "quota", "pods-quota", "-n", ns,

@@ -99,7 +99,7 @@ spec:
 """
 
 
-def test_endpoints_v1_list_ready_and_not_ready_pods_and_go_with_their_service(
+def test_wl6_endpoints_v1_list_ready_and_not_ready_pods_and_go_with_their_service(
         kube: Kube) -> None:
     """The Endpoints controller: ready pods under `addresses`, a pod failing its readiness
     probe under `notReadyAddresses`, the named targetPort resolved per pod (8080 and 9090:

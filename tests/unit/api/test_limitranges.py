@@ -18,7 +18,7 @@ def _lr(*items: Obj) -> Obj:
             "metadata": {"name": "lr", "namespace": "ns"}, "spec": {"limits": list(items)}}
 
 
-def test_container_defaults_come_from_max_then_default_then_min() -> None:
+def test_as1_limit_range_container_defaults_come_from_max_then_default_then_min() -> None:
     obj = _lr({"type": "Container", "max": {"cpu": "1", "memory": "1Gi"},
                "min": {"ephemeral-storage": "1Gi"}, "default": {"memory": "512Mi"}})
     apply_defaults(obj)
@@ -48,7 +48,8 @@ def test_container_defaults_come_from_max_then_default_then_min() -> None:
     ({"type": "PersistentVolumeClaim"}, "either minimum or maximum storage value is required"),
     ({"type": "Container", "max": {"cpu": "lots"}}, "spec.limits[0].max[cpu]"),
 ])
-def test_validation_names_the_field_and_kubernetes_reason(item: Obj, expected: str) -> None:
+def test_as7_limit_range_validation_names_the_field_and_kubernetes_reason(
+        item: Obj, expected: str) -> None:
     messages = [str(e) for e in validate(_lr(item))]
     assert any(expected in m for m in messages), messages
 
@@ -58,5 +59,5 @@ def test_validation_names_the_field_and_kubernetes_reason(item: Obj, expected: s
     ("100000", "100k"), ("0.5Gi", "512Mi"), ("1024Mi", "1Gi"), ("1.5Gi", "1536Mi"),
     ("129M", "129M"), ("0", "0"),
 ])
-def test_canonical_quantity_is_what_kubernetes_writes_back(text: str, expected: str) -> None:
+def test_ax6_canonical_quantity_is_what_kubernetes_writes_back(text: str, expected: str) -> None:
     assert canonical(text) == expected

@@ -5,7 +5,7 @@ from __future__ import annotations
 from skiff.api.names import SAFE_ALPHABET, generate_name, object_hash, safe_encode
 
 
-def test_generate_name_suffix_is_five_characters_without_vowels_or_look_alike_digits() -> None:
+def test_as1_generate_name_suffix_is_five_characters_without_vowels_or_look_alike_digits() -> None:
     names = {generate_name("web-") for _ in range(200)}
     assert len(names) > 190  # random, not a counter
     for name in names:
@@ -14,13 +14,13 @@ def test_generate_name_suffix_is_five_characters_without_vowels_or_look_alike_di
         assert not set(name[4:]) & set("aeiou013")
 
 
-def test_generate_name_cuts_a_long_base_so_the_name_fits_63_characters() -> None:
+def test_as7_generate_name_cuts_a_long_base_so_the_name_fits_63_characters() -> None:
     base = "a" * 62 + "-"
     name = generate_name(base)
     assert len(name) == 63 and name.startswith("a" * 58) and name[58:] != "a" * 5
 
 
-def test_template_hash_spells_its_digits_in_the_safe_alphabet() -> None:
+def test_wl1_template_hash_spells_its_digits_in_the_safe_alphabet() -> None:
     assert safe_encode("0123456789") == "456789bcdf"  # as rand.SafeEncodeString
     digest = object_hash({"spec": {"containers": [{"name": "main"}]}})
     assert digest == object_hash({"spec": {"containers": [{"name": "main"}]}})

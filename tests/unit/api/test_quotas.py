@@ -25,7 +25,7 @@ def _c(name: str, requests: Obj | None = None, limits: Obj | None = None) -> Obj
     return {"name": name, "resources": resources}
 
 
-def test_a_pod_uses_its_containers_sum_or_its_largest_init_container() -> None:
+def test_ax6_quota_a_pod_uses_its_containers_sum_or_its_largest_init_container() -> None:
     pod = _pod(_c("a", {"cpu": "100m", "memory": "64Mi"}, {"cpu": "200m"}),
                _c("b", {"cpu": "300m"}),
                init=[_c("init", {"cpu": "1", "memory": "32Mi"})])
@@ -36,7 +36,7 @@ def test_a_pod_uses_its_containers_sum_or_its_largest_init_container() -> None:
     assert used["limits.cpu"] == Fraction(1, 5)
 
 
-def test_a_finished_or_expired_pod_uses_nothing() -> None:
+def test_ax6_quota_a_finished_or_expired_pod_uses_nothing() -> None:
     done = _pod(_c("a")) | {"status": {"phase": "Succeeded"}}
     assert usage(POD, done, now=0.0) == {}
     going = _pod(_c("a"))
@@ -46,7 +46,7 @@ def test_a_finished_or_expired_pod_uses_nothing() -> None:
     assert usage(POD, going, now=4e9) == {}
 
 
-def test_scopes_narrow_a_quota_to_some_pods_and_no_other_kind() -> None:
+def test_ax6_quota_scopes_narrow_a_quota_to_some_pods_and_no_other_kind() -> None:
     best_effort = {"spec": {"scopes": ["BestEffort"]}}
     assert quota_covers(best_effort, POD, _pod(_c("a")))
     assert not quota_covers(best_effort, POD, _pod(_c("a", {"cpu": "1"})))
@@ -60,13 +60,13 @@ def test_scopes_narrow_a_quota_to_some_pods_and_no_other_kind() -> None:
     assert not quota_covers(terminating, POD, _pod(_c("a")))
 
 
-def test_a_compute_quota_names_each_container_that_leaves_a_resource_unset() -> None:
+def test_ax6_a_compute_quota_names_each_container_that_leaves_a_resource_unset() -> None:
     pod = _pod(_c("a", {"cpu": "1"}), _c("b", limits={"cpu": "1"}))
     assert missing_requests(pod, {"requests.cpu", "limits.cpu", "pods"}) == (
         "limits.cpu for: a; requests.cpu for: b")
     assert missing_requests(pod, {"pods"}) == ""
 
 
-def test_pretty_prints_sorted_names_with_canonical_amounts() -> None:
+def test_ax6_quota_pretty_prints_sorted_names_with_canonical_amounts() -> None:
     assert pretty({"pods": Fraction(1), "requests.memory": Fraction(700 * 2**20)},
                   {"requests.memory"}) == "pods=1,requests.memory=700Mi"

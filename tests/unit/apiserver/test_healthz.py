@@ -5,7 +5,7 @@ from __future__ import annotations
 from skiff.apiserver.healthz import HealthChecks
 
 
-def test_readyz_is_a_plain_ok_and_lists_its_checks_when_verbose() -> None:
+def test_cp2_readyz_is_a_plain_ok_and_lists_its_checks_when_verbose() -> None:
     checks = HealthChecks()
     assert checks.answer("readyz", "", {}).body == "ok"
     verbose = checks.answer("readyz", "", {"verbose": ""})
@@ -15,7 +15,7 @@ def test_readyz_is_a_plain_ok_and_lists_its_checks_when_verbose() -> None:
         "[+]informer-sync ok", "[+]shutdown ok", "readyz check passed"]
 
 
-def test_a_failed_check_is_500_naming_it_and_exclude_skips_it() -> None:
+def test_cp2_a_failed_check_is_500_naming_it_and_exclude_skips_it() -> None:
     checks = HealthChecks()
     checks.set("shutdown", False)
     failed = checks.answer("readyz", "", {})
@@ -29,7 +29,7 @@ def test_a_failed_check_is_500_naming_it_and_exclude_skips_it() -> None:
     assert checks.answer("readyz", "nope", {}).status == 404
 
 
-def test_losing_etcd_fails_health_liveness_and_readiness() -> None:
+def test_cp2_losing_etcd_fails_health_liveness_and_readiness() -> None:
     checks = HealthChecks()
     checks.etcd(False)
     assert {e: checks.answer(e, "", {}).status for e in ("healthz", "livez", "readyz")} == {

@@ -25,7 +25,7 @@ def _cj(schedule: str = "*/5 * * * *", **spec: Any) -> Obj:
             "status": {}}
 
 
-def test_schedules_read_like_kubernetes_cron() -> None:
+def test_wl4_cronjob_schedules_read_like_kubernetes_cron() -> None:
     assert next_time("*/5 * * * *", None, T0) == T0 + 300
     assert next_time("@hourly", None, T0) == T0 + 3600
     assert next_time("0 9 * * MON", None, T0) == parse_rfc3339("2026-11-30T09:00:00Z")
@@ -38,7 +38,7 @@ def test_schedules_read_like_kubernetes_cron() -> None:
             next_time(bad, None, T0)
 
 
-def test_due_is_the_latest_missed_time_and_a_deadline_skips_old_ones() -> None:
+def test_wl4_cronjob_due_is_the_latest_missed_time_and_a_deadline_skips_old_ones() -> None:
     cj = _cj()
     assert plan.due(cj, T0 + 100) == plan.Due(None, 0, T0 + 300)
     late = plan.due(cj, T0 + 1000)
@@ -50,7 +50,7 @@ def test_due_is_the_latest_missed_time_and_a_deadline_skips_old_ones() -> None:
     assert plan.due(strict, T0 + 400).scheduled is None  # 300 is 100 s ago
 
 
-def test_a_scheduled_time_makes_one_job_named_after_its_minute() -> None:
+def test_wl4_cronjob_a_scheduled_time_makes_one_job_named_after_its_minute() -> None:
     job = plan.job_from_template(_cj(), T0 + 300)
     assert job["metadata"]["name"] == f"report-{int(T0 + 300) // 60}"
     assert job["metadata"]["annotations"] == {
@@ -64,7 +64,7 @@ def _job(name: str, state: str, start: str) -> Obj:
                        "conditions": [{"type": state, "status": "True"}]}}
 
 
-def test_history_limits_delete_the_oldest_finished_jobs() -> None:
+def test_wl4_cronjob_history_limits_delete_the_oldest_finished_jobs() -> None:
     jobs = [_job(f"ok-{i}", "Complete", f"2026-11-25T10:0{i}:00Z") for i in range(5)] + [
         _job(f"bad-{i}", "Failed", f"2026-11-25T11:0{i}:00Z") for i in range(3)]
     victims = [j["metadata"]["name"] for j in plan.beyond_history(_cj(), jobs)]
@@ -73,7 +73,7 @@ def test_history_limits_delete_the_oldest_finished_jobs() -> None:
     assert plan.beyond_history(kept_all, jobs) == []
 
 
-def test_cronjob_validation_names_the_field() -> None:
+def test_as7_cronjob_validation_names_the_field() -> None:
     messages = [str(e) for e in validate(_cj("61 * * * *", concurrencyPolicy="Sometimes",
                                              timeZone="Mars/Olympus"))]
     assert any(m.startswith("spec.schedule: Invalid value") for m in messages), messages
@@ -89,7 +89,7 @@ def test_cronjob_validation_names_the_field() -> None:
     assert any("must be no more than 52 characters" in str(e) for e in validate(long_name))
 
 
-def test_a_cronjob_idle_for_days_is_due_once_at_the_latest_time_in_two_steps(
+def test_wl4_a_cronjob_idle_for_days_is_due_once_at_the_latest_time_in_two_steps(
         monkeypatch: pytest.MonkeyPatch) -> None:
     steps: list[float] = []
 

@@ -31,7 +31,7 @@ def _service(**spec: Any) -> Obj:
             "spec": {"ports": [{"name": "web", "port": 80, "targetPort": "http"}], **spec}}
 
 
-def test_addresses_with_the_same_ports_share_a_subset_sorted_by_ip() -> None:
+def test_wl6_endpoints_addresses_with_the_same_ports_share_a_subset_sorted_by_ip() -> None:
     pods = [_pod("b", "10.0.0.10", port=8080), _pod("a", "10.0.0.9", port=8080),
             _pod("c", "10.0.0.5", port=9090, ready=False),
             _pod("none", "10.0.0.6")]  # no port named http: left out
@@ -42,7 +42,8 @@ def test_addresses_with_the_same_ports_share_a_subset_sorted_by_ip() -> None:
     assert subsets[0]["ports"] == [{"name": "web", "port": 8080, "protocol": "TCP"}]
 
 
-def test_terminal_and_terminating_pods_are_left_out_unless_not_ready_is_published() -> None:
+def test_wl6_endpoints_leave_out_terminal_and_terminating_pods_unless_not_ready_is_published(
+) -> None:
     pods = [_pod("done", "10.0.0.1", port=80, phase="Succeeded"),
             _pod("going", "10.0.0.2", port=80, deleting=True),
             _pod("slow", "10.0.0.3", port=80, ready=False)]
@@ -53,13 +54,13 @@ def test_terminal_and_terminating_pods_are_left_out_unless_not_ready_is_publishe
     assert [a["ip"] for a in published[0]["addresses"]] == ["10.0.0.2", "10.0.0.3"]
 
 
-def test_a_headless_service_without_ports_lists_bare_addresses() -> None:
+def test_wl6_endpoints_a_headless_service_without_ports_lists_bare_addresses() -> None:
     subsets = desired_subsets(_service(ports=[], clusterIP="None"), [_pod("a", "10.0.0.1")])
     assert subsets == [{"addresses": [subsets[0]["addresses"][0]]}]
     assert "ports" not in subsets[0]
 
 
-def test_more_than_a_thousand_addresses_are_truncated_ready_first() -> None:
+def test_wl6_endpoints_more_than_a_thousand_addresses_are_truncated_ready_first() -> None:
     subsets = [{"addresses": [{"ip": f"10.0.{i // 250}.{i % 250}"} for i in range(990)],
                 "notReadyAddresses": [{"ip": f"10.1.0.{i}"} for i in range(20)]}]
     assert _truncate(subsets)
@@ -68,7 +69,7 @@ def test_more_than_a_thousand_addresses_are_truncated_ready_first() -> None:
     assert not _truncate(subsets)
 
 
-def test_a_statefulset_pods_hostname_is_on_its_headless_services_endpoints() -> None:
+def test_wl6_a_statefulset_pods_hostname_is_on_its_headless_services_endpoints() -> None:
     """Both views carry `hostname` for a pod whose subdomain is the Service (a StatefulSet's
     stable network identity), and both are labelled headless."""
     pod = _pod("web-0", "10.0.0.1", port=80)

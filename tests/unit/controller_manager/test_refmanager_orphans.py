@@ -37,7 +37,7 @@ def _owners(*sets: Obj) -> Informer:
     return cast(Informer, SimpleNamespace(store=store))
 
 
-async def test_pods_cached_under_a_deleted_owner_are_reread_and_found_orphaned() -> None:
+async def test_wl7_pods_cached_under_a_deleted_owner_are_reread_and_found_orphaned() -> None:
     api = FakeApi()
     cached = [_pod("a", "old-uid"), _pod("b", "old-uid"), _pod("c", None)]
     for pod in cached:  # the apiserver already has them orphaned
@@ -50,7 +50,7 @@ async def test_pods_cached_under_a_deleted_owner_are_reread_and_found_orphaned()
     assert all("ownerReferences" not in p["metadata"] for p in found)
 
 
-async def test_pods_of_a_live_owner_or_still_owned_are_not_orphans() -> None:
+async def test_wl7_pods_of_a_live_owner_or_still_owned_are_not_orphans() -> None:
     api = FakeApi()
     live = _rs("other-uid") | {"metadata": {"name": "keep-other", "namespace": "ns",
                                             "uid": "other-uid"}}
