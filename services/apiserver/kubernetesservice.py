@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
-from skiff.api.serviceips import kubernetes_service_ip
+from skiff.api.serviceips import dns_service_ip, kubernetes_service_ip
 from skiff.apiserver.registry import Registry
 
 __all__ = ["ENDPOINT_PREFIX", "KubernetesService"]
@@ -32,6 +33,8 @@ Obj = dict[str, Any]
 ENDPOINT_PREFIX = "/skiff/apiserver-endpoints/"
 SERVICE_NAME = "kubernetes"
 NAMESPACE = "default"
+DNS_SERVICE_NAME = "kube-dns"
+DNS_NAMESPACE = "kube-system"
 MANAGED_BY = "endpointslicemirroring-controller.k8s.io"
 
 
@@ -41,6 +44,7 @@ class KubernetesService:
         self.registry = registry
         self.storage = registry.storage
         self.cluster_ip = kubernetes_service_ip(cidr)
+        self.dns_ip = dns_service_ip(cidr)
         self.address = address
         self.port = port
         self.interval = interval
@@ -75,14 +79,30 @@ class KubernetesService:
             live.append((address, int(port)))
         return sorted(live)
 
+    def dns_service(self) -> Obj:
+        return {"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": DNS_SERVICE_NAME, "namespace": DNS_NAMESPACE,
+                             "labels": {"k8s-app": "kube-dns",
+                                        "kubernetes.io/cluster-service": "true",
+                                        "kubernetes.io/name": "KubeDNS"}},
+                "spec": {"type": "ClusterIP", "clusterIP": self.dns_ip,
+                         "clusterIPs": [self.dns_ip], "sessionAffinity": "None",
+                         "ports": [{"name": "dns", "port": 53, "protocol": "UDP",
+                                    "targetPort": 53},
+                                   {"name": "dns-tcp", "port": 53, "protocol": "TCP",
+                                    "targetPort": 53}]}}
+
     async def _ensure_service(self) -> None:
-        try:
-            await self.registry.get("services", NAMESPACE, SERVICE_NAME)
-        except ApiError as err:
-            if err.reason != Reason.NOT_FOUND:
-                raise
-            with contextlib.suppress(ApiError):  # another apiserver made it meanwhile
-                await self.registry.create("services", NAMESPACE, self.service(self.port))
+        for namespace, name, make in (
+                (NAMESPACE, SERVICE_NAME, functools.partial(self.service, self.port)),
+                (DNS_NAMESPACE, DNS_SERVICE_NAME, self.dns_service)):
+            try:
+                await self.registry.get("services", namespace, name)
+            except ApiError as err:
+                if err.reason != Reason.NOT_FOUND:
+                    raise
+                with contextlib.suppress(ApiError):  # another apiserver made it meanwhile
+                    await self.registry.create("services", namespace, make())
 
     def _slice(self, name: str, port: int, addresses: list[str]) -> Obj:
         return {"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",

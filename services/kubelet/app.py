@@ -21,6 +21,7 @@ from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
 from skiff.clock import REAL_CLOCK
 from skiff.kubelet.admission import Admission
+from skiff.kubelet.dnsconfig import ResolvConf, parse_resolv_conf
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogService
@@ -103,7 +104,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 volumes=volumes, root_ca_file=settings.root_ca_file,
                 sandboxes=sandbox_manager(settings, api=api, node_name=name,
                                           root=root / name if len(names) > 1 else root),
-                image_commands=image_commands)
+                image_commands=image_commands,
+                cluster_dns=tuple(settings.cluster_dns_addresses()),
+                cluster_domain=settings.cluster_domain, resolv_conf=settings.resolv_conf)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
@@ -187,9 +190,13 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                           for e in evictions]
             if (settings.runtime == "process" and settings.service_proxy
                     and sandbox_supported(settings.sandbox)):
-                # AX7: cluster IPs, served in the pod network namespace
+                # AX7: cluster IPs and the cluster DNS, served in the pod network namespace
+                dns = settings.cluster_dns_addresses()
                 tasks.append(asyncio.create_task(ServiceProxy(
-                    api, namespace=settings.pod_network_namespace).run(),
+                    api, namespace=settings.pod_network_namespace,
+                    dns_address=dns[0] if dns else None,
+                    cluster_domain=settings.cluster_domain,
+                    upstreams=list(_host_resolver(settings.resolv_conf).nameservers)).run(),
                     name="service-proxy"))
             log.info("kubelet ready", extra={"nodes": len(names), "runtime": settings.runtime})
             await service.ready()
@@ -198,6 +205,16 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             await cancel_tasks(*tasks)
             for kubelet in kubelets:
                 await kubelet.shutdown()
+
+def _host_resolver(path: str) -> ResolvConf:
+    """The node's resolver (`--resolv-conf`), whose nameservers answer other names."""
+    try:
+        return parse_resolv_conf(Path(path).read_text())
+    except OSError as err:
+        log.warning("no upstream nameservers: cannot read --resolv-conf",
+                    extra={"path": path, "error": str(err)})
+        return ResolvConf()
+
 
 async def _delayed(coro: Coroutine[Any, Any, None], delay: float) -> None:
     try:

@@ -34,6 +34,12 @@ from skiff.kubelet.configsources import (
     refresh_config_volumes,
     resolve_env,
 )
+from skiff.kubelet.dnsconfig import (
+    MISSING_CLUSTER_DNS,
+    ResolvConf,
+    parse_resolv_conf,
+    pod_resolv_conf,
+)
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
 from skiff.kubelet.poddir import PodDir, container_env
@@ -108,6 +114,10 @@ class PodEnvironment:
     sandboxes: SandboxManager | None = None
     image_commands: ImageCommands = field(default_factory=dict)
     config_volume_refresh_seconds: float = 2.0
+    # Pod DNS (dnsconfig.py): --cluster-dns, --cluster-domain, --resolv-conf
+    cluster_dns: tuple[str, ...] = ()
+    cluster_domain: str = "cluster.local"
+    resolv_conf: str = "/etc/resolv.conf"
 
 
 def _rv(obj: Obj) -> int:
@@ -145,6 +155,7 @@ class PodWorker:
         self._terminal = False
         self._init_failed = False
         self._phase = str(pod.get("status", {}).get("phase") or "Pending")
+        self._dns_reported = False  # MissingClusterDNS / DNSConfigForming said once
         self._last_written: Obj | None = None
         self._start_time = pod.get("status", {}).get("startTime")
         self._probes: dict[str, list[asyncio.Task[None]]] = {}
@@ -478,7 +489,25 @@ class PodWorker:
         return self.sandbox.for_container(
             plan_mounts(container, self.dir.volume_path) + etc_host_mounts(
                 self.dir.path, self.pod, container, ip=self.sandbox.ip,
-                hostname=self.sandbox.hostname))
+                hostname=self.sandbox.hostname, domain=self.env.cluster_domain,
+                resolv_conf=self._resolv_conf()))
+
+    def _resolv_conf(self) -> str:
+        """The pod's /etc/resolv.conf (dnsconfig.py); the kubelet's warnings about it go
+        on the pod once, as Kubernetes' MissingClusterDNS and DNSConfigForming events."""
+        try:
+            host = parse_resolv_conf(Path(self.env.resolv_conf).read_text())
+        except OSError:
+            host = ResolvConf()
+        conf, fell_back = pod_resolv_conf(self.pod, cluster_dns=list(self.env.cluster_dns),
+                                          cluster_domain=self.env.cluster_domain, host=host)
+        if not self._dns_reported:
+            self._dns_reported = True
+            if fell_back:
+                self._event("Warning", "MissingClusterDNS", MISSING_CLUSTER_DNS)
+            for note in conf.notes:
+                self._event("Warning", "DNSConfigForming", note)
+        return conf.render()
 
     def _with_pod_ip(self, container: Obj, env: dict[str, str]) -> dict[str, str]:
         """`valueFrom.fieldRef` status.podIP/podIPs is the sandbox's address (SB1)."""

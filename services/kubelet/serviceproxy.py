@@ -22,6 +22,10 @@ Why userspace and why here:
 
 Pods outside a sandbox (hostNetwork, or no root) cannot reach cluster IPs; they get the
 apiserver's own address in KUBERNETES_SERVICE_HOST instead (see servicelinks.py).
+
+The cluster DNS (`--cluster-dns`, the `kube-dns` Service's address) is served here too, by
+dnsserver.py from the same two informers: its address goes on `lo` with the cluster IPs and
+is never proxied, since the kubelet itself answers on it.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ from pyroute2 import IPRoute, NetlinkError, netns
 
 from skiff.client import ApiClient
 from skiff.client.informer import Informer
-from skiff.kubelet.sandbox.network import _in_netns, _on_thread
+from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
+from skiff.kubelet.dnsserver import DNSServer
+from skiff.kubelet.sandbox.network import _in_netns, _on_thread, reuseport_socket
 
 __all__ = ["ServiceProxy", "service_ports"]
 
@@ -49,13 +55,15 @@ Obj = dict[str, Any]
 Key = tuple[str, int]  # (cluster IP, port)
 
 
-def service_ports(services: list[Obj]) -> dict[Key, tuple[str, str, str]]:
-    """(cluster IP, port) → (namespace, service name, port name) for TCP ports."""
+def service_ports(services: list[Obj], *, skip: str | None = None,
+                  ) -> dict[Key, tuple[str, str, str]]:
+    """(cluster IP, port) → (namespace, service name, port name) for TCP ports, but for
+    those of the address `skip` (the cluster DNS, answered by the kubelet itself)."""
     out: dict[Key, tuple[str, str, str]] = {}
     for service in services:
         spec = service.get("spec") or {}
         ip = spec.get("clusterIP")
-        if not ip or ip == "None" or spec.get("type") == "ExternalName":
+        if not ip or ip == "None" or spec.get("type") == "ExternalName" or ip == skip:
             continue
         meta = service.get("metadata") or {}
         for port in spec.get("ports") or []:
@@ -90,20 +98,6 @@ def ready_backends(slices: list[Obj], namespace: str, service: str,
     return out
 
 
-def _listening_socket(ip: str, port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        sock.bind((ip, port))
-        sock.listen(128)
-        sock.setblocking(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
 def _plain_socket() -> socket.socket:
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setblocking(False)
@@ -124,12 +118,17 @@ async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> N
 class ServiceProxy:
     """`run()` until cancelled: keeps one listener per cluster IP:port of every Service."""
 
-    def __init__(self, api: ApiClient, *, namespace: str, resync: float = 1.0) -> None:
+    def __init__(self, api: ApiClient, *, namespace: str, resync: float = 1.0,
+                 dns_address: str | None = None, cluster_domain: str = "cluster.local",
+                 upstreams: list[str] | None = None) -> None:
         self.api = api
         self.namespace = namespace  # the pod network namespace
         self.resync = resync
         self.services = Informer(api, "services")
-        self.slices = Informer(api, "endpointslices")
+        self.slices = Informer(api, "endpointslices", indexers={BY_SERVICE: slice_service_key})
+        self.dns = None if not dns_address else DNSServer(
+            ClusterRecords(cluster_domain, self.services.store, self.slices.store),
+            address=dns_address, netns=namespace, upstreams=upstreams)
         self._servers: dict[Key, asyncio.Server] = {}
         self._dirty = asyncio.Event()
         self._connections: set[asyncio.Task[None]] = set()
@@ -162,22 +161,35 @@ class ServiceProxy:
                 task.cancel()
             for server in self._servers.values():
                 server.close()
+            if self.dns is not None:
+                await self.dns.close()
             for conn in list(self._connections):
                 conn.cancel()
             await asyncio.gather(*tasks, *self._connections, return_exceptions=True)
 
     async def sync(self) -> None:
-        wanted = service_ports(self.services.store.list())
+        dns_ip = self.dns.address if self.dns is not None else None
+        wanted = service_ports(self.services.store.list(), skip=dns_ip)
         for key in [k for k in self._servers if k not in wanted]:
             self._servers.pop(key).close()
         gone_ips = {ip for ip, _ in self._servers} - {ip for ip, _ in wanted}
         new = [k for k in wanted if k not in self._servers]
-        if new or gone_ips:
-            await asyncio.to_thread(self._addresses, {ip for ip, _ in wanted})
+        dns_down = self.dns is not None and not self.dns.serving
+        if new or gone_ips or dns_down:
+            await asyncio.to_thread(self._addresses, {ip for ip, _ in wanted}
+                                    | ({dns_ip} if dns_ip else set()))
+        if self.dns is not None and dns_down:
+            try:
+                await self.dns.start()
+                log.info("cluster DNS serving", extra={"address": f"{self.dns.address}:53"})
+            except OSError as err:
+                log.warning("cannot serve the cluster DNS; retrying", extra={
+                    "address": f"{self.dns.address}:53", "error": str(err)})
+                self._dirty.set()
         for ip, port in new:
             try:
                 sock = await asyncio.to_thread(
-                    _on_thread, functools.partial(_listening_socket, ip, port),
+                    _on_thread, functools.partial(reuseport_socket, socket.SOCK_STREAM, ip, port),
                     join=self.namespace)
             except OSError as err:
                 log.warning("cannot serve a cluster IP", extra={

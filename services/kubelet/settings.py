@@ -7,7 +7,9 @@ text formats and are parsed here, so a bad value fails at start-up naming its fl
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
+import re
 import socket
 from dataclasses import dataclass
 
@@ -18,6 +20,7 @@ __all__ = ["KubeletSettings", "parse_labels", "parse_settings", "parse_taints",
            "parse_grace_periods"]
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
 
 
 @dataclass(frozen=True)
@@ -58,6 +61,16 @@ class KubeletSettings:
     service_proxy: bool = setting(True, help="serve Services' cluster IPs to sandboxed pods "
                                              "(a userspace proxy in the pod network "
                                              "namespace, SPEC AX7)")
+    cluster_dns: str = setting(
+        "10.96.0.10", help="the cluster DNS addresses pods with dnsPolicy ClusterFirst get as "
+                           "nameservers, comma-separated; the kubelet answers DNS on the first "
+                           "in the pod network namespace (default: the kube-dns Service's "
+                           "address in the default service range; empty = no cluster DNS)")
+    cluster_domain: str = setting("cluster.local", help="the cluster's DNS domain")
+    resolv_conf: str = setting(
+        "/etc/resolv.conf", help="the node's resolver: its nameservers answer names outside "
+                                 "the cluster, and pods with dnsPolicy Default get its "
+                                 "contents")
     pod_cidr_wait: float = duration(
         0.0, help="how long after the kubelet starts a pod waits (ContainerCreating) for the "
                   "Node's spec.podCIDR from the nodeipam controller before it runs without a "
@@ -113,6 +126,9 @@ class KubeletSettings:
         if self.node_lease_renew_interval > 0:
             return self.node_lease_renew_interval
         return self.node_lease_duration_seconds * 0.25
+
+    def cluster_dns_addresses(self) -> list[str]:
+        return [a.strip() for a in self.cluster_dns.split(",") if a.strip()]
 
     def node_names(self) -> list[str]:
         base = self.node_name or socket.gethostname().split(".")[0].lower()
@@ -200,6 +216,14 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
                             "processes)")
     if settings.node_ip == "auto":
         settings = dataclasses.replace(settings, node_ip=host_address())
+    for address in settings.cluster_dns_addresses():
+        try:
+            ipaddress.IPv4Address(address)
+        except ValueError:
+            raise SettingsError(f"--cluster-dns: {address!r} is not an IPv4 address") from None
+    if not _DOMAIN.fullmatch(settings.cluster_domain.strip(".")):
+        raise SettingsError(f"--cluster-domain: {settings.cluster_domain!r} is not a DNS "
+                            "domain (lower-case labels separated by dots, e.g. cluster.local)")
     try:
         cpu_millis(settings.cpu_capacity())
         bytes_(settings.memory_capacity())

@@ -19,7 +19,7 @@ from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 from tests.integration.waiting import wait_for
 
-RANGE = "10.200.0.0/26"  # 62 addresses, the first is the kubernetes Service's
+RANGE = "10.200.0.0/26"  # 62 addresses: the first the kubernetes Service's, the tenth kube-dns's
 
 
 @dataclass
@@ -73,14 +73,17 @@ async def test_ax7_two_apiservers_never_hand_out_the_same_cluster_ip(
         clients: tuple[ApiClient, ApiClient]) -> None:
     a, b = clients
     net = ipaddress.ip_network(RANGE)
-    # 61 free addresses (62 usable, one is the kubernetes Service's): 61 Services created
+    dns = await wait_for(lambda: _get(a, "services", "kube-dns", "kube-system"),
+                         what="the kube-dns Service")
+    assert dns["spec"]["clusterIP"] == "10.200.0.10"
+    # 60 free addresses (62 usable, the kubernetes and kube-dns Services' taken): 60 created
     # at once, half through each apiserver, take every one of them, each once.
     created = await asyncio.gather(*(
-        (a if i % 2 else b).create(service(f"s{i}")) for i in range(61)))
+        (a if i % 2 else b).create(service(f"s{i}")) for i in range(60)))
     ips = [s["spec"]["clusterIP"] for s in created]
-    assert len(set(ips)) == 61
+    assert len(set(ips)) == 60
     assert all(ipaddress.ip_address(ip) in net for ip in ips)
-    assert "10.200.0.1" not in ips
+    assert "10.200.0.1" not in ips and "10.200.0.10" not in ips
     assert all(s["spec"]["clusterIPs"] == [s["spec"]["clusterIP"]] for s in created)
     with pytest.raises(ApiError) as full:
         await a.create(service("one-too-many"))
@@ -149,9 +152,10 @@ async def test_ax7_kubernetes_service_lists_every_live_apiserver(
                    timeout=30, what="the stopped apiserver to leave the endpoints")
 
 
-async def _get(api: ApiClient, resource: str, name: str) -> dict | None:
+async def _get(api: ApiClient, resource: str, name: str,
+               namespace: str = "default") -> dict | None:
     try:
-        return await api.get(resource, name, namespace="default")
+        return await api.get(resource, name, namespace=namespace)
     except ApiError:
         return None
 

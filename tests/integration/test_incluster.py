@@ -2,7 +2,12 @@
 namespaces): a sandboxed pod (no hostNetwork) runs the official `kubernetes` client
 unchanged with `config.load_incluster_config()` and lists pods as its ServiceAccount, and a
 pod reaches a Service's ClusterIP (from its `<NAME>_SERVICE_HOST` variables) and gets an
-endpoint pod's answer, through the kubelet's service proxy."""
+endpoint pod's answer, through the kubelet's service proxy. Cluster DNS: pods resolve
+Services and StatefulSet pods by name (Kubernetes' DNS specification) through the resolver
+of their /etc/resolv.conf, as any program in a Kubernetes pod does.
+
+The kubelets' upstream resolver (`resolvConf`) is a file without nameservers, so no query
+leaves the machine: names outside the cluster get SERVFAIL."""
 
 from __future__ import annotations
 
@@ -20,13 +25,17 @@ from tests.integration.skiffcli import skiff_up
 
 CONFIG = """kubelet:
   nodeStatusUpdateFrequency: 1s
+  resolvConf: {resolv}
 apiserver:
   endpointReconcileInterval: 1s
 """
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with skiff_up(tmp_path_factory.mktemp("incluster"), config=CONFIG) as data_dir:
+    root = tmp_path_factory.mktemp("incluster")
+    resolv = root / "no-upstream-resolv.conf"
+    resolv.write_text("# no nameserver: nothing is forwarded off this machine\n")
+    with skiff_up(root, config=CONFIG.format(resolv=resolv)) as data_dir:
         yield data_dir
 
 
@@ -147,3 +156,106 @@ def test_ax7_pod_reaches_a_service_cluster_ip_and_gets_an_endpoints_answer(
     log = core.read_namespaced_pod_log("curl", ns)
     assert done.status.phase == "Succeeded", log
     assert log == f"http://{ip}:80/ answer from web-0\n"
+
+
+RESOLVE = """
+import socket, time, urllib.request
+print(open("/etc/resolv.conf").read().strip())
+for name in ("web", "web.{ns}", "web.{ns}.svc.cluster.local", "kubernetes.default"):
+    print(name, socket.gethostbyname(name))
+try:
+    socket.gethostbyname("nosuch.{ns}.svc.cluster.local.")
+    print("nosuch resolved")
+except socket.gaierror as err:
+    print("nosuch", "NXDOMAIN" if err.errno == socket.EAI_NONAME else err)
+deadline = time.time() + 60
+while True:
+    try:
+        print(urllib.request.urlopen("http://web/", timeout=5).read().decode())
+        break
+    except OSError:  # the endpoint may not be ready yet
+        if time.time() > deadline:
+            raise
+        time.sleep(0.5)
+"""
+
+
+def test_cluster_dns_pod_resolves_services_by_name_and_reaches_them(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    dns = core.read_namespaced_service("kube-dns", "kube-system")
+    assert dns.spec.cluster_ip == "10.96.0.10"
+    web = core.create_namespaced_service(ns, client.V1Service(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1ServiceSpec(selector={"app": "web"}, ports=[client.V1ServicePort(
+            name="http", port=80, target_port=8080)])))
+    core.create_namespaced_pod(ns, python_pod("web-0", SERVER, labels={"app": "web"},
+                                              restart="Always"))
+    core.create_namespaced_pod(ns, python_pod("resolver", RESOLVE.format(ns=ns)))
+    done = finished(core, "resolver", ns)
+    log = core.read_namespaced_pod_log("resolver", ns)
+    assert done.status.phase == "Succeeded", log
+    assert log.splitlines() == [
+        f"search {ns}.svc.cluster.local svc.cluster.local cluster.local",
+        "nameserver 10.96.0.10",
+        "options ndots:5",
+        f"web {web.spec.cluster_ip}",
+        f"web.{ns} {web.spec.cluster_ip}",
+        f"web.{ns}.svc.cluster.local {web.spec.cluster_ip}",
+        "kubernetes.default 10.96.0.1",
+        "nosuch NXDOMAIN",
+        "answer from web-0"]
+
+
+STATEFUL = """
+import socket, time, urllib.request
+import dns.resolver
+deadline = time.time() + 60
+while True:  # until both pods are ready endpoints of the headless Service
+    try:
+        ips = sorted(socket.gethostbyname_ex("nginx")[2])
+        if len(ips) == 2:
+            break
+    except OSError:
+        pass
+    if time.time() > deadline:
+        raise SystemExit("nginx never had two endpoints")
+    time.sleep(0.5)
+print("nginx", " ".join(ips))
+for pod in ("web-0", "web-1"):
+    print(pod, socket.gethostbyname(pod + ".nginx"))
+srv = dns.resolver.resolve("_web._tcp.nginx.{ns}.svc.cluster.local", "SRV")
+print("srv", " ".join(sorted("%s:%d" % (r.target, r.port) for r in srv)))
+print(urllib.request.urlopen("http://web-1.nginx:8080/", timeout=5).read().decode())
+"""
+
+
+def test_cluster_dns_statefulset_pods_resolve_under_their_headless_service(
+        core: client.CoreV1Api) -> None:
+    ns = new_namespace(core)
+    core.create_namespaced_service(ns, {
+        "apiVersion": "v1", "kind": "Service", "metadata": {"name": "nginx"},
+        "spec": {"clusterIP": "None", "selector": {"app": "sts"},
+                 "ports": [{"name": "web", "port": 8080}]}})
+    client.AppsV1Api(core.api_client).create_namespaced_stateful_set(ns, {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
+        "spec": {"serviceName": "nginx", "replicas": 2,
+                 "selector": {"matchLabels": {"app": "sts"}},
+                 "template": {"metadata": {"labels": {"app": "sts"}}, "spec": {
+                     "terminationGracePeriodSeconds": 1,
+                     "containers": [{"name": "web", "image": "python",
+                                     "command": [sys.executable, "-c", SERVER],
+                                     "readinessProbe": {"tcpSocket": {"port": 8080},
+                                                        "periodSeconds": 1}}]}}}})
+    core.create_namespaced_pod(ns, python_pod("resolver", STATEFUL.format(ns=ns)))
+    done = finished(core, "resolver", ns)
+    log = core.read_namespaced_pod_log("resolver", ns)
+    assert done.status.phase == "Succeeded", log
+    ips = {p.metadata.name: p.status.pod_ip for p in core.list_namespaced_pod(
+        ns, label_selector="app=sts").items}
+    assert log.splitlines() == [
+        "nginx " + " ".join(sorted(ips.values())),
+        f"web-0 {ips['web-0']}",
+        f"web-1 {ips['web-1']}",
+        f"srv web-0.nginx.{ns}.svc.cluster.local.:8080 web-1.nginx.{ns}.svc.cluster.local.:8080",
+        "answer from web-1"]

@@ -78,10 +78,7 @@ fe00::0\tip6-mcastprefix
 fe00::1\tip6-allnodes
 fe00::2\tip6-allrouters
 """
-CLUSTER_DOMAIN = "cluster.local"
-
-
-def managed_hosts(pod: Obj, ip: str, hostname: str) -> str:
+def managed_hosts(pod: Obj, ip: str, hostname: str, domain: str = "cluster.local") -> str:
     """The kubelet's managed /etc/hosts: loopback names, the pod's own IP and hostname (its
     FQDN first when it has a `subdomain`), then `hostAliases`."""
     spec = pod.get("spec") or {}
@@ -89,7 +86,7 @@ def managed_hosts(pod: Obj, ip: str, hostname: str) -> str:
     subdomain = spec.get("subdomain")
     if subdomain:
         namespace = (pod.get("metadata") or {}).get("namespace") or "default"
-        content += f"{ip}\t{hostname}.{subdomain}.{namespace}.svc.{CLUSTER_DOMAIN}\t{hostname}\n"
+        content += f"{ip}\t{hostname}.{subdomain}.{namespace}.svc.{domain}\t{hostname}\n"
     else:
         content += f"{ip}\t{hostname}\n"
     aliases = spec.get("hostAliases") or []
@@ -100,15 +97,19 @@ def managed_hosts(pod: Obj, ip: str, hostname: str) -> str:
     return content
 
 
-def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str,
-                    hostname: str) -> tuple[BindMount, ...]:
-    """/etc/hosts and /etc/hostname of a sandboxed container, as the kubelet and the
-    container runtime give them: files in the pod's directory (shared by its containers),
-    unless the container mounts a volume there itself."""
+def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str, hostname: str,
+                    domain: str = "cluster.local",
+                    resolv_conf: str | None = None) -> tuple[BindMount, ...]:
+    """/etc/hosts, /etc/hostname and /etc/resolv.conf (when given) of a sandboxed
+    container, as the kubelet and the container runtime give them: files in the pod's
+    directory (shared by its containers), unless the container mounts a volume there
+    itself."""
     taken = {str(m.get("mountPath") or "").rstrip("/") for m in
              container.get("volumeMounts") or []}
-    files = {"/etc/hosts": ("etc-hosts", managed_hosts(pod, ip, hostname)),
+    files = {"/etc/hosts": ("etc-hosts", managed_hosts(pod, ip, hostname, domain)),
              "/etc/hostname": ("etc-hostname", f"{hostname}\n")}
+    if resolv_conf is not None:
+        files["/etc/resolv.conf"] = ("resolv.conf", resolv_conf)
     mounts: list[BindMount] = []
     for target, (name, content) in files.items():
         if target in taken or not Path(target).is_file():

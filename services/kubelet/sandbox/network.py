@@ -16,6 +16,7 @@ import contextlib
 import errno
 import ipaddress
 import os
+import socket
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +28,7 @@ from skiff.kubelet.sandbox.linux import CLONE_NEWNET, setns_path, unshare
 
 T = TypeVar("T")
 
-__all__ = ["PodNetwork", "pod_netns_name", "veth_name"]
+__all__ = ["PodNetwork", "pod_netns_name", "reuseport_socket", "veth_name"]
 
 BRIDGE = "skiff0"
 NETNS_DIR = Path("/run/netns")
@@ -66,6 +67,23 @@ def _on_thread(fn: Callable[[], T], *, join: str | None = None, new: str | None 
     if failure:
         raise failure[0]
     return result[0]
+
+
+def reuseport_socket(kind: socket.SocketKind, address: str, port: int) -> socket.socket:
+    """A non-blocking socket bound to address:port with SO_REUSEPORT (listening, when a
+    stream), so every kubelet sharing the pod network namespace serves that address."""
+    sock = socket.socket(socket.AF_INET, kind)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((address, port))
+        if kind == socket.SOCK_STREAM:
+            sock.listen(128)
+        sock.setblocking(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _in_netns(name: str, fn: Callable[[IPRoute], T]) -> T:

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skiff.api.serviceips import DEFAULT_SERVICE_CIDR
+from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
 from skiff.cli.config import ClusterConfig
 from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
@@ -252,9 +252,11 @@ class LocalCluster:
         """The PKI (made once, in <data-dir>/pki) or the announced insecure mode."""
         return prepare(self.data_dir, insecure=self.insecure,
                        nodes=[f"node-{i}" for i in range(1, self.nodes + 1)], hosts=hosts,
-                       echo=echo, service_cidr=str(
-                           self.config.sections.get("apiserver", {}).get(
-                               "serviceClusterIPRange") or DEFAULT_SERVICE_CIDR))
+                       echo=echo, service_cidr=self._service_cidr())
+
+    def _service_cidr(self) -> str:
+        return str(self.config.sections.get("apiserver", {}).get("serviceClusterIPRange")
+                   or DEFAULT_SERVICE_CIDR)
 
     def _services(self) -> list[tuple[str, str, list[str]]]:
         config_dir = self.data_dir / "config"
@@ -280,6 +282,7 @@ class LocalCluster:
                   if getattr(self, "root_ca_file", "") else []),
                 "--pod-network-namespace", pod_network_namespace(self.data_dir),
                 "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
+                "--cluster-dns", dns_service_ip(self._service_cidr()),  # kube-dns's address
                 *self.config.flags("kubelet", config_dir)]))
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
