@@ -45,7 +45,12 @@ from skiff.client import ApiClient
 from skiff.client.informer import Informer
 from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
 from skiff.kubelet.dnsserver import DNSServer
-from skiff.kubelet.sandbox.network import _in_netns, _on_thread, reuseport_socket
+from skiff.kubelet.sandbox.network import (
+    _create_netns,
+    _in_netns,
+    _on_thread,
+    reuseport_socket,
+)
 
 __all__ = ["ServiceProxy", "service_ports"]
 
@@ -142,6 +147,10 @@ class ServiceProxy:
         try:
             await self.services.wait_synced()
             await self.slices.wait_synced()
+            # Serve from the start, not from the first sandboxed pod: a pod's first DNS
+            # query comes milliseconds after its sandbox exists.
+            with contextlib.suppress(OSError):  # another kubelet made it meanwhile
+                await asyncio.to_thread(_create_netns, self.namespace)
             while True:
                 if self.namespace in netns.listnetns():
                     try:
@@ -151,7 +160,7 @@ class ServiceProxy:
                                     extra={"error": str(err)})
                         self._dirty.set()
                         await asyncio.sleep(self.resync)
-                # the namespace appears with the first sandboxed pod: look again soon
+                # a removed namespace comes back with the next sandboxed pod: look again soon
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.resync * 5):  # see skiff.tasks
                         await self._dirty.wait()
