@@ -418,6 +418,7 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
 _READ = ["get", "list", "watch"]
 _WRITE = ["create", "update", "patch", "delete"]
 VOLUME_SCHEDULER_ROLE = "system:volume-scheduler"
+MONITORING_ROLE = "system:monitoring"  # a ClusterRole and the group it is bound to
 
 
 def bootstrap_policy() -> list[Obj]:
@@ -449,6 +450,11 @@ def bootstrap_policy() -> list[Obj]:
         # Kubernetes splits this over one ServiceAccount per controller; Skiff's
         # controller-manager runs them all under one identity (and may create Fences).
         CONTROLLER_MANAGER_USER: [_rule(["*"], ["*"], ["*"])],
+        # Prometheus and monitoring agents: kube-apiserver's health and metrics endpoints
+        MONITORING_ROLE: [{"nonResourceURLs": ["/healthz", "/healthz/*", "/livez",
+                                               "/livez/*", "/readyz", "/readyz/*",
+                                               "/metrics", "/metrics/slis"],
+                           "verbs": ["get"]}],
         FENCE_AGENT_USER: [
             _rule(["*"], ["*"], _READ),
             _rule(["skiff.io"], ["fences", "fences/status"], ["update", "patch"]),
@@ -462,6 +468,7 @@ def bootstrap_policy() -> list[Obj]:
         VOLUME_SCHEDULER_ROLE: {"kind": "User", "name": SCHEDULER_USER},
         CONTROLLER_MANAGER_USER: {"kind": "User", "name": CONTROLLER_MANAGER_USER},
         FENCE_AGENT_USER: {"kind": "User", "name": FENCE_AGENT_USER},
+        MONITORING_ROLE: {"kind": "Group", "name": MONITORING_ROLE},
     }
     api_version = f"{RBAC_GROUP}/v1"
     labels = {"kubernetes.io/bootstrapping": "rbac-defaults"}

@@ -131,6 +131,14 @@ class RequestGuard:
     def http_user_of(self, peer_der: bytes | None, authorization: str) -> UserInfo:
         return self.http_user(peer_der=peer_der, authorization=authorization)
 
+    async def http_non_resource(self, *, path: str, method: str) -> None:
+        """A non-resource URL (/metrics) against RBAC's `nonResourceURLs`."""
+        user = current_user.get()
+        if user is None:
+            return
+        await self.authorizer.check(Attributes(
+            user=user, verb=_HTTP_VERBS.get(method, method.lower()), path=path))
+
     async def http_resource(self, *, method: str, query: dict[str, str], group: str,
                             resource: str, namespace: str | None, name: str,
                             subresource: str) -> None:

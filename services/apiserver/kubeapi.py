@@ -24,8 +24,8 @@ from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.selectors import LabelSelector
 from skiff.api.validation import revision_problem
-from skiff.apiserver import apply as field_managers
 from skiff.apiserver import (
+    apimetrics,
     collection,
     healthz,
     metricsapi,
@@ -35,6 +35,7 @@ from skiff.apiserver import (
     protobuf,
     reviews,
 )
+from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
@@ -156,6 +157,7 @@ class KubeApi:
         self.authorizer: Authorizer = guard.authorizer if guard else reviews.ALLOW_ALL
         self.tokens = tokens or TokenAuthority()
         self.metrics = metricsapi.MetricsApi(registry, kubelet=self.kubelet)
+        self.stats = apimetrics.ApiMetrics()  # GET /metrics (Prometheus)
         self._openapi_v3: dict[str, Obj] = {}
         self._openapi_v2_pb: bytes | None = None
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
@@ -163,6 +165,9 @@ class KubeApi:
         self._api_groups = _api_groups(self._by_gv)  # `/apis`, `/apis/<group>`
 
     async def handle(self, req: Request) -> Response:
+        return await self.stats.measure(req, self._handle)
+
+    async def _handle(self, req: Request) -> Response:
         try:
             return await self._route(req)
         except ApiError as err:
@@ -187,6 +192,10 @@ class KubeApi:
             return self.health.answer(endpoint, check, req.query)
         if path == "/version":
             return Response(200, VERSION)
+        if path == "/metrics" and req.method == "GET":
+            if self.guard is not None:
+                await self.guard.http_non_resource(path=path, method=req.method)
+            return self.stats.exposition()
         if path == "/api":
             return Response(200, {"kind": "APIVersions", "versions": ["v1"],
                                   "serverAddressByClientCIDRs": [

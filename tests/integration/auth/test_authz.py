@@ -12,6 +12,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
@@ -237,3 +238,47 @@ async def test_AU4_etcd_refuses_a_client_without_a_certificate(
             await asyncio.to_thread(ask, cert)
     apiserver_cert = (str(pki.apiserver_etcd_client.cert), str(pki.apiserver_etcd_client.key))
     assert await asyncio.to_thread(ask, apiserver_cert) == 200
+
+
+async def test_AU3_metrics_need_get_on_the_non_resource_url(
+        secure_cluster: SecureCluster, admin: ApiClient) -> None:
+    """`GET /metrics` is RBAC's non-resource URL /metrics: 403 for bob until his group is
+    bound to system:monitoring (as in Kubernetes), then kube-apiserver's series, counting
+    his own requests by verb, resource and code."""
+    import asyncio
+    context = ssl.create_default_context(cafile=str(secure_cluster.pki.ca))
+
+    def get(path: str) -> tuple[int, str]:
+        request = urllib.request.Request(f"{secure_cluster.https}{path}",
+                                         headers={"Authorization": "Bearer token-bob"})
+        try:
+            with urllib.request.urlopen(request, context=context, timeout=10) as resp:
+                return int(resp.status), resp.read().decode()
+        except urllib.error.HTTPError as err:
+            with err:
+                return int(err.code), err.read().decode()
+
+    code, body = await asyncio.to_thread(get, "/metrics")
+    assert code == 403 and json.loads(body)["message"] == (
+        'forbidden: User "bob" cannot get path "/metrics"')
+    await asyncio.to_thread(get, "/api/v1/namespaces/default/pods")  # a LIST, forbidden
+    await admin.create({"apiVersion": "rbac.authorization.k8s.io/v1",
+                        "kind": "ClusterRoleBinding",
+                        "metadata": {"name": f"monitoring-{uuid.uuid4().hex[:6]}"},
+                        "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                    "kind": "ClusterRole", "name": "system:monitoring"},
+                        "subjects": [{"kind": "Group", "name": "developers"}]})
+    for _ in range(40):
+        code, body = await asyncio.to_thread(get, "/metrics")
+        if code == 200:
+            break
+        await asyncio.sleep(0.25)
+    assert code == 200, body
+    families = {f.name: f for f in text_string_to_metric_families(body)}
+    assert any(s.labels == {"code": "403", "component": "apiserver", "dry_run": "",
+                            "group": "", "resource": "pods", "scope": "namespace",
+                            "subresource": "", "verb": "LIST", "version": "v1"}
+               and s.value >= 1 for s in families["apiserver_request"].samples), body
+    assert families["apiserver_request_duration_seconds"].type == "histogram"
+    assert "process_cpu_seconds" in families
+    assert (await asyncio.to_thread(get, "/livez"))[0] == 200  # system:monitoring's too
