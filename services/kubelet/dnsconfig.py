@@ -17,12 +17,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from skiff.api.validation import MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_PATHS
+
 __all__ = ["MISSING_CLUSTER_DNS", "ResolvConf", "parse_resolv_conf", "pod_resolv_conf"]
 
 Obj = dict[str, Any]
 
-MAX_NAMESERVERS = 3
-MAX_SEARCHES = 32
 MISSING_CLUSTER_DNS = ("kubelet does not have ClusterDNS IP configured and cannot create Pod "
                        'using "ClusterFirst" policy. Falling back to "Default" policy.')
 
@@ -108,10 +108,11 @@ def pod_resolv_conf(pod: Obj, *, cluster_dns: list[str], cluster_domain: str,
     searches = _unique(searches + [str(s) for s in config.get("searches") or []])
     options = _merge_options(options, list(config.get("options") or []))
     notes = []
-    if len(nameservers) > MAX_NAMESERVERS:
+    if len(nameservers) > MAX_DNS_NAMESERVERS:
         notes.append(f"Nameserver limits were exceeded, some nameservers have been omitted, "
                      f"the applied nameserver line is: {' '.join(nameservers[:3])}")
-    if len(searches) > MAX_SEARCHES:
+    if len(searches) > MAX_DNS_SEARCH_PATHS:
         notes.append("Search Line limits were exceeded, some search paths have been omitted")
-    return ResolvConf(tuple(nameservers[:MAX_NAMESERVERS]), tuple(searches[:MAX_SEARCHES]),
-                      tuple(options), tuple(notes)), fell_back
+    return ResolvConf(tuple(nameservers[:MAX_DNS_NAMESERVERS]),
+                      tuple(searches[:MAX_DNS_SEARCH_PATHS]), tuple(options),
+                      tuple(notes)), fell_back

@@ -9,6 +9,7 @@ function of `pkg/apis/*/validation` so that a user sees the same
 from __future__ import annotations
 
 import copy
+import ipaddress
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
@@ -360,6 +361,7 @@ def validate_pod_spec(spec_value: Any, path: str) -> list[FieldError]:
 
     errors += _enum(spec, "restartPolicy", f"{path}.restartPolicy", RESTART_POLICIES)
     errors += _enum(spec, "dnsPolicy", f"{path}.dnsPolicy", DNS_POLICIES)
+    errors += _dns_config(spec, f"{path}.dnsConfig")
     errors += _int(spec, "activeDeadlineSeconds", f"{path}.activeDeadlineSeconds", minimum=1,
                    detail="must be between 1 and 2147483647, inclusive")
     errors += validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector")
@@ -412,6 +414,52 @@ def _validate_unique_names(value: Any, path: str, key: str,
             if name in seen:
                 errors.append(duplicate(f"{ipath}.{key}", name))
             seen.add(name)
+    return errors
+
+
+MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_PATHS, MAX_DNS_SEARCH_LIST_CHARS = 3, 32, 2048
+
+
+def _dns_config(spec: Obj, path: str) -> list[FieldError]:
+    """`dnsConfig`, and `dnsPolicy: None` needing one with a nameserver (Kubernetes'
+    validatePodDNSConfig: libc's limits of 3 nameservers and 32 search paths)."""
+    config = spec.get("dnsConfig")
+    if spec.get("dnsPolicy") == "None":
+        if not isinstance(config, dict):
+            return [required(path, "must provide `dnsConfig` when `dnsPolicy` is None")]
+        if not config.get("nameservers"):
+            return [required(f"{path}.nameservers", "must provide at least one DNS "
+                                                    "nameserver when `dnsPolicy` is None")]
+    if not isinstance(config, dict):
+        return []
+    errors: list[FieldError] = []
+    nameservers = [str(n) for n in config.get("nameservers") or []]
+    if len(nameservers) > MAX_DNS_NAMESERVERS:
+        errors.append(invalid(f"{path}.nameservers", nameservers,
+                              f"must not have more than {MAX_DNS_NAMESERVERS} nameservers"))
+    for i, nameserver in enumerate(nameservers):
+        try:
+            ipaddress.ip_address(nameserver)
+        except ValueError:
+            errors.append(invalid(f"{path}.nameservers[{i}]", nameserver,
+                                  "must be a valid IP address, (e.g. 10.9.8.7 or "
+                                  "2001:db8::ffff)"))
+    searches = [str(s) for s in config.get("searches") or []]
+    if len(searches) > MAX_DNS_SEARCH_PATHS:
+        errors.append(invalid(f"{path}.searches", searches,
+                              f"must not have more than {MAX_DNS_SEARCH_PATHS} search paths"))
+    if len(" ".join(searches)) > MAX_DNS_SEARCH_LIST_CHARS:
+        errors.append(invalid(f"{path}.searches", searches, "must not have more than "
+                              f"{MAX_DNS_SEARCH_LIST_CHARS} characters (including spaces) "
+                              "in the search list"))
+    for i, search in enumerate(searches):
+        if search == ".":
+            continue  # the root domain, allowed since Kubernetes 1.32 (relaxed searches)
+        for problem in dns1123_subdomain_problems(search.removesuffix(".").replace("_", "a")):
+            errors.append(invalid(f"{path}.searches[{i}]", search, problem))
+    for i, option in enumerate(config.get("options") or []):
+        if not isinstance(option, dict) or not option.get("name"):
+            errors.append(required(f"{path}.options[{i}]", "Option.Name must not be empty"))
     return errors
 
 

@@ -315,6 +315,23 @@ def test_as7_valid_objects_have_no_errors(obj: dict[str, Any]) -> None:
                  id="scheduling-gates-unique"),
     pytest.param(with_(POD, "status.phase", "Done"), ("status.phase", "Unsupported value"),
                  id="pod-phase"),
+    pytest.param(with_(POD, "spec.dnsPolicy", "None"), ("spec.dnsConfig", "Required value"),
+                 id="dns-none-needs-dns-config"),
+    pytest.param(with_(with_(POD, "spec.dnsPolicy", "None"), "spec.dnsConfig",
+                       {"searches": ["a.example"]}),
+                 ("spec.dnsConfig.nameservers", "Required value"), id="dns-none-nameserver"),
+    pytest.param(with_(POD, "spec.dnsConfig", {"nameservers": ["1.1.1.1", "1.0.0.1",
+                                                               "8.8.8.8", "8.8.4.4"]}),
+                 ("spec.dnsConfig.nameservers", "Invalid value"), id="dns-four-nameservers"),
+    pytest.param(with_(POD, "spec.dnsConfig", {"nameservers": ["ten.one"]}),
+                 ("spec.dnsConfig.nameservers[0]", "Invalid value"), id="dns-nameserver-ip"),
+    pytest.param(with_(POD, "spec.dnsConfig", {"searches": ["ok.example", "Not Valid"]}),
+                 ("spec.dnsConfig.searches[1]", "Invalid value"), id="dns-search"),
+    pytest.param(with_(POD, "spec.dnsConfig", {"searches": [f"s{i}.example"
+                                                            for i in range(33)]}),
+                 ("spec.dnsConfig.searches", "Invalid value"), id="dns-33-searches"),
+    pytest.param(with_(POD, "spec.dnsConfig", {"options": [{"value": "2"}]}),
+                 ("spec.dnsConfig.options[0]", "Required value"), id="dns-option-name"),
 ])
 def test_as7_invalid_object_names_the_field_path(obj: dict[str, Any],
                                                  expected: tuple[str, str]) -> None:
@@ -577,3 +594,11 @@ def test_as1_namespaces_carry_the_metadata_name_label() -> None:
     ns["metadata"]["labels"]["kubernetes.io/metadata.name"] = "other"  # kept to the name
     apply_defaults(ns)
     assert ns["metadata"]["labels"]["kubernetes.io/metadata.name"] == "team-a"
+
+
+def test_as7_the_documentations_dns_config_example_is_valid() -> None:
+    pod = with_(with_(POD, "spec.dnsPolicy", "None"), "spec.dnsConfig", {
+        "nameservers": ["192.0.2.1"],
+        "searches": ["ns1.svc.cluster-domain.example", "my.dns.search.suffix"],
+        "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]})
+    assert paths(pod) == []
