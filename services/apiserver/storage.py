@@ -186,13 +186,15 @@ class EtcdStorage:
     def _new_client(self) -> aetcd.Client:
         host, _, port = self.endpoint.removeprefix("http://").removeprefix(
             "https://").rpartition(":")
+        # gRPC's 4 MiB default would fail any range read or watch response past it (a few
+        # large ConfigMaps, a few thousand pods), with TLS as without
+        options = {"grpc.max_receive_message_length": _ETCD_MAX_MESSAGE,
+                   "grpc.max_send_message_length": _ETCD_MAX_MESSAGE}
         if self._tls is not None:
             return TlsEtcdClient(tls=self._tls, host=host or "127.0.0.1", port=int(port),
-                                 timeout=int(max(1, self._timeout)))
+                                 timeout=int(max(1, self._timeout)), options=options)
         return aetcd.Client(host=host or "127.0.0.1", port=int(port),
-                            timeout=int(max(1, self._timeout)),
-                            options={"grpc.max_receive_message_length": _ETCD_MAX_MESSAGE,
-                                     "grpc.max_send_message_length": _ETCD_MAX_MESSAGE})
+                            timeout=int(max(1, self._timeout)), options=options)
 
     def _failover(self, failed: aetcd.Client) -> None:
         """Move to the next etcd member after `failed` (if still in use) did not answer."""

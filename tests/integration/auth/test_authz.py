@@ -282,3 +282,20 @@ async def test_AU3_metrics_need_get_on_the_non_resource_url(
     assert families["apiserver_request_duration_seconds"].type == "histogram"
     assert "process_cpu_seconds" in families
     assert (await asyncio.to_thread(get, "/livez"))[0] == 200  # system:monitoring's too
+
+
+async def test_AU4_lists_past_grpcs_4_mib_default_over_tls_etcd(
+        secure_cluster: SecureCluster, admin: ApiClient) -> None:
+    """Defect: with etcd behind TLS (as `skiff up` runs it) the apiserver's etcd client kept
+    gRPC's 4 MiB message limit, so listing a few large ConfigMaps failed with an internal
+    error and their namespace could not be deleted."""
+    ns = await _namespace(admin)
+    blob = "x" * 900_000
+    for i in range(6):  # ~5.4 MiB in one range read
+        await admin.create({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": f"big-{i}", "namespace": ns},
+                            "data": {"blob": blob}})
+    listed = await admin.list("configmaps", namespace=ns)
+    assert sorted(c["metadata"]["name"] for c in listed["items"]) == [
+        f"big-{i}" for i in range(6)]
+    assert all(len(c["data"]["blob"]) == 900_000 for c in listed["items"])
