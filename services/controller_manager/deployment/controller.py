@@ -33,7 +33,9 @@ Obj = dict[str, Any]
 KIND = "Deployment"
 # Annotations of the Deployment that are not copied onto its ReplicaSets.
 _SKIP_ANNOTATIONS = {REVISION_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration",
-                     "deployment.kubernetes.io/revision-history"}
+                     "deployment.kubernetes.io/revision-history",
+                     "deployment.kubernetes.io/desired-replicas",
+                     "deployment.kubernetes.io/max-replicas"}
 
 
 class DeploymentController(Controller):
@@ -110,6 +112,8 @@ class DeploymentController(Controller):
                 plan.revision(new)):
             await self._annotate_deployment(d, plan.revision(new))
             return None
+        if await self._copy_annotations(new, d):
+            return None  # the update comes back through the informer
         if (spec.get("strategy") or {}).get("type") == "Recreate":
             await self.rollout_recreate(d, new, old)
         else:
@@ -310,6 +314,20 @@ class DeploymentController(Controller):
         annotations[REVISION_ANNOTATION] = str(rev)
         await self.client.update(updated)
         await self._annotate_deployment(d, rev)
+
+    async def _copy_annotations(self, rs: Obj, d: Obj) -> bool:
+        """The Deployment's annotations on its new set on every sync, as Kubernetes'
+        SetNewReplicaSetAnnotations: `kubectl annotate deploy/x kubernetes.io/change-cause=…`
+        after `kubectl set image` shows in `rollout history`. True when it wrote."""
+        have = rs["metadata"].get("annotations") or {}
+        missing = {k: v for k, v in (d["metadata"].get("annotations") or {}).items()
+                   if k not in _SKIP_ANNOTATIONS and have.get(k) != v}
+        if not missing:
+            return False
+        updated = copy.deepcopy(rs)
+        updated["metadata"].setdefault("annotations", {}).update(missing)
+        await self.client.update(updated)
+        return True
 
     async def _annotate_deployment(self, d: Obj, rev: int) -> None:
         if (d["metadata"].get("annotations") or {}).get(REVISION_ANNOTATION) == str(rev):

@@ -128,3 +128,20 @@ def test_foreground_delete_waits_for_dependents(kube: Kube) -> None:
           what="the foreground deletion to finish")
     assert not _items(kube, "pods", "-l", "app=fg")
     assert not _items(kube, "replicasets", "-l", "app=fg")
+
+
+def test_change_cause_annotated_after_set_image_shows_in_rollout_history(kube: Kube) -> None:
+    """The Deployment documentation's order: `set image`, then annotate the change cause;
+    the controller copies the Deployment's annotations onto its new ReplicaSet on every
+    sync, so `rollout history` shows it (it showed `<none>`)."""
+    kube("create", "deployment", "cause", "--image=nginx:1.26", "--replicas=1")
+    kube("rollout", "status", "deployment/cause", "--timeout=120s")
+    kube("set", "image", "deployment/cause", "nginx=nginx:1.27")
+    kube("annotate", "deployment/cause", "kubernetes.io/change-cause=image updated to 1.27")
+
+    def revision_two() -> str | None:
+        rows = kube("rollout", "history", "deployment/cause").stdout.splitlines()[2:]
+        row = next((r for r in rows if r.split()[:1] == ["2"]), None)
+        return row if row is not None and "image updated to 1.27" in row else None
+
+    _wait(revision_two, what="revision 2's change cause in rollout history")
