@@ -191,6 +191,7 @@ class ApiServer:
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None),
+                        impersonate=(guard.http_impersonate if guard is not None else None),
                         routes=PodStreams(registry, guard=guard,
                                           kubelet=self._kubelet_credentials()).register,
                         reuse_port=reuse)

@@ -23,6 +23,7 @@ import grpc
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, current_user
+from skiff.apiserver.impersonation import impersonate
 from skiff.auth import Attributes, UserInfo, unauthorized
 
 Obj = dict[str, Any]
@@ -130,6 +131,11 @@ class RequestGuard:
 
     def http_user_of(self, peer_der: bytes | None, authorization: str) -> UserInfo:
         return self.http_user(peer_der=peer_der, authorization=authorization)
+
+    async def http_impersonate(self, caller: UserInfo,
+                               headers: dict[str, list[str]]) -> UserInfo:
+        """`kubectl --as/--as-group`: who the request runs as (impersonation.py)."""
+        return await impersonate(caller, headers, self.authorizer)
 
     async def http_non_resource(self, *, path: str, method: str) -> None:
         """A non-resource URL (/metrics) against RBAC's `nonResourceURLs`."""

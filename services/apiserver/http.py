@@ -55,6 +55,9 @@ class Response:
 Handler = Callable[[Request], Awaitable[Response]]
 # (peer certificate DER or None, Authorization header) -> the user, or ApiError 401.
 Authenticate = Callable[[bytes | None, str], UserInfo]
+# (the authenticated caller, Impersonate-* headers by lower-case name) -> who the request
+# runs as, or ApiError 403 (impersonation.py)
+Impersonate = Callable[[UserInfo, dict[str, list[str]]], Awaitable[UserInfo]]
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 
 
@@ -63,10 +66,11 @@ class HttpServer:
                  max_body: int = MAX_BODY, ssl_context: ssl.SSLContext | None = None,
                  authenticate: Authenticate | None = None,
                  routes: Callable[[web.Application], None] | None = None,
-                 reuse_port: bool = False) -> None:
+                 reuse_port: bool = False, impersonate: Impersonate | None = None) -> None:
         self._handler = handler
         self._ssl_context = ssl_context
         self._authenticate = authenticate
+        self._impersonate = impersonate
         self._routes = routes  # routes served by aiohttp directly (WebSocket streams)
         self._reuse_port = reuse_port
         self._host, self._port = host, port
@@ -96,8 +100,12 @@ class HttpServer:
     async def _serve(self, raw: web.Request) -> web.StreamResponse:
         if self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
             try:
-                current_user.set(self._authenticate(peer_certificate(raw),
-                                                    raw.headers.get("Authorization", "")))
+                user = self._authenticate(peer_certificate(raw),
+                                          raw.headers.get("Authorization", ""))
+                asked = impersonation_headers(raw)
+                if asked and self._impersonate is not None:
+                    user = await self._impersonate(user, asked)
+                current_user.set(user)
             except ApiError as err:
                 return _reply(Response(err.code, err.to_status()))
         try:
@@ -119,6 +127,12 @@ def encode_json(body: Any) -> bytes:
     text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     text = text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     return text.encode() + b"\n"
+def impersonation_headers(raw: web.Request) -> dict[str, list[str]]:
+    """The request's `Impersonate-*` headers by lower-case name (`kubectl --as`)."""
+    return {k.lower(): raw.headers.getall(k) for k in set(raw.headers.keys())
+            if k.lower().startswith("impersonate-")}
+
+
 def peer_certificate(raw: web.Request) -> bytes | None:
     """The client's certificate (DER), verified by the TLS handshake against the CA."""
     ssl_object = raw.transport.get_extra_info("ssl_object") if raw.transport else None

@@ -24,7 +24,7 @@ from aiohttp import WSMsgType, web
 from skiff.api import ApiError, Reason
 from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
-from skiff.apiserver.http import peer_certificate
+from skiff.apiserver.http import impersonation_headers, peer_certificate
 from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports
 from skiff.auth import Attributes
 from skiff.client.credentials import Credentials
@@ -78,6 +78,9 @@ class PodStreams:
             return
         user = self.guard.http_user_of(peer_certificate(raw),
                                        raw.headers.get("Authorization", ""))
+        asked = impersonation_headers(raw)
+        if asked:  # kubectl exec --as=...
+            user = await self.guard.http_impersonate(user, asked)
         current_user.set(user)
         await self.guard.authorizer.check(Attributes(
             user=user, verb="create", resource="pods", subresource=sub, namespace=namespace,

@@ -112,13 +112,16 @@ def unauthorized() -> ApiError:
 
 def forbidden(attrs: Attributes, reason: str = "") -> ApiError:
     """403 in Kubernetes' words, e.g. `pods is forbidden: User "x" cannot create resource
-    "pods" in API group "" in the namespace "y"`."""
+    "pods" in API group "" in the namespace "y"`, `deployments.apps "web" is forbidden: ...`,
+    `pods "p" is forbidden: ... resource "pods/exec" ...`."""
     user = attrs.user.name
     if not attrs.is_resource_request:
         message = (f'forbidden: User "{user}" cannot {attrs.verb} path "{attrs.path}"')
     else:
         resource = attrs.resource + (f"/{attrs.subresource}" if attrs.subresource else "")
-        subject = f'{resource} "{attrs.name}"' if attrs.name else resource
+        # the error's GroupResource: no subresource, the group after a dot (apierrors)
+        qualified = attrs.resource + (f".{attrs.api_group}" if attrs.api_group else "")
+        subject = f'{qualified} "{attrs.name}"' if attrs.name else qualified
         scope = (f'in the namespace "{attrs.namespace}"' if attrs.namespace
                  else "at the cluster scope")
         message = (f'{subject} is forbidden: User "{user}" cannot {attrs.verb} resource '

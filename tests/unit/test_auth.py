@@ -83,8 +83,11 @@ def test_AU3_forbidden_messages_are_kubernetes() -> None:
         'pods is forbidden: User "alice" cannot create resource "pods" in API group "" in '
         'the namespace "y"')
     assert forbidden(attrs("update", "nodes", sub="status", name="n2")).message == (
-        'nodes/status "n2" is forbidden: User "alice" cannot update resource '
+        'nodes "n2" is forbidden: User "alice" cannot update resource '
         '"nodes/status" in API group "" at the cluster scope')
+    assert forbidden(attrs("get", "deployments", ns="y", name="web", group="apps")).message == (
+        'deployments.apps "web" is forbidden: User "alice" cannot get resource "deployments" '
+        'in API group "apps" in the namespace "y"')
     assert forbidden(attrs("create", "pods", ns="y")).code == 403
 
 

@@ -127,3 +127,56 @@ def test_AX3_every_namespace_gets_the_cluster_ca_as_kube_root_ca_crt(secure_up: 
     assert kubectl(config, "delete", "configmap", "kube-root-ca.crt", "-n",
                    "root-ca").returncode == 0
     until(lambda: published("root-ca") == ca, "kube-root-ca.crt published again", timeout=30)
+
+
+def test_AU3_kubectl_as_impersonates_and_is_itself_authorized(secure_up: Path,
+                                                              tmp_path: Path) -> None:
+    """`kubectl --as` (Impersonate-* headers): the request runs as the impersonated user,
+    so RBAC answers for them; impersonating needs the `impersonate` verb (it was ignored,
+    and every `can-i --as` said yes)."""
+    kubeconfig = secure_up / "kubeconfig"
+    can = kubectl(kubeconfig, "auth", "can-i", "delete", "pods", "--as=jane")
+    assert (can.returncode, can.stdout.strip()) == (1, "no"), can.stderr
+    who = json.loads(kubectl(kubeconfig, "auth", "whoami", "--as=jane", "-o", "json").stdout)
+    assert who["status"]["userInfo"] == {"username": "jane",
+                                         "groups": ["system:authenticated"]}
+    denied = kubectl(kubeconfig, "get", "pods", "--as=jane")
+    assert denied.returncode == 1
+    assert ('pods is forbidden: User "jane" cannot list resource "pods" in API group "" in '
+            'the namespace "default"') in denied.stderr
+    sa = kubectl(kubeconfig, "auth", "can-i", "list", "pods",
+                 "--as=system:serviceaccount:default:default")
+    assert sa.stdout.strip() == "no"
+    sa_who = json.loads(kubectl(kubeconfig, "auth", "whoami", "-o", "json",
+                                "--as=system:serviceaccount:default:default").stdout)
+    assert sa_who["status"]["userInfo"]["groups"] == [
+        "system:serviceaccounts", "system:serviceaccounts:default", "system:authenticated"]
+    admin = kubectl(kubeconfig, "auth", "can-i", "delete", "pods", "--as=jane",
+                    "--as-group=system:masters")
+    assert admin.stdout.strip() == "yes"
+    # a caller without the impersonate verb (a ServiceAccount's token) is refused
+    until(lambda: kubectl(kubeconfig, "get", "serviceaccount", "default").returncode == 0,
+          "the default ServiceAccount", 30.0)
+    token = kubectl(kubeconfig, "create", "token", "default")
+    assert token.returncode == 0, token.stderr
+    as_sa = json.loads(kubeconfig.read_text())
+    as_sa["users"][0]["user"] = {"token": token.stdout.strip()}
+    (tmp_path / "sa").write_text(json.dumps(as_sa))
+    refused = kubectl(tmp_path / "sa", "--as=jane", "get", "pods")
+    assert ('users "jane" is forbidden: User "system:serviceaccount:default:default" cannot '
+            'impersonate resource "users" in API group "" at the cluster scope'
+            ) in refused.stderr
+    # the exec stream (its own route) impersonates too
+    kubectl(kubeconfig, "run", "imp", "--image=busybox", "--", "sleep", "300")
+    until(lambda: kubectl(kubeconfig, "get", "pod", "imp", "-o",
+                          "jsonpath={.status.phase}").stdout == "Running", "pod imp", 60.0)
+    assert kubectl(kubeconfig, "exec", "imp", "--", "true").returncode == 0
+    kubectl(kubeconfig, "create", "rolebinding", "jane-views", "--clusterrole=view",
+            "--user=jane")
+    until(lambda: kubectl(kubeconfig, "get", "pod", "imp", "--as=jane").returncode == 0,
+          "jane may read pods", 30.0)
+    exec_denied = kubectl(kubeconfig, "exec", "imp", "--as=jane", "--", "true")
+    assert ('Error from server (Forbidden): pods "imp" is forbidden: User "jane" cannot create '
+            'resource "pods/exec" in API group "" in the namespace "default"'
+            ) in exec_denied.stderr, exec_denied.stderr
+    kubectl(kubeconfig, "delete", "pod", "imp", "--grace-period=0", "--force")
