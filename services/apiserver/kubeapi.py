@@ -556,6 +556,11 @@ class KubeApi:
         tail = q.get("tailLines")
         tail_lines = _int_param("tailLines", tail) if tail else None
         container = q.get("container") or None
+        limit = q.get("limitBytes")
+        limit_bytes = _int_param("limitBytes", limit) if limit else None
+        if limit_bytes is not None and limit_bytes < 1:
+            raise ApiError.invalid("PodLogOptions", name, [ApiFieldError(
+                "limitBytes", "Invalid value", "must be greater than 0", limit_bytes)])
         if q.get("follow") in ("true", "1"):
             pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
                                               tail_lines=tail_lines, credentials=self.kubelet)
@@ -565,17 +570,36 @@ class KubeApi:
             except StopAsyncIteration:
                 first = ""
 
-            async def stream() -> AsyncIterator[str]:
-                if first:
-                    yield first
-                async for piece in pieces:
-                    yield piece
+            async def stream() -> AsyncIterator[str | bytes]:
+                left = limit_bytes  # --limit-bytes: the stream ends after that many
+
+                def take(piece: str) -> str | bytes:
+                    nonlocal left
+                    if left is None:
+                        return piece
+                    data = piece.encode()[:left]
+                    left -= len(data)
+                    return data
+
+                try:
+                    if first:
+                        yield take(first)
+                    async for piece in pieces:
+                        if left is not None and left <= 0:
+                            break
+                        yield take(piece)
+                finally:
+                    close = getattr(pieces, "aclose", None)
+                    if close is not None:
+                        await close()
 
             return Response(200, stream=stream(), content_type="text/plain")
         text = await kubelet_logs.fetch_logs(target, namespace, name, container=container,
                                              tail_lines=tail_lines,
                                              previous=q.get("previous") in ("true", "1"),
                                              credentials=self.kubelet)
+        if limit_bytes is not None:
+            return Response(200, str(text).encode()[:limit_bytes], content_type="text/plain")
         return Response(200, str(text), content_type="text/plain")
 
 

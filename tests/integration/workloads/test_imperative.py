@@ -64,3 +64,14 @@ def test_deployment_scale_subresource_pause_resume_and_recreate(kube: Kube) -> N
         time.sleep(0.3)
     assert not mixed, "Recreate ran old and new pods at the same time"
     kube("delete", "deployment", "scaled")
+
+
+def test_kubectl_logs_limit_bytes_cuts_the_log_and_the_follow_stream(kube: Kube) -> None:
+    """`kubectl logs --limit-bytes` (it printed the whole log)."""
+    kube("run", "chatty", "--image=busybox", "--restart=Never", "--", "sh", "-c",
+         "echo 0123456789abcdef; echo second line; sleep 30")
+    _wait(lambda: "second line" in kube("logs", "chatty", check=False).stdout,
+          what="chatty's two lines")
+    assert kube("logs", "chatty", "--limit-bytes=10").stdout == "0123456789"
+    assert kube("logs", "chatty", "-f", "--limit-bytes=20").stdout == "0123456789abcdef\nsec"
+    kube("delete", "pod", "chatty", "--grace-period=0", "--force")
