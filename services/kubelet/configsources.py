@@ -3,13 +3,18 @@
 Before a container starts the kubelet reads the ConfigMaps and Secrets it names (Kubernetes'
 `makeEnvironmentVariables`): `envFrom` sources first (with `prefix`), then `env` entries
 with `configMapKeyRef` / `secretKeyRef`. A missing object or key that is not `optional` is a
-`CreateContainerConfigError`, retried until it appears.
+`CreateContainerConfigError`, retried until it appears; so is a `resourceFieldRef` that
+cannot be resolved (an unknown resource or container, a bad divisor).
 
 A `configMap` / `secret` volume is a directory of one file per key (or per `items` entry,
-at its `path`), written by `write_config_volume`: each file is replaced atomically, keys that
-went away are removed, and the pod worker calls it again periodically so updates to the
-object reach the files (as the kubelet's volume manager does). The sandbox (issue 18) mounts
-the same directory at the container's `mountPath`.
+at its `path`, with its `mode`), written by `write_config_volume`: each file is replaced
+atomically, keys that went away are removed, and the pod worker calls it again periodically
+so updates to the object reach the files (as the kubelet's volume manager does). The
+`configMap` and `secret` sources of a `projected` volume are written the same way, all into
+the one directory (`projected.defaultMode`, each item's `mode`), next to the token,
+`kube-root-ca.crt` and downwardAPI files that `projected.write_projected_volumes` writes. A
+missing object or an `items` key it lacks, unless `optional`, is a ConfigError. The sandbox
+(issue 18) mounts the same directory at the container's `mountPath`.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
+from skiff.kubelet.poddir import resource_field_value
 
 Obj = dict[str, Any]
 
@@ -80,6 +86,11 @@ async def resolve_env(api: ApiClient, pod: Obj, container: Obj) -> tuple[
     keyed: dict[str, str] = {}
     for item in container.get("env") or []:
         value_from = item.get("valueFrom") or {}
+        if value_from.get("resourceFieldRef"):
+            try:  # computed by poddir.container_env; refused here, with a message
+                resource_field_value(pod, container, value_from["resourceFieldRef"])
+            except ValueError as err:
+                raise ConfigError(f"env {item.get('name')}: {err}") from None
         for key, resource, kind in (("configMapKeyRef", "configmaps", "configmap"),
                                     ("secretKeyRef", "secrets", "secret")):
             ref = value_from.get(key)
@@ -98,35 +109,93 @@ async def resolve_env(api: ApiClient, pod: Obj, container: Obj) -> tuple[
     return from_sources, keyed
 
 
+# A projected `kube-root-ca.crt` is the kubelet's own root CA file (projected.py), the
+# bundle the root-ca-cert-publisher puts in that ConfigMap.
+_ROOT_CA_CONFIGMAP = "kube-root-ca.crt"
+
+
+def _projected_sources(volume: Obj) -> list[tuple[Obj, str, str, str]]:
+    """A projected volume's configMap/secret sources: (source, resource, kind, name)."""
+    found: list[tuple[Obj, str, str, str]] = []
+    projected = volume.get("projected")
+    if not isinstance(projected, dict):
+        return found
+    for source in projected.get("sources") or []:
+        if not isinstance(source, dict):
+            continue
+        if isinstance(source.get("configMap"), dict) and (
+                source["configMap"].get("name") != _ROOT_CA_CONFIGMAP):
+            config_map = source["configMap"]
+            found.append((config_map, "configmaps", "configmap",
+                          str(config_map.get("name", ""))))
+        elif isinstance(source.get("secret"), dict):
+            secret = source["secret"]
+            found.append((secret, "secrets", "secret", str(secret.get("name", ""))))
+    return found
+
+
 def config_volumes(pod: Obj) -> list[Obj]:
+    """The pod's configMap and secret volumes, and projected volumes with such sources."""
     return [v for v in (pod.get("spec") or {}).get("volumes") or []
-            if isinstance(v, dict) and (v.get("configMap") or v.get("secret"))]
+            if isinstance(v, dict) and (v.get("configMap") or v.get("secret")
+                                        or _projected_sources(v))]
+
+
+def _volume_files(obj: Obj | None, resource: str, kind: str, name: str, source: Obj,
+                  mode: int) -> dict[str, tuple[str, int]]:
+    """One ConfigMap/Secret's files in a volume: every key, or each `items` key at its
+    `path` (and `mode`); a missing object or key is a ConfigError unless `optional`."""
+    optional = bool(source.get("optional"))
+    if obj is None:
+        if optional:
+            return {}
+        raise ConfigError(f'{kind} "{name}" not found')
+    values = _values(obj, resource)
+    items = source.get("items")
+    if not items:
+        return {k: (v, mode) for k, v in values.items()}
+    files: dict[str, tuple[str, int]] = {}
+    for item in items:
+        key = str(item.get("key", ""))
+        if key not in values:
+            if optional:
+                continue
+            raise ConfigError(f"{kind} {name} references non-existent {kind} key: {key}")
+        files[str(item.get("path") or key)] = (values[key], int(item.get("mode") or mode))
+    return files
 
 
 async def refresh_config_volumes(api: ApiClient, pod: Obj, volume_path: Any) -> None:
-    """Write every configMap/secret volume of `pod` into `volume_path(name)`; a missing
-    non-optional source is a ConfigError (the containers wait for it)."""
+    """Write every configMap/secret volume of `pod`, and the configMap/secret sources of its
+    projected volumes, into `volume_path(name)`; a missing non-optional object or key is a
+    ConfigError (the containers wait for it)."""
     namespace = str(pod["metadata"].get("namespace") or "default")
     for volume in config_volumes(pod):
         if volume.get("configMap"):
-            source, resource = volume["configMap"], "configmaps"
-            name, kind = str(source.get("name", "")), "configmap"
+            sources = [(volume["configMap"], "configmaps", "configmap",
+                        str(volume["configMap"].get("name", "")))]
+            mode = int(volume["configMap"].get("defaultMode") or 0o644)
+        elif volume.get("secret"):
+            sources = [(volume["secret"], "secrets", "secret",
+                        str(volume["secret"].get("secretName", "")))]
+            mode = int(volume["secret"].get("defaultMode") or 0o644)
         else:
-            source, resource = volume["secret"], "secrets"
-            name, kind = str(source.get("secretName", "")), "secret"
-        obj = await _get(api, resource, namespace, name)
-        if obj is None and not source.get("optional"):
-            raise ConfigError(f'{kind} "{name}" not found (volume {volume.get("name")})')
-        write_config_volume(Path(volume_path(str(volume.get("name", "")))),
-                            _values(obj, resource) if obj else {}, source.get("items"),
-                            mode=int(source.get("defaultMode") or 0o644))
+            sources = _projected_sources(volume)
+            mode = int(volume["projected"].get("defaultMode") or 0o644)
+        files: dict[str, tuple[str, int]] = {}
+        for source, resource, kind, name in sources:
+            obj = await _get(api, resource, namespace, name)
+            try:
+                files.update(_volume_files(obj, resource, kind, name, source, mode))
+            except ConfigError as err:
+                raise ConfigError(f"{err} (volume {volume.get('name')})") from None
+        write_files(Path(volume_path(str(volume.get("name", "")))), files)
 
 
 def write_config_volume(directory: Path, values: dict[str, str], items: Any, *,
                         mode: int = 0o644) -> None:
     """Make `directory` hold one file per key (or per `items` entry at its `path`), each
     replaced atomically; files of keys that are gone are removed."""
-    directory.mkdir(parents=True, exist_ok=True)
     files: dict[str, tuple[str, int]] = {}
     if items:
         for item in items:
@@ -135,6 +204,14 @@ def write_config_volume(directory: Path, values: dict[str, str], items: Any, *,
                     values[item["key"]], int(item.get("mode") or mode))
     else:
         files = {k: (v, mode) for k, v in values.items()}
+    write_files(directory, files)
+
+
+def write_files(directory: Path, files: dict[str, tuple[str, int]]) -> None:
+    """Make `directory` hold `files` (relative path → (content, mode)), each replaced
+    atomically; files this wrote before that are no longer wanted are removed (others, such
+    as a projected volume's token, are left alone)."""
+    directory.mkdir(parents=True, exist_ok=True)
     for rel, (content, file_mode) in files.items():
         target = directory / rel
         if directory.resolve() not in target.resolve().parents:

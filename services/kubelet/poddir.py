@@ -7,25 +7,35 @@ A process cannot mount anything, so Skiff's volumes are directories: each `empty
 directory by default, so `mountPath: /data` is reachable as `data/`. `hostPath` volumes are
 symlinks to the host path. A `persistentVolumeClaim` volume is a symlink to its shared
 directory `<volume-root>/pvc-<claim uid>`, made only once the volume is attached to this
-node (see `volumes`). Container logs are `logs/<container>/<restartCount>.log`.
+node (see `volumes`). A `downwardAPI` volume's files are written when the directory is
+prepared. Container logs are `logs/<container>/<restartCount>.log`.
+
+It also holds what Kubernetes computes from a pod for its containers: `container_env` (the
+`env` list: `value` with `$(VAR)` references, `valueFrom.fieldRef` and
+`valueFrom.resourceFieldRef`), `expand_references` (Kubernetes' `$(VAR)` expansion, shared
+with `command`/`args` in `runtime.images`), and the downward API's values for volumes
+(`downward_api_files`, shared by `downwardAPI` and `projected` volumes).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
+import math
 import re
 import shutil
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-__all__ = ["PodDir", "container_env"]
+from skiff.api.quantity import parse_quantity
+
+__all__ = ["PodDir", "container_env", "downward_api_files", "expand_references",
+           "node_allocatable", "resource_field_value"]
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-
-_VAR_REF = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
 def _env_name(volume: str) -> str:
@@ -55,6 +65,8 @@ class PodDir:
                     target.symlink_to(str((volume["hostPath"] or {}).get("path", "/")))
             elif "persistentVolumeClaim" in volume:
                 continue  # linked by link_claim once attached to this node
+            elif isinstance(volume.get("downwardAPI"), dict):
+                self._write_downward_api(volume, pod)
             else:
                 if not {"emptyDir", "projected", "configMap", "secret"} & set(volume):
                     log.warning("volume type not supported; using an empty directory",
@@ -68,6 +80,25 @@ class PodDir:
                     continue
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(self.volume_path(str(mount.get("name", ""))))
+
+    def _write_downward_api(self, volume: Obj, pod: Obj) -> None:
+        """A downwardAPI volume's files (`downward_api_files`); a sandboxed container's
+        are written again as it starts (`sandbox.mounts.write_downward_api`)."""
+        directory = self.volume_path(str(volume.get("name", "")))
+        directory.mkdir(parents=True, exist_ok=True)
+        source = volume["downwardAPI"]
+        node_name = str((pod.get("spec") or {}).get("nodeName") or "")
+        for relative, content, mode in downward_api_files(
+                pod, source.get("items"), int(source.get("defaultMode") or 0o644),
+                lambda path: _field_ref(pod, path, node_name)):
+            target = directory / relative.lstrip("/")
+            if directory.resolve() not in target.resolve().parents:
+                continue  # a path escaping the volume is ignored (validation refuses `..`)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{target.name}.tmp")
+            tmp.write_text(content)
+            tmp.chmod(mode)
+            tmp.replace(target)
 
     def link_claim(self, name: str, target: Path) -> None:
         """Point volume `name` at its persistent directory (created if new; idempotent)."""
@@ -95,6 +126,91 @@ class PodDir:
         shutil.rmtree(self.path, ignore_errors=True)
 
 
+def expand_references(text: str, env: Mapping[str, str]) -> str:
+    """Kubernetes' variable expansion (`command`, `args`, `env[].value`): `$(NAME)` is
+    NAME's value in `env`, or stays `$(NAME)` when `env` has none; `$$` is one `$`, so
+    `$$(NAME)` is the literal `$(NAME)`; any other `$` (a lone one, `$x`, an unclosed
+    `$(`) is kept as written."""
+    out: list[str] = []
+    i, n = 0, len(text)
+    while i < n:
+        char = text[i]
+        if char != "$" or i + 1 == n:
+            out.append(char)
+            i += 1
+        elif text[i + 1] == "$":
+            out.append("$")
+            i += 2
+        elif text[i + 1] == "(" and (close := text.find(")", i + 2)) != -1:
+            name = text[i + 2:close]
+            out.append(env[name] if name in env else f"$({name})")
+            i = close + 1
+        else:
+            out.append(text[i:i + 2])
+            i += 2
+    return "".join(out)
+
+
+@functools.cache
+def node_allocatable() -> dict[str, str]:
+    """This host's cpu and memory as the kubelet reports them by default (no
+    `--capacity-*` flags): what a container without a limit may use."""
+    from skiff.kubelet.settings import KubeletSettings  # settings is heavy; only if needed
+    settings = KubeletSettings()
+    return {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity()}
+
+
+_LIMITED_BY_NODE = ("cpu", "memory", "ephemeral-storage")
+
+
+def resource_field_value(pod: Obj, container: Obj | None, ref: Obj, *,
+                         allocatable: Mapping[str, str] | None = None) -> str:
+    """A `resourceFieldRef`'s value (Kubernetes' downward API): the container's request or
+    limit of `resource` divided by `divisor` (default 1), rounded up to a whole number —
+    cpu in millicores, memory, ephemeral-storage and hugepages in bytes. An unset limit of
+    cpu, memory or ephemeral-storage is the node's allocatable, an unset request 0.
+    `ref.containerName`, when set, names the container (a downwardAPI volume needs it).
+    Raises ValueError with a message for the user when the reference cannot be resolved."""
+    resource = str(ref.get("resource") or "")
+    kind, _, name = resource.partition(".")
+    if kind not in ("limits", "requests") or not (
+            name in _LIMITED_BY_NODE or name.startswith("hugepages-")):
+        raise ValueError(f"unsupported container resource: {resource!r} (one of limits.cpu, "
+                         "limits.memory, limits.ephemeral-storage, requests.cpu, "
+                         "requests.memory, requests.ephemeral-storage, "
+                         "limits/requests.hugepages-<size>)")
+    wanted = ref.get("containerName")
+    if wanted:
+        spec = pod.get("spec") or {}
+        matches = [c for c in list(spec.get("containers") or []) + list(
+            spec.get("initContainers") or []) if c.get("name") == wanted]
+        if not matches:
+            raise ValueError(f"resourceFieldRef: container {wanted} not found")
+        container = matches[0]
+    if container is None:
+        raise ValueError(f"resourceFieldRef {resource}: containerName is required")
+    divisor_text = ref.get("divisor")
+    try:
+        divisor = parse_quantity(divisor_text) if divisor_text not in (None, "") else 1
+        values = (container.get("resources") or {}).get(kind) or {}
+        raw = values.get(name)
+        quantity = parse_quantity(raw) if raw not in (None, "") else 0
+        if kind == "limits" and quantity == 0 and name in _LIMITED_BY_NODE:
+            node = node_allocatable() if allocatable is None else allocatable
+            quantity = parse_quantity(node[name]) if node.get(name) else 0
+    except ValueError as err:
+        raise ValueError(f"resourceFieldRef {resource}: {err}") from None
+    if divisor == 0:
+        divisor = 1
+    if divisor < 0:
+        raise ValueError(f"resourceFieldRef {resource}: divisor must be positive")
+    if name == "cpu":  # Kubernetes divides whole millicores (MilliValue, rounded up)
+        amount, unit = math.ceil(quantity * 1000), math.ceil(divisor * 1000)
+    else:  # and whole bytes (Value, rounded up)
+        amount, unit = math.ceil(quantity), math.ceil(divisor)
+    return str(math.ceil(amount / unit))
+
+
 def _field_ref(pod: Obj, path: str, node_name: str) -> str:
     meta = pod.get("metadata") or {}
     simple = {
@@ -111,17 +227,69 @@ def _field_ref(pod: Obj, path: str, node_name: str) -> str:
     return ""
 
 
-def container_env(pod: Obj, container: Obj, *, node_name: str,
-                  base: Mapping[str, str]) -> dict[str, str]:
-    """`env` with `value` (and `$(VAR)` references) or `valueFrom.fieldRef`."""
+def container_env(pod: Obj, container: Obj, *, node_name: str, base: Mapping[str, str],
+                  allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`env` in order, over `base`: `value` with its `$(VAR)` references expanded from the
+    variables before it (`expand_references`), `valueFrom.fieldRef`, and
+    `valueFrom.resourceFieldRef` (`resource_field_value`; `allocatable`, default this
+    host's, stands in for unset limits). ConfigMap/Secret keys are resolved by
+    `configsources.resolve_env`, which also refuses a bad `resourceFieldRef` with a
+    message before the container is started."""
     env = dict(base)
     env.setdefault("HOSTNAME", str((pod.get("metadata") or {}).get("name", "")))
     for item in container.get("env") or []:
         name = str(item.get("name", ""))
-        if "value" in item:
-            env[name] = _VAR_REF.sub(lambda m: env.get(m.group(1), m.group(0)),
-                                     str(item.get("value") or ""))
-        elif "valueFrom" in item:
-            ref = (item["valueFrom"] or {}).get("fieldRef") or {}
-            env[name] = _field_ref(pod, str(ref.get("fieldPath", "")), node_name)
+        value_from = item.get("valueFrom") or {}
+        if item.get("value") not in (None, "") or not value_from:
+            env[name] = expand_references(str(item.get("value") or ""), env)
+        elif value_from.get("fieldRef"):
+            env[name] = _field_ref(pod, str(value_from["fieldRef"].get("fieldPath", "")),
+                                   node_name)
+        elif value_from.get("resourceFieldRef"):
+            try:
+                env[name] = resource_field_value(pod, container,
+                                                 value_from["resourceFieldRef"],
+                                                 allocatable=allocatable)
+            except ValueError as err:
+                log.warning("env resourceFieldRef not resolved", extra={
+                    "container": container.get("name"), "env": name, "error": str(err)})
+                env[name] = ""
     return env
+
+
+def downward_api_files(pod: Obj, items: Any, default_mode: int,
+                       field_value: Callable[[str], str], *,
+                       allocatable: Mapping[str, str] | None = None) -> list[
+                           tuple[str, str, int]]:
+    """A downwardAPI volume's (or projection's) `items` as (path, content, mode):
+    `fieldRef` (`metadata.labels` / `metadata.annotations` as sorted `key="value"` lines,
+    one label or annotation by `['key']`, others from `field_value`) and
+    `resourceFieldRef` (its `containerName` names the container). An item that cannot be
+    resolved is left out, with a log line."""
+    meta = pod.get("metadata") or {}
+    files: list[tuple[str, str, int]] = []
+    for item in items or []:
+        path = str(item.get("path", ""))
+        mode = int(item.get("mode") or default_mode)
+        if item.get("fieldRef"):
+            field_path = str(item["fieldRef"].get("fieldPath", ""))
+            if field_path in ("metadata.labels", "metadata.annotations"):
+                values = meta.get(field_path.split(".")[1]) or {}
+                content = "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
+            elif field_path.startswith(("metadata.labels[", "metadata.annotations[")):
+                content = _field_ref(pod, field_path, "")
+            else:
+                content = field_value(field_path)
+        elif item.get("resourceFieldRef"):
+            try:
+                content = resource_field_value(pod, None, item["resourceFieldRef"],
+                                               allocatable=allocatable)
+            except ValueError as err:
+                log.warning("downwardAPI volume item not written", extra={
+                    "pod": f"{meta.get('namespace')}/{meta.get('name')}", "path": path,
+                    "error": str(err)})
+                continue
+        else:
+            continue
+        files.append((path, content, mode))
+    return files

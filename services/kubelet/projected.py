@@ -1,9 +1,18 @@
-"""Projected ServiceAccount token volumes (SPEC AX3), as the kubelet's `projected` volume
-plugin fills the `kube-api-access-*` volume that ServiceAccount admission adds: `token` (a
-TokenRequest bound to the pod), `ca.crt` (the cluster's root CA, `--root-ca-file`, when the
-node has one) and `namespace`. A process cannot mount, so the volume is the pod's volume
-directory, reachable through the `volumeMount` symlink `var/run/secrets/kubernetes.io/
-serviceaccount` in the pod directory and `SKIFF_VOLUME_<NAME>` (see `poddir`).
+"""Projected volumes (SPEC AX3), as the kubelet's `projected` volume plugin fills them, all
+sources into the one directory with `defaultMode` (or an item's `mode`):
+
+- `serviceAccountToken`: a TokenRequest bound to the pod, e.g. the `token` of the
+  `kube-api-access-*` volume that ServiceAccount admission adds;
+- `configMap` `kube-root-ca.crt`: its `ca.crt` is the cluster's root CA, the kubelet's
+  `--root-ca-file` (when the node has one), the bundle that ConfigMap publishes;
+- `downwardAPI`: `fieldRef` and `resourceFieldRef` items (`poddir.downward_api_files`);
+- any other `configMap` and `secret` (with `items`, `optional`): written, kept current and
+  waited for (a missing one is a CreateContainerConfigError) with the pod's configMap and
+  secret volumes, by `configsources.refresh_config_volumes`.
+
+A process cannot mount, so the volume is the pod's volume directory, reachable through the
+`volumeMount` symlink (e.g. `var/run/secrets/kubernetes.io/serviceaccount`) in the pod
+directory and `SKIFF_VOLUME_<NAME>` (see `poddir`); in a sandbox it is bind-mounted there.
 
 Tokens are requested again when 80% of their lifetime has passed (`refresh_due`), as the
 kubelet's token manager does.
@@ -22,6 +31,7 @@ from typing import Any
 
 from skiff.api.errors import ApiError
 from skiff.client import ApiClient
+from skiff.kubelet.poddir import downward_api_files
 
 log = logging.getLogger(__name__)
 
@@ -39,10 +49,10 @@ def _write(path: Path, data: bytes, mode: int) -> None:
 
 def _field(pod: Obj, field_path: str) -> str:
     meta = pod.get("metadata") or {}
-    if field_path.startswith("metadata.") and field_path.count(".") == 1:
+    if field_path in ("metadata.name", "metadata.namespace", "metadata.uid"):
         return str(meta.get(field_path.split(".", 1)[1], ""))
-    if field_path == "spec.serviceAccountName":
-        return str((pod.get("spec") or {}).get("serviceAccountName", ""))
+    if field_path in ("spec.serviceAccountName", "spec.nodeName"):
+        return str((pod.get("spec") or {}).get(field_path.split(".", 1)[1], ""))
     return ""
 
 
@@ -82,16 +92,16 @@ async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
             elif "configMap" in source:
                 config_map = source["configMap"]
                 if config_map.get("name") != "kube-root-ca.crt" or not root_ca_file:
-                    continue  # only kube-root-ca.crt: the kubelet's root CA file, the same bundle
+                    continue  # others: configsources.refresh_config_volumes
                 for item in config_map.get("items") or [{"key": "ca.crt", "path": "ca.crt"}]:
                     if item.get("key") == "ca.crt":
                         _write(target / str(item.get("path", "ca.crt")),
                                Path(root_ca_file).read_bytes(), mode)
             elif "downwardAPI" in source:
-                for item in source["downwardAPI"].get("items") or []:
-                    ref = item.get("fieldRef") or {}
-                    _write(target / str(item.get("path", "")),
-                           _field(pod, str(ref.get("fieldPath", ""))).encode(), mode)
+                for path, content, file_mode in downward_api_files(
+                        pod, (source["downwardAPI"] or {}).get("items"), mode,
+                        lambda field_path: _field(pod, field_path)):
+                    _write(target / path, content.encode(), file_mode)
     return refresh
 
 

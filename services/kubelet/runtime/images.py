@@ -17,6 +17,11 @@ applied where the kubelet builds a container's command (Kubernetes' entrypoint r
    liveness probes pass and `kubectl create deployment web --image=nginx` ends Running and
    Ready. A port another process already holds (pods share the host network until each pod
    has its own) is skipped with a log line.
+
+`$(VAR)` references in `command` and `args` (not in a table's command, which stands for the
+image's ENTRYPOINT) are expanded from the container's final environment, as Kubernetes
+does (`poddir.expand_references`: `$$(VAR)` is the literal `$(VAR)`, an unknown `$(NOPE)`
+stays as written).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from skiff.kubelet.poddir import expand_references
 from skiff.settings import SettingsError
 
 Obj = dict[str, Any]
@@ -97,10 +103,16 @@ def _port_numbers(container: Obj) -> list[int]:
     return sorted(set(ports))
 
 
-def container_command(container: Obj, table: ImageCommands) -> list[str]:
-    """The process the runtime starts for this container (rules in the module docstring)."""
+def container_command(container: Obj, table: ImageCommands, *,
+                      env: Mapping[str, str] | None = None) -> list[str]:
+    """The process the runtime starts for this container (rules in the module docstring),
+    with `$(VAR)` in `command` and `args` expanded from `env`, the container's environment
+    (none given: nothing is expanded, `$$` included)."""
     command = [str(c) for c in container.get("command") or []]
     args = [str(a) for a in container.get("args") or []]
+    if env is not None:
+        command = [expand_references(c, env) for c in command]
+        args = [expand_references(a, env) for a in args]
     if command:
         return command + args
     mapped = table.get(image_name(str(container.get("image", ""))))

@@ -171,15 +171,16 @@ def _field(pod: Obj, path: str, field_value: Any) -> str:
     return str(field_value(path))
 
 
-def write_downward_api(directory: Path, volume: Obj, pod: Obj, field_value: Any) -> None:
-    """Write a downwardAPI volume's `items` as files (`fieldRef` only)."""
+def write_downward_api(directory: Path, volume: Obj, pod: Obj, field_value: Any, *,
+                       allocatable: Any = None) -> None:
+    """Write a downwardAPI volume's `items` as files: `fieldRef` (others than labels and
+    annotations from `field_value(path)`) and `resourceFieldRef` (with `containerName`;
+    unset limits are `allocatable`, default this host's) — `poddir.downward_api_files`."""
+    from skiff.kubelet.poddir import downward_api_files
     source = volume.get("downwardAPI") or {}
-    default_mode = int(source.get("defaultMode", 0o644))
-    write_projected_files(directory, [
-        (str(item.get("path", "")), _field(pod, str((item.get("fieldRef") or {})
-                                                    .get("fieldPath", "")), field_value),
-         int(item.get("mode", default_mode)))
-        for item in source.get("items") or [] if item.get("fieldRef")])
+    write_projected_files(directory, downward_api_files(
+        pod, source.get("items"), int(source.get("defaultMode") or 0o644), field_value,
+        allocatable=allocatable))
 
 
 def write_projected_files(directory: Path, files: list[tuple[str, str, int]]) -> None:
