@@ -105,6 +105,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 sandboxes=sandbox_manager(settings, api=api, node_name=name,
                                           root=root / name if len(names) > 1 else root),
                 image_commands=image_commands,
+                allocatable={"cpu": capacity["cpu"], "memory": capacity["memory"]},
                 cluster_dns=tuple(settings.cluster_dns_addresses()),
                 cluster_domain=settings.cluster_domain, resolv_conf=settings.resolv_conf)
             kubelet = Kubelet(env=env)

@@ -31,6 +31,9 @@ Obj = Mapping[str, Any]
 class HandlerResult:
     success: bool
     message: str = ""
+    # an exec handler's own output: what a failed exec probe reports, as Kubernetes'
+    # prober does ("Readiness probe failed: <output>"); the message says more for hooks
+    output: str | None = None
 
 
 def _port(value: Any, container: Obj) -> int:
@@ -181,7 +184,8 @@ async def run_handler(handler: Obj, *, container: Obj, runtime: ContainerRuntime
                 return HandlerResult(False, f"command {command!r} timed out")
             if result.exit_code != 0:
                 return HandlerResult(False, f"command {command!r} exited with "
-                                            f"{result.exit_code}: {result.output[-200:]}")
+                                            f"{result.exit_code}: {result.output[-200:]}",
+                                     output=result.output[-200:])
             return HandlerResult(True, result.output[-200:])
         if "httpGet" in handler:
             return await _http_get(handler["httpGet"], container, timeout, config.sandbox)

@@ -61,6 +61,7 @@ from skiff.kubelet.sandbox import (
     SandboxManager,
 )
 from skiff.kubelet.sandbox.mounts import (
+    BindMount,
     etc_host_mounts,
     mount_memory_volumes,
     plan_mounts,
@@ -75,7 +76,14 @@ from skiff.kubelet.status import (
     qos_class,
     ready_conditions,
 )
-from skiff.kubelet.termination import PRESTOP_EXTENSION_SECONDS, KillReason, effective_grace_period
+from skiff.kubelet.termination import (
+    PRESTOP_EXTENSION_SECONDS,
+    KillReason,
+    effective_grace_period,
+    falls_back_to_logs,
+    termination_message,
+    termination_message_path,
+)
 from skiff.kubelet.volumes import VolumeManager
 from skiff.tracing import start_span_from_object
 
@@ -115,6 +123,8 @@ class PodEnvironment:
     image_commands: ImageCommands = field(default_factory=dict)
     config_volume_refresh_seconds: float = 2.0
     # Pod DNS (dnsconfig.py): --cluster-dns, --cluster-domain, --resolv-conf
+    # the node's allocatable cpu/memory: a resourceFieldRef's value for an unset limit
+    allocatable: dict[str, str] = field(default_factory=dict)
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     resolv_conf: str = "/etc/resolv.conf"
@@ -162,6 +172,7 @@ class PodWorker:
         self._started_events: dict[str, asyncio.Event] = {}
         self._background: set[asyncio.Task[Any]] = set()
         self._events: set[asyncio.Task[None]] = set()  # Event writes, flushed at the end
+        self._last_event: asyncio.Task[None] | None = None  # the Event written last
         self._config_env: dict[str, tuple[dict[str, str], dict[str, str]]] = {}
         self._service_env: dict[str, dict[str, str]] = {}
         self._timer: asyncio.TimerHandle | None = None
@@ -440,6 +451,9 @@ class PodWorker:
             finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
             if self.env.backoff.in_backoff_since(key, finished):
                 delay = self.env.backoff.get(key)
+                # kuberuntime's doBackOff: every sync that declines to restart says so.
+                self._event(WARNING, "BackOff", f"Back-off restarting failed container "
+                            f"{r.name} in pod {self.name}_{self.namespace}({self.uid})")
                 self._retire_termination(r)
                 r.state = {"waiting": {
                     "reason": "CrashLoopBackOff",
@@ -466,31 +480,73 @@ class PodWorker:
                    if "KUBERNETES_SERVICE_HOST" not in services
                    or not k.startswith("KUBERNETES_")},
                 **services, **self.dir.volume_env(self.pod), **env_from}
-        env = container_env(self.pod, spec, node_name=self.env.node_name, base=base)
+        env = container_env(self.pod, spec, node_name=self.env.node_name, base=base,
+                            allocatable=self.env.allocatable or None)
         env.update(keyed)
+        env = self._with_pod_ip(spec, env)
         return ContainerConfig(
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
-            command=container_command(spec, self.env.image_commands),
-            env=self._with_pod_ip(spec, env),
+            # `$(VAR)` in command and args from the container's final environment
+            command=container_command(spec, self.env.image_commands, env=env),
+            env=env,
             working_dir=self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")), sandbox=self._container_sandbox(spec),
+            image=str(spec.get("image", "")), sandbox=self._container_sandbox(r),
             stdin=bool(spec.get("stdin")), stdin_once=bool(spec.get("stdinOnce")),
             tty=bool(spec.get("tty")))
 
-    def _container_sandbox(self, container: Obj) -> Sandbox | None:
-        """SB3: the sandbox with this container's volumes at their mountPath."""
+    def _container_sandbox(self, r: ContainerRecord) -> Sandbox | None:
+        """SB3: the sandbox with this container's volumes at their mountPath, and its
+        termination-log file at its terminationMessagePath (mounted last, as kuberuntime
+        does)."""
         if self.sandbox is None:
             return None
+        container = r.spec
         for volume in self.pod["spec"].get("volumes") or []:
             if "downwardAPI" in volume:
                 write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
-                                   self.pod, self._field_value)
+                                   self.pod, self._field_value,
+                                   allocatable=self.env.allocatable or None)
         return self.sandbox.for_container(
             plan_mounts(container, self.dir.volume_path) + etc_host_mounts(
                 self.dir.path, self.pod, container, ip=self.sandbox.ip,
                 hostname=self.sandbox.hostname, domain=self.env.cluster_domain,
-                resolv_conf=self._resolv_conf()))
+                resolv_conf=self._resolv_conf()) + self._termination_log_mount(r))
+
+    def _termination_log(self, r: ContainerRecord) -> Path:
+        """This attempt's termination-log file in the pod's directory (kuberuntime makes
+        one per container instance under the pod's containers directory)."""
+        return self.dir.path / "termination-logs" / r.name / str(r.restart_count)
+
+    def _create_termination_log(self, r: ContainerRecord) -> None:
+        """Before a sandboxed container starts: an empty termination-log file, writable by
+        anyone (0666, as kuberuntime), and its mount point on the node if missing."""
+        target = termination_message_path(r.spec)
+        if self.sandbox is None or target is None:
+            return
+        path = self._termination_log(r)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"")
+            path.chmod(0o666)
+            point = Path(target)
+            if not point.exists():
+                point.parent.mkdir(parents=True, exist_ok=True)
+                point.touch()
+        except OSError as err:
+            log.warning("cannot make the container's termination-log file", extra={
+                "pod": f"{self.namespace}/{self.name}", "container": r.name,
+                "path": target, "error": str(err)})
+
+    def _termination_log_mount(self, r: ContainerRecord) -> tuple[BindMount, ...]:
+        """The bind mount of this attempt's termination-log file at terminationMessagePath
+        (none when the file or a non-directory mount point is missing)."""
+        target = termination_message_path(r.spec)
+        path = self._termination_log(r)
+        if target is None or not path.is_file() or not Path(target).exists() or Path(
+                target).is_dir():
+            return ()
+        return (BindMount(str(path), target),)
 
     def _resolv_conf(self) -> str:
         """The pod's /etc/resolv.conf (dnsconfig.py); the kubelet's warnings about it go
@@ -583,6 +639,7 @@ class PodWorker:
         self._retire_termination(r)
         if not await self._resolve_config(r):
             return
+        self._create_termination_log(r)
         config = self._config(r)
         r.image = config.image
         try:
@@ -642,7 +699,8 @@ class PodWorker:
             if r.spec.get(kind):
                 worker = ProbeWorker(record=r, kind=kind, run=run,
                                      on_change=self._on_probe_change,
-                                     on_failure=self._on_probe_failure, started=started,
+                                     on_failure=self._on_probe_failure,
+                                     on_unhealthy=self._on_probe_unhealthy, started=started,
                                      clock=self.env.clock)
                 tasks.append(asyncio.create_task(worker.run(), name=f"probe:{r.name}:{kind}"))
         self._probes[r.name] = tasks
@@ -657,10 +715,18 @@ class PodWorker:
         self._status_dirty.set()
         self._wake.set()
 
+    def _on_probe_unhealthy(self, r: ContainerRecord, message: str) -> None:
+        """Kubernetes' prober: a Warning Unhealthy Event for every failed probe (repeats
+        are counted on one Event by the recorder)."""
+        self._event(WARNING, "Unhealthy", message)
+
     def _on_probe_failure(self, r: ContainerRecord, reason: KillReason, message: str) -> None:
+        """A liveness or startup probe reached its failureThreshold (its Unhealthy Events
+        are already out): Killing, then the kill with the probe's grace period (GT4)."""
         if self.terminating or r.killing or not r.running:
             return
-        self._event(WARNING, "Unhealthy", message)
+        log.info("container failed its probe; restarting it", extra={
+            "pod": f"{self.namespace}/{self.name}", "container": r.name, "detail": message})
         what = "liveness" if reason is KillReason.LIVENESS_PROBE else "startup"
         self._event(NORMAL, "Killing",
                     f"Container {r.name} failed {what} probe, will be restarted")
@@ -687,10 +753,25 @@ class PodWorker:
         r.state = {"terminated": {"exitCode": code, "reason": reason,
                                   "startedAt": rfc3339(handle.started_at),
                                   "finishedAt": rfc3339(now), "containerID": handle.id}}
+        message = self._termination_message(r, code, reason)
+        if message:
+            r.state["terminated"]["message"] = message
         self._stop_probes(r)
         self._save()
         self._status_dirty.set()
         self._wake.set()
+
+    def _termination_message(self, r: ContainerRecord, code: int, reason: str) -> str:
+        """What the exited attempt left at its terminationMessagePath (only a sandboxed
+        container has a file of its own there), or with FallbackToLogsOnError the tail of
+        its log when that is empty and it failed."""
+        message_file: Path | None = None
+        if termination_message_path(r.spec) is not None:
+            candidate = self._termination_log(r)
+            message_file = candidate if candidate.is_file() else None
+        return termination_message(
+            message_file, self.dir.log_path(r.name, r.restart_count),
+            fallback_to_logs=falls_back_to_logs(r.spec, code, reason))
 
     # -- killing ---------------------------------------------------------------------------
 
@@ -920,8 +1001,15 @@ class PodWorker:
         phase = pod_phase(self.records, restart_policy=str(spec.get("restartPolicy", "Always")),
                           terminating=self._terminal, previous=previous,
                           init_failed=self._init_failed)
+        # Kubernetes' generateAPIPodStatus fails a pod whose active deadline passed at once
+        # (ShouldEvict), while its containers are still being killed; an evicted pod fails
+        # once terminal.
+        if self._eviction is not None and (
+                self._terminal or self._eviction_reason == "DeadlineExceeded"):
+            phase = "Failed"
         self._phase = phase
-        owned = ready_conditions(self.records, pod, sandbox_ready=not self._terminal)
+        owned = ready_conditions(self.records, pod, sandbox_ready=not self._terminal,
+                                 phase=phase)
         status: Obj = copy.deepcopy(pod.get("status") or {})
         status.update({
             "phase": phase,
@@ -941,10 +1029,6 @@ class PodWorker:
             if self._eviction_reason == "Evicted":
                 status["conditions"] = _with_disruption_target(
                     status["conditions"], message=self._eviction[1], now=self.env.clock.now())
-            # Kubernetes' generateAPIPodStatus fails a pod whose active deadline passed at
-            # once (ShouldEvict), while its containers are still being killed.
-            if self._terminal or self._eviction_reason == "DeadlineExceeded":
-                status["phase"] = self._phase = "Failed"
         return status
 
     def _pod_ip(self) -> str:
@@ -1039,8 +1123,19 @@ class PodWorker:
             log.warning("could not save pod state", extra={"uid": self.uid, "error": str(err)})
 
     def _event(self, type_: str, reason: str, message: str) -> None:
-        task = asyncio.create_task(self.env.recorder.event(self.pod, type_, reason, message),
-                                   name=f"event:{reason}:{self.uid}")
+        """Record an Event on the pod. The pod's Events are written one after another, in
+        order: a repeat (an Unhealthy per failed probe, a BackOff per declined restart)
+        then always finds the first one written and is counted on it by the recorder,
+        never created twice because both were in flight at once."""
+        previous, pod = self._last_event, self.pod
+
+        async def write() -> None:
+            if previous is not None and not previous.done():
+                await asyncio.wait({previous})
+            await self.env.recorder.event(pod, type_, reason, message)
+
+        task = asyncio.create_task(write(), name=f"event:{reason}:{self.uid}")
+        self._last_event = task
         self._events.add(task)
         task.add_done_callback(self._events.discard)
 

@@ -5,7 +5,9 @@ A worker ticks every `periodSeconds`; a tick runs the handler (with `timeoutSeco
 results against `successThreshold` and `failureThreshold`. Startup gates the other two;
 readiness starts as Failure and keeps running while the pod terminates (GT12); a liveness
 or startup failure asks the pod worker to kill the container with the probe's own grace
-period (GT4).
+period (GT4). As Kubernetes' prober, every failed probe is reported (`on_unhealthy`, the
+pod worker's Warning `Unhealthy` Event "<Kind> probe failed: <output>"), not only the one
+that crosses the threshold: the event recorder folds the repeats into one Event's count.
 """
 
 from __future__ import annotations
@@ -26,6 +28,8 @@ __all__ = ["LIVENESS", "READINESS", "STARTUP", "ProbeWorker"]
 log = logging.getLogger(__name__)
 
 LIVENESS, READINESS, STARTUP = "livenessProbe", "readinessProbe", "startupProbe"
+# How Kubernetes names each probe in its events ("Readiness probe failed: ...").
+_EVENT_NAMES = {LIVENESS: "Liveness", READINESS: "Readiness", STARTUP: "Startup"}
 
 RunHandler = Callable[[dict[str, Any], float], Awaitable[HandlerResult]]
 
@@ -34,6 +38,7 @@ class ProbeWorker:
     def __init__(self, *, record: ContainerRecord, kind: str, run: RunHandler,
                  on_change: Callable[[], None],
                  on_failure: Callable[[ContainerRecord, KillReason, str], None],
+                 on_unhealthy: Callable[[ContainerRecord, str], None],
                  started: asyncio.Event, clock: Clock) -> None:
         self.record = record
         self._clock = clock
@@ -42,6 +47,7 @@ class ProbeWorker:
         self._run = run
         self._on_change = on_change
         self._on_failure = on_failure
+        self._on_unhealthy = on_unhealthy
         self._started = started
         self.results: list[bool] = []
 
@@ -69,6 +75,7 @@ class ProbeWorker:
                     successes, failures = successes + 1, 0
                 else:
                     successes, failures = 0, failures + 1
+                    self._report_failure(_reported(result))
                 if self.kind == READINESS:
                     if successes >= success_threshold and not self.record.ready:
                         self.record.ready = True
@@ -86,16 +93,26 @@ class ProbeWorker:
                         return
                     if failures >= failure_threshold:
                         self._on_failure(self.record, KillReason.STARTUP_PROBE,
-                                         f"Startup probe failed: {result.message}")
+                                         self.failure_message(_reported(result)))
                         return
                 elif failures >= failure_threshold:
                     self._on_failure(self.record, KillReason.LIVENESS_PROBE,
-                                     f"Liveness probe failed: {result.message}")
+                                     self.failure_message(_reported(result)))
                     return
             next_tick += period
             if next_tick < loop.time():  # a tick missed while probing is dropped
                 next_tick += period * ((loop.time() - next_tick) // period + 1)
             await self._wait_for_tick(next_tick - loop.time())
+
+    def failure_message(self, output: str) -> str:
+        """Kubernetes' wording of a failed probe: "Readiness probe failed: <output>"."""
+        return f"{_EVENT_NAMES.get(self.kind, self.kind)} probe failed: {output}"
+
+    def _report_failure(self, output: str) -> None:
+        """One report per failed probe, while the container still runs (a probe that
+        failed because its container just exited says nothing about its health)."""
+        if self.record.running:
+            self._on_unhealthy(self.record, self.failure_message(output))
 
     def _due(self, initial_delay: int) -> bool:
         if self.kind != STARTUP and not self._started.is_set():
@@ -112,3 +129,8 @@ class ProbeWorker:
                     await self._started.wait()
                 return  # the manual trigger: probe now, the ticker keeps its phase
         await asyncio.sleep(max(0.0, delay))
+
+
+def _reported(result: HandlerResult) -> str:
+    """What a failed probe says: an exec probe its command's output, others the reason."""
+    return result.output if result.output is not None else result.message

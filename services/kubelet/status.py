@@ -36,14 +36,17 @@ def container_status(record: ContainerRecord) -> Obj:
     return status
 
 
+def _init_container_initialized(r: ContainerRecord) -> bool:
+    """Kubernetes' isInitContainerInitialized: a sidecar has started (LC4: or has run and
+    is being restarted), a regular init container succeeded."""
+    if r.kind == SIDECAR:
+        return r.started or (r.has_run() and r.restart_count > 0)
+    return r.exit_code == 0 and r.has_run() and not r.running
+
+
 def init_done(records: Sequence[ContainerRecord]) -> bool:
     """Every regular init container succeeded and every sidecar has started (LC4)."""
-    for r in records:
-        if r.kind == INIT and not (r.exit_code == 0 and r.has_run() and not r.running):
-            return False
-        if r.kind == SIDECAR and not (r.started or r.has_run() and r.restart_count > 0):
-            return False
-    return True
+    return all(_init_container_initialized(r) for r in records if r.kind in (INIT, SIDECAR))
 
 
 def pod_phase(records: Sequence[ContainerRecord], *, restart_policy: str,
@@ -87,30 +90,49 @@ def pod_phase(records: Sequence[ContainerRecord], *, restart_policy: str,
     return phase
 
 
+def _any_app_started(records: Sequence[ContainerRecord]) -> bool:
+    """Kubernetes' HasAnyRegularContainerStarted: an app container is running or
+    terminated, so initialization was done (whatever its sidecars do since)."""
+    return any(r.kind == APP and ("running" in r.state or "terminated" in r.state)
+               for r in records)
+
+
 def ready_conditions(records: Sequence[ContainerRecord], pod: Obj, *,
-                     sandbox_ready: bool) -> list[Obj]:
-    """The four kubelet conditions as (type, status, reason, message) dicts, no times."""
+                     sandbox_ready: bool, phase: str = "Running") -> list[Obj]:
+    """The four kubelet conditions as (type, status, reason, message) dicts, no times.
+
+    As Kubernetes' status generation: a Succeeded pod is Initialized (reason
+    PodCompleted), as is one whose app containers have started, even when its sidecars
+    were stopped since (a Job pod with a sidecar stays `Completed`, not `Init:Error`); a
+    terminal pod's ContainersReady and Ready are False with reason PodCompleted or
+    PodFailed.
+    """
     spec = pod.get("spec", {})
-    initialized = init_done(records)
-    waiting_init = [r.name for r in records if r.kind in (INIT, SIDECAR)
-                    and not (r.succeeded or r.started)]
+    incomplete = [r.name for r in records if r.kind in (INIT, SIDECAR)
+                  and not _init_container_initialized(r)]
+    initialized = not incomplete or phase == "Succeeded" or _any_app_started(records)
     unready = [r.name for r in records if r.kind in (APP, SIDECAR) and not r.ready]
     containers_ready = initialized and not unready
     conds: list[Obj] = [
         {"type": "PodReadyToStartContainers", "status": str(sandbox_ready)},
         {"type": "Initialized", "status": str(initialized)},
     ]
-    if not initialized:
+    if phase == "Succeeded":
+        conds[1]["reason"] = "PodCompleted"
+    elif not initialized:
         conds[1].update(reason="ContainersNotInitialized",
-                        message=f"containers with incomplete status: [{' '.join(waiting_init)}]")
+                        message=f"containers with incomplete status: [{' '.join(incomplete)}]")
     cr: Obj = {"type": "ContainersReady", "status": str(containers_ready)}
-    if not containers_ready:
+    if phase in ("Succeeded", "Failed"):
+        cr.update(status="False",
+                  reason="PodCompleted" if phase == "Succeeded" else "PodFailed")
+    elif not containers_ready:
         cr.update(reason="ContainersNotReady",
                   message=f"containers with unready status: [{' '.join(unready)}]")
     conds.append(cr)
-    ready: Obj = {"type": "Ready", "status": str(containers_ready)}
-    if not containers_ready:
-        ready.update(reason=cr["reason"], message=cr["message"])
+    ready: Obj = {"type": "Ready", "status": cr["status"]}
+    if cr["status"] != "True":
+        ready.update({k: cr[k] for k in ("reason", "message") if k in cr})
     else:
         # LC6: every readiness gate's condition must be True; a missing one counts as False.
         existing = {c.get("type"): c for c in pod.get("status", {}).get("conditions") or []}

@@ -1,25 +1,38 @@
-"""How long a container gets to stop: the grace-period rules GT4–GT7 as pure functions.
+"""How long a container gets to stop, and what it said when it stopped, as pure functions.
 
-Kubernetes spreads these over `killContainer` (kuberuntime) and
-`calculateEffectiveGracePeriod` (pod workers); here they are functions of the pod, the
+The grace-period rules GT4–GT7: Kubernetes spreads these over `killContainer` (kuberuntime)
+and `calculateEffectiveGracePeriod` (pod workers); here they are functions of the pod, the
 container and the reason for the kill, so `killing.kill_container` reads as named steps and
 the unit tests can check every branch as a table.
+
+The termination message (`terminationMessagePath`, `terminationMessagePolicy`): what the
+container wrote to its termination-log file, or with `FallbackToLogsOnError` the tail of its
+log when that is empty and the container failed, as kuberuntime reads it after an exit.
 """
 
 from __future__ import annotations
 
 import enum
+import os
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DEFAULT_TERMINATION_MESSAGE_PATH",
+    "MAX_TERMINATION_MESSAGE_BYTES",
+    "MAX_TERMINATION_MESSAGE_LOG_BYTES",
+    "MAX_TERMINATION_MESSAGE_LOG_LINES",
     "MINIMUM_GRACE_PERIOD_SECONDS",
     "PRESTOP_EXTENSION_SECONDS",
     "KillReason",
     "container_grace_period",
     "effective_grace_period",
+    "falls_back_to_logs",
     "grace_after_prestop",
     "kill_grace_period",
+    "termination_message",
+    "termination_message_path",
 ]
 
 Obj = Mapping[str, Any]
@@ -31,6 +44,14 @@ MINIMUM_GRACE_PERIOD_SECONDS = 2
 # the minimum window above (the seed: "requests a 2 second extension").
 PRESTOP_EXTENSION_SECONDS = 2
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
+
+# The API's default `terminationMessagePath`, and kuberuntime's limits on what is read back:
+# the file's last 4096 bytes; with FallbackToLogsOnError, the log's last 80 lines, of which
+# at most the last 2048 bytes.
+DEFAULT_TERMINATION_MESSAGE_PATH = "/dev/termination-log"
+MAX_TERMINATION_MESSAGE_BYTES = 4096
+MAX_TERMINATION_MESSAGE_LOG_LINES = 80
+MAX_TERMINATION_MESSAGE_LOG_BYTES = 2048
 
 
 class KillReason(enum.Enum):
@@ -119,3 +140,58 @@ def effective_grace_period(pod: Obj, *, current: int = 0,
         if spec_period is not None:
             period = spec_period
     return max(period, 1)
+
+
+def termination_message_path(container: Obj) -> str | None:
+    """Where the container writes its termination message (absolute), or None when it
+    has none; a container not defaulted by the apiserver gets the API's default path."""
+    path = container.get("terminationMessagePath", DEFAULT_TERMINATION_MESSAGE_PATH)
+    if not isinstance(path, str) or not path.startswith("/"):
+        return None
+    return path
+
+
+def falls_back_to_logs(container: Obj, exit_code: int, reason: str) -> bool:
+    """`FallbackToLogsOnError` applies to a failed container that did run (kuberuntime
+    skips a container that could not even start: it has no log)."""
+    return (container.get("terminationMessagePolicy") == "FallbackToLogsOnError"
+            and exit_code != 0 and reason not in ("StartError", "ContainerCannotRun"))
+
+
+def _tail_bytes(path: Path, limit: int) -> bytes:
+    with open(path, "rb") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - limit))
+        return f.read(limit)
+
+
+def _log_tail(log_path: Path) -> str:
+    """The last 80 lines of the log, then at most their last 2048 bytes (the same as the
+    last 80 lines of the log's last 2048 bytes, so no more is read)."""
+    lines = _tail_bytes(log_path, MAX_TERMINATION_MESSAGE_LOG_BYTES).split(b"\n")
+    keep = MAX_TERMINATION_MESSAGE_LOG_LINES + (1 if lines[-1] == b"" else 0)
+    return b"\n".join(lines[-keep:]).decode(errors="replace")
+
+
+def termination_message(message_file: Path | None, log_path: Path | None, *,
+                        fallback_to_logs: bool) -> str:
+    """kuberuntime's termination message of an exited container: the last 4096 bytes of
+    the file bound at its `terminationMessagePath` (`message_file`; None when there was
+    none); when that is missing or empty and `fallback_to_logs`, the tail of its log."""
+    if message_file is not None:
+        try:
+            data = _tail_bytes(message_file, MAX_TERMINATION_MESSAGE_BYTES)
+        except FileNotFoundError:
+            data = b""
+        except OSError as err:
+            return f"Error on reading termination log {message_file}: {err}"
+        if data or not fallback_to_logs:
+            return data.decode(errors="replace")
+    if not fallback_to_logs or log_path is None:
+        return ""
+    try:
+        return _log_tail(log_path)
+    except FileNotFoundError:
+        return ""
+    except OSError as err:
+        return f"Error on reading termination message from logs: {err}"

@@ -64,3 +64,34 @@ def test_missing_configmap_is_create_container_config_error(kube: Kube) -> None:
     _wait(lambda: "env=late" in kube("logs", "waiting", check=False).stdout,
           what="the pod to start once the ConfigMap exists")
     kube("delete", "pod", "waiting", "--wait=false")
+
+
+EXPANSION = """apiVersion: v1
+kind: Pod
+metadata: {name: expander}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: main
+    image: python
+    command: [python3, -c, "import os, sys; print(sys.argv[1:], os.environ['T_DEP'],
+      os.environ['CPU_M'], os.environ['MEM'])", "$(T_POD)", "$$(T_POD)", "$(NOPE)"]
+    resources: {limits: {cpu: 500m, memory: 64Mi}}
+    env:
+    - {name: T_POD, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
+    - {name: T_DEP, value: "pod-$(T_POD)-$$(T_NS)"}
+    - {name: CPU_M, valueFrom: {resourceFieldRef: {resource: limits.cpu, divisor: 1m}}}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory}}}
+"""
+
+
+def test_dollar_references_expand_in_command_and_env_and_resource_field_refs_resolve(
+        kube: Kube) -> None:
+    """The documentation's "Define a Command and Arguments" and "Expose Pod Information"
+    rules: `$(VAR)` expands in command/args and env values, `$$` escapes it, an unknown
+    reference stays; resourceFieldRef gives limits in divisor units (they were literal
+    text and empty)."""
+    kube("apply", "-f", "-", stdin=EXPANSION)
+    log = _wait(lambda: kube("logs", "expander", check=False).stdout.strip(),
+                what="the expander's output")
+    assert log == "['expander', '$(T_POD)', '$(NOPE)'] pod-expander-$(T_NS) 500 67108864"
