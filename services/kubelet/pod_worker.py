@@ -49,7 +49,15 @@ from skiff.kubelet.projected import (
     keep_projected_volumes,
     write_projected_volumes,
 )
-from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord, load_state, save_state
+from skiff.kubelet.records import (
+    APP,
+    INIT,
+    SIDECAR,
+    ContainerRecord,
+    load_state,
+    pod_records,
+    save_state,
+)
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.runtime.images import ImageCommands, container_command
 from skiff.kubelet.runtime.process import signal_number
@@ -149,10 +157,7 @@ class PodWorker:
         self.name: str = meta["name"]
         self.dir = PodDir(env.root_dir, self.uid)
         spec = pod.get("spec", {})
-        self.records: list[ContainerRecord] = [
-            ContainerRecord(spec=c, kind=SIDECAR if c.get("restartPolicy") == "Always" else INIT)
-            for c in spec.get("initContainers") or []] + [
-            ContainerRecord(spec=c, kind=APP) for c in spec.get("containers") or []]
+        self.records: list[ContainerRecord] = pod_records(spec)
         self._wake = asyncio.Event()
         self._status_dirty = asyncio.Event()
         self._removed = False

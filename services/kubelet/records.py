@@ -23,6 +23,18 @@ Obj = dict[str, Any]
 INIT, SIDECAR, APP = "init", "sidecar", "app"
 
 
+def pod_records(spec: Obj) -> list[ContainerRecord]:
+    """A new pod's containers, init containers first, each waiting as Kubernetes reports a
+    container not started yet: PodInitializing while the pod has init containers to run,
+    ContainerCreating otherwise (kubectl's STATUS column for a new pod)."""
+    inits = list(spec.get("initContainers") or [])
+    app_reason = "PodInitializing" if inits else "ContainerCreating"
+    return [ContainerRecord(spec=c, kind=SIDECAR if c.get("restartPolicy") == "Always"
+                            else INIT) for c in inits] + [
+        ContainerRecord(spec=c, kind=APP, state={"waiting": {"reason": app_reason}})
+        for c in spec.get("containers") or []]
+
+
 @dataclass(eq=False)
 class ContainerRecord:
     spec: Obj

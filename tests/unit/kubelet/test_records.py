@@ -21,3 +21,16 @@ async def test_lc4_a_just_exited_init_container_is_not_startable_before_its_exit
     assert r.running and not r.succeeded, "an unrecorded exit would start init-2 again"
     r.exit_code, r.finished_at = 0, 1.0  # what the exit callback records
     assert not r.running and r.succeeded
+
+
+def test_new_pod_without_init_containers_shows_container_creating() -> None:
+    """kubectl's STATUS of a pod whose containers have not started: ContainerCreating (it
+    said PodInitializing, which Kubernetes shows only while init containers run)."""
+    from skiff.kubelet.records import pod_records
+    plain = pod_records({"containers": [{"name": "a"}, {"name": "b"}]})
+    assert [r.state for r in plain] == [{"waiting": {"reason": "ContainerCreating"}}] * 2
+    with_init = pod_records({"initContainers": [{"name": "i"},
+                                                {"name": "s", "restartPolicy": "Always"}],
+                             "containers": [{"name": "a"}]})
+    assert [(r.kind, r.state["waiting"]["reason"]) for r in with_init] == [
+        ("init", "PodInitializing"), ("sidecar", "PodInitializing"), ("app", "PodInitializing")]
