@@ -40,14 +40,22 @@ def apply_json_patch(current: Obj, body: bytes) -> Obj:
     if not isinstance(operations, list):
         raise ApiError.bad_request("json: cannot unmarshal object into Go value of type "
                                    "jsonpatch.Patch")
-    try:
-        patched = jsonpatch.JsonPatch(operations).apply(copy.deepcopy(current))
-    except jsonpatch.JsonPatchTestFailed as err:
-        raise _unprocessable(f"the server rejected our request due to an error in our "
-                             f"request: testing value failed ({err})") from None
-    except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
-        raise _unprocessable(f"the server rejected our request due to an error in our "
-                             f"request: {err}") from None
+    patched: Any = copy.deepcopy(current)
+    for operation in operations:  # one at a time, so an error names its operation
+        op = operation.get("op") if isinstance(operation, dict) else None
+        path = operation.get("path") if isinstance(operation, dict) else None
+        try:
+            patched = jsonpatch.JsonPatch([operation]).apply(patched, in_place=True)
+        except jsonpatch.JsonPatchTestFailed:
+            # evanphx/json-patch's words; the library's name Python types
+            raise _unprocessable(f"testing value {path} failed: test failed") from None
+        except jsonpatch.InvalidJsonPatch:
+            raise _unprocessable(f"invalid JSON patch operation {op!r} at {path!r}: an "
+                                 "operation needs `op` (add, remove, replace, move, copy, "
+                                 "test), `path` and, for add/replace/test, `value`") from None
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            raise _unprocessable(f'{op} operation does not apply: doc is missing path: '
+                                 f'"{path}": missing value') from None
     if not isinstance(patched, dict):
         raise ApiError.bad_request("the JSON patch replaced the whole object with a "
                                    "non-object")

@@ -67,7 +67,18 @@ def test_AX1_json_patch_adds_a_label_and_fails_a_test_op() -> None:
     bad = [{"op": "test", "path": "/metadata/labels/a", "value": "no"}]
     with pytest.raises(ApiError) as err:
         apply_json_patch(POD, json.dumps(bad).encode())
-    assert err.value.code == 422 and "testing value failed" in err.value.message
+    assert err.value.code == 422
+    # evanphx/json-patch's words, not the Python library's ("'1' (<class 'str'>) is not ...")
+    assert err.value.message == "testing value /metadata/labels/a failed: test failed"
     with pytest.raises(ApiError) as err:
         apply_json_patch(POD, b'{"op": "add"}')
     assert err.value.code == 400
+    missing = [{"op": "replace", "path": "/spec/nope/deeper", "value": 1}]
+    with pytest.raises(ApiError) as err:
+        apply_json_patch(POD, json.dumps(missing).encode())
+    assert err.value.message == ('replace operation does not apply: doc is missing path: '
+                                 '"/spec/nope/deeper": missing value')
+    assert "<class" not in err.value.message and "{" not in err.value.message
+    with pytest.raises(ApiError) as err:
+        apply_json_patch(POD, json.dumps([{"op": "frobnicate", "path": "/a"}]).encode())
+    assert err.value.code == 422 and "'frobnicate'" in err.value.message
