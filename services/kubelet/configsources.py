@@ -38,6 +38,15 @@ class ConfigError(Exception):
     """A container's configuration cannot be built yet (CreateContainerConfigError)."""
 
 
+class VolumeError(ConfigError):
+    """A configMap/secret volume cannot be set up yet: Kubernetes keeps the pod in
+    ContainerCreating with a FailedMount event "MountVolume.SetUp failed for volume ..."."""
+
+    def __init__(self, volume: str, reason: str) -> None:
+        super().__init__(f'MountVolume.SetUp failed for volume "{volume}" : {reason}')
+        self.volume = volume
+
+
 async def _get(api: ApiClient, resource: str, namespace: str, name: str) -> Obj | None:
     try:
         return await api.get(resource, name, namespace)
@@ -188,7 +197,7 @@ async def refresh_config_volumes(api: ApiClient, pod: Obj, volume_path: Any) -> 
             try:
                 files.update(_volume_files(obj, resource, kind, name, source, mode))
             except ConfigError as err:
-                raise ConfigError(f"{err} (volume {volume.get('name')})") from None
+                raise VolumeError(str(volume.get("name")), str(err)) from None
         write_files(Path(volume_path(str(volume.get("name", "")))), files)
 
 

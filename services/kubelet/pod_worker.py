@@ -30,6 +30,7 @@ from skiff.clock import Clock, parse_rfc3339, rfc3339
 from skiff.kubelet.admission import Rejection
 from skiff.kubelet.configsources import (
     ConfigError,
+    VolumeError,
     config_volumes,
     refresh_config_volumes,
     resolve_env,
@@ -599,11 +600,18 @@ class PodWorker:
 
     async def _resolve_config(self, r: ContainerRecord) -> bool:
         """ConfigMaps and Secrets the container reads (env and volumes); False, with the
-        container waiting in CreateContainerConfigError, while one is missing."""
+        container waiting in CreateContainerConfigError (ContainerCreating, with a
+        FailedMount event, for a volume), while one is missing."""
         try:
             await refresh_config_volumes(self.env.api, self.pod, self.dir.volume_path)
             self._config_env[r.name] = await resolve_env(self.env.api, self.pod, r.spec)
             self._service_env[r.name] = await self._services_env()
+        except VolumeError as err:  # the volume waits, the container is not created yet
+            r.state = {"waiting": {"reason": "ContainerCreating"}}
+            self._event(WARNING, "FailedMount", str(err))
+            self._status_dirty.set()
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return False
         except (ConfigError, ApiError) as err:
             message = str(err) if isinstance(err, ConfigError) else err.message
             r.state = {"waiting": {"reason": "CreateContainerConfigError",

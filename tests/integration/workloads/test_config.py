@@ -95,3 +95,31 @@ def test_dollar_references_expand_in_command_and_env_and_resource_field_refs_res
     log = _wait(lambda: kube("logs", "expander", check=False).stdout.strip(),
                 what="the expander's output")
     assert log == "['expander', '$(T_POD)', '$(NOPE)'] pod-expander-$(T_NS) 500 67108864"
+
+
+MOUNTS_ABSENT = """apiVersion: v1
+kind: Pod
+metadata: {name: mounter}
+spec:
+  terminationGracePeriodSeconds: 1
+  volumes: [{name: v, configMap: {name: nope}}]
+  containers:
+  - {name: main, image: busybox, command: [sh, -c, "cat /etc/v/k; sleep 300"],
+     volumeMounts: [{name: v, mountPath: /etc/v}]}
+"""
+
+
+def test_missing_configmap_volume_waits_in_container_creating_with_failed_mount(
+        kube: Kube) -> None:
+    """A volume's missing ConfigMap is a mount failure, as Kubernetes reports it: the pod
+    stays ContainerCreating with a FailedMount event (it said CreateContainerConfigError)."""
+    kube("apply", "-f", "-", stdin=MOUNTS_ABSENT)
+    _wait(lambda: 'MountVolume.SetUp failed for volume "v" : configmap "nope" not found' in kube(
+        "get", "events", "--field-selector", "involvedObject.name=mounter,reason=FailedMount",
+        check=False).stdout, what="the FailedMount event")
+    assert kube("get", "pod", "mounter").stdout.splitlines()[1].split()[2] == (
+        "ContainerCreating")
+    kube("create", "configmap", "nope", "--from-literal=k=here")
+    _wait(lambda: "here" in kube("logs", "mounter", check=False).stdout,
+          what="the pod to start once the ConfigMap exists")
+    kube("delete", "pod", "mounter", "--wait=false")
