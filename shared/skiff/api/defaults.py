@@ -53,7 +53,7 @@ def _default_http_get(handler: Any) -> None:
         _set_default(http_get, "scheme", "HTTP")
 
 
-def _default_container(container: Any) -> None:
+def _default_container(container: Any, *, pod: bool) -> None:
     if not isinstance(container, dict):
         return
     _set_default(container, "terminationMessagePath", "/dev/termination-log")
@@ -73,15 +73,17 @@ def _default_container(container: Any) -> None:
         for hook in ("postStart", "preStop"):
             _default_http_get(lifecycle.get(hook))
     resources = container.get("resources")
-    if isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
-        # SetDefaults_Pod: requests default to limits for resources with only a limit.
+    if pod and isinstance(resources, dict) and isinstance(resources.get("limits"), dict):
+        # SetDefaults_Pod: requests default to limits for resources with only a limit —
+        # on pods only, not in a workload's template (kubectl get deploy -o yaml)
         requests = _child(resources, "requests")
         for resource, amount in resources["limits"].items():
             requests.setdefault(resource, amount)
 
 
-def default_pod_spec(spec: Obj) -> None:
-    """Defaults of a pod spec; also used for ReplicaSet/StatefulSet templates."""
+def default_pod_spec(spec: Obj, *, pod: bool = False) -> None:
+    """Defaults of a pod spec; also used for workload templates (`pod=False`: without the
+    pod-only ones, as Kubernetes' SetDefaults_PodSpec vs SetDefaults_Pod)."""
     _set_default(spec, "restartPolicy", "Always")
     if spec.get("terminationGracePeriodSeconds") is None:
         spec["terminationGracePeriodSeconds"] = DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS
@@ -91,7 +93,7 @@ def default_pod_spec(spec: Obj) -> None:
         spec["securityContext"] = {}
     for key in ("initContainers", "containers"):
         for container in spec.get(key) or []:
-            _default_container(container)
+            _default_container(container, pod=pod)
     for volume in spec.get("volumes") or []:
         if isinstance(volume, dict) and set(volume) <= {"name"}:
             volume["emptyDir"] = {}
@@ -103,7 +105,7 @@ def _default_template(obj: Obj) -> None:
 
 
 def _default_pod(obj: Obj) -> None:
-    default_pod_spec(_child(obj, "spec"))
+    default_pod_spec(_child(obj, "spec"), pod=True)
     if obj.get("status") is None:
         obj["status"] = {"phase": "Pending"}
     elif isinstance(obj["status"], dict):

@@ -143,3 +143,22 @@ def test_as1_defaulting_is_idempotent() -> None:
     pod = defaulted(make_pod("p").container("c", image="nginx")
                     .probe("livenessProbe", {"httpGet": {"port": 80}}).obj())
     assert defaulted(pod) == pod
+
+
+def test_requests_default_to_limits_on_pods_not_in_workload_templates() -> None:
+    """SetDefaults_Pod copies a limit-only resource into requests; a Deployment's template
+    keeps what was written (SetDefaults_PodSpec has no such rule), so `kubectl get deploy
+    -o yaml` shows no requests the user did not write."""
+    container = {"name": "c", "image": "nginx", "resources": {"limits": {"cpu": "500m"}}}
+    pod = defaulted({"apiVersion": "v1", "kind": "Pod",
+                     "metadata": {"name": "p", "namespace": "default"},
+                     "spec": {"containers": [copy.deepcopy(container)]}})
+    assert pod["spec"]["containers"][0]["resources"]["requests"] == {"cpu": "500m"}
+    deployment = defaulted({
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "d", "namespace": "default"},
+        "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {
+            "metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [copy.deepcopy(container)]}}}})
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["resources"] == {
+        "limits": {"cpu": "500m"}}
