@@ -30,7 +30,7 @@ from skiff.auth import (
     forbidden,
 )
 
-__all__ = ["USER_HEADER", "impersonate", "requested"]
+__all__ = ["impersonate"]
 
 USER_HEADER = "impersonate-user"
 GROUP_HEADER = "impersonate-group"
@@ -41,11 +41,6 @@ SA_PREFIX = "system:serviceaccount:"
 
 # header name (lower case) → its values, in order
 Headers = Mapping[str, Sequence[str]]
-
-
-def requested(headers: Headers) -> bool:
-    return any(name == USER_HEADER or name == GROUP_HEADER or name == UID_HEADER
-               or name.startswith(EXTRA_PREFIX) for name in headers)
 
 
 async def impersonate(caller: UserInfo, headers: Headers, authorizer: Authorizer) -> UserInfo:

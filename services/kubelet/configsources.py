@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import base64
 import contextlib
-import os
 from pathlib import Path
 from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.client import ApiClient
-from skiff.kubelet.poddir import resource_field_value
+from skiff.kubelet.poddir import resource_field_value, write_file_atomic
 
 Obj = dict[str, Any]
 
@@ -228,10 +227,7 @@ def write_files(directory: Path, files: dict[str, tuple[str, int]]) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         if target.exists() and target.read_text(errors="replace") == content:
             continue
-        tmp = target.with_name(f".{target.name}.tmp")
-        tmp.write_text(content)
-        os.chmod(tmp, file_mode)
-        os.replace(tmp, target)
+        write_file_atomic(target, content, file_mode)
     managed = directory / _MANAGED
     previous = managed.read_text().splitlines() if managed.exists() else []
     for rel in previous:

@@ -43,7 +43,7 @@ from skiff.kubelet.dnsconfig import (
 )
 from skiff.kubelet.handlers import POD_IP, run_handler
 from skiff.kubelet.killing import TerminationOrdering, kill_container
-from skiff.kubelet.poddir import PodDir, container_env
+from skiff.kubelet.poddir import PodDir, container_env, field_ref_value, write_downward_api
 from skiff.kubelet.probes import LIVENESS, READINESS, STARTUP, ProbeWorker
 from skiff.kubelet.projected import (
     has_projected_volumes,
@@ -75,7 +75,6 @@ from skiff.kubelet.sandbox.mounts import (
     mount_memory_volumes,
     plan_mounts,
     unmount_memory_volumes,
-    write_downward_api,
 )
 from skiff.kubelet.servicelinks import service_env
 from skiff.kubelet.status import (
@@ -582,11 +581,7 @@ class PodWorker:
         return env
 
     def _field_value(self, path: str) -> str:
-        meta = self.pod.get("metadata") or {}
-        return str({"metadata.name": meta.get("name"), "metadata.namespace":
-                    meta.get("namespace"), "metadata.uid": meta.get("uid"),
-                    "spec.nodeName": self.env.node_name, "status.podIP": self._pod_ip()
-                    }.get(path) or "")
+        return field_ref_value(self.pod, path, self.env.node_name, pod_ip=self._pod_ip())
 
     def exec_config(self, r: ContainerRecord) -> ContainerConfig:
         """What pods/exec runs a command with in container `r` (SB4)."""

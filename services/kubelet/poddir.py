@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -31,7 +32,8 @@ from typing import Any
 from skiff.api.quantity import parse_quantity
 
 __all__ = ["PodDir", "container_env", "downward_api_files", "expand_references",
-           "node_allocatable", "resource_field_value"]
+           "field_ref_value", "node_allocatable", "resource_field_value",
+           "write_downward_api", "write_file_atomic"]
 
 log = logging.getLogger(__name__)
 
@@ -82,23 +84,11 @@ class PodDir:
                 link.symlink_to(self.volume_path(str(mount.get("name", ""))))
 
     def _write_downward_api(self, volume: Obj, pod: Obj) -> None:
-        """A downwardAPI volume's files (`downward_api_files`); a sandboxed container's
-        are written again as it starts (`sandbox.mounts.write_downward_api`)."""
-        directory = self.volume_path(str(volume.get("name", "")))
-        directory.mkdir(parents=True, exist_ok=True)
-        source = volume["downwardAPI"]
+        """A downwardAPI volume's files at pod start; a sandboxed container's are written
+        again as it starts (the pod worker), so changed labels reach it."""
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
-        for relative, content, mode in downward_api_files(
-                pod, source.get("items"), int(source.get("defaultMode") or 0o644),
-                lambda path: _field_ref(pod, path, node_name)):
-            target = directory / relative.lstrip("/")
-            if directory.resolve() not in target.resolve().parents:
-                continue  # a path escaping the volume is ignored (validation refuses `..`)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.tmp")
-            tmp.write_text(content)
-            tmp.chmod(mode)
-            tmp.replace(target)
+        write_downward_api(self.volume_path(str(volume.get("name", ""))), volume, pod,
+                           lambda path: field_ref_value(pod, path, node_name))
 
     def link_claim(self, name: str, target: Path) -> None:
         """Point volume `name` at its persistent directory (created if new; idempotent)."""
@@ -211,13 +201,16 @@ def resource_field_value(pod: Obj, container: Obj | None, ref: Obj, *,
     return str(math.ceil(amount / unit))
 
 
-def _field_ref(pod: Obj, path: str, node_name: str) -> str:
+def field_ref_value(pod: Obj, path: str, node_name: str, *,
+                    pod_ip: str = "127.0.0.1") -> str:
+    """A `fieldRef`'s value (env, downwardAPI and projected volumes): the pod's name,
+    namespace, uid, node, service account, IPs, and one label or annotation by `['key']`."""
     meta = pod.get("metadata") or {}
     simple = {
         "metadata.name": meta.get("name"), "metadata.namespace": meta.get("namespace"),
         "metadata.uid": meta.get("uid"), "spec.nodeName": node_name,
         "spec.serviceAccountName": (pod.get("spec") or {}).get("serviceAccountName"),
-        "status.podIP": "127.0.0.1", "status.hostIP": "127.0.0.1",
+        "status.podIP": pod_ip, "status.hostIP": "127.0.0.1",
     }
     if path in simple:
         return str(simple[path] or "")
@@ -243,7 +236,7 @@ def container_env(pod: Obj, container: Obj, *, node_name: str, base: Mapping[str
         if item.get("value") not in (None, "") or not value_from:
             env[name] = expand_references(str(item.get("value") or ""), env)
         elif value_from.get("fieldRef"):
-            env[name] = _field_ref(pod, str(value_from["fieldRef"].get("fieldPath", "")),
+            env[name] = field_ref_value(pod, str(value_from["fieldRef"].get("fieldPath", "")),
                                    node_name)
         elif value_from.get("resourceFieldRef"):
             try:
@@ -277,7 +270,7 @@ def downward_api_files(pod: Obj, items: Any, default_mode: int,
                 values = meta.get(field_path.split(".")[1]) or {}
                 content = "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
             elif field_path.startswith(("metadata.labels[", "metadata.annotations[")):
-                content = _field_ref(pod, field_path, "")
+                content = field_ref_value(pod, field_path, "")
             else:
                 content = field_value(field_path)
         elif item.get("resourceFieldRef"):
@@ -293,3 +286,32 @@ def downward_api_files(pod: Obj, items: Any, default_mode: int,
             continue
         files.append((path, content, mode))
     return files
+
+
+def write_file_atomic(path: Path, data: str | bytes, mode: int) -> None:
+    """Replace `path` atomically with `data` and `mode` (a reader never sees half a file:
+    tokens, config and downward API files are read while the kubelet rewrites them)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp")
+    if isinstance(data, str):
+        tmp.write_text(data)
+    else:
+        tmp.write_bytes(data)
+    os.chmod(tmp, mode)
+    os.replace(tmp, path)
+
+
+def write_downward_api(directory: Path, volume: Obj, pod: Obj,
+                       field_value: Callable[[str], str], *,
+                       allocatable: Mapping[str, str] | None = None) -> None:
+    """A downwardAPI volume's `items` as files (`downward_api_files`; fieldRefs other than
+    labels and annotations from `field_value(path)`); a path escaping the directory is
+    ignored (validation refuses `..`)."""
+    source = volume.get("downwardAPI") or {}
+    directory.mkdir(parents=True, exist_ok=True)
+    for relative, content, mode in downward_api_files(
+            pod, source.get("items"), int(source.get("defaultMode") or 0o644), field_value,
+            allocatable=allocatable):
+        target = directory / relative.lstrip("/")
+        if directory.resolve() in target.resolve().parents:
+            write_file_atomic(target, content, mode)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import time
 from collections.abc import Mapping
 from datetime import datetime
@@ -31,29 +30,11 @@ from typing import Any
 
 from skiff.api.errors import ApiError
 from skiff.client import ApiClient
-from skiff.kubelet.poddir import downward_api_files
+from skiff.kubelet.poddir import downward_api_files, field_ref_value, write_file_atomic
 
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-
-
-def _write(path: Path, data: bytes, mode: int) -> None:
-    """Atomically replace `path` (a reader never sees half a token)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.chmod(tmp, mode)
-    os.replace(tmp, path)
-
-
-def _field(pod: Obj, field_path: str) -> str:
-    meta = pod.get("metadata") or {}
-    if field_path in ("metadata.name", "metadata.namespace", "metadata.uid"):
-        return str(meta.get(field_path.split(".", 1)[1], ""))
-    if field_path in ("spec.serviceAccountName", "spec.nodeName"):
-        return str((pod.get("spec") or {}).get(field_path.split(".", 1)[1], ""))
-    return ""
 
 
 async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
@@ -82,7 +63,7 @@ async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
                               "boundObjectRef": {"kind": "Pod", "apiVersion": "v1",
                                                  "name": meta.get("name", ""),
                                                  "uid": meta.get("uid", "")}}})
-                _write(target / str(sat.get("path", "token")),
+                write_file_atomic(target / str(sat.get("path", "token")),
                        str(answer["status"]["token"]).encode(), mode)
                 expires = datetime.fromisoformat(
                     str(answer["status"]["expirationTimestamp"]).replace("Z", "+00:00"))
@@ -95,13 +76,14 @@ async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
                     continue  # others: configsources.refresh_config_volumes
                 for item in config_map.get("items") or [{"key": "ca.crt", "path": "ca.crt"}]:
                     if item.get("key") == "ca.crt":
-                        _write(target / str(item.get("path", "ca.crt")),
+                        write_file_atomic(target / str(item.get("path", "ca.crt")),
                                Path(root_ca_file).read_bytes(), mode)
             elif "downwardAPI" in source:
                 for path, content, file_mode in downward_api_files(
                         pod, (source["downwardAPI"] or {}).get("items"), mode,
-                        lambda field_path: _field(pod, field_path)):
-                    _write(target / path, content.encode(), file_mode)
+                        lambda field_path: field_ref_value(
+                            pod, field_path, str(spec.get("nodeName") or ""))):
+                    write_file_atomic(target / path, content.encode(), file_mode)
     return refresh
 
 

@@ -43,7 +43,12 @@ from pyroute2 import IPRoute, NetlinkError, netns
 
 from skiff.client import ApiClient
 from skiff.client.informer import Informer
-from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
+from skiff.kubelet.clusterdns import (
+    BY_SERVICE,
+    SERVICE_LABEL,
+    ClusterRecords,
+    slice_service_key,
+)
 from skiff.kubelet.dnsserver import DNSServer
 from skiff.kubelet.sandbox.network import (
     _create_netns,
@@ -87,7 +92,7 @@ def ready_backends(slices: list[Obj], namespace: str, service: str,
     for s in slices:
         meta = s.get("metadata") or {}
         if meta.get("namespace") != namespace or (meta.get("labels") or {}).get(
-                "kubernetes.io/service-name") != service:
+                SERVICE_LABEL) != service:
             continue
         port = next((p.get("port") for p in s.get("ports") or []
                      if str(p.get("name") or "") == port_name
@@ -233,7 +238,8 @@ class ServiceProxy:
     async def _relay(self, key: Key, reader: asyncio.StreamReader,
                      writer: asyncio.StreamWriter) -> None:
         target = service_ports(self.services.store.list()).get(key)
-        backends = ready_backends(self.slices.store.list(), *target) if target else []
+        backends = ready_backends(self.slices.store.by_index(
+            BY_SERVICE, f"{target[0]}/{target[1]}"), *target) if target else []
         upstream: tuple[asyncio.StreamReader, asyncio.StreamWriter] | None = None
         random.shuffle(backends)
         for address, port, is_pod in backends[:3]:

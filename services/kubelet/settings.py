@@ -9,18 +9,17 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
-import re
 import socket
 from dataclasses import dataclass
 
 from skiff.api.quantity import bytes_, cpu_millis
+from skiff.api.selectors import dns1123_subdomain_problems
 from skiff.settings import SettingsError, duration, load_settings, parse_duration, setting
 
 __all__ = ["KubeletSettings", "parse_labels", "parse_settings", "parse_taints",
            "parse_grace_periods"]
 
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-_DOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
 
 
 @dataclass(frozen=True)
@@ -221,7 +220,7 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
             ipaddress.IPv4Address(address)
         except ValueError:
             raise SettingsError(f"--cluster-dns: {address!r} is not an IPv4 address") from None
-    if not _DOMAIN.fullmatch(settings.cluster_domain.strip(".")):
+    if dns1123_subdomain_problems(settings.cluster_domain.strip(".")):
         raise SettingsError(f"--cluster-domain: {settings.cluster_domain!r} is not a DNS "
                             "domain (lower-case labels separated by dots, e.g. cluster.local)")
     try:

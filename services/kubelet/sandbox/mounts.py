@@ -6,9 +6,6 @@ its `volumeMounts` is bind-mounted at its absolute `mountPath` — with `subPath
 `readOnly` honoured — before the command runs. All containers of a pod bind the same
 volume directories, so they share their contents. A mount point that does not exist on the
 node is created (an empty directory or file) so it can be mounted over.
-
-downwardAPI volumes are written here as files (`items`, `defaultMode`/`mode`);
-`write_projected_files` is the hook for configMap/secret/projected sources.
 """
 
 from __future__ import annotations
@@ -32,7 +29,7 @@ from skiff.kubelet.sandbox.linux import (
 )
 
 __all__ = ["BindMount", "enter_mounts", "etc_host_mounts", "mount_memory_volumes",
-           "plan_mounts", "unmount_memory_volumes", "write_downward_api"]
+           "plan_mounts", "unmount_memory_volumes"]
 
 Obj = dict[str, Any]
 
@@ -161,33 +158,3 @@ def unmount_memory_volumes(pod_dir: Path) -> None:
     for path in volumes.iterdir():
         if not path.is_symlink() and os.path.ismount(path):
             umount(str(path))
-
-
-def _field(pod: Obj, path: str, field_value: Any) -> str:
-    meta = pod.get("metadata") or {}
-    if path in ("metadata.labels", "metadata.annotations"):
-        values = meta.get(path.split(".")[1]) or {}
-        return "\n".join(f'{k}="{v}"' for k, v in sorted(values.items()))
-    return str(field_value(path))
-
-
-def write_downward_api(directory: Path, volume: Obj, pod: Obj, field_value: Any, *,
-                       allocatable: Any = None) -> None:
-    """Write a downwardAPI volume's `items` as files: `fieldRef` (others than labels and
-    annotations from `field_value(path)`) and `resourceFieldRef` (with `containerName`;
-    unset limits are `allocatable`, default this host's) — `poddir.downward_api_files`."""
-    from skiff.kubelet.poddir import downward_api_files
-    source = volume.get("downwardAPI") or {}
-    write_projected_files(directory, downward_api_files(
-        pod, source.get("items"), int(source.get("defaultMode") or 0o644), field_value,
-        allocatable=allocatable))
-
-
-def write_projected_files(directory: Path, files: list[tuple[str, str, int]]) -> None:
-    """The hook for configMap/secret/projected volumes: (relative path, content, mode)."""
-    directory.mkdir(parents=True, exist_ok=True)
-    for relative, content, mode in files:
-        path = directory / relative.lstrip("/")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(content)
-        path.chmod(mode)

@@ -454,7 +454,9 @@ def _dns_config(spec: Obj, path: str) -> list[FieldError]:
                               "in the search list"))
     for i, search in enumerate(searches):
         if search == ".":
-            continue  # the root domain, allowed since Kubernetes 1.32 (relaxed searches)
+            continue  # the root domain
+        # Kubernetes' relaxed search validation (RelaxedDNSSearchValidation, on by default
+        # since 1.33): a DNS-1123 subdomain that may also hold underscores
         for problem in dns1123_subdomain_problems(search.removesuffix(".").replace("_", "a")):
             errors.append(invalid(f"{path}.searches[{i}]", search, problem))
     for i, option in enumerate(config.get("options") or []):

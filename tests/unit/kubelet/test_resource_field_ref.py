@@ -11,9 +11,8 @@ from typing import Any
 import pytest
 
 from skiff.kubelet.configsources import ConfigError, resolve_env
-from skiff.kubelet.poddir import PodDir, container_env
+from skiff.kubelet.poddir import PodDir, container_env, write_downward_api
 from skiff.kubelet.projected import write_projected_volumes
-from skiff.kubelet.sandbox.mounts import write_downward_api
 
 ALLOCATABLE = {"cpu": "4", "memory": "8Gi", "ephemeral-storage": "100Gi"}
 RESOURCES = {"limits": {"cpu": "500m", "memory": "64Mi", "ephemeral-storage": "1Gi"},
