@@ -34,7 +34,7 @@ async def _counted(api: ApiClient, namespace: str, reason: str, prefix: str,
     return result
 
 
-async def test_failing_readiness_probe_records_readiness_probe_failed_events(
+async def test_lc7_failing_readiness_probe_records_readiness_probe_failed_events(
         api: ApiClient, namespace: str, node: Node) -> None:
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "c", "command": ["sleep", "3600"],
@@ -50,7 +50,7 @@ async def test_failing_readiness_probe_records_readiness_probe_failed_events(
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
 
 
-async def test_failing_liveness_probe_records_an_unhealthy_event_per_failure_then_killing(
+async def test_lc7_failing_liveness_probe_records_an_unhealthy_event_per_failure_then_killing(
         api: ApiClient, namespace: str, node: Node) -> None:
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "c", "command": ["sleep", "3600"],
@@ -67,7 +67,7 @@ async def test_failing_liveness_probe_records_an_unhealthy_event_per_failure_the
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
 
 
-async def test_crash_loop_records_back_off_restarting_failed_container_events(
+async def test_lc3_crash_loop_records_back_off_restarting_failed_container_events(
         api: ApiClient, namespace: str, node: Node) -> None:
     pod = await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "c", "command": ["sh", "-c", "exit 1"]}], grace=1))

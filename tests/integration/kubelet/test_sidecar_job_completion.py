@@ -19,7 +19,7 @@ from tests.integration.kubelet.conftest import (
 Obj = dict[str, Any]
 
 
-async def test_job_pod_with_a_sidecar_ends_initialized_pod_completed(
+async def test_lc5_job_pod_with_a_sidecar_ends_initialized_pod_completed(
         api: ApiClient, namespace: str, node: Node) -> None:
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "main", "command": ["sh", "-c", "sleep 1"]}], grace=5,

@@ -31,7 +31,7 @@ sb_api = sandbox.sb_api
 sb_namespace = sandbox.sb_namespace
 
 
-async def test_fallback_to_logs_on_error_reports_the_log_tail_without_a_sandbox(
+async def test_lc2_fallback_to_logs_on_error_reports_the_log_tail_without_a_sandbox(
         api: ApiClient, namespace: str, node: Node) -> None:
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "c", "command": ["sh", "-c", "echo starting; echo 'panic: boom'; exit 3"],
@@ -44,7 +44,7 @@ async def test_fallback_to_logs_on_error_reports_the_log_tail_without_a_sandbox(
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
 
 
-async def test_sandboxed_termination_demo_reports_sleep_expired_as_the_message(
+async def test_lc2_sandboxed_termination_demo_reports_sleep_expired_as_the_message(
         sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster,
         tmp_path: Path) -> None:
     ns, node = sb_namespace, sandbox_cluster.nodes[0]

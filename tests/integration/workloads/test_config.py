@@ -109,7 +109,7 @@ spec:
 """
 
 
-def test_missing_configmap_volume_waits_in_container_creating_with_failed_mount(
+def test_wl5_missing_configmap_volume_waits_in_container_creating_with_failed_mount(
         kube: Kube) -> None:
     """A volume's missing ConfigMap is a mount failure, as Kubernetes reports it: the pod
     stays ContainerCreating with a FailedMount event (it said CreateContainerConfigError)."""

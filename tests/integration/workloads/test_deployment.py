@@ -130,7 +130,7 @@ def test_foreground_delete_waits_for_dependents(kube: Kube) -> None:
     assert not _items(kube, "replicasets", "-l", "app=fg")
 
 
-def test_change_cause_annotated_after_set_image_shows_in_rollout_history(kube: Kube) -> None:
+def test_wl1_change_cause_annotated_after_set_image_shows_in_rollout_history(kube: Kube) -> None:
     """The Deployment documentation's order: `set image`, then annotate the change cause;
     the controller copies the Deployment's annotations onto its new ReplicaSet on every
     sync, so `rollout history` shows it (it showed `<none>`)."""

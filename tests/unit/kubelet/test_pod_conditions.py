@@ -33,7 +33,7 @@ def _job_pod() -> list[ContainerRecord]:
             _terminated({"name": "main"}, APP, 0)]
 
 
-def test_completed_job_pod_with_stopped_sidecar_stays_initialized_pod_completed() -> None:
+def test_lc5_completed_job_pod_with_stopped_sidecar_stays_initialized_pod_completed() -> None:
     conds = _conditions(_job_pod(), "Succeeded")
     assert conds["Initialized"] == {"type": "Initialized", "status": "True",
                                     "reason": "PodCompleted"}
@@ -41,7 +41,7 @@ def test_completed_job_pod_with_stopped_sidecar_stays_initialized_pod_completed(
         assert conds[kind] == {"type": kind, "status": "False", "reason": "PodCompleted"}
 
 
-def test_pod_whose_app_started_stays_initialized_while_its_sidecar_is_down() -> None:
+def test_lc5_pod_whose_app_started_stays_initialized_while_its_sidecar_is_down() -> None:
     records = _job_pod()
     records[1].state = {"running": {"startedAt": "2025-01-01T00:00:00Z"}}
     records[1].exit_code = None
@@ -51,7 +51,7 @@ def test_pod_whose_app_started_stays_initialized_while_its_sidecar_is_down() -> 
     assert conds["ContainersReady"]["reason"] == "ContainersNotReady"
 
 
-def test_failed_pod_conditions_say_pod_failed() -> None:
+def test_lc5_failed_pod_conditions_say_pod_failed() -> None:
     records = [_terminated({"name": "main"}, APP, 1)]
     conds = _conditions(records, "Failed")
     assert conds["Initialized"]["status"] == "True"
@@ -59,7 +59,7 @@ def test_failed_pod_conditions_say_pod_failed() -> None:
         assert conds[kind] == {"type": kind, "status": "False", "reason": "PodFailed"}
 
 
-def test_init_container_not_done_before_any_app_ran_is_not_initialized() -> None:
+def test_lc5_init_container_not_done_before_any_app_ran_is_not_initialized() -> None:
     records = [_terminated({"name": "setup"}, INIT, 1),
                ContainerRecord(spec={"name": "main"}, kind=APP)]
     conds = _conditions(records, "Pending")

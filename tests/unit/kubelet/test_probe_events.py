@@ -52,7 +52,7 @@ async def _failing(probe: dict[str, Any], kind: str, probes: int
     return unhealthy, failures, worker
 
 
-async def test_every_failed_readiness_probe_reports_readiness_probe_failed() -> None:
+async def test_lc7_every_failed_readiness_probe_reports_readiness_probe_failed() -> None:
     unhealthy, failures, worker = await _failing(
         {"httpGet": {"port": 80}, "periodSeconds": 1, "failureThreshold": 3}, READINESS, 2)
     assert worker.results[:2] == [False, False]
@@ -62,7 +62,7 @@ async def test_every_failed_readiness_probe_reports_readiness_probe_failed() -> 
     assert not worker.record.ready
 
 
-async def test_every_failed_liveness_probe_reports_before_the_kill_at_the_threshold() -> None:
+async def test_lc7_every_failed_liveness_probe_reports_before_the_kill_at_the_threshold() -> None:
     unhealthy, failures, worker = await _failing(
         {"httpGet": {"port": 80}, "periodSeconds": 1, "failureThreshold": 2}, LIVENESS, 2)
     message = "Liveness probe failed: HTTP probe failed with statuscode: 500"

@@ -55,7 +55,7 @@ def _mode(path: Path) -> int:
     return path.stat().st_mode & 0o777
 
 
-def test_projected_volume_writes_secret_configmap_and_downward_api_sources(
+def test_sb3_projected_volume_writes_secret_configmap_and_downward_api_sources(
         tmp_path: Path) -> None:
     pod = _pod([{"secret": {"name": "user"}}, {"secret": {"name": "pass"}},
                 {"configMap": {"name": "myconfigmap", "items": [
@@ -71,7 +71,7 @@ def test_projected_volume_writes_secret_configmap_and_downward_api_sources(
     assert (volume / "labels").read_text() == 'app="demo"'
 
 
-def test_projected_items_mode_and_default_mode(tmp_path: Path) -> None:
+def test_sb3_projected_items_mode_and_default_mode(tmp_path: Path) -> None:
     pod = _pod([{"secret": {"name": "user", "items": [
                     {"key": "user", "path": "u", "mode": 0o400}]}},
                 {"configMap": {"name": "myconfigmap"}}], default_mode=0o640)
@@ -80,7 +80,7 @@ def test_projected_items_mode_and_default_mode(tmp_path: Path) -> None:
     assert _mode(volume / "config") == 0o640 and _mode(volume / "other") == 0o640
 
 
-def test_projected_source_follows_updates_and_removed_keys(tmp_path: Path) -> None:
+def test_sb3_projected_source_follows_updates_and_removed_keys(tmp_path: Path) -> None:
     api = _Api()
     pod = _pod([{"configMap": {"name": "myconfigmap"}}, {"downwardAPI": {"items": [
         {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}}]}}])
@@ -91,7 +91,7 @@ def test_projected_source_follows_updates_and_removed_keys(tmp_path: Path) -> No
     assert (volume / "name").read_text() == "test-projected-volume"  # left alone
 
 
-def test_projected_optional_missing_source_or_key_is_skipped(tmp_path: Path) -> None:
+def test_sb3_projected_optional_missing_source_or_key_is_skipped(tmp_path: Path) -> None:
     pod = _pod([{"secret": {"name": "absent", "optional": True}},
                 {"configMap": {"name": "myconfigmap", "optional": True, "items": [
                     {"key": "nokey", "path": "x"}, {"key": "config", "path": "y"}]}}])
@@ -105,14 +105,14 @@ def test_projected_optional_missing_source_or_key_is_skipped(tmp_path: Path) -> 
                                                                   "path": "x"}]}},
                  "non-existent configmap key: nokey", id="key"),
 ])
-def test_projected_missing_required_source_is_a_config_error(
+def test_sb3_projected_missing_required_source_is_a_config_error(
         tmp_path: Path, source: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         asyncio.run(refresh_config_volumes(_Api(), _pod([source]),  # type: ignore[arg-type]
                                            lambda name: tmp_path / name))
 
 
-def test_service_account_volume_is_not_a_config_volume() -> None:
+def test_sb3_service_account_volume_is_not_a_config_volume() -> None:
     # kube-root-ca.crt comes from the kubelet's --root-ca-file (projected.py)
     pod = _pod([{"serviceAccountToken": {"path": "token"}},
                 {"configMap": {"name": "kube-root-ca.crt", "items": [

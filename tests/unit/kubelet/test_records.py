@@ -23,7 +23,7 @@ async def test_lc4_a_just_exited_init_container_is_not_startable_before_its_exit
     assert not r.running and r.succeeded
 
 
-def test_new_pod_without_init_containers_shows_container_creating() -> None:
+def test_lc2_new_pod_without_init_containers_shows_container_creating() -> None:
     """kubectl's STATUS of a pod whose containers have not started: ContainerCreating (it
     said PodInitializing, which Kubernetes shows only while init containers run)."""
     from skiff.kubelet.records import pod_records

@@ -91,7 +91,7 @@ def test_env_bad_resource_field_ref_is_a_config_error_with_a_message(
     assert container_env(pod, container, node_name="n1", base={})["OUT"] == ""
 
 
-def test_downward_api_volume_writes_resource_field_ref_items(tmp_path: Path) -> None:
+def test_sb3_downward_api_volume_writes_resource_field_ref_items(tmp_path: Path) -> None:
     volume = {"name": "podinfo", "downwardAPI": {"items": [
         {"path": "cpu_limit", "resourceFieldRef": {
             "containerName": "main", "resource": "limits.cpu", "divisor": "1m"}},
@@ -108,7 +108,7 @@ def test_downward_api_volume_writes_resource_field_ref_items(tmp_path: Path) -> 
     assert not (tmp_path / "no_container").exists()  # containerName is required here
 
 
-def test_projected_downward_api_source_writes_labels_and_resource_field_refs(
+def test_sb3_projected_downward_api_source_writes_labels_and_resource_field_refs(
         tmp_path: Path) -> None:
     pod = _pod(RESOURCES)
     pod["spec"]["volumes"] = [{"name": "all", "projected": {"sources": [
@@ -124,7 +124,7 @@ def test_projected_downward_api_source_writes_labels_and_resource_field_refs(
     assert (tmp_path / "all" / "cpu_limit").stat().st_mode & 0o777 == 0o600
 
 
-def test_downward_api_volume_is_written_for_a_pod_outside_a_sandbox(tmp_path: Path) -> None:
+def test_sb3_downward_api_volume_is_written_for_a_pod_outside_a_sandbox(tmp_path: Path) -> None:
     pod = _pod(RESOURCES)
     pod["metadata"]["uid"] = "u1"
     pod["spec"]["volumes"] = [{"name": "podinfo", "downwardAPI": {"items": [

@@ -15,20 +15,20 @@ from skiff.kubelet.termination import (
 )
 
 
-def test_the_message_file_is_read_as_written(tmp_path: Path) -> None:
+def test_lc2_the_message_file_is_read_as_written(tmp_path: Path) -> None:
     message = tmp_path / "termination-log"
     message.write_text("Sleep expired\n")
     assert termination_message(message, tmp_path / "0.log",
                                fallback_to_logs=False) == "Sleep expired\n"
 
 
-def test_a_long_message_keeps_its_last_4096_bytes(tmp_path: Path) -> None:
+def test_lc2_a_long_message_keeps_its_last_4096_bytes(tmp_path: Path) -> None:
     message = tmp_path / "termination-log"
     message.write_bytes(b"a" * 100 + b"b" * 4096)
     assert termination_message(message, None, fallback_to_logs=True) == "b" * 4096
 
 
-def test_file_policy_never_reads_the_log(tmp_path: Path) -> None:
+def test_lc2_file_policy_never_reads_the_log(tmp_path: Path) -> None:
     message = tmp_path / "termination-log"
     message.write_text("")
     log = tmp_path / "0.log"
@@ -37,7 +37,7 @@ def test_file_policy_never_reads_the_log(tmp_path: Path) -> None:
     assert termination_message(None, log, fallback_to_logs=False) == ""
 
 
-def test_fallback_to_logs_uses_the_log_when_the_message_is_empty(tmp_path: Path) -> None:
+def test_lc2_fallback_to_logs_uses_the_log_when_the_message_is_empty(tmp_path: Path) -> None:
     message = tmp_path / "termination-log"
     message.write_text("")
     log = tmp_path / "0.log"
@@ -49,14 +49,14 @@ def test_fallback_to_logs_uses_the_log_when_the_message_is_empty(tmp_path: Path)
     assert termination_message(message, log, fallback_to_logs=True) == "written\n"
 
 
-def test_fallback_to_logs_keeps_the_last_80_lines(tmp_path: Path) -> None:
+def test_lc2_fallback_to_logs_keeps_the_last_80_lines(tmp_path: Path) -> None:
     log = tmp_path / "0.log"
     log.write_text("".join(f"{i}\n" for i in range(100)))
     assert termination_message(None, log, fallback_to_logs=True) == "".join(
         f"{i}\n" for i in range(20, 100))
 
 
-def test_fallback_to_logs_keeps_at_most_the_last_2048_bytes(tmp_path: Path) -> None:
+def test_lc2_fallback_to_logs_keeps_at_most_the_last_2048_bytes(tmp_path: Path) -> None:
     log = tmp_path / "0.log"
     log.write_text("x" * 5000 + "\n" + "y" * 3000 + "\n")
     got = termination_message(None, log, fallback_to_logs=True)
@@ -70,14 +70,14 @@ def test_fallback_to_logs_keeps_at_most_the_last_2048_bytes(tmp_path: Path) -> N
     ("File", 1, "Error", False),
     (None, 1, "Error", False),
 ])
-def test_fallback_to_logs_only_for_a_failed_container_that_ran(
+def test_lc2_fallback_to_logs_only_for_a_failed_container_that_ran(
         policy: str | None, code: int, reason: str, expected: bool) -> None:
     container = {"name": "c"} if policy is None else {
         "name": "c", "terminationMessagePolicy": policy}
     assert falls_back_to_logs(container, code, reason) is expected
 
 
-def test_termination_message_path_defaults_to_dev_termination_log() -> None:
+def test_lc2_termination_message_path_defaults_to_dev_termination_log() -> None:
     assert termination_message_path({"name": "c"}) == "/dev/termination-log"
     assert termination_message_path({"terminationMessagePath": "/tmp/msg"}) == "/tmp/msg"
     assert termination_message_path({"terminationMessagePath": ""}) is None
