@@ -5,9 +5,10 @@ sockets on loopback — UDP, TCP, truncation, forwarding to an upstream, bad inp
 from __future__ import annotations
 
 import asyncio
+import errno
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import dns.asyncquery
@@ -18,6 +19,7 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 
+from skiff.cli.processes import free_port
 from skiff.client.informer import Indexer
 from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
 from skiff.kubelet.dnsserver import DNSServer
@@ -184,24 +186,32 @@ class Upstream(asyncio.DatagramProtocol):
         self.transport.sendto(reply.to_wire(), addr)  # type: ignore[attr-defined]
 
 
-def _free_udp_port(host: str) -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+async def _started(make: Callable[[int], DNSServer]) -> DNSServer:
+    """A server on a port free for both UDP and TCP. The port comes from this worker's range
+    (below the kernel's ephemeral ports, which outgoing connections may hold at any moment),
+    and another is tried if something binds it between the pick and the bind."""
+    for _ in range(20):
+        dns_server = make(free_port())
+        try:
+            await dns_server.start()
+        except OSError as error:
+            if error.errno != errno.EADDRINUSE:
+                raise
+            continue
+        return dns_server
+    raise AssertionError("no loopback port free for both UDP and TCP after 20 tries")
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[DNSServer]:
     loop = asyncio.get_running_loop()
-    up_port = _free_udp_port("127.0.0.1")
-    transport, _ = await loop.create_datagram_endpoint(Upstream,
-                                                       local_addr=("127.0.0.1", up_port))
+    transport, _ = await loop.create_datagram_endpoint(Upstream, local_addr=("127.0.0.1", 0))
+    up_port = int(transport.get_extra_info("sockname")[1])
     many = [eslice("big", [(f"10.2.{i // 250}.{i % 250 + 1}", None, True) for i in range(60)])]
     external = svc("db", ip="", type="ExternalName", externalName="db.example.com")
-    dns_server = DNSServer(records([svc("web"), svc("big", ip="None"), external], many),
-                           address="127.0.0.1", port=_free_udp_port("127.0.0.1"),
-                           upstreams=["127.0.0.1"], upstream_port=up_port)
-    await dns_server.start()
+    dns_server = await _started(lambda port: DNSServer(
+        records([svc("web"), svc("big", ip="None"), external], many), address="127.0.0.1",
+        port=port, upstreams=["127.0.0.1"], upstream_port=up_port))
     try:
         yield dns_server
     finally:
