@@ -34,7 +34,7 @@ def _die_with_parent() -> None:
 def start_replicas(count: int, argv: list[str]) -> list[subprocess.Popen[bytes]]:
     """`count` more apiserver processes with `argv` (which names fixed ports)."""
     env = {**os.environ, CHILD_ENV: "1"}
-    return [subprocess.Popen([sys.executable, "-m", "skiff.apiserver", *argv,
+    return [subprocess.Popen([sys.executable, "-P", "-m", "skiff.apiserver", *argv,
                               "--processes", "1", "--reuse-port", "true"], env=env,
                              preexec_fn=_die_with_parent)  # noqa: PLW1509 - prctl only
             for _ in range(count)]

@@ -120,7 +120,7 @@ def container_command(container: Obj, table: ImageCommands, *,
         return list(mapped) + args
     if args and image_name(str(container.get("image", ""))) in NO_ENTRYPOINT_IMAGES:
         return args
-    standin = [sys.executable, "-m", STANDIN_MODULE]
+    standin = [sys.executable, "-P", "-m", STANDIN_MODULE]  # -P: not the cwd first on sys.path
     for port in _port_numbers(container):
         standin += ["--port", str(port)]
     return standin

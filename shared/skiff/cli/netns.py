@@ -81,6 +81,7 @@ from skiff.cli.processes import (
     StartError,
     find_etcd,
     free_port,
+    python_module,
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
@@ -615,7 +616,7 @@ class NetnsCluster:
 
     def _start_gateway(self, api_address: str, echo: Any) -> None:
         """The one process in the root namespace that forwards each published port."""
-        gateway = Process("gateway", [sys.executable, "-m", "skiff.cli.netns", "gateway",
+        gateway = Process("gateway", [*python_module("skiff.cli.netns"), "gateway",
                                       *[a for p in self.published for a in (
                                           "--route", f"{p.sock.fileno()}:{p.netns}:{p.port}")]],
                           self.data_dir / "logs" / "gateway.log", env=ENV)
@@ -659,7 +660,7 @@ class NetnsCluster:
         key = ["--service-account-signing-key-file",
                str(self.data_dir / "pki" / "service-account.key")] if self.security.secure \
             else []
-        argv = [sys.executable, "-m", "skiff.apiserver", "--etcd-servers", ",".join(etcd_urls),
+        argv = [*python_module("skiff.apiserver"), "--etcd-servers", ",".join(etcd_urls),
                 "--bind-address", "0.0.0.0", "--secure-port", str(API_PORT),
                 "--http-port", str(API_HTTP_PORT),
                 "--advertise-address", host.ip,  # the kubernetes Service's endpoint
@@ -685,7 +686,7 @@ class NetnsCluster:
             if not service_available(module):
                 continue
             host = self.topology.host(host_name)
-            argv = [sys.executable, "-m", module,
+            argv = [*python_module(module),
                     "--apiserver", ",".join(targets[spread % len(targets):]
                                             + targets[:spread % len(targets)]),
                     "--health-port", str(HEALTH_PORT), *args]
@@ -702,7 +703,7 @@ class NetnsCluster:
     def start_fence_agent(self, *, echo: Any = print) -> Process:
         """The fence agent, in the root namespace (out of band), through the gateway."""
         health_port = free_port()
-        argv = [sys.executable, "-m", "skiff.fence_agent", "--apiserver", self.api,
+        argv = [*python_module("skiff.fence_agent"), "--apiserver", self.api,
                 "--health-port", str(health_port), "--mode", "local",
                 "--data-dir", str(self.data_dir), *self.extra_args.get("fence-agent", [])]
         proc = Process("fence-agent", argv, self.data_dir / "logs" / "fence-agent.log",

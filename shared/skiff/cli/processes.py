@@ -202,9 +202,16 @@ def etcd_process(data_dir: Path, *, client_port: int, peer_port: int,
     ], data_dir / "logs" / f"{name}.log")
 
 
+def python_module(module: str) -> list[str]:
+    """argv that runs `module` with this interpreter. `-P`: the working directory is not put
+    first on sys.path, so a folder named `skiff` where the user runs `skiff up` (a checkout's
+    parent, or a data dir) cannot shadow the installed package."""
+    return [sys.executable, "-P", "-m", module]
+
+
 def service_process(name: str, module: str, args: list[str], *, log_dir: Path,
                     env: dict[str, str] | None = None) -> Process:
-    return Process(name, [sys.executable, "-m", module, *args], log_dir / f"{name}.log",
+    return Process(name, [*python_module(module), *args], log_dir / f"{name}.log",
                    env=dict(env or {}))
 
 

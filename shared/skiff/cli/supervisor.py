@@ -24,7 +24,6 @@ import fcntl
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -37,7 +36,7 @@ from skiff.cli.localcluster import (
     same_process,
     stop_component,
 )
-from skiff.cli.processes import Process
+from skiff.cli.processes import Process, python_module
 
 STOPPED_DIR = Path("supervisor") / "stopped"
 LOCK_FILE = "cluster.lock"
@@ -181,7 +180,7 @@ def spawn_detached(data_dir: Path, backoff: Backoff) -> int:
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", MODULE, "--data-dir", str(data_dir),
+            [*python_module(MODULE), "--data-dir", str(data_dir),
              "--backoff", str(backoff.initial), "--backoff-max", str(backoff.maximum)],
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True)

@@ -30,7 +30,7 @@ def test_issue16_command_wins_then_table_then_stand_in_with_probe_ports() -> Non
         {"name": "http", "containerPort": 8080}],
         "readinessProbe": {"httpGet": {"port": "http"}},
         "livenessProbe": {"tcpSocket": {"port": 9090}}}, {})
-    assert standin == [sys.executable, "-m", "skiff.kubelet.runtime.standin",
+    assert standin == [sys.executable, "-P", "-m", "skiff.kubelet.runtime.standin",
                        "--port", "8080", "--port", "9090"]
 
 
@@ -41,7 +41,7 @@ def test_sb4_args_alone_run_for_an_image_without_entrypoint_as_kubectl_run_makes
     assert container_command({"image": "docker.io/library/alpine:3", "args": ["true"]},
                              {}) == ["true"]
     # no args: still the stand-in (busybox's `sh` would exit at once without a terminal)
-    assert container_command({"image": "busybox"}, {})[1:3] == ["-m",
+    assert container_command({"image": "busybox"}, {})[2:4] == ["-m",
                                                                "skiff.kubelet.runtime.standin"]
 
 
