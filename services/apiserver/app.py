@@ -29,6 +29,7 @@ from skiff.apiserver.healthz import HealthChecks
 from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.kubernetesservice import KubernetesService
+from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
@@ -169,7 +170,9 @@ class ApiServer:
                                 issuer=s.service_account_issuer)
         tls, guard = self._security(registry, tokens)
         reuse = s.reuse_port or s.processes > 1
-        server, port, health = build_server(ApiService(registry, tokens=tokens),
+        metrics = MetricsApi(registry, kubelet=self._kubelet_credentials())
+        server, port, health = build_server(ApiService(registry, tokens=tokens,
+                                                       metrics=metrics),
                                             address=f"{s.bind_address}:{s.secure_port}",
                                             tls=tls, guard=guard, reuse_port=reuse)
         await health.set("", NOT_SERVING)

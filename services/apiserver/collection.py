@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.versions import VersionView
 from skiff.apiserver.watchcache import WatchEvent
 
 T = TypeVar("T")
@@ -64,7 +65,8 @@ async def until_timeout(events: AsyncIterator[T], seconds: float | None) -> Asyn
                 await close()
 
 
-async def delete_collection(registry: Registry, resource: str, namespace: str | None, *,
+async def delete_collection(registry: Registry | VersionView, resource: str,
+                            namespace: str | None, *,
                             label_selector: str = "", field_selector: str = "",
                             grace_period_seconds: int | None = None,
                             dry_run: bool = False) -> Obj:
@@ -90,7 +92,7 @@ async def delete_collection(registry: Registry, resource: str, namespace: str | 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 
 
-async def watch_with_initial_events(registry: Registry, resource: str,
+async def watch_with_initial_events(registry: Registry | VersionView, resource: str,
                                     namespace: str | None, *, label_selector: str = "",
                                     field_selector: str = "") -> AsyncIterator[WatchEvent]:
     """`sendInitialEvents=true` (the streaming list client-go's WatchList uses): the current

@@ -41,8 +41,11 @@ _GRPC_VERBS: dict[str, tuple[str, str]] = {
     "Evict": ("create", "eviction"),
     "History": ("get", ""),
     "CreateToken": ("create", "token"),  # serviceaccounts/token (TokenRequest)
+    "PodMetrics": ("list", ""),  # pods.metrics.k8s.io, as the HPA controller reads them
 }
-_GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts"}
+_GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts",
+                  "PodMetrics": "pods"}
+_GRPC_GROUP = {"PodMetrics": "metrics.k8s.io"}
 
 _HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 # Paths any authenticated user may read (Kubernetes' system:discovery and
@@ -113,8 +116,8 @@ class RequestGuard:
         if method in ("Update", "UpdateStatus"):
             name = str(meta.get("name") or "")
         await self.authorizer.check(Attributes(
-            user=user, verb=verb, api_group=info.group, resource=info.resource,
-            subresource=sub, namespace=namespace, name=name))
+            user=user, verb=verb, api_group=_GRPC_GROUP.get(method, info.group),
+            resource=info.resource, subresource=sub, namespace=namespace, name=name))
 
     # -- HTTP ----------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from skiff.apiserver import (
     patches,
     protobuf,
     reviews,
+    versions,
 )
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import current_user
@@ -91,19 +92,22 @@ _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "updat
 def _groups() -> dict[str, list[KindInfo]]:
     by_gv: dict[str, list[KindInfo]] = {}
     for info in KINDS:
-        by_gv.setdefault(info.api_version, []).append(info)
+        for served in info.served():
+            by_gv.setdefault(served.api_version, []).append(served)
     return by_gv
 
 
 def _api_groups(by_gv: dict[str, list[KindInfo]]) -> list[Obj]:
-    """Every served group with its one version."""
-    groups = []
+    """Every served group with its versions, the stored (preferred) one first."""
+    groups: dict[str, Obj] = {}
     for gv in [*by_gv, *reviews.GROUP_VERSIONS]:
         if "/" in gv:
             group, version = gv.split("/")
             entry = {"groupVersion": gv, "version": version}
-            groups.append({"name": group, "versions": [entry], "preferredVersion": entry})
-    return [*groups, metricsapi.api_group()]
+            found = groups.setdefault(group, {"name": group, "versions": [],
+                                              "preferredVersion": entry})
+            found["versions"].append(entry)
+    return [*groups.values(), metricsapi.api_group()]
 
 
 def _status(err: ApiError) -> Response:
@@ -212,7 +216,7 @@ class KubeApi:
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
                                              f"resource (group {group})")
         if path.startswith(metricsapi.PREFIX):
-            return await self.metrics.handle(req, path)
+            return await self.metrics.handle(req, path, authorize=self._authorize_metrics(req))
         if path == "/openapi/v3":
             return Response(200, {"paths": {
                 ("api/v1" if gv == "v1" else f"apis/{gv}"): {
@@ -277,9 +281,20 @@ class KubeApi:
                                            namespace=namespace, name=name, subresource=sub)
         return await self._resource(req, info, namespace, name, sub)
 
+    def _authorize_metrics(self, req: Request) -> metricsapi.Authorize | None:
+        guard = self.guard
+        if guard is None:
+            return None
+
+        async def authorize(resource: str, namespace: str | None, name: str) -> None:
+            await guard.http_resource(method=req.method, query=req.query,
+                                      group=metricsapi.GROUP, resource=resource,
+                                      namespace=namespace, name=name, subresource="")
+        return authorize
+
     async def _resource(self, req: Request, info: KindInfo, namespace: str | None, name: str,
                         sub: str) -> Response:
-        r, q = self.registry, req.query
+        r, q = versions.view(self.registry, info), req.query
         method = req.method
         if not name:
             if method == "GET":
@@ -324,8 +339,8 @@ class KubeApi:
                                   "code": 201}
                             if evicted["deleted"] else evicted["object"])
         if sub == "token" and info.kind == "ServiceAccount" and method == "POST":
-            return Response(201, await create_token(r, self.tokens, namespace or "default",
-                                                    name, _body(req)))
+            return Response(201, await create_token(self.registry, self.tokens,
+                                                    namespace or "default", name, _body(req)))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
         if sub not in ("", "status"):
@@ -345,7 +360,7 @@ class KubeApi:
                                     manager=_manager(req) if sub == "status" else None)
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
-            return await self._patch(req, info, namespace, name, sub)
+            return await self._patch(req, r, info, namespace, name, sub)
         if method == "DELETE":
             options = _body(req) if req.body else {}
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
@@ -361,8 +376,8 @@ class KubeApi:
         raise ApiError.method_not_supported(info.resource, _VERB_OF.get(method, method),
                                             group=info.group)
 
-    async def _patch(self, req: Request, info: KindInfo, namespace: str | None, name: str,
-                     sub: str) -> Response:
+    async def _patch(self, req: Request, r: Registry | versions.VersionView, info: KindInfo,
+                     namespace: str | None, name: str, sub: str) -> Response:
         kind = req.header("content-type").split(";")[0].strip()
         if kind not in patches.PATCH_TYPES:
             raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE, f"the body of the request was in "
@@ -378,7 +393,7 @@ class KubeApi:
         patch = None if kind in (patches.JSON_PATCH, patches.APPLY_PATCH) else _body(req)
         for _ in range(8):
             try:
-                current: Obj | None = await self.registry.get(info.resource, namespace, name)
+                current: Obj | None = await r.get(info.resource, namespace, name)
             except ApiError as err:
                 if err.reason != Reason.NOT_FOUND or apply_body is None:
                     raise
@@ -388,7 +403,7 @@ class KubeApi:
                     info.kind, current, apply_body, manager=q.get("fieldManager", ""),
                     force=q.get("force") in ("true", "1"))
                 if current is None:  # apply creates what does not exist yet
-                    result = await self.registry.create(
+                    result = await r.create(
                         info.resource, namespace, patched,
                         field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run)
                     return Response(201, result.object, headers=_warnings(result.warnings))
@@ -412,7 +427,7 @@ class KubeApi:
             patched.setdefault("metadata", {})["resourceVersion"] = (
                 requested_rv or current["metadata"]["resourceVersion"])
             try:
-                result = await self.registry.update(
+                result = await r.update(
                     info.resource, namespace, patched, subresource=sub,
                     field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
                     manager=_manager(req) if sub == "status" and apply_body is None
@@ -491,7 +506,8 @@ class KubeApi:
         narrow = {name for name, _ in tables.COLUMNS.get(info.kind, tables.DEFAULT_COLUMNS)}
         rows = []
         for obj in items:
-            row: Obj = {"cells": [fn(obj) for _, fn in cols], "object": None}
+            shown = versions.stored_form(info, obj)  # the columns read the stored version
+            row: Obj = {"cells": [fn(shown) for _, fn in cols], "object": None}
             if include == "Object":  # kubectl --sort-by asks for it: it sorts by any field
                 row["object"] = {"apiVersion": info.api_version, "kind": info.kind, **obj}
             elif include == "Metadata":
@@ -525,10 +541,11 @@ class KubeApi:
 
         selectors = {"label_selector": q.get("labelSelector", ""),
                      "field_selector": q.get("fieldSelector", "")}
-        source = (collection.watch_with_initial_events(self.registry, info.resource,
+        r = versions.view(self.registry, info)
+        source = (collection.watch_with_initial_events(r, info.resource,
                                                        namespace, **selectors)
                   if q.get("sendInitialEvents") in ("true", "1") else
-                  self.registry.watch(info.resource, namespace, resource_version=rv,
+                  r.watch(info.resource, namespace, resource_version=rv,
                                       **selectors))
 
         async def events() -> AsyncIterator[Obj]:

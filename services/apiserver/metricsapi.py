@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
@@ -57,12 +58,25 @@ def _window(seconds: float) -> str:
     return f"{text}s"
 
 
+def _target(rest: list[str]) -> tuple[str | None, str, str]:
+    """(namespace, resource, name) of the path after `/apis/metrics.k8s.io/v1beta1/`."""
+    namespace: str | None = None
+    if len(rest) >= 3 and rest[0] == "namespaces":
+        namespace, rest = rest[1], rest[2:]
+    return namespace, rest[0], (rest[1] if len(rest) > 1 else "")
+
+
+# (resource, namespace, name) -> raises Forbidden
+Authorize = Callable[[str, str | None, str], Awaitable[None]]
+
+
 class MetricsApi:
     def __init__(self, registry: Registry, *, kubelet: Credentials | None = None) -> None:
         self.registry = registry
         self.kubelet = kubelet or Credentials()  # to the kubelets' own port
 
-    async def handle(self, req: Request, path: str) -> Response:
+    async def handle(self, req: Request, path: str, *,
+                     authorize: Authorize | None = None) -> Response:
         if req.method != "GET":
             raise ApiError(Reason.METHOD_NOT_ALLOWED,
                            f"{req.method} is not supported on {GROUP_VERSION}")
@@ -75,15 +89,14 @@ class MetricsApi:
         rest = rest[1:]
         if not rest:
             return Response(200, _resource_list())
-        namespace: str | None = None
-        if len(rest) >= 3 and rest[0] == "namespaces":
-            namespace, rest = rest[1], rest[2:]
-        resource, name = rest[0], (rest[1] if len(rest) > 1 else "")
+        namespace, resource, name = _target(rest)
+        if authorize is not None:  # `kubectl top` needs list (get) on pods.metrics.k8s.io
+            await authorize(resource, namespace, name)
         selector = req.query.get("labelSelector", "")
         if resource == "nodes" and namespace is None:
             return Response(200, await self._nodes(name, selector))
         if resource == "pods":
-            return Response(200, await self._pods(namespace, name, selector))
+            return Response(200, await self.pods(namespace, name, selector))
         raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested resource "
                                          f"({resource}.{GROUP})")
 
@@ -130,7 +143,10 @@ class MetricsApi:
         return {"kind": "NodeMetricsList", "apiVersion": GROUP_VERSION, "metadata": {},
                 "items": sorted(items, key=lambda i: i["metadata"]["name"])}
 
-    async def _pods(self, namespace: str | None, name: str, selector: str) -> Obj:
+    async def pods(self, namespace: str | None, name: str, selector: str) -> Obj:
+        """PodMetrics of one pod, or a PodMetricsList of a namespace's (all namespaces' when
+        None) scheduled pods matching `selector`; also the gRPC `PodMetrics` answer, which
+        the horizontal pod autoscaler reads."""
         if name:
             pods = [await self.registry.get("pods", namespace, name)]
         else:

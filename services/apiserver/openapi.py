@@ -42,7 +42,7 @@ def _definitions() -> dict[str, Obj]:
     for info in KINDS:
         if _find_kind(defs, info) is None:
             defs[f"{_SKIFF_PREFIX}.{info.version}.{info.kind}"] = _skiff_kind_schema(info)
-    for info in KINDS:
+    for info in (served for kind in KINDS for served in kind.served()):
         name = _find_kind(defs, info)
         if name is not None:
             defs[name]["x-kubernetes-group-version-kind"] = [

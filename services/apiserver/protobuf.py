@@ -321,6 +321,20 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                       ("lastSuccessfulTime", 5, "Time")],
     "CronJob": [("metadata", 1, "ObjectMeta"), ("spec", 2, "CronJobSpec"),
                 ("status", 3, "CronJobStatus")],
+    # kubectl autoscale (autoscaling/v1)
+    "CrossVersionObjectReference": [("kind", 1, "string"), ("name", 2, "string"),
+                                    ("apiVersion", 3, "string")],
+    "HorizontalPodAutoscalerSpecV1": [("scaleTargetRef", 1, "CrossVersionObjectReference"),
+                                      ("minReplicas", 2, "int32"), ("maxReplicas", 3, "int32"),
+                                      ("targetCPUUtilizationPercentage", 4, "int32")],
+    "HorizontalPodAutoscalerStatusV1": [("observedGeneration", 1, "int64"),
+                                        ("lastScaleTime", 2, "Time"),
+                                        ("currentReplicas", 3, "int32"),
+                                        ("desiredReplicas", 4, "int32"),
+                                        ("currentCPUUtilizationPercentage", 5, "int32")],
+    "HorizontalPodAutoscalerV1": [("metadata", 1, "ObjectMeta"),
+                                  ("spec", 2, "HorizontalPodAutoscalerSpecV1"),
+                                  ("status", 3, "HorizontalPodAutoscalerStatusV1")],
     # kubectl create ingress
     "TypedLocalObjectReference": [("apiGroup", 1, "string"), ("kind", 2, "string"),
                                   ("name", 3, "string")],
@@ -369,6 +383,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("v1", "LimitRange"): "LimitRange",
     ("batch/v1", "CronJob"): "CronJob",
     ("networking.k8s.io/v1", "Ingress"): "Ingress",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "HorizontalPodAutoscalerV1",
 }
 
 # "pbool" is a Go *bool: its false is meaningful (`automountServiceAccountToken: false`) and

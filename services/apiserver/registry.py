@@ -54,6 +54,7 @@ T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
 _RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget",
+                           "HorizontalPodAutoscaler",
                            "PersistentVolumeClaim", "VolumeAttachment", "Fence",
                            "PersistentVolume"}
 # Kinds whose top-level fields other than metadata are all "spec" (no status subresource).

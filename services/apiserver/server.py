@@ -20,6 +20,7 @@ from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
 from skiff.apiserver import collection, managers, openapi
 from skiff.apiserver.guard import RequestGuard, TlsFiles
+from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.storage import leader_epoch
@@ -86,9 +87,11 @@ def _field_validation(options: Obj) -> str:
 class ApiService:
     """Maps each RPC method to the registry."""
 
-    def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None) -> None:
+    def __init__(self, registry: Registry, *, tokens: TokenAuthority | None = None,
+                 metrics: MetricsApi | None = None) -> None:
         self.registry = registry
         self.tokens = tokens or TokenAuthority()
+        self.metrics = metrics or MetricsApi(registry)
         # managedFields of gRPC writes read the schemas: load them off the event loop
         threading.Thread(target=openapi.warm, name="openapi-warm-grpc", daemon=True).start()
 
@@ -160,6 +163,12 @@ class ApiService:
         token = await create_token(self.registry, self.tokens, _str(req, "namespace"),
                                    _str(req, "name"), req.get("object") or {})
         return {"object": token}
+
+    async def PodMetrics(self, req: Obj) -> Obj:
+        """metrics.k8s.io PodMetrics of a namespace's pods matching `labelSelector`, fetched
+        from the kubelets (the horizontal pod autoscaler's metrics client)."""
+        return await self.metrics.pods(req.get("namespace") or None, "",
+                                       _str(_options(req), "labelSelector"))
 
     async def Discovery(self, req: Obj) -> Obj:
         return {"resources": [
@@ -276,7 +285,7 @@ def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = No
     handlers: dict[str, grpc.RpcMethodHandler] = {
         name: _unary(name, getattr(service, name), guard)
         for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
-                     "Evict", "History", "Discovery", "CreateToken")
+                     "Evict", "History", "Discovery", "CreateToken", "PodMetrics")
     }
     handlers["Watch"] = _stream("Watch", service.Watch, guard)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

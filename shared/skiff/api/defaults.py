@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, cronjobs, limitranges
+from skiff.api import accountkinds, autoscaling, cronjobs, limitranges
 
 Obj = dict[str, Any]
 
@@ -180,6 +180,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     **accountkinds.DEFAULTERS,
     **limitranges.DEFAULTERS,
     **cronjobs.DEFAULTERS,
+    **autoscaling.DEFAULTERS,
 }
 
 

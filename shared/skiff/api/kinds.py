@@ -6,6 +6,7 @@ asks this table, so adding a kind is one entry here plus its validation and defa
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from skiff.api.errors import ApiError, Reason
@@ -19,6 +20,9 @@ class KindInfo:
     namespaced: bool
     short_names: tuple[str, ...] = ()
     has_status: bool = True
+    # Further versions the HTTP API serves the kind in, converted to and from `api_version`
+    # (the one stored and spoken over gRPC) by skiff.api.conversion.
+    also_served: tuple[str, ...] = ()
 
     @property
     def group(self) -> str:
@@ -27,6 +31,11 @@ class KindInfo:
     @property
     def version(self) -> str:
         return self.api_version.rpartition("/")[2]
+
+    def served(self) -> list[KindInfo]:
+        """This kind in every version the HTTP API serves it in, the stored one first."""
+        return [self, *(dataclasses.replace(self, api_version=v, also_served=())
+                        for v in self.also_served)]
 
 
 # Kinds whose metadata.generation counts spec changes (their registry strategies set it to 1
@@ -74,6 +83,9 @@ KINDS: tuple[KindInfo, ...] = (
              has_status=False),
     KindInfo("Job", "batch/v1", "jobs", True, ()),
     KindInfo("CronJob", "batch/v1", "cronjobs", True, ("cj",)),
+    # autoscaling/v2 stored; autoscaling/v1 (what `kubectl autoscale` writes) converted.
+    KindInfo("HorizontalPodAutoscaler", "autoscaling/v2", "horizontalpodautoscalers", True,
+             ("hpa",), also_served=("autoscaling/v1",)),
     KindInfo("Service", "v1", "services", True, ("svc",)),
     KindInfo("EndpointSlice", "discovery.k8s.io/v1", "endpointslices", True, (),
              has_status=False),

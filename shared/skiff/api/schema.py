@@ -198,6 +198,12 @@ SCHEMAS: dict[str, Fields] = {
                       status=fields("loadBalancer")),
     "IngressClass": fields(*_TOP, metadata=OBJECT_META,
                            spec=fields("controller", "parameters")),
+    "HorizontalPodAutoscaler": fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("minReplicas", "maxReplicas", "metrics", "behavior",
+                    scaleTargetRef=fields("apiVersion", "kind", "name")),
+        status=fields("observedGeneration", "lastScaleTime", "currentReplicas",
+                      "desiredReplicas", "currentMetrics", conditions=ListOf(CONDITION))),
     "NetworkPolicy": fields(*_TOP, metadata=OBJECT_META,
                             spec=fields("podSelector", "ingress", "egress", "policyTypes")),
     "VolumeAttachment": fields(
@@ -232,13 +238,30 @@ def _prune(value: Any, schema: Field, path: str, unknown: list[str]) -> None:
             _prune(value[key], schema[key], child, unknown)
 
 
+# Kinds also served in another version whose fields differ from the stored one's, by
+# (apiVersion, kind): a request in that version is pruned against these before conversion.
+VERSION_SCHEMAS: dict[tuple[str, str], Fields] = {
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("minReplicas", "maxReplicas", "targetCPUUtilizationPercentage",
+                    scaleTargetRef=fields("apiVersion", "kind", "name")),
+        status=fields("observedGeneration", "lastScaleTime", "currentReplicas",
+                      "desiredReplicas", "currentCPUUtilizationPercentage")),
+}
+
+
 def prune_unknown_fields(obj: dict[str, Any]) -> list[str]:
-    """Drop the fields `obj`'s kind does not have and return their paths, in order.
+    """Drop the fields `obj`'s kind (in its apiVersion) does not have and return their
+    paths, in order.
 
     Objects of kinds without a schema here are left alone.
     """
     kind = obj.get("kind")
-    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
+    version = obj.get("apiVersion")
+    schema = None
+    if isinstance(kind, str):
+        schema = (VERSION_SCHEMAS.get((version, kind)) if isinstance(version, str)
+                  else None) or SCHEMAS.get(kind)
     unknown: list[str] = []
     if schema is not None:
         _prune(obj, schema, "", unknown)

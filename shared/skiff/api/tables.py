@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, cronjobs, limitranges, networking, quotas
+from skiff.api import accountkinds, autoscaling, cronjobs, limitranges, networking, quotas
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -228,6 +228,7 @@ COLUMNS: dict[str, list[Column]] = {
     **limitranges.columns(_meta),
     **quotas.columns(_meta, _age),
     **cronjobs.columns(_meta, age),
+    **autoscaling.columns(_meta, age),
     **networking.columns(_meta, _age),
 }
 

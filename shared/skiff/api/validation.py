@@ -14,7 +14,15 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, TypeGuard
 
-from skiff.api import accountkinds, cronjobs, limitranges, networking, quotas, rbac
+from skiff.api import (
+    accountkinds,
+    autoscaling,
+    cronjobs,
+    limitranges,
+    networking,
+    quotas,
+    rbac,
+)
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -1177,6 +1185,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     **limitranges.VALIDATORS,
     **quotas.VALIDATORS,
     **cronjobs.VALIDATORS,
+    **autoscaling.VALIDATORS,
     **networking.VALIDATORS,
 }
 

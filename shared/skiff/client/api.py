@@ -363,6 +363,14 @@ class ApiClient:
                                                "object": request})
         return dict(resp["object"])
 
+    async def pod_metrics(self, namespace: str, *, label_selector: str = "") -> builtins.list[Obj]:
+        """metrics.k8s.io PodMetrics (`metadata`, `timestamp`, `window`, `containers:
+        [{name, usage: {cpu, memory}}]`) of the namespace's scheduled pods matching the
+        selector that the kubelets have measured (as metrics-server answers)."""
+        resp = await self.call("PodMetrics", {"namespace": namespace,
+                                              "options": {"labelSelector": label_selector}})
+        return list(resp["items"])
+
     async def discovery(self) -> builtins.list[Obj]:
         return list((await self.call("Discovery", {}))["resources"])
 
