@@ -26,6 +26,7 @@ from skiff.controller_manager.nodelifecycle import (
     NodeLifecycleController,
     TaintEvictionController,
 )
+from skiff.controller_manager.podautoscaler import HorizontalController
 from skiff.controller_manager.podgc import PodGCController
 from skiff.controller_manager.replicaset import ReplicaSetController
 from skiff.controller_manager.resourcequota import ResourceQuotaController
@@ -66,6 +67,8 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("serviceaccount", lambda ctx: [ServiceAccountsController(context=ctx)]),
     ControllerSpec("resourcequota", lambda ctx: [ResourceQuotaController(context=ctx)]),
     ControllerSpec("root-ca-cert-publisher", lambda ctx: [RootCACertPublisher(context=ctx)]),
+    ControllerSpec("horizontalpodautoscaling",
+                   lambda ctx: [HorizontalController(context=ctx)]),
 )
 
 

@@ -94,6 +94,17 @@ class ControllerManagerSettings:
     # ResourceQuota (kube-controller-manager's --resource-quota-sync-period): every quota is
     # recounted this often besides on each change of what it counts.
     resource_quota_sync_period: float = duration(300.0)
+    # HorizontalPodAutoscaler (kube-controller-manager's --horizontal-pod-autoscaler-*): each
+    # HPA is synced this often; a usage ratio within the tolerance of 1.0 changes nothing; a
+    # scale-down without spec.behavior waits out the stabilization window; cpu samples of a
+    # pod are ignored while it initializes (and, unready, until the readiness delay).
+    horizontal_pod_autoscaler_sync_period: float = duration(15.0)
+    horizontal_pod_autoscaler_tolerance: float = setting(
+        0.1, help="minimum change (from 1.0) in the desired-to-actual metrics ratio to scale")
+    horizontal_pod_autoscaler_downscale_stabilization: float = duration(300.0)
+    horizontal_pod_autoscaler_cpu_initialization_period: float = duration(300.0)
+    horizontal_pod_autoscaler_initial_readiness_delay: float = duration(30.0)
+    concurrent_horizontal_pod_autoscaler_syncs: int = setting(5)
     concurrent_statefulset_syncs: int = setting(5)
     concurrent_node_syncs: int = setting(5)
     concurrent_taint_eviction_syncs: int = setting(8)
@@ -126,6 +137,10 @@ class ControllerManagerSettings:
                                 f"between {net.prefixlen} and {net.max_prefixlen}")
         if self.fencing_delay < 0 or self.fencing_retry_backoff < 0:
             raise SettingsError("--fencing-delay and --fencing-retry-backoff must be >= 0")
+        if self.horizontal_pod_autoscaler_tolerance < 0:
+            raise SettingsError("--horizontal-pod-autoscaler-tolerance must be >= 0")
+        if self.horizontal_pod_autoscaler_sync_period <= 0:
+            raise SettingsError("--horizontal-pod-autoscaler-sync-period must be > 0")
 
 
 def parse_settings(argv: list[str] | None = None) -> ControllerManagerSettings:
@@ -133,4 +148,5 @@ def parse_settings(argv: list[str] | None = None) -> ControllerManagerSettings:
                          env_prefix=ENV_PREFIX,
                          description="Skiff's controller-manager: podgc, node lifecycle, "
                                      "statefulset, replicaset, disruption, fencing, "
-                                     "attach/detach and volume binding controllers.")
+                                     "attach/detach, volume binding, horizontal pod "
+                                     "autoscaling and the other controllers.")

@@ -115,7 +115,7 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                        "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
                        "persistentvolume-binder", "serviceaccount", "resourcequota",
-                       "root-ca-cert-publisher"],
+                       "root-ca-cert-publisher", "horizontalpodautoscaling"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
@@ -123,7 +123,7 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                                     "job", "cronjob", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
                                     "serviceaccount", "resourcequota",
-                                    "root-ca-cert-publisher"],
+                                    "root-ca-cert-publisher", "horizontalpodautoscaling"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:
