@@ -63,7 +63,8 @@ _SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portfo
                  "Deployment": ("status", "scale"), "DaemonSet": ("status",),
                  "Job": ("status",), "CronJob": ("status",), "Service": ("status",),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",),
-                 "ServiceAccount": ("token",), "PersistentVolume": ("status",)}
+                 "ServiceAccount": ("token",), "PersistentVolume": ("status",),
+                 "HorizontalPodAutoscaler": ("status",)}
 # A subresource's discovery entry as kube-apiserver lists it: its verbs, and the kind (with
 # group and version when they differ from the parent's) that its requests carry. kubectl
 # drain evicts only when `pods/eviction` names kind Eviction in a group and version;
@@ -85,7 +86,7 @@ _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "dele
             "GET": "get"}
 # The kinds in Kubernetes' `all` category that Skiff serves
 _CATEGORY_ALL = {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet",
-                 "Job", "CronJob"}
+                 "Job", "CronJob", "HorizontalPodAutoscaler"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 

@@ -103,6 +103,8 @@ def test_kubectl_autoscale_scales_a_busy_deployment_up_and_shows_it(
         ns, field_selector="involvedObject.name=busy,reason=SuccessfulRescale").items
     assert any(e.involved_object.kind == "HorizontalPodAutoscaler"
                and e.message.startswith("New size: ") for e in events), events
+    everything = kubectl(data_dir, "get", "all", "-n", ns)
+    assert "horizontalpodautoscaler.autoscaling/busy" in everything.stdout  # category all
     apps.delete_namespaced_deployment("busy", ns)
 
 

@@ -67,6 +67,9 @@ def _rules(given: Mapping[str, Any] | None, default: Obj) -> Obj:
 
 
 def _default_hpa(obj: Obj) -> None:
+    status = obj.setdefault("status", {})
+    if isinstance(status, dict):  # Go writes this int32 even when zero; clients require it
+        status.setdefault("desiredReplicas", 0)
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return

@@ -51,6 +51,8 @@ def test_defaults_fill_min_replicas_and_the_cpu_metric() -> None:
     assert obj["spec"]["metrics"] == [{"type": "Resource", "resource": {
         "name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}]
     assert "behavior" not in obj["spec"]  # only filled in when given
+    # the official client refuses a v2 status without it (Go always writes the int32)
+    assert obj["status"] == {"desiredReplicas": 0}
 
 
 def test_defaults_complete_a_partial_behavior() -> None:
