@@ -670,6 +670,7 @@ class PodWorker:
         handle.exited.add_done_callback(self._exit_callback(r, handle))
         self._save()
         self._status_dirty.set()
+        self._event(NORMAL, "Created", f"Created container: {r.name}")
         self._event(NORMAL, "Started", f"Started container {r.name}")
         post_start = (r.spec.get("lifecycle") or {}).get("postStart")
         if post_start:
@@ -858,8 +859,10 @@ class PodWorker:
             self._event(WARNING, "Killing", "Pod was deleted from the API while its "
                         "containers were running (force deletion); stopping them (grace "
                         f"period {period}s)")
-        elif reason is KillReason.POD_TERMINATION:
-            self._event(NORMAL, "Killing", f"Stopping containers (grace period {period}s)")
+        elif reason is KillReason.POD_TERMINATION:  # one event per container, as the kubelet
+            for r in self.records:
+                if r.running:
+                    self._event(NORMAL, "Killing", f"Stopping container {r.name}")
         with start_span_from_object(self.env.tracer, "kubelet.kill_pod", self.pod,
                                     attributes={"pod": pod_name, "reason": reason.value}):
             while True:

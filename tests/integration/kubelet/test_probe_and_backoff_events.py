@@ -84,3 +84,19 @@ async def test_lc3_crash_loop_records_back_off_restarting_failed_container_event
 
     await wait_until(crash_looping, timeout=30, what="CrashLoopBackOff")
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
+
+
+async def test_lc2_containers_record_created_started_and_stopping_events_each(
+        api: ApiClient, namespace: str, node: Node) -> None:
+    """`kubectl describe pod`: "Created container: a", "Started container a" per container,
+    and on deletion one `Killing` "Stopping container a" per running container (Skiff wrote
+    no Created and one "Stopping containers (grace period 1s)")."""
+    await api.create(pod_manifest("p", namespace, node.name, [
+        {"name": "a", "command": ["sleep", "3600"]},
+        {"name": "b", "command": ["sleep", "3600"]}], grace=1))
+    for name in ("a", "b"):
+        await _counted(api, namespace, "Created", f"Created container: {name}", 1)
+        await _counted(api, namespace, "Started", f"Started container {name}", 1)
+    await api.delete("pods", "p", namespace, grace_period_seconds=1)
+    for name in ("a", "b"):
+        await _counted(api, namespace, "Killing", f"Stopping container {name}", 1)
