@@ -195,8 +195,30 @@ class PodWorker:
         if pod["metadata"].get("uid") != self.uid or _rv(pod) < _rv(self.pod):
             return
         self.pod = copy.deepcopy(pod)
+        self._restart_redefined()
         self._wake.set()
         self._status_dirty.set()
+
+    def _restart_redefined(self) -> None:
+        """A container whose image the update changed (`kubectl set image pod/x`, the one
+        container field a pod update may change) is restarted with the new one, as the
+        kubelet does for a changed container hash: Killing "Container c definition changed,
+        will be restarted", whatever the restartPolicy, without CrashLoopBackOff."""
+        spec = self.pod.get("spec") or {}
+        wanted = {str(c.get("name")): c for key in ("initContainers", "containers")
+                  for c in spec.get(key) or [] if isinstance(c, dict)}
+        for r in self.records:
+            new = wanted.get(r.name)
+            if new is None or new.get("image") == r.spec.get("image"):
+                continue
+            r.spec = copy.deepcopy(new)
+            if not r.running or r.killing or self.terminating:
+                continue
+            self._event(NORMAL, "Killing",
+                        f"Container {r.name} definition changed, will be restarted")
+            r.redefined = True
+            self.env.backoff.reset((self.uid, r.name))
+            self._spawn(self._kill(r, KillReason.DEFINITION_CHANGED))
 
     def removed(self, *, orphan: bool = False) -> None:
         """The pod object is gone from the API (force deleted, or deleted by us).
@@ -441,7 +463,8 @@ class PodWorker:
     def _should_restart(r: ContainerRecord, policy: str) -> bool:
         if r.running or not r.has_run():
             return False
-        return policy == "Always" or (policy == "OnFailure" and r.exit_code != 0)
+        return r.redefined or policy == "Always" or (policy == "OnFailure"
+                                                     and r.exit_code != 0)
 
     async def _maybe_start(self, r: ContainerRecord) -> None:
         """Start `r` now, or wait out its CrashLoopBackOff (LC3)."""
@@ -663,6 +686,7 @@ class PodWorker:
             self._wake.set()
             return
         r.handle = handle
+        r.redefined = False
         r.attempts += 1
         r.exit_code = r.finished_at = None
         r.started = r.ready = r.post_start_done = False

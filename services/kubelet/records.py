@@ -51,6 +51,7 @@ class ContainerRecord:
     exit_code: int | None = None  # of the latest attempt, once it exited
     finished_at: float | None = None
     image: str = ""
+    redefined: bool = False  # its definition changed: restart whatever the restartPolicy
 
     @property
     def name(self) -> str:

@@ -62,6 +62,7 @@ class KillReason(enum.Enum):
     LIVENESS_PROBE = "LivenessProbe"
     FAILED_POST_START_HOOK = "FailedPostStartHook"
     EVICTION = "Evicted"
+    DEFINITION_CHANGED = "DefinitionChanged"  # the pod's update changed the container's image
     ORPHANED = "Orphaned"
 
 

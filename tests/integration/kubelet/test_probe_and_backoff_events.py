@@ -100,3 +100,35 @@ async def test_lc2_containers_record_created_started_and_stopping_events_each(
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
     for name in ("a", "b"):
         await _counted(api, namespace, "Killing", f"Stopping container {name}", 1)
+
+
+async def test_lc2_a_changed_image_restarts_the_container_whatever_the_restart_policy(
+        api: ApiClient, namespace: str, node: Node) -> None:
+    """`kubectl set image pod/p c=busybox:1.37`: the kubelet kills the container ("Container
+    c definition changed, will be restarted") and starts the new image, even with
+    restartPolicy Never. Skiff kept the old process and image."""
+    await api.create(pod_manifest("p", namespace, node.name, [
+        {"name": "c", "image": "busybox:1.36", "command": ["sleep", "3600"]}], grace=1,
+        restartPolicy="Never"))
+
+    def status_of(pod: Obj | None) -> Obj:
+        statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+        return next((s for s in statuses if s.get("name") == "c"), {})
+
+    async def running() -> Obj | None:
+        pod = await get_pod(api, namespace, "p")
+        return pod if status_of(pod).get("state", {}).get("running") else None
+
+    pod = await wait_until(running, timeout=30, what="container c running")
+    pod["spec"]["containers"][0]["image"] = "busybox:1.37"
+    await api.update(pod)
+    await _counted(api, namespace, "Killing", "Container c definition changed, will be "
+                   "restarted", 1)
+
+    async def restarted() -> Obj | None:
+        status = status_of(await get_pod(api, namespace, "p"))
+        return status if status.get("restartCount") == 1 and status.get(
+            "image") == "busybox:1.37" and "running" in status.get("state", {}) else None
+
+    await wait_until(restarted, timeout=30, what="c restarted with busybox:1.37")
+    await api.delete("pods", "p", namespace, grace_period_seconds=1)
