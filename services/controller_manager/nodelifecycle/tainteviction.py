@@ -2,11 +2,16 @@
 tolerations run out, by a *graceful* delete only (PS5: this controller never force deletes).
 
 `eviction_time` is the pure decision: no NoExecute taint → never; a taint the pod does not
-tolerate → now; otherwise the earliest `timeAdded + tolerationSeconds` over the taints (a
-toleration without seconds tolerates forever). Counting from the taint's `timeAdded` (not
-from when this process noticed it, as Kubernetes does) keeps the deadline the same across a
-leader fail-over. When it is due the pod gets a DisruptionTarget condition (reason
-DeletionByTaintManager), then a graceful DELETE, and an Event TaintManagerEviction.
+tolerate → now; otherwise the earliest `start + tolerationSeconds` over the taints (a
+toleration without seconds tolerates forever). A taint's start is its `timeAdded` when it
+has one (the node lifecycle controller's taints do), which keeps the deadline the same
+across a leader fail-over. A taint without it (`kubectl taint ... :NoExecute` sends none,
+and kube-apiserver 1.32 does not default it) counts from when this controller first saw it
+on the pod's node, as Kubernetes' taint eviction controller counts from when it first
+scheduled the pod's deletion; the controller remembers that moment per pod and taint
+(`first_seen`) and forgets it when the taint goes, so a deadline never slides forward.
+When it is due the pod gets a DisruptionTarget condition (reason DeletionByTaintManager),
+then a graceful DELETE, and an Event TaintManagerEviction.
 """
 
 from __future__ import annotations
@@ -35,10 +40,20 @@ Obj = dict[str, Any]
 REASON = "DeletionByTaintManager"
 MESSAGE = "Taint manager: deleting due to NoExecute taint"
 
+TaintId = tuple[str, str]
+"""A taint's `(key, effect)`: taints are unique by key and effect on a node."""
+
+
+def taint_id(taint: Mapping[str, Any]) -> TaintId:
+    return str(taint.get("key") or ""), str(taint.get("effect") or "")
+
 
 def eviction_time(*, taints: Iterable[Mapping[str, Any]],
-                  tolerations: Iterable[Mapping[str, Any]], now: float) -> float | None:
-    """Epoch seconds at which the pod must go (≤ now: at once), or None for never."""
+                  tolerations: Iterable[Mapping[str, Any]],
+                  first_seen: Mapping[TaintId, float], now: float) -> float | None:
+    """Epoch seconds at which the pod must go (≤ now: at once), or None for never.
+    `first_seen` says since when the controller has seen each taint that carries no
+    `timeAdded` (a taint missing from it counts from `now`)."""
     tolerations = list(tolerations)
     deadline: float | None = None
     for taint in taints:
@@ -52,7 +67,7 @@ def eviction_time(*, taints: Iterable[Mapping[str, Any]],
         if not seconds:
             continue  # tolerated forever
         added = taint.get("timeAdded")
-        start = parse_rfc3339(str(added)) if added else now
+        start = parse_rfc3339(str(added)) if added else first_seen.get(taint_id(taint), now)
         due = start + max(0, min(seconds))
         deadline = due if deadline is None else min(deadline, due)
     return deadline
@@ -67,8 +82,10 @@ class TaintEvictionController(Controller):
         self.nodes = context.informers.nodes()
         self.recorder = context.recorder("taint-eviction-controller")
         self.scheduled: set[str] = set()
+        # pod key → its node's NoExecute taints → when this controller first saw them.
+        self.first_seen: dict[str, dict[TaintId, float]] = {}
         self.pods.add_handler(on_add=self._on_pod, on_update=lambda _o, n: self._on_pod(n),
-                              on_delete=lambda p: self.scheduled.discard(object_key(p)))
+                              on_delete=lambda p: self.forget(object_key(p)))
         self.nodes.add_handler(on_add=self._on_node, on_update=self._on_node_update)
 
     def _on_pod(self, pod: Obj) -> None:
@@ -87,16 +104,35 @@ class TaintEvictionController(Controller):
         for pod in self.pods.store.by_index(BY_NODE_NAME, str(node["metadata"]["name"])):
             self.enqueue(object_key(pod))
 
+    def forget(self, key: str) -> None:
+        self.scheduled.discard(key)
+        self.first_seen.pop(key, None)
+
+    def observe_taints(self, key: str, taints: list[Obj], *, now: float) -> dict[TaintId, float]:
+        """When each NoExecute taint now on the pod's node was first seen: a taint seen
+        before keeps its moment, a new one starts now, a removed one is forgotten (so
+        adding it again starts over)."""
+        before = self.first_seen.get(key) or {}
+        seen = {tid: before.get(tid, now) for tid in
+                (taint_id(t) for t in taints if t.get("effect") == NO_EXECUTE)}
+        if seen:
+            self.first_seen[key] = seen
+        else:
+            self.first_seen.pop(key, None)
+        return seen
+
     async def reconcile(self, key: str) -> float | None:
         pod = self.pods.store.get(key)
         if pod is None or is_terminating(pod) or is_pod_terminal(pod):
-            self.scheduled.discard(key)
+            self.forget(key)
             return None
         node = self.nodes.store.get(str((pod.get("spec") or {}).get("nodeName") or ""))
         now = self.clock.now()
+        taints = [] if node is None else taints_of(node)
+        first_seen = self.observe_taints(key, taints, now=now)
         due = None if node is None else eviction_time(
-            taints=taints_of(node), tolerations=(pod.get("spec") or {}).get("tolerations") or [],
-            now=now)
+            taints=taints, tolerations=(pod.get("spec") or {}).get("tolerations") or [],
+            first_seen=first_seen, now=now)
         if due is None:
             if key in self.scheduled:
                 self.scheduled.discard(key)
@@ -107,7 +143,7 @@ class TaintEvictionController(Controller):
             self.scheduled.add(key)
             return due - now
         await self.evict(pod)
-        self.scheduled.discard(key)
+        self.forget(key)
         return None
 
     async def evict(self, pod: Obj) -> None:

@@ -1,13 +1,21 @@
-"""SPEC PS2: when a pod's NoExecute tolerations run out (taint eviction timing)."""
+"""SPEC PS2: when a pod's NoExecute tolerations run out (taint eviction timing), and the
+taint eviction controller on a fake clock: a taint without `timeAdded` (what
+`kubectl taint ... :NoExecute` writes) counts from when the controller first saw it."""
 
 from __future__ import annotations
 
-from typing import Any
+import copy
+from typing import Any, cast
 
 import pytest
 
+from skiff.api import ApiError, Reason
+from skiff.client import ApiClient
 from skiff.clock import FakeClock, rfc3339
-from skiff.controller_manager.nodelifecycle import eviction_time
+from skiff.controller_manager.controller import ControllerContext
+from skiff.controller_manager.informers import SharedInformers
+from skiff.controller_manager.nodelifecycle import TaintEvictionController, eviction_time
+from skiff.controller_manager.settings import ControllerManagerSettings
 
 Obj = dict[str, Any]
 CLOCK = FakeClock()
@@ -59,9 +67,129 @@ def tol(key: str = UNREACHABLE, *, seconds: int | None = None, operator: str = "
 ])
 def test_ps2_eviction_time(taints: list[Obj], tolerations: list[Obj],
                            expected: float | None) -> None:
-    assert eviction_time(taints=taints, tolerations=tolerations, now=NOW) == expected
+    assert eviction_time(taints=taints, tolerations=tolerations, first_seen={},
+                         now=NOW) == expected
 
 
-def test_ps2_taint_without_time_added_counts_from_now() -> None:
+def test_ps2_taint_without_time_added_counts_from_now_when_first_seen() -> None:
     assert eviction_time(taints=[{"key": UNREACHABLE, "effect": "NoExecute"}],
-                         tolerations=[tol(seconds=7)], now=NOW) == NOW + 7
+                         tolerations=[tol(seconds=7)], first_seen={}, now=NOW) == NOW + 7
+
+
+def test_ps2_taint_without_time_added_counts_from_when_first_seen() -> None:
+    assert eviction_time(taints=[{"key": "key", "value": "value", "effect": "NoExecute"}],
+                         tolerations=[tol("key", seconds=6)],
+                         first_seen={("key", "NoExecute"): NOW - 4}, now=NOW) == NOW + 2
+
+
+def test_ps2_time_added_wins_over_first_seen() -> None:
+    assert eviction_time(taints=[taint(added=NOW - 100)], tolerations=[tol(seconds=300)],
+                         first_seen={(UNREACHABLE, "NoExecute"): NOW}, now=NOW) == NOW + 200
+
+
+# -- the controller ----------------------------------------------------------------------------
+
+
+class FakePods:
+    """update_status / delete on pods, create / update on events; records the writes."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+        self.events: list[tuple[str, str]] = []
+
+    async def update_status(self, obj: Obj) -> Obj:
+        return copy.deepcopy(obj)
+
+    async def delete(self, resource: str, name: str, namespace: str | None = None,
+                     **_: Any) -> Obj:
+        assert resource == "pods"
+        self.deleted.append(f"{namespace}/{name}")
+        return {}
+
+    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
+        raise ApiError(Reason.NOT_FOUND, f'{resource} "{name}" not found')
+
+    async def create(self, obj: Obj) -> Obj:
+        self.events.append((obj["reason"], obj["message"]))
+        return copy.deepcopy(obj)
+
+    async def update(self, obj: Obj) -> Obj:
+        return copy.deepcopy(obj)
+
+
+class Harness:
+    def __init__(self) -> None:
+        self.clock = FakeClock()
+        self.api = FakePods()
+        client = cast(ApiClient, self.api)
+        self.ctl = TaintEvictionController(context=ControllerContext(
+            client=client, informers=SharedInformers(client),
+            settings=ControllerManagerSettings(), clock=self.clock))
+        self.ctl.pods.store.put({
+            "metadata": {"name": "p", "namespace": "ns", "uid": "u-p"},
+            "spec": {"nodeName": "node-1", "tolerations": [
+                tol("key", operator="Equal", value="value", seconds=6)]},
+            "status": {"phase": "Running"}})
+        self.taints([])
+
+    def taints(self, taints: list[Obj]) -> None:
+        self.ctl.nodes.store.put({"metadata": {"name": "node-1"}, "spec": {"taints": taints}})
+
+    async def sync(self) -> float | None:
+        return await self.ctl.reconcile("ns/p")
+
+
+KUBECTL_TAINT = {"key": "key", "value": "value", "effect": "NoExecute"}  # no timeAdded
+
+
+async def test_ps2_toleration_seconds_run_out_for_a_taint_without_time_added() -> None:
+    h = Harness()
+    h.taints([KUBECTL_TAINT])
+    assert await h.sync() == pytest.approx(6)
+    h.clock.advance(4)
+    assert await h.sync() == pytest.approx(2)  # the deadline stays where it was
+    assert h.api.deleted == []
+    h.clock.advance(2)
+    assert await h.sync() is None
+    assert h.api.deleted == ["ns/p"]
+    assert ("TaintManagerEviction", "Marking for deletion Pod ns/p") in h.api.events
+
+
+async def test_ps2_removed_taint_cancels_and_a_new_one_starts_over() -> None:
+    h = Harness()
+    h.taints([KUBECTL_TAINT])
+    assert await h.sync() == pytest.approx(6)
+    h.clock.advance(5)
+    h.taints([])
+    assert await h.sync() is None
+    assert ("TaintManagerEviction", "Cancelling deletion of Pod ns/p") in h.api.events
+    h.clock.advance(5)
+    h.taints([KUBECTL_TAINT])
+    assert await h.sync() == pytest.approx(6)
+    assert h.api.deleted == []
+
+
+async def test_ps2_first_seen_is_per_taint() -> None:
+    h = Harness()
+    h.ctl.pods.store.put({
+        "metadata": {"name": "p", "namespace": "ns", "uid": "u-p"},
+        "spec": {"nodeName": "node-1", "tolerations": [tol("key", seconds=6),
+                                                       tol("other", seconds=10)]}})
+    h.taints([KUBECTL_TAINT])
+    assert await h.sync() == pytest.approx(6)
+    h.clock.advance(3)
+    h.taints([{"key": "other", "effect": "NoExecute"}])  # key removed, other added
+    assert await h.sync() == pytest.approx(10)
+    h.clock.advance(3)
+    assert await h.sync() == pytest.approx(7)
+
+
+async def test_ps2_deleted_pod_is_forgotten() -> None:
+    h = Harness()
+    h.taints([KUBECTL_TAINT])
+    await h.sync()
+    pod = h.ctl.pods.store.get("ns/p")
+    assert pod is not None
+    h.ctl.pods.store.remove(pod)
+    assert await h.sync() is None
+    assert h.ctl.first_seen == {}
