@@ -21,6 +21,13 @@ index finished with some failed fails with FailedIndexes), and may succeed early
 `successPolicy` rule (SuccessCriteriaMet then Complete, reason SuccessPolicy; its remaining
 pods are deleted). Orphan pods matching a Job's selector are adopted (with the tracking
 finalizer) and owned pods that stop matching are released.
+
+A suspended Job (`spec.suspend`) runs no pods: its active pods are deleted, whatever the
+back-off, and its `activeDeadlineSeconds` does not run. As Kubernetes' syncJob does, each
+sync that manages pods keeps a `Suspended` condition: True (JobSuspended, "Job suspended",
+event Suspended) while suspended; False (JobResumed, "Job resumed", event Resumed) once
+resumed, which also resets `status.startTime`, so the deadline counts the time the Job has
+been continuously active. A Job never suspended has no such condition.
 """
 
 from __future__ import annotations
@@ -124,7 +131,11 @@ class JobController(Controller):
         spec = job["spec"]
         status = copy.deepcopy(job.get("status") or {})
         now = self.clock.now()
-        if not status.get("startTime") and not spec.get("suspend"):
+        suspended = bool(spec.get("suspend"))
+        # Resumed, but the Suspended condition does not say so yet: the deadline counts
+        # from now (the stored startTime is from before the suspension).
+        resuming = not suspended and _condition(job, "Suspended")
+        if not status.get("startTime") and not suspended:
             status["startTime"] = rfc3339(now)
         tracked = {str(p["metadata"].get("uid")) for p in pods
                    if TRACKING_FINALIZER in (p["metadata"].get("finalizers") or [])}
@@ -193,8 +204,10 @@ class JobController(Controller):
                                                        "number of failed indexes")
         deadline = spec.get("activeDeadlineSeconds")
         after: float | None = None
-        if fail_reason is None and deadline is not None and status.get("startTime"):
-            left = parse_rfc3339(status["startTime"]) + float(deadline) - now
+        if fail_reason is None and deadline is not None and status.get("startTime") \
+                and not suspended:
+            start = now if resuming else parse_rfc3339(status["startTime"])
+            left = start + float(deadline) - now
             if left <= 0:
                 fail_reason = ("DeadlineExceeded", "Job was active longer than specified "
                                                    "deadline")
@@ -251,11 +264,12 @@ class JobController(Controller):
         elif self.expectations.satisfied(key):
             wait = failure_backoff(backoff.failures, base=self.backoff_base,
                                    limit=self.backoff_max) - (now - backoff.last)
-            if wait > 0:
+            if wait > 0 and not suspended:  # the back-off delays creations, not deletions
                 after = wait if after is None else min(after, wait)
             else:
                 await self.manage(job, key, pods, active, terminating, succeeded,
                                   completed_indexes | failed_indexes)
+            await self.sync_suspended_condition(job, conditions, status, now=now)
         status.update(active=len(active), ready=sum(1 for p in active if is_pod_ready(p)),
                       terminating=len(terminating), conditions=conditions,
                       uncountedTerminatedPods=uncounted)
@@ -278,10 +292,29 @@ class JobController(Controller):
         await self._release(pods, newly_counted | counted)
         return after
 
+    async def sync_suspended_condition(self, job: Obj, conditions: list[Obj], status: Obj, *,
+                                       now: float) -> None:
+        """The Suspended condition follows `spec.suspend` (Kubernetes' syncJob, after
+        manageJob): True with an event Suspended; False with an event Resumed and a new
+        `startTime` once a suspended Job is resumed."""
+        if job["spec"].get("suspend"):
+            if _ensure_condition(conditions, "Suspended", "True",
+                                 ("JobSuspended", "Job suspended"), now):
+                log.info("job suspended", extra={"job": object_key(job)})
+                await self.recorder.event(job, NORMAL, "Suspended", "Job suspended")
+        elif _ensure_condition(conditions, "Suspended", "False",
+                               ("JobResumed", "Job resumed"), now):
+            status["startTime"] = rfc3339(now)
+            log.info("job resumed", extra={"job": object_key(job)})
+            await self.recorder.event(job, NORMAL, "Resumed", "Job resumed")
+
     async def manage(self, job: Obj, key: str, pods: list[Obj], active: list[Obj],
                      terminating: list[Obj], succeeded: int, done_indexes: set[int]) -> None:
         spec = job["spec"]
-        parallelism = 0 if spec.get("suspend") else int(spec.get("parallelism", 1))
+        if spec.get("suspend"):  # every active pod goes, Indexed or not
+            await self._delete_pods(job, key, active)
+            return
+        parallelism = int(spec.get("parallelism", 1))
         completions = spec.get("completions")
         # podReplacementPolicy Failed: a terminating pod is replaced only once it failed.
         busy = len(active) + (len(terminating) if spec.get("podReplacementPolicy") ==
@@ -408,6 +441,28 @@ def _index_failures(job: Obj, pods: list[Obj]) -> dict[int, int]:
             count += 1
         counts[index] = max(counts.get(index, 0), count)
     return counts
+
+
+def _ensure_condition(conditions: list[Obj], type_: str, status: str,
+                      reason: tuple[str, str], now: float) -> bool:
+    """`ensureJobConditionStatus`: set the condition `type_` to `status` with `reason`
+    (new transition times when any of them changes); a missing condition is not added as
+    False. Returns whether the list changed."""
+    stamp = rfc3339(now)
+    wanted = {"type": type_, "status": status, "reason": reason[0], "message": reason[1],
+              "lastProbeTime": stamp, "lastTransitionTime": stamp}
+    for cond in conditions:
+        if cond.get("type") != type_:
+            continue
+        if (cond.get("status"), cond.get("reason"), cond.get("message")) == (status, *reason):
+            return False
+        cond.clear()
+        cond.update(wanted)
+        return True
+    if status == "False":
+        return False
+    conditions.append(wanted)
+    return True
 
 
 def _set(conditions: list[Obj], type_: str, reason: tuple[str, str], now: float) -> None:
