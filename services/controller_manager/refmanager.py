@@ -205,3 +205,27 @@ async def claim_revisions(client: ApiClient, owner: Obj, revisions: Informer) ->
         BY_NAMESPACE, str(owner["metadata"].get("namespace")))
         if (controller_ref(r) or {}).get("uid") in (uid, None)]
     return await RefManager(client, owner, "controllerrevisions").claim(candidates)
+
+
+async def make_revision_newest(client: ApiClient, revision: Obj, owned: list[Obj]) -> Obj:
+    """Controller history's roll back (the StatefulSet controller's `UpdateControllerRevision`
+    to `nextRevision`, the DaemonSet controller's `constructHistory`): when the template goes
+    back to an earlier ControllerRevision, that revision is renumbered after every other one
+    the owner has, so `kubectl rollout history` lists it last and the next `rollout undo`
+    goes to the revision before it. Returns the revision as stored."""
+    name = revision["metadata"]["name"]
+    newest_other = max((int(r.get("revision") or 0) for r in owned
+                        if r["metadata"]["name"] != name), default=0)
+    current = revision
+    for _ in range(ATTEMPTS):
+        if int(current.get("revision") or 0) > newest_other:
+            return current
+        updated = copy.deepcopy(current)
+        updated["revision"] = newest_other + 1
+        written, stored = await try_update(client, updated)
+        if written:
+            return stored if stored is not None else current
+        current = await client.get("controllerrevisions", name,
+                                   revision["metadata"].get("namespace"))
+    raise ApiError(Reason.CONFLICT, f"ControllerRevision {name} kept changing while it was "
+                                    "renumbered as the newest revision; will retry")

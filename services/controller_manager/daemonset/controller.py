@@ -21,7 +21,11 @@ from skiff.controller_manager.daemonset import plan
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
 from skiff.controller_manager.podcontrol import PodControl
 from skiff.controller_manager.podutil import is_available, is_pod_ready
-from skiff.controller_manager.refmanager import RefManager, claim_revisions
+from skiff.controller_manager.refmanager import (
+    RefManager,
+    claim_revisions,
+    make_revision_newest,
+)
 from skiff.controller_manager.workload import (
     owned_pods,
     owner_reference,
@@ -120,10 +124,16 @@ class DaemonSetController(Controller):
 
     async def ensure_revision(self, ds: Obj, pod_hash: str) -> None:
         """The template's ControllerRevision `<set>-<hash>` (what `kubectl rollout
-        history|undo daemonset` read), numbered after the set's earlier ones."""
+        history|undo daemonset` read), numbered after the set's earlier ones. A template
+        that went back to an earlier revision (`rollout undo`) makes that revision the
+        newest again, as `constructHistory` does."""
         name = f"{ds['metadata']['name']}-{pod_hash}"
         namespace = ds["metadata"].get("namespace")
         owned = await claim_revisions(self.client, ds, self.revisions)
+        existing = next((r for r in owned if r["metadata"]["name"] == name), None)
+        if existing is not None:
+            await make_revision_newest(self.client, existing, owned)
+            return
         if self.revisions.store.get(f"{namespace}/{name}") is not None:
             return
         selector = (ds["spec"].get("selector") or {}).get("matchLabels") or {}

@@ -30,6 +30,7 @@ from skiff.controller_manager.podutil import (
 from skiff.controller_manager.refmanager import (
     RefManager,
     claim_revisions,
+    make_revision_newest,
     orphan_owner_keys,
 )
 from skiff.controller_manager.statefulset import revisions
@@ -177,12 +178,16 @@ class StatefulSetController(Controller):
 
     async def sync_revisions(self, sts: Obj, pods: list[Obj]) -> tuple[Obj, Obj]:
         """(update revision, current revision): the template's ControllerRevision (created
-        when new) and the revision the pods had before, from `status.currentRevision`."""
+        when new, renumbered as the newest when the template went back to it, as
+        `getStatefulSetRevisions` does) and the revision the pods had before, from
+        `status.currentRevision`."""
         namespace = sts["metadata"].get("namespace")
         owned = await claim_revisions(self.client, sts, self.revisions)
         name = revisions.revision_name(sts)
         update = next((r for r in owned if r["metadata"]["name"] == name), None)
-        if update is None:
+        if update is not None:  # back to an earlier template (rollout undo): newest again
+            update = await make_revision_newest(self.client, update, owned)
+        else:
             number = max((int(r.get("revision") or 0) for r in owned), default=0) + 1
             wanted = revisions.new_revision(sts, number)
             try:

@@ -2,13 +2,16 @@
 
 Each distinct pod template is a ControllerRevision `<set>-<hash>` (owned by the set,
 labelled with its selector, `revision` numbered in order); its pods carry the
-`controller-revision-hash` label. `status.updateRevision` is the template's revision,
-`status.currentRevision` the one every pod had before the update (it becomes the update
-revision once all pods are updated). RollingUpdate deletes, from the highest ordinal down to
-`partition`, one pod of an older revision at a time, only while every pod is Running and
-Ready; the ordinary plan then re-creates that identity from the update revision. Ordinals
-below the partition are re-created from the current revision. OnDelete replaces only the
-pods the user deletes.
+`controller-revision-hash` label. Its data is the patch `kubectl rollout undo` applies, as
+Kubernetes' `getPatch` writes it: the template marked `$patch: replace`, so the undo brings
+back exactly that template (not the old one merged into the new). A template that returns
+to an earlier revision makes it the newest again (the controller renumbers it).
+`status.updateRevision` is the template's revision, `status.currentRevision` the one every
+pod had before the update (it becomes the update revision once all pods are updated).
+RollingUpdate deletes, from the highest ordinal down to `partition`, one pod of an older
+revision at a time, only while every pod is Running and Ready; the ordinary plan then
+re-creates that identity from the update revision. Ordinals below the partition are
+re-created from the current revision. OnDelete replaces only the pods the user deletes.
 """
 
 from __future__ import annotations
@@ -39,12 +42,16 @@ def new_revision(sts: Mapping[str, Any], number: int) -> Obj:
             "metadata": {"name": name, "namespace": sts["metadata"].get("namespace"),
                          "labels": {**selector, REVISION_LABEL: name},
                          "ownerReferences": [owner_reference(sts)]},
-            "data": {"spec": {"template": copy.deepcopy(sts["spec"].get("template") or {})}},
+            "data": {"spec": {"template": {**copy.deepcopy(sts["spec"].get("template") or {}),
+                                           "$patch": "replace"}}},
             "revision": number}
 
 
 def template_of(revision: Mapping[str, Any]) -> Obj:
-    return copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
+    template = copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template")
+                             or {})
+    template.pop("$patch", None)
+    return template
 
 
 def pod_revision(pod: Mapping[str, Any]) -> str:
