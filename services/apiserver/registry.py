@@ -400,7 +400,7 @@ class Registry:
         (Kubernetes' chunked lists: every page is read at the first page's revision)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector)
+        fields = FieldSelector.parse(field_selector, kind=info.kind)
         ns = namespace if info.namespaced else None
         _check_revision("revision", revision)
         if limit < 0:
@@ -807,7 +807,7 @@ class Registry:
         """`watch` in lists of the events that were ready together (WatchCache)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector)
+        fields = FieldSelector.parse(field_selector, kind=info.kind)
         ns = namespace if info.namespaced else None
 
         def matches(obj: Obj) -> bool:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid, not_supported, required
+from skiff.api.fieldlabels import field_labels
 
 # --- label keys and values (apimachinery/pkg/util/validation) -------------------------
 
@@ -508,16 +509,26 @@ def _unescape(text: str) -> str:
 
 
 class FieldSelector:
-    """`fields.ParseSelector`: `metadata.name=x,spec.nodeName!=n1`; all terms must hold."""
+    """`fields.ParseSelector`: `metadata.name=x,spec.nodeName!=n1`; all terms must hold.
 
-    def __init__(self, requirements: Iterable[FieldRequirement] = ()) -> None:
+    Parsed for a kind (`parse(text, kind="Pod")`), a selector accepts only that kind's field
+    labels and reads each as kube-apiserver does (skiff.api.fieldlabels); without a kind it
+    compares the value at each dotted path.
+    """
+
+    def __init__(self, requirements: Iterable[FieldRequirement] = (), *,
+                 kind: str | None = None) -> None:
         self.requirements: tuple[FieldRequirement, ...] = tuple(requirements)
+        self.kind = kind
+        self._labels = field_labels(kind) if kind is not None else None
 
     @classmethod
-    def parse(cls, text: str) -> FieldSelector:
+    def parse(cls, text: str, *, kind: str | None = None) -> FieldSelector:
+        """The string form; with `kind`, a label the kind does not support is 400."""
         reqs: list[FieldRequirement] = []
         if not text.strip():
-            return cls()
+            return cls(kind=kind)
+        labels = field_labels(kind) if kind is not None else None
         for term in _split_unescaped(text, ","):
             term = term.strip()
             for op in ("!=", "==", "="):
@@ -533,16 +544,24 @@ class FieldSelector:
                 raise ApiError(Reason.BAD_REQUEST,
                                f"invalid field selector {text!r}: {path!r} is not a dotted "
                                "field path like 'spec.nodeName'")
+            if labels is not None:
+                path = labels.canonical(path)
             reqs.append(FieldRequirement(path, "!=" if op == "!=" else "=", _unescape(value)))
-        return cls(reqs)
+        return cls(reqs, kind=kind)
 
     @property
     def empty(self) -> bool:
         return not self.requirements
 
+    def value(self, obj: Mapping[str, Any], path: str) -> str:
+        """What `path` compares as on `obj`."""
+        if self._labels is not None:
+            return self._labels.value(obj, path)
+        return _field_value(obj, path)
+
     def matches(self, obj: Mapping[str, Any]) -> bool:
         for req in self.requirements:
-            equal = _field_value(obj, req.path) == req.value
+            equal = self.value(obj, req.path) == req.value
             if equal != (req.op == "="):
                 return False
         return True
