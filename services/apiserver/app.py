@@ -22,7 +22,7 @@ from pathlib import Path
 
 from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
-from skiff.apiserver.authz import ApiAuthorizer, Authenticator, bootstrap_policy
+from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.healthz import HealthChecks
@@ -263,8 +263,7 @@ class ApiServer:
             try:
                 await storage.connect()
                 await registry.ensure_system_objects()
-                for obj in bootstrap_policy():
-                    await registry.ensure(obj)
+                await reconcile_bootstrap_policy(registry)
                 return
             except Exception as err:
                 log.warning("waiting for etcd", extra={"etcd": storage.endpoint,

@@ -13,6 +13,7 @@ None): nothing is checked, as before this module existed.
 from __future__ import annotations
 
 import asyncio
+import copy
 import datetime
 import logging
 import time
@@ -24,13 +25,15 @@ from typing import TYPE_CHECKING, Any
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from skiff.api import ApiError
+from skiff.api import ApiError, Reason
 from skiff.api.kinds import KindInfo
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.auth import (
+    AUTHENTICATED_GROUP,
     MASTERS_GROUP,
     NODES_GROUP,
     READ_VERBS,
+    UNAUTHENTICATED_GROUP,
     Attributes,
     AuthorizationResult,
     Decision,
@@ -416,22 +419,108 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
 
 
 _READ = ["get", "list", "watch"]
-_WRITE = ["create", "update", "patch", "delete"]
+_WRITE = ["create", "update", "patch", "delete", "deletecollection"]
+_READ_WRITE = [*_READ, *_WRITE]
 VOLUME_SCHEDULER_ROLE = "system:volume-scheduler"
 MONITORING_ROLE = "system:monitoring"  # a ClusterRole and the group it is bound to
+AUTOUPDATE_ANNOTATION = "rbac.authorization.kubernetes.io/autoupdate"
+_AGGREGATE_TO = "rbac.authorization.k8s.io/aggregate-to-"
+
+# The user-facing roles' rules as Kubernetes 1.32 aggregates them (bootstrappolicy's
+# system:aggregate-to-view/-edit/-admin, plus metrics-server's
+# system:aggregated-metrics-reader in view). Read-only `view` leaves out Secrets and the
+# pods/exec family (they escalate); `edit` writes workloads but not RBAC; `admin` adds
+# Roles and RoleBindings.
+_AGGREGATE_TO_VIEW = [
+    _rule([""], ["configmaps", "endpoints", "persistentvolumeclaims",
+                 "persistentvolumeclaims/status", "pods", "replicationcontrollers",
+                 "replicationcontrollers/scale", "serviceaccounts", "services",
+                 "services/status"], _READ),
+    _rule([""], ["bindings", "events", "limitranges", "namespaces/status", "pods/log",
+                 "pods/status", "replicationcontrollers/status", "resourcequotas",
+                 "resourcequotas/status"], _READ),
+    _rule([""], ["namespaces"], _READ),
+    _rule(["discovery.k8s.io"], ["endpointslices"], _READ),
+    _rule(["apps"], ["controllerrevisions", "daemonsets", "daemonsets/status", "deployments",
+                     "deployments/scale", "deployments/status", "replicasets",
+                     "replicasets/scale", "replicasets/status", "statefulsets",
+                     "statefulsets/scale", "statefulsets/status"], _READ),
+    _rule(["autoscaling"], ["horizontalpodautoscalers", "horizontalpodautoscalers/status"],
+          _READ),
+    _rule(["batch"], ["cronjobs", "cronjobs/status", "jobs", "jobs/status"], _READ),
+    _rule(["extensions"], ["daemonsets", "daemonsets/status", "deployments",
+                           "deployments/scale", "deployments/status", "ingresses",
+                           "ingresses/status", "networkpolicies", "replicasets",
+                           "replicasets/scale", "replicasets/status",
+                           "replicationcontrollers/scale"], _READ),
+    _rule(["policy"], ["poddisruptionbudgets", "poddisruptionbudgets/status"], _READ),
+    _rule(["networking.k8s.io"], ["ingresses", "ingresses/status", "networkpolicies"],
+          _READ),
+]
+_AGGREGATED_METRICS_READER = [_rule(["metrics.k8s.io"], ["pods", "nodes"], _READ)]
+_AGGREGATE_TO_EDIT = [
+    _rule([""], ["pods/attach", "pods/exec", "pods/portforward", "pods/proxy", "secrets",
+                 "services/proxy"], _READ),
+    _rule([""], ["serviceaccounts"], ["impersonate"]),
+    _rule([""], ["pods", "pods/attach", "pods/exec", "pods/portforward", "pods/proxy"],
+          _WRITE),
+    _rule([""], ["pods/eviction"], ["create"]),
+    _rule([""], ["configmaps", "events", "persistentvolumeclaims", "replicationcontrollers",
+                 "replicationcontrollers/scale", "secrets", "serviceaccounts", "services",
+                 "services/proxy"], _WRITE),
+    _rule([""], ["serviceaccounts/token"], ["create"]),
+    _rule(["apps"], ["daemonsets", "deployments", "deployments/rollback", "deployments/scale",
+                     "replicasets", "replicasets/scale", "statefulsets",
+                     "statefulsets/scale"], _WRITE),
+    _rule(["autoscaling"], ["horizontalpodautoscalers"], _WRITE),
+    _rule(["batch"], ["cronjobs", "jobs"], _WRITE),
+    _rule(["extensions"], ["daemonsets", "deployments", "deployments/rollback",
+                           "deployments/scale", "ingresses", "networkpolicies", "replicasets",
+                           "replicasets/scale", "replicationcontrollers/scale"], _WRITE),
+    _rule(["policy"], ["poddisruptionbudgets"], _WRITE),
+    _rule(["networking.k8s.io"], ["ingresses", "networkpolicies"], _WRITE),
+    _rule(["coordination.k8s.io"], ["leases"], _READ_WRITE),
+]
+_AGGREGATE_TO_ADMIN = [
+    _rule(["authorization.k8s.io"], ["localsubjectaccessreviews"], ["create"]),
+    _rule([RBAC_GROUP], ["rolebindings", "roles"], _READ_WRITE),
+]
+_VIEW = [*_AGGREGATE_TO_VIEW, *_AGGREGATED_METRICS_READER]
+_EDIT = [*_AGGREGATE_TO_EDIT, *_VIEW]
+_ADMIN = [*_AGGREGATE_TO_ADMIN, *_EDIT]
+# Kubernetes computes these three by aggregation; Skiff has no aggregation controller, so
+# their rules are written out and replaced whole when the apiserver reconciles them.
+_AGGREGATED_ROLES = frozenset({"admin", "edit", "view"})
+
+
+def _aggregate_to(*roles: str) -> dict[str, str]:
+    return {f"{_AGGREGATE_TO}{role}": "true" for role in roles}
 
 
 def bootstrap_policy() -> list[Obj]:
     """The ClusterRoles and ClusterRoleBindings every cluster starts with, so each
-    component works (Kubernetes' bootstrappolicy, cut to what Skiff's components do)."""
+    component works (Kubernetes' bootstrappolicy, cut to what Skiff's components do),
+    and the user-facing `view`, `edit` and `admin` roles as Kubernetes grants them."""
     roles: dict[str, list[Obj]] = {
         "cluster-admin": [_rule(["*"], ["*"], ["*"]),
                           {"nonResourceURLs": ["*"], "verbs": ["*"]}],
-        "view": [_rule(["*"], ["*"], _READ)],
-        "edit": [_rule(["", "apps", "policy"],
-                       ["pods", "pods/eviction", "replicasets", "statefulsets",
-                        "persistentvolumeclaims", "poddisruptionbudgets", "events",
-                        "replicasets/scale", "statefulsets/scale"], [*_READ, *_WRITE])],
+        "admin": _ADMIN,
+        "edit": _EDIT,
+        "view": _VIEW,
+        "system:aggregate-to-admin": _AGGREGATE_TO_ADMIN,
+        "system:aggregate-to-edit": _AGGREGATE_TO_EDIT,
+        "system:aggregate-to-view": _AGGREGATE_TO_VIEW,
+        "system:aggregated-metrics-reader": _AGGREGATED_METRICS_READER,
+        # what every user may ask about itself and the server (kubectl auth can-i / whoami)
+        "system:basic-user": [
+            _rule(["authorization.k8s.io"],
+                  ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], ["create"]),
+            _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"])],
+        "system:discovery": [{"nonResourceURLs": [
+            "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
+            "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]}],
+        "system:public-info-viewer": [{"nonResourceURLs": [
+            "/healthz", "/livez", "/readyz", "/version", "/version/"], "verbs": ["get"]}],
         SCHEDULER_USER: [
             _rule(["*"], ["*"], _READ),
             _rule([""], ["pods/binding", "bindings"], ["create"]),
@@ -462,26 +551,93 @@ def bootstrap_policy() -> list[Obj]:
             _rule([""], ["events"], ["create", "update", "patch"]),
         ],
     }
-    subjects: dict[str, Obj] = {
-        "cluster-admin": {"kind": "Group", "name": MASTERS_GROUP},
-        SCHEDULER_USER: {"kind": "User", "name": SCHEDULER_USER},
-        VOLUME_SCHEDULER_ROLE: {"kind": "User", "name": SCHEDULER_USER},
-        CONTROLLER_MANAGER_USER: {"kind": "User", "name": CONTROLLER_MANAGER_USER},
-        FENCE_AGENT_USER: {"kind": "User", "name": FENCE_AGENT_USER},
-        MONITORING_ROLE: {"kind": "Group", "name": MONITORING_ROLE},
+    role_labels: dict[str, dict[str, str]] = {
+        "edit": _aggregate_to("admin"),
+        "view": _aggregate_to("edit"),
+        "system:aggregate-to-admin": _aggregate_to("admin"),
+        "system:aggregate-to-edit": _aggregate_to("edit"),
+        "system:aggregate-to-view": _aggregate_to("view"),
+        "system:aggregated-metrics-reader": _aggregate_to("view", "edit", "admin"),
+    }
+    subjects: dict[str, list[Obj]] = {
+        "cluster-admin": [{"kind": "Group", "name": MASTERS_GROUP}],
+        "system:basic-user": [{"kind": "Group", "name": AUTHENTICATED_GROUP}],
+        "system:discovery": [{"kind": "Group", "name": AUTHENTICATED_GROUP}],
+        "system:public-info-viewer": [{"kind": "Group", "name": AUTHENTICATED_GROUP},
+                                      {"kind": "Group", "name": UNAUTHENTICATED_GROUP}],
+        SCHEDULER_USER: [{"kind": "User", "name": SCHEDULER_USER}],
+        VOLUME_SCHEDULER_ROLE: [{"kind": "User", "name": SCHEDULER_USER}],
+        CONTROLLER_MANAGER_USER: [{"kind": "User", "name": CONTROLLER_MANAGER_USER}],
+        FENCE_AGENT_USER: [{"kind": "User", "name": FENCE_AGENT_USER}],
+        MONITORING_ROLE: [{"kind": "Group", "name": MONITORING_ROLE}],
     }
     api_version = f"{RBAC_GROUP}/v1"
-    labels = {"kubernetes.io/bootstrapping": "rbac-defaults"}
+
+    def meta(name: str, extra_labels: dict[str, str] | None = None) -> Obj:
+        return {"name": name,
+                "labels": {"kubernetes.io/bootstrapping": "rbac-defaults",
+                           **(extra_labels or {})},
+                "annotations": {AUTOUPDATE_ANNOTATION: "true"}}
+
     objs: list[Obj] = [{"apiVersion": api_version, "kind": "ClusterRole",
-                        "metadata": {"name": name, "labels": labels}, "rules": rules}
+                        "metadata": meta(name, role_labels.get(name)),
+                        "rules": copy.deepcopy(rules)}
                        for name, rules in roles.items()]
     objs += [{"apiVersion": api_version, "kind": "ClusterRoleBinding",
-              "metadata": {"name": name, "labels": labels},
+              "metadata": meta(name),
               "roleRef": {"apiGroup": RBAC_GROUP, "kind": "ClusterRole", "name": name},
-              "subjects": [{**subject, "apiGroup": RBAC_GROUP}]}
-             for name, subject in subjects.items()]
+              "subjects": [{**subject, "apiGroup": RBAC_GROUP} for subject in group]}
+             for name, group in subjects.items()]
     return objs
 
 
+def reconciled(current: Obj, wanted: Obj) -> Obj | None:
+    """`current` brought up to date with the bootstrap object `wanted`, or None when it
+    already is or its owner opted out (`rbac.authorization.kubernetes.io/autoupdate:
+    "false"`), as kube-apiserver reconciles its bootstrap policy at start: wanted labels,
+    annotations, rules and subjects are added, none are removed, except that the rules of
+    the aggregated roles (admin, edit, view) are replaced whole, as Kubernetes' aggregation
+    controller recomputes them."""
+    meta = current.get("metadata") or {}
+    if (meta.get("annotations") or {}).get(AUTOUPDATE_ANNOTATION) == "false":
+        return None
+    updated = copy.deepcopy(current)
+    new_meta = updated["metadata"]
+    for key in ("labels", "annotations"):
+        new_meta[key] = {**(meta.get(key) or {}), **wanted["metadata"][key]}
+    name = wanted["metadata"]["name"]
+    if wanted["kind"] == "ClusterRole":
+        have = list(current.get("rules") or [])
+        updated["rules"] = (copy.deepcopy(wanted["rules"]) if name in _AGGREGATED_ROLES
+                            else have + [r for r in wanted["rules"] if r not in have])
+    else:
+        have = list(current.get("subjects") or [])
+        updated["subjects"] = have + [s for s in wanted["subjects"] if s not in have]
+    return None if updated == current else updated
+
+
+async def reconcile_bootstrap_policy(registry: Registry) -> None:
+    """Create the bootstrap policy's missing objects and reconcile the existing ones
+    (`reconciled`), so a restarted apiserver corrects roles an older Skiff wrote."""
+    for wanted in bootstrap_policy():
+        await registry.ensure(wanted)
+        resource = "clusterroles" if wanted["kind"] == "ClusterRole" else "clusterrolebindings"
+        for _ in range(5):  # another apiserver process may reconcile at the same time
+            current = await registry.get(resource, None, wanted["metadata"]["name"])
+            updated = reconciled(current, wanted)
+            if updated is None:
+                break
+            try:
+                await registry.update(resource, None, updated)
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT:
+                    raise
+                continue
+            log.info("reconciled bootstrap RBAC object",
+                     extra={"kind": wanted["kind"], "object": wanted["metadata"]["name"]})
+            break
+
+
 __all__ = ["NODES_GROUP", "ApiAuthorizer", "Authenticator", "NodeAuthorizer",
-           "RbacAuthorizer", "bootstrap_policy", "current_user", "node_restriction"]
+           "RbacAuthorizer", "bootstrap_policy", "current_user", "node_restriction",
+           "reconcile_bootstrap_policy", "reconciled"]
