@@ -7,8 +7,10 @@ containers' requests and limits (`requests.cpu`, `limits.memory`, … and the `c
 aliases of requests; an init container counts when it asks more than all the containers
 together); a claim uses `persistentvolumeclaims` and `requests.storage`; any other counted
 object uses `count/<resource>[.<group>]` and, for core kinds, its plain name (`services`,
-`configmaps`, `secrets`). Scopes (`Terminating`, `NotTerminating`, `BestEffort`,
-`NotBestEffort`, and `PriorityClass` through `scopeSelector`) narrow which pods a quota sees.
+`configmaps`, `secrets`); a NodePort or LoadBalancer Service also uses `services.nodeports`
+(one per port) and a LoadBalancer `services.loadbalancers`. Scopes (`Terminating`,
+`NotTerminating`, `BestEffort`, `NotBestEffort`, and `PriorityClass` through
+`scopeSelector`) narrow which pods a quota sees.
 """
 
 from __future__ import annotations
@@ -77,11 +79,28 @@ def usage(info: KindInfo, obj: Mapping[str, Any], now: float) -> Usage:
                 used[name] = amount
         for name, amount in pod_amounts(spec, "limits").items():
             used[f"limits.{name}"] = amount
+    elif info.kind == "Service":
+        used.update(_service_usage(spec))
     elif info.kind == "PersistentVolumeClaim":
         storage = ((spec.get("resources") or {}).get("requests") or {}).get("storage")
         if storage is not None:
             used["requests.storage"] = parse_quantity(storage)
     return used
+
+
+def _service_usage(spec: Mapping[str, Any]) -> Usage:
+    """The service evaluator: a NodePort Service uses a node port per port, a LoadBalancer
+    one too (only the ports naming one when it asks for no node ports) and a load
+    balancer."""
+    ports = [p for p in spec.get("ports") or [] if isinstance(p, Mapping)]
+    if spec.get("type") == "NodePort":
+        return {"services.nodeports": Fraction(len(ports))}
+    if spec.get("type") != "LoadBalancer":
+        return {}
+    node_ports = (sum(1 for p in ports if p.get("nodePort"))
+                  if spec.get("allocateLoadBalancerNodePorts") is False else len(ports))
+    return {"services.nodeports": Fraction(node_ports),
+            "services.loadbalancers": Fraction(1)}
 
 
 def binary_keys(info: KindInfo, obj: Mapping[str, Any]) -> set[str]:

@@ -70,3 +70,23 @@ def test_ax6_a_compute_quota_names_each_container_that_leaves_a_resource_unset()
 def test_ax6_quota_pretty_prints_sorted_names_with_canonical_amounts() -> None:
     assert pretty({"pods": Fraction(1), "requests.memory": Fraction(700 * 2**20)},
                   {"requests.memory"}) == "pods=1,requests.memory=700Mi"
+
+
+def test_ax6_quota_node_port_and_load_balancer_services_use_their_ports() -> None:
+    service = lookup("services")
+
+    def svc(**spec: Any) -> Obj:
+        return {"metadata": {"name": "s", "namespace": "ns"},
+                "spec": {"ports": [{"name": "a", "port": 80}, {"name": "b", "port": 81}],
+                         **spec}}
+
+    plain = usage(service, svc(type="ClusterIP"), now=0.0)
+    assert plain == {"services": 1, "count/services": 1}
+    node_port = usage(service, svc(type="NodePort"), now=0.0)
+    assert node_port["services.nodeports"] == 2 and "services.loadbalancers" not in node_port
+    balancer = usage(service, svc(type="LoadBalancer"), now=0.0)
+    assert balancer["services.nodeports"] == 2 and balancer["services.loadbalancers"] == 1
+    named_only = usage(service, svc(type="LoadBalancer", allocateLoadBalancerNodePorts=False,
+                                    ports=[{"port": 80, "nodePort": 30001}, {"port": 81}]),
+                       now=0.0)
+    assert named_only["services.nodeports"] == 1
