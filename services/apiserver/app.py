@@ -30,6 +30,7 @@ from skiff.apiserver.http import HttpServer
 from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.kubernetesservice import KubernetesService
 from skiff.apiserver.metricsapi import MetricsApi
+from skiff.apiserver.nodeports import DEFAULT_NODE_PORT_RANGE, NodePortRepair, NodePorts
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
@@ -107,7 +108,11 @@ class ApiServerSettings:
         10.0, help="how often this apiserver renews its entry in the `kubernetes` "
                    "Service's endpoints (entries expire after three intervals)")
     service_ip_repair_interval: float = duration(
-        30.0, help="how often cluster IPs whose Service is gone are looked for")
+        30.0, help="how often cluster IPs and node ports whose Service is gone are looked "
+                   "for (and freed)")
+    service_node_port_range: str = setting(
+        DEFAULT_NODE_PORT_RANGE, help="ports (base-max, inclusive) from which NodePort and "
+                                      "LoadBalancer Services get their node ports")
 
 
 def _advertise(bind_address: str) -> str:
@@ -163,6 +168,7 @@ class ApiServer:
             s.disable_admission_plugins.split(",")))
         try:
             registry.service_ips = ServiceIPs(storage, s.service_cluster_ip_range)
+            registry.node_ports = NodePorts(storage, s.service_node_port_range)
         except ValueError as err:
             raise SystemExit(f"skiff-apiserver: {err}") from None
         tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
@@ -204,7 +210,9 @@ class ApiServer:
                              extra={"address": f"{scheme}://{s.bind_address}:{http_port}"})
                 background: list[asyncio.Task[None]] = [tg.create_task(
                     ServiceIPRepair(storage, interval=s.service_ip_repair_interval).run(),
-                    name="service-ip-repair")]
+                    name="service-ip-repair"), tg.create_task(
+                    NodePortRepair(storage, interval=s.service_ip_repair_interval).run(),
+                    name="node-port-repair")]
                 if http is not None:
                     advertise = s.advertise_address or _advertise(s.bind_address)
                     background.append(tg.create_task(KubernetesService(

@@ -23,7 +23,6 @@ The first address of the range is reserved for the `default/kubernetes` Service
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import ipaddress
 import logging
@@ -31,8 +30,8 @@ import random
 from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid
-from skiff.api.kinds import lookup, storage_prefix
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
+from skiff.apiserver.holds import HoldRepair, release_held
 from skiff.apiserver.storage import EtcdStorage
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "SERVICE_IP_PREFIX", "ServiceIPRepair", "ServiceIPs",
@@ -210,53 +209,26 @@ class ServiceIPs:
                 await self.storage.delete(self._key(ip), expected_revision=kv.mod_revision)
 
     async def release_service(self, service: Obj) -> None:
-        spec = service.get("spec") or {}
-        ips = [str(ip) for ip in spec.get("clusterIPs") or
-               ([spec["clusterIP"]] if spec.get("clusterIP") else [])]
-        uid = str((service.get("metadata") or {}).get("uid", ""))
-        for ip in ips:
-            kv, _ = await self.storage.get(self._key(ip)) if ip != HEADLESS else (None, 0)
-            if kv is not None and kv.obj is not None and str(kv.obj.get("uid")) == uid:
-                with contextlib.suppress(ApiError):
-                    await self.storage.delete(self._key(ip),
-                                              expected_revision=kv.mod_revision)
+        """Free the addresses a deleted Service held (those its uid holds)."""
+        for ip in _held_ips(service):
+            await release_held(self.storage, self._key(ip), service)
 
 
-class ServiceIPRepair:
+def _held_ips(service: Obj) -> list[str]:
+    """The addresses a Service lists (a headless one holds none)."""
+    spec = service.get("spec") or {}
+    ips = [str(ip) for ip in spec.get("clusterIPs") or
+           ([spec["clusterIP"]] if spec.get("clusterIP") else [])]
+    return [ip for ip in ips if ip != HEADLESS]
+
+
+class ServiceIPRepair(HoldRepair):
     """Releases addresses whose Service is gone (Kubernetes' repair controller)."""
 
-    def __init__(self, storage: EtcdStorage, *, interval: float = 30.0) -> None:
-        self.storage = storage
-        self.interval = interval
-        self._suspects: dict[str, int] = {}
+    prefix = SERVICE_IP_PREFIX
+    what = "service IPs"
 
-    async def run_once(self) -> list[str]:
-        """One pass; returns the addresses released."""
-        kvs, _ = await self.storage.list(SERVICE_IP_PREFIX)
-        services, _ = await self.storage.list(storage_prefix(lookup("services")))
-        owners = {str((kv.obj or {}).get("metadata", {}).get("uid", "")) for kv in services}
-        suspects: dict[str, int] = {}
-        released: list[str] = []
-        for kv in kvs:
-            if kv.obj is not None and str(kv.obj.get("uid", "")) in owners:
-                continue
-            if self._suspects.get(kv.key) == kv.mod_revision:
-                with contextlib.suppress(ApiError):
-                    await self.storage.delete(kv.key, expected_revision=kv.mod_revision)
-                    released.append(kv.key.removeprefix(SERVICE_IP_PREFIX))
-                continue
-            suspects[kv.key] = kv.mod_revision
-        self._suspects = suspects
-        return released
-
-    async def run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval)
-            try:
-                released = await self.run_once()
-            except ApiError as err:
-                log.info("service IP repair skipped", extra={"error": err.message})
-                continue
-            if released:
-                log.info("released service IPs without a Service",
-                         extra={"ips": ",".join(released)})
+    def in_use(self, services: list[Obj]) -> set[tuple[str, str]]:
+        """Every address a live Service's uid holds (an address key names its uid)."""
+        return {(str((s.get("metadata") or {}).get("uid", "")), ip) for s in services
+                for ip in _held_ips(s)}

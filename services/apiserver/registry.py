@@ -34,7 +34,7 @@ from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
 from skiff.api.validation import grace_period_problem, revision_problem
-from skiff.apiserver import admission, clusterip, graceful, limitranger, paging
+from skiff.apiserver import admission, clusterip, graceful, limitranger, nodeports, paging
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
@@ -130,6 +130,8 @@ class Registry:
         self.quota = QuotaAdmission(storage, cache)
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
+        # node ports of NodePort and LoadBalancer Services (None: not allocated)
+        self.node_ports: nodeports.NodePorts | None = None
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -264,6 +266,11 @@ class Registry:
         self._check_size(info, obj)
         key = storage_key(info, meta.get("namespace"), meta["name"])
         held = await self._allocate_service_ips(info, obj, dry_run)
+        try:
+            held_ports = await self._allocate_node_ports(info, obj, dry_run)
+        except BaseException:
+            await self._give_back(held, [])
+            raise
         if dry_run:
             existing, _ = await self.storage.get(key)
             if existing is not None:
@@ -272,8 +279,7 @@ class Registry:
         try:
             stored = await self.storage.create(key, obj)
         except BaseException as err:
-            if held and self.service_ips is not None:
-                await self.service_ips.release(held)
+            await self._give_back(held, held_ports)
             if isinstance(err, ApiError) and err.reason == Reason.ALREADY_EXISTS:
                 raise ApiError.already_exists(info.resource, meta["name"],
                                                group=info.group) from None
@@ -286,10 +292,25 @@ class Registry:
             return []
         return await self.service_ips.allocate(obj, dry_run=dry_run)
 
+    async def _allocate_node_ports(self, info: KindInfo, obj: Obj,
+                                   dry_run: bool) -> list[int]:
+        if info.kind != "Service" or self.node_ports is None:
+            return []
+        return await self.node_ports.allocate(obj, dry_run=dry_run)
+
+    async def _give_back(self, ips: list[str], ports: list[int]) -> None:
+        """Free what a Service write held when the write was not stored."""
+        if ips and self.service_ips is not None:
+            await self.service_ips.release(ips)
+        if ports and self.node_ports is not None:
+            await self.node_ports.release(ports)
+
     async def _released(self, info: KindInfo, obj: Obj) -> None:
-        """AX7: a deleted Service's cluster IP is free again."""
+        """AX7: a deleted Service's cluster IP and node ports are free again."""
         if info.kind == "Service" and self.service_ips is not None:
             await self.service_ips.release_service(obj)
+        if info.kind == "Service" and self.node_ports is not None:
+            await self.node_ports.release_service(obj)
 
     async def _admit_create(self, info: KindInfo, obj: Obj) -> None:
         if info.namespaced:
@@ -489,8 +510,10 @@ class Registry:
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again")
             new = self._merge_update(info, cur.obj, obj, subresource)
-            if info.kind == "Service" and subresource == "":
+            service_spec = info.kind == "Service" and subresource == ""
+            if service_spec:
                 clusterip.keep_on_update(cur.obj, new)
+                nodeports.prepare_update(cur.obj, new)
             apply_defaults(new)
             _omit_empty_metadata(new["metadata"])
             if (subresource == "" and info.kind in GENERATION_KINDS
@@ -505,6 +528,11 @@ class Registry:
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)
+            held_ports: list[int] = []
+            freed_ports: list[int] = []
+            if service_spec and self.node_ports is not None:
+                held_ports, freed_ports = await self.node_ports.allocate_update(
+                    cur.obj, new, dry_run=dry_run)
             if dry_run:
                 new["metadata"]["resourceVersion"] = str(cur.mod_revision)
                 return Result(new, warnings)
@@ -515,10 +543,11 @@ class Registry:
                     new["metadata"]["resourceVersion"] = str(rev)
                     await self._released(info, new)
                     return Result(new, warnings)
-                return Result(await self.storage.update(
-                    key, new, expected_revision=cur.mod_revision), warnings)
-            except ApiError as err:
-                if not _lost_race(err):
+                stored = await self.storage.update(key, new,
+                                                   expected_revision=cur.mod_revision)
+            except BaseException as err:
+                await self._give_back([], held_ports)
+                if not isinstance(err, ApiError) or not _lost_race(err):
                     raise
                 if requested_rv:
                     raise ApiError.conflict(
@@ -526,6 +555,9 @@ class Registry:
                         "the object has been modified; please apply your changes to the "
                         "latest version and try again") from None
                 raise _Retry() from None
+            if freed_ports and self.node_ports is not None:
+                await self.node_ports.release(freed_ports)
+            return Result(stored, warnings)
 
         return await self._retry_conflicts(attempt)
 

@@ -355,7 +355,27 @@ def _validate_service(obj: VObj, old: VObj | None) -> list[FieldError]:
                                        allow_name=True)
         errors += validation._enum(port_obj, "protocol", f"{ppath}.protocol",
                                    ["TCP", "UDP", "SCTP"])
+    errors += _validate_node_ports(spec, ports)
     errors += validate_labels(spec.get("selector"), "spec.selector")
+    return errors
+
+
+def _validate_node_ports(spec: VObj, ports: list[Any]) -> list[FieldError]:
+    """ValidateService's node port rules: none on a ClusterIP Service, and no node port
+    twice for one protocol (the range and whether it is free are the allocator's)."""
+    errors: list[FieldError] = []
+    seen: set[tuple[str, int]] = set()
+    for i, port in enumerate(ports):
+        number = port.get("nodePort") if isinstance(port, dict) else None
+        if not isinstance(number, int) or isinstance(number, bool) or number == 0:
+            continue
+        path = f"spec.ports[{i}].nodePort"
+        if (spec.get("type") or "ClusterIP") == "ClusterIP":
+            errors.append(forbidden(path, "may not be used when `type` is 'ClusterIP'"))
+        key = (str(port.get("protocol") or "TCP"), number)
+        if key in seen:
+            errors.append(duplicate(path, number))
+        seen.add(key)
     return errors
 
 
