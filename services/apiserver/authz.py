@@ -311,6 +311,9 @@ class RbacAuthorizer:
                 self._read_at = time.monotonic()
             return self._rules
 
+    async def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
+        return (await self._snapshot()).rules_for(user, namespace)
+
     async def authorize(self, attrs: Attributes) -> AuthorizationResult:
         asked = time.monotonic()
         result = (await self._snapshot()).authorize(attrs)
@@ -338,6 +341,35 @@ class ApiAuthorizer:
             if result.decision is not Decision.NO_OPINION:
                 return result
         return AuthorizationResult(Decision.DENY)
+
+    async def rules_for(self, user: UserInfo, namespace: str) -> Obj:
+        """What `user` may do in `namespace` as a SubjectRulesReviewStatus (`kubectl auth
+        can-i --list`): the union of the chain's answers, as kube-apiserver's. system:masters
+        may do everything; the Node authorizer cannot enumerate a kubelet's rights, so a
+        node's list is incomplete; RBAC lists each rule of the user's bindings."""
+        resource_rules: list[Obj] = []
+        non_resource_rules: list[Obj] = []
+        errors: list[str] = []
+        if MASTERS_GROUP in user.groups:
+            resource_rules.append({"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]})
+            non_resource_rules.append({"verbs": ["*"], "nonResourceURLs": ["*"]})
+        if node_identity(user) is not None:
+            errors.append("node authorizer does not support user rule resolution")
+        for rule in await self.rbac.rules_for(user, namespace):
+            if rule.get("nonResourceURLs"):
+                non_resource_rules.append({"verbs": list(rule.get("verbs") or []),
+                                           "nonResourceURLs": list(rule["nonResourceURLs"])})
+                continue
+            entry: Obj = {key: list(rule.get(key) or [])
+                          for key in ("verbs", "apiGroups", "resources")}
+            if rule.get("resourceNames"):
+                entry["resourceNames"] = list(rule["resourceNames"])
+            resource_rules.append(entry)
+        status: Obj = {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+                       "incomplete": bool(errors)}
+        if errors:
+            status["evaluationError"] = ", ".join(errors)
+        return status
 
     async def check(self, attrs: Attributes) -> None:
         """Raise Kubernetes' 403 unless `attrs` is allowed."""

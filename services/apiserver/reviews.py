@@ -31,7 +31,7 @@ class RulesResolver(Protocol):
     """Optional: what `user` may do in `namespace` (`kubectl auth can-i --list`), as a
     SubjectRulesReviewStatus (`resourceRules`, `nonResourceRules`, `incomplete`)."""
 
-    def rules_for(self, user: UserInfo, namespace: str) -> Obj: ...
+    async def rules_for(self, user: UserInfo, namespace: str) -> Obj: ...
 
 
 class AllowAll:
@@ -42,7 +42,7 @@ class AllowAll:
     async def authorize(self, attrs: Attributes) -> AuthorizationResult:
         return AuthorizationResult(Decision.ALLOW, self.REASON)
 
-    def rules_for(self, user: UserInfo, namespace: str) -> Obj:
+    async def rules_for(self, user: UserInfo, namespace: str) -> Obj:
         return {"resourceRules": [{"verbs": ["*"], "apiGroups": ["*"], "resources": ["*"]}],
                 "nonResourceRules": [{"verbs": ["*"], "nonResourceURLs": ["*"]}],
                 "incomplete": False, "evaluationError": self.REASON}
@@ -92,7 +92,7 @@ async def review(group_version: str, resource: str, body: Obj, *, authorizer: Au
     if (group_version, resource) == (AUTHORIZATION_GV, "selfsubjectrulesreviews"):
         spec = body.get("spec") or {}
         rules = getattr(authorizer, "rules_for", None)
-        status = (rules(user, str(spec.get("namespace") or "")) if rules else
+        status = (await rules(user, str(spec.get("namespace") or "")) if rules else
                   {"resourceRules": [], "nonResourceRules": [], "incomplete": True,
                    "evaluationError": "this authorizer cannot list rules"})
         return {"kind": "SelfSubjectRulesReview", "apiVersion": AUTHORIZATION_GV,

@@ -213,6 +213,20 @@ class RbacRules:
                 else self.roles.get((namespace, name)) if kind == "Role" else None)
         return list((role or {}).get("rules") or ())
 
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
+        """Every rule `user` holds in `namespace` (Kubernetes' RBAC RulesFor): those of the
+        ClusterRoleBindings naming them, then those of the namespace's RoleBindings."""
+        rules: list[Obj] = []
+        for binding in self.cluster_role_bindings:
+            if any(_subject_matches(s, user, "") for s in binding.get("subjects") or ()):
+                rules += self._rules_of(binding.get("roleRef") or {}, "")
+        for binding in self.role_bindings if namespace else ():
+            ns = binding["metadata"].get("namespace", "")
+            if ns == namespace and any(_subject_matches(s, user, ns)
+                                       for s in binding.get("subjects") or ()):
+                rules += self._rules_of(binding.get("roleRef") or {}, ns)
+        return rules
+
     def authorize(self, attrs: Attributes) -> AuthorizationResult:
         for binding in self.cluster_role_bindings:
             if any(_subject_matches(s, attrs.user, "") for s in binding.get("subjects") or ()):

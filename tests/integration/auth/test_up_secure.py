@@ -180,3 +180,36 @@ def test_AU3_kubectl_as_impersonates_and_is_itself_authorized(secure_up: Path,
             'resource "pods/exec" in API group "" in the namespace "default"'
             ) in exec_denied.stderr, exec_denied.stderr
     kubectl(kubeconfig, "delete", "pod", "imp", "--grace-period=0", "--force")
+
+
+def test_AX5_kubectl_auth_can_i_list_shows_the_users_rbac_rules(secure_up: Path) -> None:
+    """`kubectl auth can-i --list` lists what RBAC grants the user in the namespace (it
+    listed nothing and called the list incomplete)."""
+    kubeconfig = secure_up / "kubeconfig"
+    assert kubectl(kubeconfig, "create", "namespace", "lister").returncode == 0
+    assert kubectl(kubeconfig, "create", "rolebinding", "lister-edit", "--clusterrole=edit",
+                   "--user=lister", "-n", "lister").returncode == 0
+
+    def listed() -> str:
+        got = kubectl(kubeconfig, "auth", "can-i", "--list", "-n", "lister", "--as=lister")
+        return got.stdout if got.returncode == 0 and "secrets" in got.stdout else ""
+
+    until(lambda: bool(listed()), "edit's rules in can-i --list", 30.0)
+    lines = listed().splitlines()[1:]
+    # Resources, Non-Resource URLs, Resource Names, Verbs: resource -> its verbs
+    verbs = {line.split()[0]: line[line.rindex("["):] for line in lines
+             if not line.startswith(" ")}
+    assert verbs["selfsubjectaccessreviews.authorization.k8s.io"] == "[create]"
+    assert verbs["deployments.apps"] == (
+        "[create update patch delete deletecollection get list watch]")
+    assert "create" in verbs["secrets"] and "get" in verbs["secrets"]
+    assert "rolebindings.rbac.authorization.k8s.io" not in verbs  # admin's, not edit's
+    assert any(line.split()[:2] == ["[/api]", "[]"] for line in lines
+               if line.startswith(" "))  # system:discovery's non-resource URL
+    elsewhere = kubectl(kubeconfig, "auth", "can-i", "--list", "-n", "default",
+                        "--as=lister")
+    assert "secrets" not in elsewhere.stdout  # the binding is the namespace's only
+    node = kubectl(kubeconfig, "auth", "can-i", "--list", "--as=system:node:node-1",
+                   "--as-group=system:nodes")
+    assert "node authorizer does not support user rule resolution" in node.stderr + \
+        node.stdout
