@@ -9,7 +9,8 @@ write ("status unknown for quota"); one that would go over refuses it with Kuber
 charged quota's `status.used` is raised with a compare-and-swap on its etcd revision before
 the object is stored, so concurrent creates through several apiservers cannot both take
 the last unit; the resourcequota controller recounts later (a create that then failed is
-given back there). Dry runs check without charging.
+given back there). A Service update is charged what it adds (a change to NodePort adds
+`services.nodeports`). Dry runs check without charging.
 """
 
 from __future__ import annotations
@@ -76,6 +77,24 @@ class QuotaAdmission:
             if not quota_covers(cached, info, obj):
                 continue
             await self._charge(info, obj, cached, delta, dry_run)
+
+    async def admit_update(self, info: KindInfo, old: Obj, new: Obj, *,
+                           dry_run: bool = False) -> None:
+        """An update is charged what it adds (Kubernetes' quota admission handles updates of
+        Services, whose type may change): the increase of each resource, nothing for what
+        falls."""
+        if info.kind != "Service":
+            return
+        now = time.time()
+        before = usage(info, old, now)
+        delta = {k: v - before.get(k, Fraction(0)) for k, v in usage(info, new, now).items()}
+        delta = {k: v for k, v in delta.items() if v > 0}
+        if not delta:
+            return
+        namespace = str(new["metadata"].get("namespace"))
+        for cached in await self.quotas.in_namespace(namespace):
+            if quota_covers(cached, info, new):
+                await self._charge(info, new, cached, delta, dry_run)
 
     async def _charge(self, info: KindInfo, obj: Obj, cached: Obj, delta: dict[str, Fraction],
                       dry_run: bool) -> None:

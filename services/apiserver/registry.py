@@ -528,6 +528,8 @@ class Registry:
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)
+            if service_spec:
+                await self.quota.admit_update(info, cur.obj, new, dry_run=dry_run)
             held_ports: list[int] = []
             freed_ports: list[int] = []
             if service_spec and self.node_ports is not None:

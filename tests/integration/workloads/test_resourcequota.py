@@ -105,3 +105,40 @@ def test_wl1_resourcequota_holds_a_replicaset_back_with_a_replica_failure(kube: 
                    check=False)
     assert 'services "s" is forbidden: exceeded quota: pods-quota' in service.stderr
     kube("delete", "namespace", ns, "--wait=false")
+
+
+OBJECT_QUOTA = """apiVersion: v1
+kind: ResourceQuota
+metadata: {name: object-quota-demo}
+spec:
+  hard: {persistentvolumeclaims: "1", services.loadbalancers: "2", services.nodeports: "0"}
+"""
+
+
+def test_ax6_resourcequota_on_node_ports_refuses_a_node_port_create_and_update(
+        kube: Kube) -> None:
+    """The documentation's "Configure Quotas for API Objects": no node ports allowed, so a
+    NodePort Service is refused, and so is turning a ClusterIP Service into one."""
+    ns = "quota-object-example"
+    kube("create", "namespace", ns)
+    kube("apply", "-n", ns, "-f", "-", stdin=OBJECT_QUOTA)
+    _wait(lambda: (_quota(kube, ns, "object-quota-demo").get("status") or {}).get("used") == {
+        "persistentvolumeclaims": "0", "services.loadbalancers": "0",
+        "services.nodeports": "0"}, what="the quota counted by the resourcequota controller")
+    refused = kube("create", "service", "nodeport", "np", "-n", ns, "--tcp=80:8080",
+                   check=False)
+    assert ('services "np" is forbidden: exceeded quota: object-quota-demo, requested: '
+            "services.nodeports=1, used: services.nodeports=0, limited: services.nodeports=0"
+            ) in refused.stderr, refused.stderr
+    assert kube("create", "service", "clusterip", "web", "-n", ns,
+                "--tcp=80:8080").returncode == 0
+    patched = kube("patch", "service", "web", "-n", ns, "-p", '{"spec":{"type":"NodePort"}}',
+                   check=False)
+    assert ('services "web" is forbidden: exceeded quota: object-quota-demo, requested: '
+            "services.nodeports=1") in patched.stderr, patched.stderr
+    web = json.loads(kube("get", "service", "web", "-n", ns, "-o", "json").stdout)
+    assert web["spec"]["type"] == "ClusterIP"
+    balancer = kube("create", "service", "loadbalancer", "lb", "-n", ns, "--tcp=80:8080",
+                    check=False)
+    assert "services.nodeports=1" in balancer.stderr  # a LoadBalancer needs node ports too
+    kube("delete", "namespace", ns, "--wait=false")
