@@ -23,7 +23,6 @@ The first address of the range is reserved for the `default/kubernetes` Service
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import logging
 import random
@@ -31,7 +30,8 @@ from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
-from skiff.apiserver.holds import HoldRepair, release_held
+from skiff.apiserver import holds
+from skiff.apiserver.holds import HoldRepair
 from skiff.apiserver.storage import EtcdStorage
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "SERVICE_IP_PREFIX", "ServiceIPRepair", "ServiceIPs",
@@ -135,16 +135,7 @@ class ServiceIPs:
         return {kv.key.removeprefix(SERVICE_IP_PREFIX) for kv in kvs}
 
     async def _claim(self, ip: str, service: Obj) -> bool:
-        meta = service["metadata"]
-        try:
-            await self.storage.create(self._key(ip), {
-                "kind": "IPAddress", "service": f"{meta.get('namespace')}/{meta.get('name')}",
-                "uid": meta.get("uid", "")})
-        except ApiError as err:
-            if err.reason == Reason.ALREADY_EXISTS:
-                return False
-            raise
-        return True
+        return await holds.claim(self.storage, self._key(ip), "IPAddress", service)
 
     async def allocate(self, service: Obj, *, dry_run: bool = False) -> list[str]:
         """Fill in the Service's addresses and hold them in etcd (unless `dry_run`);
@@ -200,18 +191,13 @@ class ServiceIPs:
 
     async def release(self, ips: list[str]) -> None:
         for ip in ips:
-            if ip == HEADLESS:
-                continue
-            kv, _ = await self.storage.get(self._key(ip))
-            if kv is None:
-                continue
-            with contextlib.suppress(ApiError):  # changed meanwhile: repair decides
-                await self.storage.delete(self._key(ip), expected_revision=kv.mod_revision)
+            if ip != HEADLESS:
+                await holds.release(self.storage, self._key(ip))
 
     async def release_service(self, service: Obj) -> None:
         """Free the addresses a deleted Service held (those its uid holds)."""
         for ip in _held_ips(service):
-            await release_held(self.storage, self._key(ip), service)
+            await holds.release_held(self.storage, self._key(ip), service)
 
 
 def _held_ips(service: Obj) -> list[str]:

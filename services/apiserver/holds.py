@@ -1,4 +1,5 @@
-"""The repair loop shared by the apiserver's allocators that hold values in etcd.
+"""What the apiserver's allocators that hold values in etcd share: claiming a value,
+freeing it, and the repair loop.
 
 Cluster IPs (`clusterip.py`) and node ports (`nodeports.py`) are each held by one etcd key
 outside `/registry/`, created with a compare-and-swap and naming the Service (by uid) that
@@ -17,15 +18,37 @@ import contextlib
 import logging
 from typing import Any
 
-from skiff.api.errors import ApiError
+from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup, storage_prefix
 from skiff.apiserver.storage import EtcdStorage
 
-__all__ = ["HoldRepair", "release_held"]
+__all__ = ["HoldRepair", "claim", "release", "release_held"]
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+
+async def claim(storage: EtcdStorage, key: str, kind: str, service: Obj) -> bool:
+    """Hold `key` for `service` (create it only if absent); False if another holds it."""
+    meta = service["metadata"]
+    try:
+        await storage.create(key, {"kind": kind,
+                                   "service": f"{meta.get('namespace')}/{meta.get('name')}",
+                                   "uid": meta.get("uid", "")})
+    except ApiError as err:
+        if err.reason == Reason.ALREADY_EXISTS:
+            return False
+        raise
+    return True
+
+
+async def release(storage: EtcdStorage, key: str) -> None:
+    """Free `key` as it is now (one changed meanwhile is left to the repair loop)."""
+    kv, _ = await storage.get(key)
+    if kv is not None:
+        with contextlib.suppress(ApiError):
+            await storage.delete(key, expected_revision=kv.mod_revision)
 
 
 async def release_held(storage: EtcdStorage, key: str, service: Obj) -> None:

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid
-from skiff.apiserver.holds import HoldRepair, release_held
+from skiff.apiserver import holds
+from skiff.apiserver.holds import HoldRepair
 from skiff.apiserver.storage import EtcdStorage
 
 __all__ = ["DEFAULT_NODE_PORT_RANGE", "NODE_PORT_PREFIX", "NodePortRepair", "NodePorts",
@@ -249,17 +250,7 @@ class NodePorts:
         return found
 
     async def claim(self, number: int, service: Obj) -> bool:
-        meta = service["metadata"]
-        try:
-            await self.storage.create(self._key(number), {
-                "kind": "ServiceNodePort",
-                "service": f"{meta.get('namespace')}/{meta.get('name')}",
-                "uid": meta.get("uid", "")})
-        except ApiError as err:
-            if err.reason == Reason.ALREADY_EXISTS:
-                return False
-            raise
-        return True
+        return await holds.claim(self.storage, self._key(number), "ServiceNodePort", service)
 
     async def allocate(self, service: Obj, *, dry_run: bool = False) -> list[int]:
         """Fill in the node ports of a Service being created and hold them in etcd
@@ -333,17 +324,12 @@ class NodePorts:
 
     async def release(self, numbers: list[int]) -> None:
         for number in numbers:
-            kv, _ = await self.storage.get(self._key(number))
-            if kv is None:
-                continue
-            with contextlib.suppress(ApiError):  # changed meanwhile: repair decides
-                await self.storage.delete(self._key(number),
-                                          expected_revision=kv.mod_revision)
+            await holds.release(self.storage, self._key(number))
 
     async def release_service(self, service: Obj) -> None:
         """Free the node ports a deleted Service held (those its uid holds)."""
         for number in node_ports_of(service):
-            await release_held(self.storage, self._key(number), service)
+            await holds.release_held(self.storage, self._key(number), service)
 
 
 class NodePortRepair(HoldRepair):
