@@ -22,7 +22,7 @@ from skiff.api import ApiError, Reason, tables
 from skiff.api.errors import FieldError as ApiFieldError
 from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import prune_unknown_fields
-from skiff.api.selectors import LabelSelector
+from skiff.api.selectors import LabelSelector, workload_selector
 from skiff.api.validation import revision_problem
 from skiff.apiserver import (
     apimetrics,
@@ -59,6 +59,7 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
 _SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portforward",
                          "status"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
+                 "ReplicationController": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
                  "Deployment": ("status", "scale"), "DaemonSet": ("status",),
                  "Job": ("status",), "CronJob": ("status",), "Service": ("status",),
@@ -86,7 +87,7 @@ _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "dele
             "GET": "get"}
 # The kinds in Kubernetes' `all` category that Skiff serves
 _CATEGORY_ALL = {"Pod", "Service", "DaemonSet", "Deployment", "ReplicaSet", "StatefulSet",
-                 "Job", "CronJob", "HorizontalPodAutoscaler"}
+                 "Job", "CronJob", "HorizontalPodAutoscaler", "ReplicationController"}
 _VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 
@@ -624,7 +625,7 @@ class KubeApi:
 def _scale_of(obj: Obj) -> Obj:
     meta = obj.get("metadata", {})
     spec, status = obj.get("spec") or {}, obj.get("status") or {}
-    selector = spec.get("selector")
+    selector = workload_selector(obj)
     try:
         text = str(LabelSelector.from_dict(selector)) if selector else ""
     except ApiError:

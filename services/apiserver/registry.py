@@ -53,7 +53,8 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
-_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "StatefulSet", "PodDisruptionBudget",
+_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "ReplicationController", "StatefulSet",
+                           "PodDisruptionBudget",
                            "HorizontalPodAutoscaler",
                            "PersistentVolumeClaim", "VolumeAttachment", "Fence",
                            "PersistentVolume"}

@@ -164,9 +164,9 @@ def test_AX6_kubectl_debug_reads_not_found_details_and_says_ephemeral_containers
                         "/api/v1/namespaces/default/podtemplates")
     assert "the server could not find the requested resource (podtemplates in v1)" \
         in templates.stderr, templates.stderr
-    controllers = kubectl(kubeconfig, "get", "--raw", "/api/v1/replicationcontrollers")
-    assert "the server could not find the requested resource (replicationcontrollers in v1)" \
-        in controllers.stderr, controllers.stderr
+    statuses = kubectl(kubeconfig, "get", "--raw", "/api/v1/componentstatuses")
+    assert "the server could not find the requested resource (componentstatuses in v1)" \
+        in statuses.stderr, statuses.stderr
 
 
 def test_AX3_kubectl_create_serviceaccount_and_token_send_protobuf_bodies(kubeconfig: Path) -> None:

@@ -119,6 +119,25 @@ def _default_replica_set(obj: Obj) -> None:
     _default_template(obj)
 
 
+def _default_replication_controller(obj: Obj) -> None:
+    """SetDefaults_ReplicationController: the selector and the controller's own labels
+    default to the template's labels, replicas to 1."""
+    spec = _child(obj, "spec")
+    template = spec.get("template")
+    labels = ((template.get("metadata") or {}).get("labels")
+              if isinstance(template, dict) else None)
+    if isinstance(labels, dict) and labels:
+        if not spec.get("selector"):
+            spec["selector"] = dict(labels)
+        meta = _child(obj, "metadata")
+        if not meta.get("labels"):
+            meta["labels"] = dict(labels)
+    if spec.get("replicas") is None:
+        spec["replicas"] = 1
+    if isinstance(template, dict):
+        _default_template(obj)
+
+
 def _default_stateful_set(obj: Obj) -> None:
     spec = _child(obj, "spec")
     if spec.get("replicas") is None:
@@ -173,6 +192,7 @@ _DEFAULTERS: dict[str, Callable[[Obj], None]] = {
     "Fence": _default_fence,
     "Pod": _default_pod,
     "ReplicaSet": _default_replica_set,
+    "ReplicationController": _default_replication_controller,
     "StatefulSet": _default_stateful_set,
     "PriorityClass": _default_priority_class,
     "Node": _default_node,

@@ -43,7 +43,8 @@ class KindInfo:
 # has none, as in Kubernetes. Pods have one since Kubernetes 1.33 (KEP-5067), in every
 # release still supported.
 GENERATION_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
-                              "Job", "CronJob", "PodDisruptionBudget"})
+                              "Job", "CronJob", "PodDisruptionBudget",
+                              "ReplicationController"})
 
 
 KINDS: tuple[KindInfo, ...] = (
@@ -55,6 +56,8 @@ KINDS: tuple[KindInfo, ...] = (
              has_status=False),
     KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, ("pdb",)),
     KindInfo("ReplicaSet", "apps/v1", "replicasets", True, ("rs",)),
+    # the ReplicaSet's predecessor, run by the same controller (an equality selector)
+    KindInfo("ReplicationController", "v1", "replicationcontrollers", True, ("rc",)),
     KindInfo("StatefulSet", "apps/v1", "statefulsets", True, ("sts",)),
     KindInfo("Lease", "coordination.k8s.io/v1", "leases", True, (), has_status=False),
     # Storage safety (SPEC SC1): an RWO claim is one volume; a VolumeAttachment named after

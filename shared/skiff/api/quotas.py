@@ -38,7 +38,8 @@ _PLAIN_COUNTS = {"Pod": "pods", "Service": "services", "ConfigMap": "configmaps"
                  "ResourceQuota": "resourcequotas"}
 # the kinds quota counts (count/<resource>[.<group>]); everything the controller watches
 COUNTED_KINDS = ("Pod", "Service", "ConfigMap", "Secret", "PersistentVolumeClaim",
-                 "ServiceAccount", "ReplicaSet", "Deployment", "StatefulSet", "DaemonSet",
+                 "ServiceAccount", "ReplicaSet", "ReplicationController", "Deployment",
+                 "StatefulSet", "DaemonSet",
                  "Job", "CronJob", "Ingress", "NetworkPolicy")
 
 

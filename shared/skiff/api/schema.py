@@ -160,6 +160,13 @@ SCHEMAS: dict[str, Fields] = {
                       "availableReplicas", "terminatingReplicas", "observedGeneration",
                       conditions=ListOf(CONDITION)),
     ),
+    "ReplicationController": fields(
+        *_TOP, metadata=OBJECT_META,
+        spec=fields("replicas", "minReadySeconds", "selector", template=POD_TEMPLATE),
+        status=fields("replicas", "fullyLabeledReplicas", "readyReplicas",
+                      "availableReplicas", "observedGeneration",
+                      conditions=ListOf(CONDITION)),
+    ),
     "StatefulSet": fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields(

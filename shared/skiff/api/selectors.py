@@ -508,6 +508,15 @@ def _unescape(text: str) -> str:
     return out
 
 
+def workload_selector(obj: Mapping[str, Any]) -> Any:
+    """A workload's `spec.selector` as a `metav1.LabelSelector`: a ReplicationController's
+    is a plain label map (an equality selector), every other kind's is one already."""
+    selector = (obj.get("spec") or {}).get("selector")
+    if obj.get("kind") == "ReplicationController" and isinstance(selector, Mapping):
+        return {"matchLabels": dict(selector)} if selector else None
+    return selector
+
+
 class FieldSelector:
     """`fields.ParseSelector`: `metadata.name=x,spec.nodeName!=n1`; all terms must hold.
 

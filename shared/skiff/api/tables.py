@@ -164,6 +164,12 @@ COLUMNS: dict[str, list[Column]] = {
                    ("CURRENT", lambda o: str(o.get("status", {}).get("replicas", 0))),
                    ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
                    ("AGE", _age)],
+    "ReplicationController": [
+        ("NAME", _meta("name")),
+        ("DESIRED", lambda o: str(o.get("spec", {}).get("replicas", 0))),
+        ("CURRENT", lambda o: str(o.get("status", {}).get("replicas", 0))),
+        ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
+        ("AGE", _age)],
     "StatefulSet": [("NAME", _meta("name")),
                     ("READY", lambda o: f"{o.get('status', {}).get('readyReplicas', 0)}/"
                                         f"{o.get('spec', {}).get('replicas', 0)}"),

@@ -958,13 +958,21 @@ def _validate_pdb(obj: Obj, old: Obj | None) -> list[FieldError]:
     return errors
 
 
-def _validate_workload_template(spec: Obj) -> list[FieldError]:
-    """Selector and pod template shared by ReplicaSet and StatefulSet."""
+def _validate_workload_template(spec: Obj, *, kind: str = "ReplicaSet"
+                                ) -> list[FieldError]:
+    """Selector and pod template shared by ReplicaSet, StatefulSet and (with its label map
+    for a selector) ReplicationController."""
     errors = _int(spec, "replicas", "spec.replicas", minimum=0)
     errors += _int(spec, "minReadySeconds", "spec.minReadySeconds", minimum=0)
     selector = spec.get("selector")
     selector_errors: list[FieldError] = []
-    if selector is None:
+    if kind == "ReplicationController":  # ValidateNonEmptySelector, then the labels
+        if not selector:
+            selector_errors.append(required("spec.selector"))
+        else:
+            selector_errors += validate_labels(selector, "spec.selector")
+        selector = {"matchLabels": selector} if not selector_errors else selector
+    elif selector is None:
         selector_errors.append(required("spec.selector"))
     else:
         selector_errors += validate_label_selector(selector, "spec.selector")
@@ -993,8 +1001,14 @@ def _validate_workload_template(spec: Obj) -> list[FieldError]:
         errors.append(not_supported("spec.template.spec.restartPolicy", restart, ["Always"]))
     if template_spec.get("activeDeadlineSeconds") is not None:
         errors.append(forbidden("spec.template.spec.activeDeadlineSeconds",
-                                "activeDeadlineSeconds in ReplicaSet is not Supported"))
+                                f"activeDeadlineSeconds in {kind} is not Supported"))
     return errors
+
+
+def _validate_replication_controller(obj: Obj, old: Obj | None) -> list[FieldError]:
+    """ValidateReplicationController: unlike a ReplicaSet's, its selector may change."""
+    spec, errors = _dict(obj.get("spec"), "spec")
+    return errors + _validate_workload_template(spec, kind="ReplicationController")
 
 
 def _validate_replica_set(obj: Obj, old: Obj | None) -> list[FieldError]:
@@ -1172,6 +1186,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     "PriorityClass": _validate_priority_class,
     "PodDisruptionBudget": _validate_pdb,
     "ReplicaSet": _validate_replica_set,
+    "ReplicationController": _validate_replication_controller,
     "StatefulSet": _validate_stateful_set,
     "Lease": _validate_lease,
     "PersistentVolumeClaim": _validate_pvc,

@@ -672,6 +672,10 @@ WIDE: dict[str, list[tables.Column]] = {
     "ReplicaSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
                    ("IMAGES", lambda o: _template_containers(o, "image")),
                    ("SELECTOR", lambda o: _label_selector_text(_spec(o).get("selector")))],
+    "ReplicationController": [
+        ("CONTAINERS", lambda o: _template_containers(o, "name")),
+        ("IMAGES", lambda o: _template_containers(o, "image")),
+        ("SELECTOR", lambda o: _selector_text(_spec(o).get("selector")))],
     "StatefulSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
                     ("IMAGES", lambda o: _template_containers(o, "image"))],
     "DaemonSet": [("CONTAINERS", lambda o: _template_containers(o, "name")),
