@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.api.selectors import LabelSelector
+from skiff.api.selectors import LabelSelector, workload_selector
 from skiff.client import BY_NAMESPACE, ApiClient, Informer, object_key
 from skiff.controller_manager.informers import controller_ref
 from skiff.controller_manager.workload import owner_reference
@@ -29,6 +29,7 @@ from skiff.controller_manager.writes import try_update
 Obj = dict[str, Any]
 
 RESOURCE_OF_KIND = {"ReplicaSet": "replicasets", "Deployment": "deployments",
+                    "ReplicationController": "replicationcontrollers",
                     "StatefulSet": "statefulsets", "DaemonSet": "daemonsets", "Job": "jobs"}
 ATTEMPTS = 5
 
@@ -36,7 +37,7 @@ ATTEMPTS = 5
 def owner_selector(owner: Mapping[str, Any]) -> LabelSelector:
     """The owner's `spec.selector`; a missing or invalid one selects nothing."""
     try:
-        return LabelSelector.from_dict((owner.get("spec") or {}).get("selector"))
+        return LabelSelector.from_dict(workload_selector(owner))
     except ApiError:
         return LabelSelector.none()
 

@@ -28,7 +28,7 @@ from skiff.controller_manager.nodelifecycle import (
 )
 from skiff.controller_manager.podautoscaler import HorizontalController
 from skiff.controller_manager.podgc import PodGCController
-from skiff.controller_manager.replicaset import ReplicaSetController
+from skiff.controller_manager.replicaset import ReplicaSetController, ReplicationManager
 from skiff.controller_manager.resourcequota import ResourceQuotaController
 from skiff.controller_manager.rootcacertpublisher import RootCACertPublisher
 from skiff.controller_manager.serviceaccount import ServiceAccountsController
@@ -49,6 +49,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("nodelifecycle", lambda ctx: [NodeLifecycleController(context=ctx),
                                                  TaintEvictionController(context=ctx)]),
     ControllerSpec("replicaset", lambda ctx: [ReplicaSetController(context=ctx)]),
+    ControllerSpec("replicationcontroller", lambda ctx: [ReplicationManager(context=ctx)]),
     ControllerSpec("deployment", lambda ctx: [DeploymentController(context=ctx)]),
     ControllerSpec("garbagecollector", lambda ctx: [GarbageCollector(context=ctx)]),
     ControllerSpec("endpoint", lambda ctx: [EndpointsController(context=ctx)]),

@@ -5,7 +5,8 @@ Reconcile a PDB key: its pods from the pod cache (same namespace, selector match
 controllers' scale when the budget is relative, the evictions still pending in
 `disruptedPods`, then status currentHealthy, desiredHealthy, disruptionsAllowed,
 expectedPods, observedGeneration and the DisruptionAllowed condition. Any change to a
-matching pod, to the PDB, or to a ReplicaSet / StatefulSet in its namespace requeues it.
+matching pod, to the PDB, or to a ReplicaSet / StatefulSet / ReplicationController in its
+namespace requeues it.
 """
 
 from __future__ import annotations
@@ -29,7 +30,8 @@ from skiff.controller_manager.podutil import set_condition
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-SCALABLE = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets"}
+SCALABLE = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets",
+            "ReplicationController": "replicationcontrollers"}
 
 
 class DisruptionController(Controller):
@@ -41,13 +43,13 @@ class DisruptionController(Controller):
         self.deletion_timeout = s.pdb_deletion_timeout
         self.pdbs = context.informers.pod_disruption_budgets()
         self.pods = context.informers.pods()
-        self.replica_sets = context.informers.replica_sets()
-        self.stateful_sets = context.informers.stateful_sets()
+        self.scalable = {kind: context.informers.resource(resource)
+                         for kind, resource in SCALABLE.items()}
         self.recorder = context.recorder("controllermanager")
         self.pdbs.add_handler(on_add=self._on_pdb, on_update=lambda _o, n: self._on_pdb(n))
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
                               on_delete=self._on_pod)
-        for informer in (self.replica_sets, self.stateful_sets):
+        for informer in self.scalable.values():
             informer.add_handler(on_update=lambda _o, n: self._on_namespace(n))
 
     def _on_pdb(self, pdb: Obj) -> None:
@@ -107,7 +109,7 @@ class DisruptionController(Controller):
         """`getExpectedScale`: the sum of `spec.replicas` over the pods' distinct
         controllers, the names of pods without a controller (skipped: they do not count),
         and why the scale is unknown ("" when it is known) — a controller that is not a
-        ReplicaSet or StatefulSet, or that cannot be found."""
+        ReplicaSet, StatefulSet or ReplicationController, or that cannot be found."""
         seen: dict[str, int] = {}
         unmanaged: list[str] = []
         for pod in pods:
@@ -118,9 +120,8 @@ class DisruptionController(Controller):
             if str(ref.get("uid")) in seen:
                 continue
             owner = None
-            if ref.get("kind") in SCALABLE:
-                informer = (self.replica_sets if ref["kind"] == "ReplicaSet"
-                            else self.stateful_sets)
+            informer = self.scalable.get(str(ref.get("kind")))
+            if informer is not None:
                 owner = informer.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
             if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
                 name = pod["metadata"]["name"]

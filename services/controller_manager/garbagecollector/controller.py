@@ -35,7 +35,8 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 # The namespaced kinds whose objects are owned by (or own) others.
-GC_RESOURCES = ("pods", "replicasets", "deployments", "statefulsets", "daemonsets",
+GC_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "deployments", "statefulsets",
+                "daemonsets",
                 "controllerrevisions", "jobs", "services", "endpointslices", "configmaps",
                 "secrets", "persistentvolumeclaims")
 

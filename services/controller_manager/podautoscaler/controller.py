@@ -3,8 +3,9 @@
 
 Every `--horizontal-pod-autoscaler-sync-period` (and when an HPA is created or its spec
 changes) an HPA is reconciled in named steps: read the scale target (`_get_scale`: a
-Deployment, ReplicaSet or StatefulSet — there is no scale subresource over gRPC, so its
-`spec.replicas`, `status.replicas` and `spec.selector` are read from the object), decide the
+Deployment, ReplicaSet, StatefulSet or ReplicationController — there is no scale subresource
+over gRPC, so its `spec.replicas`, `status.replicas` and `spec.selector` are read from the
+object), decide the
 desired count (`_desired_replicas`: the target at zero disables scaling, outside min/max it
 is brought back in range, otherwise the metrics' count normalized by `behavior`), write it
 to the target (`_rescale`, retrying conflicts while nobody else changed the replicas), and
@@ -21,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason
+from skiff.api.selectors import workload_selector
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -46,6 +48,7 @@ SCALABLE: dict[tuple[str, str], str] = {
     ("apps", "Deployment"): "deployments",
     ("apps", "ReplicaSet"): "replicasets",
     ("apps", "StatefulSet"): "statefulsets",
+    ("", "ReplicationController"): "replicationcontrollers",
 }
 RESCALE_ATTEMPTS = 5
 
@@ -179,7 +182,7 @@ class HorizontalController(Controller):
         selector = ""
         if spec.get("selector") is not None:
             try:
-                selector = str(LabelSelector.from_dict(spec["selector"]))
+                selector = str(LabelSelector.from_dict(workload_selector(target)))
             except ApiError:
                 selector = ""
         replicas = spec.get("replicas")

@@ -36,19 +36,21 @@ from skiff.controller_manager.workload import (
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
-KIND = "ReplicaSet"
 
 
 class ReplicaSetController(Controller):
     name = "replicaset"
+    kind = "ReplicaSet"
+    resource = "replicasets"
+    component = "replicaset-controller"  # the source of its Events
 
     def __init__(self, *, context: ControllerContext) -> None:
         super().__init__(context=context,
                          workers=context.settings.concurrent_replicaset_syncs)
-        self.sets = context.informers.replica_sets()
+        self.sets = context.informers.resource(self.resource)
         self.pods = context.informers.pods()
-        self.recorder = context.recorder("replicaset-controller")
-        self.pod_control = PodControl(self, kind=KIND, recorder=self.recorder,
+        self.recorder = context.recorder(self.component)
+        self.pod_control = PodControl(self, kind=self.kind, recorder=self.recorder,
                                       pods=self.pods, owners=self.sets)
         self.expectations = self.pod_control.expectations
         self.sets.add_handler(on_add=self._on_set, on_update=lambda _o, n: self._on_set(n),
@@ -121,6 +123,8 @@ class ReplicaSetController(Controller):
             "observedGeneration": int(rs["metadata"].get("generation") or 1),
             "conditions": _replica_failure(rs, len(active), failure, now) or None,
         }
+        if self.kind == "ReplicationController":  # ReplicationControllerStatus has none
+            del status["terminatingReplicas"]
         await write_status_if_changed(self.client, rs, status)
         return available_in(ready, min_ready_seconds=min_ready, now=now)
 
@@ -141,3 +145,14 @@ def _replica_failure(rs: Obj, active: int, failure: ApiError | None,
     elif failure is None and current is not None:
         conditions.remove(current)
     return conditions
+
+
+class ReplicationManager(ReplicaSetController):
+    """The ReplicationController controller. Kubernetes runs its ReplicaSet controller over
+    ReplicationControllers through an adapter (their selector is a label map, read as
+    `matchLabels` by `skiff.api.selectors.workload_selector`); so does Skiff."""
+
+    name = "replicationcontroller"
+    kind = "ReplicationController"
+    resource = "replicationcontrollers"
+    component = "replication-controller"

@@ -110,7 +110,8 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
 
 
 @pytest.mark.parametrize(("flag", "names"), [
-    pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "deployment", "garbagecollector",
+    pytest.param("*", ["podgc", "nodelifecycle", "replicaset", "replicationcontroller",
+                       "deployment", "garbagecollector",
                        "endpoint", "endpointslice", "daemonset", "job", "cronjob", "namespace",
                        "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
@@ -118,7 +119,8 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                        "root-ca-cert-publisher", "horizontalpodautoscaling"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
-    pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset", "deployment",
+    pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset",
+                                    "replicationcontroller", "deployment",
                                     "garbagecollector", "endpoint", "endpointslice", "daemonset",
                                     "job", "cronjob", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",

@@ -327,6 +327,19 @@ async def test_statefulset_target_is_scaled(h: Harness) -> None:
     assert h.api.objects[("statefulsets", NS, "web")]["spec"]["replicas"] == 5
 
 
+async def test_replication_controller_target_is_scaled_by_its_label_map(h: Harness) -> None:
+    """A ReplicationController's selector is a plain label map, not a LabelSelector."""
+    h.given(hpa(kind="ReplicationController", api_version="v1", target=30), 3,
+            [300, 500, 700], target_kind="Deployment")
+    h.api.put({"apiVersion": "v1", "kind": "ReplicationController",
+               "metadata": {"name": "web", "namespace": NS, "uid": "rc-1"},
+               "spec": {"replicas": 3, "selector": {"app": "web"}},
+               "status": {"replicas": 3}})
+    await h.sync()
+    assert h.api.objects[("replicationcontrollers", NS, "web")]["spec"]["replicas"] == 5
+    assert h.status["currentReplicas"] == 3
+
+
 async def test_pods_metric_without_custom_metrics_api_does_not_block_a_scale_up(
         h: Harness) -> None:
     pods_metric = {"type": "Pods", "pods": {"metric": {"name": "qps"}, "target": {
