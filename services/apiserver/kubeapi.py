@@ -41,7 +41,7 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.paging import list_options
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.registry import EPHEMERAL_CONTAINERS, Registry
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
 from skiff.auth import Authorizer
@@ -56,8 +56,8 @@ VERSION = {"major": "1", "minor": "32", "gitVersion": "v1.32.0-skiff", "gitCommi
            "gitTreeState": "clean", "buildDate": "2026-11-22T00:00:00Z",
            "goVersion": "python3", "compiler": "cpython", "platform": "linux/amd64"}
 
-_SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portforward",
-                         "status"),
+_SUBRESOURCES = {"Pod": ("attach", "binding", "ephemeralcontainers", "eviction", "exec", "log",
+                         "portforward", "status"),
                  "Node": ("status",), "ReplicaSet": ("status", "scale"),
                  "ReplicationController": ("status", "scale"),
                  "StatefulSet": ("status", "scale"),
@@ -72,6 +72,7 @@ _SUBRESOURCES = {"Pod": ("attach", "binding", "eviction", "exec", "log", "portfo
 # otherwise it falls back to deleting pods, past any PodDisruptionBudget.
 _SUBRESOURCE_ENTRY: dict[str, Obj] = {
     "status": {"verbs": ["get", "patch", "update"]},
+    "ephemeralcontainers": {"verbs": ["get", "patch", "update"]},
     "log": {"verbs": ["get"]},
     "binding": {"verbs": ["create"], "kind": "Binding"},
     "eviction": {"verbs": ["create"], "kind": "Eviction", "group": "policy", "version": "v1"},
@@ -345,7 +346,7 @@ class KubeApi:
                                                     namespace or "default", name, _body(req)))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
-        if sub not in ("", "status"):
+        if sub not in ("", "status") and (info.kind, sub) != ("Pod", EPHEMERAL_CONTAINERS):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":
             obj = await r.get(info.resource, namespace, name)

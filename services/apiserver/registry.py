@@ -33,7 +33,11 @@ from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
-from skiff.api.validation import grace_period_problem, revision_problem
+from skiff.api.validation import (
+    grace_period_problem,
+    revision_problem,
+    validate_ephemeral_containers_update,
+)
 from skiff.apiserver import admission, clusterip, graceful, limitranger, nodeports, paging
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
@@ -53,6 +57,8 @@ Obj = dict[str, Any]
 T = TypeVar("T")
 
 # Kinds whose status is reset on create (the controller or kubelet owns it).
+# the Pod subresource `kubectl debug` writes: only spec.ephemeralContainers changes
+EPHEMERAL_CONTAINERS = "ephemeralcontainers"
 _RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "ReplicationController", "StatefulSet",
                            "PodDisruptionBudget",
                            "HorizontalPodAutoscaler",
@@ -497,7 +503,8 @@ class Registry:
         warnings = self._prune(obj, field_validation, info)
         name = _name(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
-        if subresource not in ("", "status"):
+        if subresource not in ("", "status") and (info.kind, subresource) != (
+                "Pod", EPHEMERAL_CONTAINERS):
             raise ApiError.bad_request(f"subresource {subresource!r} is not supported")
         if subresource == "status" and not info.has_status:
             raise ApiError.bad_request(f"{info.resource} have no status subresource")
@@ -521,7 +528,12 @@ class Registry:
                     and _has_spec_change(cur.obj, new)):
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
-            self._validate(info, new, old=cur.obj)
+            if subresource == EPHEMERAL_CONTAINERS:
+                errors = validate_ephemeral_containers_update(new, cur.obj)
+                if errors:
+                    raise ApiError.invalid(info.kind, name, errors, group=info.group)
+            else:
+                self._validate(info, new, old=cur.obj)
             node_restriction(info, new, cur.obj)
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
@@ -566,10 +578,16 @@ class Registry:
 
     @staticmethod
     def _merge_update(info: KindInfo, old: Obj, new_in: Obj, subresource: str) -> Obj:
-        """AS8: a spec write keeps the stored status; a status write keeps everything else."""
+        """AS8: a spec write keeps the stored status; a status write keeps everything else;
+        an `ephemeralcontainers` write changes only `spec.ephemeralContainers`."""
         if subresource == "status":
             merged = copy.deepcopy(old)
             merged["status"] = copy.deepcopy(new_in.get("status", {}))
+            return merged
+        if subresource == EPHEMERAL_CONTAINERS:
+            merged = copy.deepcopy(old)
+            merged.setdefault("spec", {})["ephemeralContainers"] = copy.deepcopy(
+                (new_in.get("spec") or {}).get("ephemeralContainers") or [])
             return merged
         new = copy.deepcopy(new_in)
         meta, old_meta = new["metadata"], old["metadata"]

@@ -148,17 +148,25 @@ def _pod_in_namespace(name: str, namespace: str) -> str:
     return f"apiVersion: v1\nkind: Namespace\nmetadata: {{name: {namespace}}}\n---\n{pod}"
 
 
-def test_AX6_kubectl_debug_reads_not_found_details_and_says_ephemeral_containers_are_off(
+def test_AX6_kubectl_debug_adds_an_ephemeral_container_and_reads_not_found_details(
         kubeconfig: Path) -> None:
-    """kubectl tells a missing `ephemeralcontainers` subresource from a missing pod by the
-    404's `details.name`; a Status without details made kubectl panic."""
+    """`kubectl debug POD` patches the `pods/ephemeralcontainers` subresource (it said
+    "ephemeral containers are disabled for this cluster"); a missing pod is a 404 whose
+    `details.name` kubectl reads (a Status without details made kubectl panic)."""
     pod = _pod_in_namespace("debugged", "debug-ephemeral")
     assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
     debug = kubectl(kubeconfig, "debug", "-n", "debug-ephemeral", "debugged",
-                    "--image=busybox", "--", "sh")
-    assert debug.returncode != 0
-    assert "panic" not in debug.stderr, debug.stderr
-    assert "ephemeral containers are disabled for this cluster" in debug.stderr, debug.stderr
+                    "--image=busybox", "-c", "dbg", "--", "sh")
+    assert debug.returncode == 0, debug.stderr
+    spec = json.loads(kubectl(kubeconfig, "get", "pod", "debugged", "-n", "debug-ephemeral",
+                              "-o", "json").stdout)["spec"]
+    assert [(c["name"], c["command"]) for c in spec["ephemeralContainers"]] == [
+        ("dbg", ["sh"])]
+    missing = kubectl(kubeconfig, "debug", "-n", "debug-ephemeral", "nope",
+                      "--image=busybox", "--", "sh")
+    assert missing.returncode != 0
+    assert "panic" not in missing.stderr, missing.stderr
+    assert 'pods "nope" not found' in missing.stderr, missing.stderr
     # a resource a served group does not serve names itself (in its namespace or not)
     templates = kubectl(kubeconfig, "get", "--raw",
                         "/api/v1/namespaces/default/podtemplates")

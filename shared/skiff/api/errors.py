@@ -123,6 +123,10 @@ def forbidden(path: str, detail: str) -> FieldError:
     return FieldError(path, "Forbidden", detail)
 
 
+def not_found(path: str, value: Any) -> FieldError:
+    return FieldError(path, "Not found", "", value)
+
+
 def duplicate(path: str, value: Any) -> FieldError:
     return FieldError(path, "Duplicate value", "", value)
 

@@ -28,6 +28,7 @@ from skiff.api.errors import (
     duplicate,
     forbidden,
     invalid,
+    not_found,
     not_supported,
     required,
     too_long,
@@ -857,8 +858,69 @@ def _same_toleration(old: Any, new: Any) -> bool:
     return all((old.get(f) or "") == (new.get(f) or "") for f in fields)
 
 
+# What an ephemeral container may not have (validateEphemeralContainers): it is never
+# restarted, probed, given resources or exposed.
+_EPHEMERAL_FORBIDDEN = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe",
+                        "ports", "resizePolicy", "restartPolicy")
+
+
+def validate_ephemeral_containers_update(obj: Obj, old: Obj) -> list[FieldError]:
+    """`ValidatePodEphemeralContainersUpdate` (the `pods/ephemeralcontainers` subresource):
+    ephemeral containers may be added, never changed or removed; each new one is a
+    container without ports, probes, lifecycle or resources whose name no other container
+    of the pod has, and whose `targetContainerName` names one of the pod's containers."""
+    spec, errors = _dict(obj.get("spec"), "spec")
+    old_spec, _ = _dict(old.get("spec"), "spec")
+    items, errs = _list(spec.get("ephemeralContainers"), "spec.ephemeralContainers")
+    errors += errs
+    before = {str(c.get("name")): c for c in old_spec.get("ephemeralContainers") or []
+              if isinstance(c, Mapping)}
+    now = {str(c.get("name")): c for c in items if isinstance(c, Mapping)}
+    for name in before:
+        if name not in now:
+            errors.append(forbidden("spec.ephemeralContainers",
+                                    f"existing ephemeral containers {_quoted(name)} may not "
+                                    "be removed"))
+    targets = {str(c.get("name")) for key in ("containers", "initContainers")
+               for c in old_spec.get(key) or [] if isinstance(c, Mapping)}
+    names = set(targets)
+    volume_names = {str(v.get("name")) for v in old_spec.get("volumes") or []
+                    if isinstance(v, Mapping)}
+    for i, item in enumerate(items):
+        path = f"spec.ephemeralContainers[{i}]"
+        known = str(item.get("name")) if isinstance(item, Mapping) else None
+        if known is not None and known in before:
+            if item != before[known]:
+                errors.append(forbidden("spec.ephemeralContainers",
+                                        f"existing ephemeral containers {_quoted(known)} may "
+                                        "not be changed"))
+            names.add(known)
+            continue
+        errors += _validate_container(item, path, names, volume_names, None, init=False)
+        if not isinstance(item, Mapping):
+            continue
+        for key in _EPHEMERAL_FORBIDDEN:
+            if item.get(key) not in (None, [], {}):
+                errors.append(forbidden(f"{path}.{key}",
+                                        "cannot be set for an Ephemeral Container"))
+        if (item.get("resources") or {}) not in ({}, {"limits": {}, "requests": {}}):
+            errors.append(forbidden(f"{path}.resources",
+                                    "cannot be set for an Ephemeral Container"))
+        target = item.get("targetContainerName")
+        if target and (not isinstance(target, str) or target not in targets):
+            errors.append(not_found(f"{path}.targetContainerName", target))
+    return errors
+
+
+def _quoted(value: Any) -> str:
+    return '"' + str(value).replace('"', '\\"') + '"'
+
+
 def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
     errors = validate_pod_spec(obj.get("spec"), "spec")
+    spec = obj.get("spec")
+    if old is None and isinstance(spec, Mapping) and spec.get("ephemeralContainers"):
+        errors.append(forbidden("spec.ephemeralContainers", "cannot be set on create"))
     status, errs = _dict(obj.get("status"), "status")
     errors += errs
     errors += _enum(status, "phase", "status.phase",

@@ -10,6 +10,7 @@ import pytest
 
 from skiff.api import apply_defaults, validate
 from skiff.api.testing import DO_NOT_SCHEDULE, SCHEDULE_ANYWAY, make_node, make_pod
+from skiff.api.validation import validate_ephemeral_containers_update
 
 _MISSING = object()
 
@@ -602,3 +603,13 @@ def test_as7_the_documentations_dns_config_example_is_valid() -> None:
         "searches": ["ns1.svc.cluster-domain.example", "my.dns.search.suffix"],
         "options": [{"name": "ndots", "value": "2"}, {"name": "edns0"}]})
     assert paths(pod) == []
+
+
+def test_as7_ephemeral_containers_update_reports_garbage_shapes_instead_of_raising() -> None:
+    old = {"kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    for garbage in ([], "x", 3, [1], [{"name": ["x"], "targetContainerName": ["c"]}],
+                    [{"name": "d", "image": "i", "resources": "x"}]):
+        new = {**old, "spec": {**old["spec"], "ephemeralContainers": garbage}}
+        errors = validate_ephemeral_containers_update(new, old)
+        assert bool(errors) == (garbage != []), (garbage, errors)
