@@ -52,9 +52,11 @@ from skiff.kubelet.projected import (
 )
 from skiff.kubelet.records import (
     APP,
+    EPHEMERAL,
     INIT,
     SIDECAR,
     ContainerRecord,
+    ephemeral_records,
     load_state,
     pod_records,
     save_state,
@@ -196,6 +198,9 @@ class PodWorker:
             return
         self.pod = copy.deepcopy(pod)
         self._restart_redefined()
+        # `kubectl debug`: ephemeral containers added through the pods/ephemeralcontainers
+        # subresource start at the next sync
+        self.records += ephemeral_records(self.pod.get("spec") or {}, self.records)
         self._wake.set()
         self._status_dirty.set()
 
@@ -344,6 +349,9 @@ class PodWorker:
         if self.uses_claims and not await self._volumes_ready():
             return False
         policy = str(self.pod["spec"].get("restartPolicy", "Always"))
+        for r in self.records:  # whether or not the pod has initialized, as kuberuntime
+            if r.kind == EPHEMERAL and not r.has_run() and not r.running:
+                await self._start_container(r)
         for r in self.records:
             if r.kind == SIDECAR:
                 if not r.running and not r.killing:
@@ -718,7 +726,7 @@ class PodWorker:
         if not r.spec.get(STARTUP):
             r.started = True
             started.set()
-            if not r.spec.get(READINESS) and r.kind != INIT:
+            if not r.spec.get(READINESS) and r.kind in (APP, SIDECAR):
                 r.ready = True  # LC7: no readiness probe means Success once started
         config = self._config(r)
         handle = r.handle
@@ -1055,9 +1063,12 @@ class PodWorker:
             "startTime": self._start_time, "qosClass": qos_class(pod),
             "containerStatuses": [container_status(r) for r in self.records if r.kind == APP],
         })
-        inits = [container_status(r) for r in self.records if r.kind != APP]
+        inits = [container_status(r) for r in self.records if r.kind in (INIT, SIDECAR)]
         if inits:
             status["initContainerStatuses"] = inits
+        ephemeral = [container_status(r) for r in self.records if r.kind == EPHEMERAL]
+        if ephemeral:
+            status["ephemeralContainerStatuses"] = ephemeral
         if self._eviction is not None:
             status["reason"] = self._eviction_reason
             status["message"] = self._eviction[1]

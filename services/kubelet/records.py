@@ -16,11 +16,14 @@ from skiff.kubelet.runtime import ContainerHandle
 from skiff.podstate import load_state as load_state
 from skiff.podstate import write_state
 
-__all__ = ["APP", "INIT", "SIDECAR", "ContainerRecord", "load_state", "save_state"]
+__all__ = ["APP", "EPHEMERAL", "INIT", "SIDECAR", "ContainerRecord", "ephemeral_records",
+           "load_state", "save_state"]
 
 Obj = dict[str, Any]
 
 INIT, SIDECAR, APP = "init", "sidecar", "app"
+# added to a running pod (`kubectl debug`): started once, never restarted, not ready
+EPHEMERAL = "ephemeral"
 
 
 def pod_records(spec: Obj) -> list[ContainerRecord]:
@@ -32,7 +35,16 @@ def pod_records(spec: Obj) -> list[ContainerRecord]:
     return [ContainerRecord(spec=c, kind=SIDECAR if c.get("restartPolicy") == "Always"
                             else INIT) for c in inits] + [
         ContainerRecord(spec=c, kind=APP, state={"waiting": {"reason": app_reason}})
-        for c in spec.get("containers") or []]
+        for c in spec.get("containers") or []] + ephemeral_records(spec, [])
+
+
+def ephemeral_records(spec: Obj, known: list[ContainerRecord]) -> list[ContainerRecord]:
+    """Records of the pod's ephemeral containers not in `known` yet, waiting to start."""
+    names = {r.name for r in known}
+    return [ContainerRecord(spec=c, kind=EPHEMERAL,
+                            state={"waiting": {"reason": "ContainerCreating"}})
+            for c in spec.get("ephemeralContainers") or []
+            if isinstance(c, dict) and c.get("name") not in names]
 
 
 @dataclass(eq=False)
