@@ -8,26 +8,17 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from skiff.api import ApiError
-from skiff.cli.processes import Process, free_port, service_process, wait_grpc_healthy
+from skiff.cli.processes import free_port
 from skiff.client import ApiClient
-from tests.integration.cluster import Cluster
+from tests.integration.twoapiservers import TwoApiservers, clients_of, two_apiservers
 from tests.integration.waiting import wait_for
 
 RANGE = "10.200.0.0/26"  # 62 addresses: the first the kubernetes Service's, the tenth kube-dns's
-
-
-@dataclass
-class TwoApiservers:
-    cluster: Cluster
-    second: Process
-    second_target: str
-    http_ports: tuple[int, int]
 
 
 def _args(http_port: int) -> list[str]:
@@ -37,27 +28,16 @@ def _args(http_port: int) -> list[str]:
 
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[TwoApiservers]:
-    http1, http2, grpc2 = free_port(), free_port(), free_port()
-    cluster = Cluster(tmp_path, apiserver_args=_args(http1))
-    second = service_process("apiserver-2", "skiff.apiserver", [
-        "--etcd-servers", cluster.etcd_endpoint, "--secure-port", str(grpc2),
-        "--etcd-retry-seconds", "2", "--disable-admission-plugins", "ServiceAccount",
-        *_args(http2)], log_dir=tmp_path / "logs", env={"SKIFF_LOG_FORMAT": "json"})
-    try:
-        cluster.start()
-        second.start()
-        wait_grpc_healthy(second, f"127.0.0.1:{grpc2}")
-        yield TwoApiservers(cluster, second, f"127.0.0.1:{grpc2}", (http1, http2))
-    finally:
-        second.stop()
-        cluster.stop()
+    http1, http2 = free_port(), free_port()
+    with two_apiservers(tmp_path, _args(http1), _args(http2),
+                        http_ports=(http1, http2)) as both:
+        yield both
 
 
 @pytest.fixture
 async def clients(two: TwoApiservers) -> AsyncIterator[tuple[ApiClient, ApiClient]]:
-    async with ApiClient(two.cluster.api_target, retry_seconds=20) as a, \
-            ApiClient(two.second_target, retry_seconds=20) as b:
-        yield a, b
+    async with clients_of(two) as both:
+        yield both
 
 
 def service(name: str, namespace: str = "default", cluster_ip: str | None = None) -> dict:

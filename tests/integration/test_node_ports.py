@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import aetcd
@@ -16,46 +15,25 @@ import pytest
 
 from skiff.api import ApiError
 from skiff.apiserver.storage import encode_value
-from skiff.cli.processes import Process, free_port, service_process, wait_grpc_healthy
 from skiff.client import ApiClient
-from tests.integration.cluster import Cluster
+from tests.integration.twoapiservers import TwoApiservers, clients_of, two_apiservers
 from tests.integration.waiting import wait_for
 
 PORTS = "30100-30109"  # ten ports: small enough to fill
 
 
-@dataclass
-class TwoApiservers:
-    cluster: Cluster
-    second: Process
-    second_target: str
-
-
 @pytest.fixture
 def two(tmp_path: Path) -> Iterator[TwoApiservers]:
-    grpc2 = free_port()
     args = ["--service-node-port-range", PORTS, "--http-port", "-1",
             "--service-ip-repair-interval", "0.5s"]
-    cluster = Cluster(tmp_path, apiserver_args=args)
-    second = service_process("apiserver-2", "skiff.apiserver", [
-        "--etcd-servers", cluster.etcd_endpoint, "--secure-port", str(grpc2),
-        "--etcd-retry-seconds", "2", "--disable-admission-plugins", "ServiceAccount",
-        *args], log_dir=tmp_path / "logs", env={"SKIFF_LOG_FORMAT": "json"})
-    try:
-        cluster.start()
-        second.start()
-        wait_grpc_healthy(second, f"127.0.0.1:{grpc2}")
-        yield TwoApiservers(cluster, second, f"127.0.0.1:{grpc2}")
-    finally:
-        second.stop()
-        cluster.stop()
+    with two_apiservers(tmp_path, args, args) as both:
+        yield both
 
 
 @pytest.fixture
 async def clients(two: TwoApiservers) -> AsyncIterator[tuple[ApiClient, ApiClient]]:
-    async with ApiClient(two.cluster.api_target, retry_seconds=20) as a, \
-            ApiClient(two.second_target, retry_seconds=20) as b:
-        yield a, b
+    async with clients_of(two) as both:
+        yield both
 
 
 def service(name: str, *, type_: str = "NodePort", node_port: int | None = None,
