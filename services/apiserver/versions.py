@@ -1,5 +1,5 @@
 """A kind served in a version other than the one it is stored in (autoscaling/v1
-HorizontalPodAutoscalers), for the HTTP front.
+HorizontalPodAutoscalers, events.k8s.io/v1 Events), for the HTTP front.
 
 Kubernetes stores each kind in one version and converts every request and answer of the
 others at the edge. `VersionView` stands in for the registry for one such (kind, version):
@@ -15,7 +15,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from skiff.api import ApiError, autoscaling
+from skiff.api import ApiError, autoscaling, eventsv1
+from skiff.api.errors import FieldError
 from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
 from skiff.apiserver.registry import Registry, Result
@@ -27,6 +28,15 @@ Convert = Callable[[Obj], Obj]
 # (kind, served version) -> (to the stored version, from the stored version)
 CONVERSIONS: dict[tuple[str, str], tuple[Convert, Convert]] = {
     ("HorizontalPodAutoscaler", autoscaling.V1): (autoscaling.to_v2, autoscaling.to_v1),
+    ("Event", eventsv1.V1): (eventsv1.to_core, eventsv1.to_v1),
+}
+# Rules a create in that version must also pass (the version's own strategy), by the same key
+CREATE_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
+    ("Event", eventsv1.V1): eventsv1.validate_create,
+}
+# Field selectors written in that version's field labels, rewritten to the stored one's
+FIELD_SELECTORS: dict[tuple[str, str], Callable[[str], str]] = {
+    ("Event", eventsv1.V1): eventsv1.core_field_selector,
 }
 
 
@@ -81,6 +91,12 @@ class VersionView:
                                                              for p in unknown]
         return stored, warnings
 
+    def _options(self, options: dict[str, Any]) -> dict[str, Any]:
+        rewrite = FIELD_SELECTORS.get((self.info.kind, self.info.api_version))
+        if rewrite is not None and options.get("field_selector"):
+            options = {**options, "field_selector": rewrite(str(options["field_selector"]))}
+        return options
+
     def _list(self, listed: Obj) -> Obj:
         return {**listed, "apiVersion": self.info.api_version,
                 "items": [self._out(item) for item in listed.get("items") or []]}
@@ -91,10 +107,16 @@ class VersionView:
                                                  revision=revision))
 
     async def list(self, resource: str, namespace: str | None, **options: Any) -> Obj:
-        return self._list(await self.registry.list(resource, namespace, **options))
+        return self._list(await self.registry.list(resource, namespace,
+                                                   **self._options(options)))
 
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
                      field_validation: str = "Warn", **options: Any) -> Result:
+        rules = CREATE_RULES.get((self.info.kind, self.info.api_version))
+        errors = rules(obj) if rules is not None and isinstance(obj, dict) else []
+        if errors:
+            name = str((obj.get("metadata") or {}).get("name") or "")
+            raise ApiError.invalid(self.info.kind, name, errors, group=self.info.group)
         stored, warnings = self.incoming(obj, field_validation)
         result = await self.registry.create(resource, namespace, stored,
                                             field_validation=field_validation, **options)
@@ -114,7 +136,7 @@ class VersionView:
 
     async def watch(self, resource: str, namespace: str | None,
                     **options: Any) -> AsyncIterator[WatchEvent]:
-        async for ev in self.registry.watch(resource, namespace, **options):
+        async for ev in self.registry.watch(resource, namespace, **self._options(options)):
             yield self.event(ev)
 
     def event(self, ev: WatchEvent) -> WatchEvent:

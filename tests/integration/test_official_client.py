@@ -137,3 +137,33 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
         if watcher.is_alive():  # a failure above: unblock it (the client shuts the socket)
             stream.stop()
             watcher.join(30)
+
+
+def test_ax6_events_v1_api_reads_and_writes_the_core_events(core: client.CoreV1Api) -> None:
+    """events.k8s.io/v1 (the official client's EventsV1Api): the same Events as core v1
+    under the newer names, its create rules, and field selectors in its own labels."""
+    events = client.EventsV1Api(core.api_client)
+    body = client.EventsV1Event(
+        metadata=client.V1ObjectMeta(name="ev1-demo", namespace=NAMESPACE),
+        event_time="2026-01-01T00:00:00.000000Z",
+        reporting_controller="example.com/demo", reporting_instance="demo-1",
+        action="Demonstrate", reason="Demo", type="Normal", note="written through v1",
+        regarding=client.V1ObjectReference(kind="Pod", name="somepod",
+                                           namespace=NAMESPACE))
+    created = events.create_namespaced_event(NAMESPACE, body)
+    assert created.note == "written through v1" and created.regarding.name == "somepod"
+    stored = core.read_namespaced_event("ev1-demo", NAMESPACE)
+    assert (stored.message, stored.involved_object.name, stored.reporting_component) == (
+        "written through v1", "somepod", "example.com/demo")
+    listed = events.list_namespaced_event(
+        NAMESPACE, field_selector="regarding.name=somepod,reportingController=example.com/demo")
+    assert [e.metadata.name for e in listed.items] == ["ev1-demo"]
+    assert listed.items[0].deprecated_count is None
+    bad = client.EventsV1Event(metadata=client.V1ObjectMeta(name="ev1-bad"), type="Odd",
+                               event_time="2026-01-01T00:00:00.000000Z", deprecated_count=3)
+    with pytest.raises(ApiException) as refused:  # the client itself insists on eventTime
+        events.create_namespaced_event(NAMESPACE, bad)
+    assert refused.value.status == 422
+    for message in ("type: Invalid value", "deprecatedCount: Invalid value",
+                    "reportingController: Required value", "action: Required value"):
+        assert message in refused.value.body, refused.value.body

@@ -51,7 +51,9 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Namespace", "v1", "namespaces", False, ("ns",)),
     KindInfo("Node", "v1", "nodes", False, ("no",)),
     KindInfo("Pod", "v1", "pods", True, ("po",)),
-    KindInfo("Event", "v1", "events", True, ("ev",), has_status=False),
+    # stored as core v1; events.k8s.io/v1 converted (skiff.api.eventsv1)
+    KindInfo("Event", "v1", "events", True, ("ev",), has_status=False,
+             also_served=("events.k8s.io/v1",)),
     KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, ("pc",),
              has_status=False),
     KindInfo("PodDisruptionBudget", "policy/v1", "poddisruptionbudgets", True, ("pdb",)),

@@ -248,6 +248,13 @@ def _prune(value: Any, schema: Field, path: str, unknown: list[str]) -> None:
 # Kinds also served in another version whose fields differ from the stored one's, by
 # (apiVersion, kind): a request in that version is pruned against these before conversion.
 VERSION_SCHEMAS: dict[tuple[str, str], Fields] = {
+    ("events.k8s.io/v1", "Event"): fields(
+        *_TOP, "eventTime", "series", "reportingController", "reportingInstance", "action",
+        "reason", "note", "type", "related", "deprecatedFirstTimestamp",
+        "deprecatedLastTimestamp", "deprecatedCount", metadata=OBJECT_META,
+        regarding=fields("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
+                         "fieldPath"),
+        deprecatedSource=fields("component", "host")),
     ("autoscaling/v1", "HorizontalPodAutoscaler"): fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields("minReplicas", "maxReplicas", "targetCPUUtilizationPercentage",
