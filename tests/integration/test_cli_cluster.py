@@ -170,14 +170,18 @@ def test_defect1_ctrl_c_on_foreground_up_ends_every_pod_process(tmp_path: Path) 
 
 def test_defect5_logs_follow_streams_until_the_container_exits(one_node: Path) -> None:
     """Issue 10 defect 5 (CLI): `skiff logs -f` prints lines as the container writes them
-    and returns by itself once the container exited."""
-    pod = """apiVersion: v1
+    and returns by itself once the container exited. The container waits for a gate file
+    after its first line, so it is still running however slowly the test polls (a fixed
+    4 s run could be over before a loaded machine saw it Running)."""
+    gate = one_node / "talker-gate"
+    pod = f"""apiVersion: v1
 kind: Pod
-metadata: {name: talker}
+metadata: {{name: talker}}
 spec:
   restartPolicy: Never
-  containers: [{name: main, image: busybox,
-                command: [sh, -c, "echo one; sleep 2; echo two; sleep 2; echo three"]}]
+  containers: [{{name: main, image: busybox,
+                command: [sh, -c, "echo one; while [ ! -e {gate} ]; do sleep 0.1; done;
+                                   echo two; sleep 1; echo three"]}}]
 """
     assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
     _wait(lambda: "Running" in skiff(one_node, "get", "pod", "talker").stdout)
@@ -185,9 +189,15 @@ spec:
         [sys.executable, "-m", "skiff.cli.main", "logs", "-f", "talker"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "SKIFF_DATA_DIR": str(one_node), "SKIFF_SERVER": ""})
+    assert follow.stdout is not None
+    try:
+        assert follow.stdout.readline() == "one\n"  # printed while the container runs on
+        assert follow.poll() is None
+    finally:
+        gate.touch()
     out, err = follow.communicate(timeout=60)
     assert follow.returncode == 0, err
-    assert out.splitlines() == ["one", "two", "three"], out + err
+    assert out.splitlines() == ["two", "three"], out + err
 
 
 def test_defect5_logs_follow_stops_on_ctrl_c_without_a_traceback(one_node: Path) -> None:
