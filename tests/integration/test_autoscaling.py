@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
+from kubernetes.client.rest import ApiException
 
 from tests.integration.skiffcli import skiff_up
 from tests.integration.waiting import until
@@ -145,11 +146,21 @@ def test_v1_clients_keep_the_metrics_only_v2_can_say(
                      {"type": "Resource", "resource": {"name": "memory", "target": {
                          "type": "AverageValue", "averageValue": "100Mi"}}}]}})
     v1api = client.AutoscalingV1Api(api_client)
-    v1 = v1api.read_namespaced_horizontal_pod_autoscaler("both", ns)
-    assert v1.spec.target_cpu_utilization_percentage == 60
-    assert "autoscaling.alpha.kubernetes.io/metrics" in v1.metadata.annotations
-    v1.spec.max_replicas = 6
-    v1api.replace_namespaced_horizontal_pod_autoscaler("both", ns, v1)
+    # The HPA controller writes this HPA's status (its target does not exist) whenever it
+    # syncs, so a read-modify-write can meet a 409 Conflict, as on Kubernetes: read again.
+    for _ in range(10):
+        v1 = v1api.read_namespaced_horizontal_pod_autoscaler("both", ns)
+        assert v1.spec.target_cpu_utilization_percentage == 60
+        assert "autoscaling.alpha.kubernetes.io/metrics" in v1.metadata.annotations
+        v1.spec.max_replicas = 6
+        try:
+            v1api.replace_namespaced_horizontal_pod_autoscaler("both", ns, v1)
+            break
+        except ApiException as err:
+            if err.status != 409:
+                raise
+    else:
+        raise AssertionError("the v1 replace met a conflict ten times")
     back = v2api.read_namespaced_horizontal_pod_autoscaler("both", ns)
     assert back.spec.max_replicas == 6
     assert [m.resource.name for m in back.spec.metrics] == ["cpu", "memory"]

@@ -75,6 +75,8 @@ def test_ephemeral_containers_subresource_rules(kube: Kube) -> None:
     def put(containers: list[Obj]) -> Any:
         pod = json.loads(kube("get", "--raw", path).stdout)
         pod["spec"]["ephemeralContainers"] = containers
+        # unconditional (pods allow it): the kubelet may write the status in between
+        pod["metadata"].pop("resourceVersion", None)
         return kube("replace", "--raw", path, "-f", "-", stdin=json.dumps(pod), check=False)
 
     base = {"name": "dbg", "image": "busybox", "command": ["sleep", "60"]}
@@ -100,6 +102,7 @@ def test_ephemeral_containers_subresource_rules(kube: Kube) -> None:
     # the pod itself cannot change them, nor be created with them
     edited = _pod(kube, ns, "app")
     edited["spec"]["ephemeralContainers"] = []
+    edited["metadata"].pop("resourceVersion", None)
     direct = kube("replace", "-f", "-", stdin=json.dumps(edited), check=False)
     assert "pod updates may not change fields" in direct.stderr, direct.stderr
     fresh = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "born", "namespace": ns},
