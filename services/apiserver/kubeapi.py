@@ -41,7 +41,7 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.paging import list_options
-from skiff.apiserver.registry import EPHEMERAL_CONTAINERS, Registry
+from skiff.apiserver.registry import Registry, object_subresource
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
 from skiff.auth import Authorizer
@@ -346,7 +346,7 @@ class KubeApi:
                                                     namespace or "default", name, _body(req)))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
-        if sub not in ("", "status") and (info.kind, sub) != ("Pod", EPHEMERAL_CONTAINERS):
+        if not object_subresource(info.kind, sub):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":
             obj = await r.get(info.resource, namespace, name)

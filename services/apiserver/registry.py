@@ -59,6 +59,15 @@ T = TypeVar("T")
 # Kinds whose status is reset on create (the controller or kubelet owns it).
 # the Pod subresource `kubectl debug` writes: only spec.ephemeralContainers changes
 EPHEMERAL_CONTAINERS = "ephemeralcontainers"
+
+
+def object_subresource(kind: str, subresource: str) -> bool:
+    """Whether requests to `subresource` read and write the object itself (through `get`
+    and `update`): the object, its status, a Pod's ephemeral containers."""
+    return subresource in ("", "status") or (kind, subresource) == ("Pod",
+                                                                     EPHEMERAL_CONTAINERS)
+
+
 _RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "ReplicationController", "StatefulSet",
                            "PodDisruptionBudget",
                            "HorizontalPodAutoscaler",
@@ -181,8 +190,11 @@ class Registry:
                            f'{info.kind} "{_name(obj)}" is too large: {size} bytes, the '
                            f"limit is {MAX_OBJECT_BYTES} bytes (1.5 MiB)")
 
-    def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None) -> None:
-        errors = validate(obj, old=old)
+    def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None, *,
+                  subresource: str = "") -> None:
+        errors = (validate_ephemeral_containers_update(obj, old)
+                  if subresource == EPHEMERAL_CONTAINERS and old is not None
+                  else validate(obj, old=old))
         if errors:
             raise ApiError.invalid(info.kind, _name(obj), errors, group=info.group)
 
@@ -423,12 +435,14 @@ class Registry:
 
     async def list(self, resource: str, namespace: str | None, *,
                    label_selector: str = "", field_selector: str = "",
-                   revision: int = 0, limit: int = 0, continue_token: str = "") -> Obj:
+                   revision: int = 0, limit: int = 0, continue_token: str = "",
+                   api_version: str = "") -> Obj:
         """A `<Kind>List`; with `limit`, one page of it and a `continue` token for the next
-        (Kubernetes' chunked lists: every page is read at the first page's revision)."""
+        (Kubernetes' chunked lists: every page is read at the first page's revision).
+        `api_version`: the version the field selector is written in, if not the stored."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector, kind=info.kind)
+        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
         ns = namespace if info.namespaced else None
         _check_revision("revision", revision)
         if limit < 0:
@@ -503,8 +517,7 @@ class Registry:
         warnings = self._prune(obj, field_validation, info)
         name = _name(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
-        if subresource not in ("", "status") and (info.kind, subresource) != (
-                "Pod", EPHEMERAL_CONTAINERS):
+        if not object_subresource(info.kind, subresource):
             raise ApiError.bad_request(f"subresource {subresource!r} is not supported")
         if subresource == "status" and not info.has_status:
             raise ApiError.bad_request(f"{info.resource} have no status subresource")
@@ -528,12 +541,7 @@ class Registry:
                     and _has_spec_change(cur.obj, new)):
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
-            if subresource == EPHEMERAL_CONTAINERS:
-                errors = validate_ephemeral_containers_update(new, cur.obj)
-                if errors:
-                    raise ApiError.invalid(info.kind, name, errors, group=info.group)
-            else:
-                self._validate(info, new, old=cur.obj)
+            self._validate(info, new, old=cur.obj, subresource=subresource)
             node_restriction(info, new, cur.obj)
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
@@ -846,21 +854,24 @@ class Registry:
 
     async def watch(self, resource: str, namespace: str | None, *,
                     resource_version: str = "", label_selector: str = "",
-                    field_selector: str = "", name: str = "") -> AsyncIterator[WatchEvent]:
+                    field_selector: str = "", name: str = "",
+                    api_version: str = "") -> AsyncIterator[WatchEvent]:
         async for batch in self.watch_batches(
                 resource, namespace, resource_version=resource_version,
-                label_selector=label_selector, field_selector=field_selector, name=name):
+                label_selector=label_selector, field_selector=field_selector, name=name,
+                api_version=api_version):
             for ev in batch:
                 yield ev
 
     async def watch_batches(self, resource: str, namespace: str | None, *,
                             resource_version: str = "", label_selector: str = "",
-                            field_selector: str = "", name: str = ""
+                            field_selector: str = "", name: str = "",
+                            api_version: str = ""
                             ) -> AsyncIterator[builtins.list[WatchEvent]]:
         """`watch` in lists of the events that were ready together (WatchCache)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector, kind=info.kind)
+        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
         ns = namespace if info.namespaced else None
 
         def matches(obj: Obj) -> bool:

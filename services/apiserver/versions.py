@@ -34,10 +34,6 @@ CONVERSIONS: dict[tuple[str, str], tuple[Convert, Convert]] = {
 CREATE_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
     ("Event", eventsv1.V1): eventsv1.validate_create,
 }
-# Field selectors written in that version's field labels, rewritten to the stored one's
-FIELD_SELECTORS: dict[tuple[str, str], Callable[[str], str]] = {
-    ("Event", eventsv1.V1): eventsv1.core_field_selector,
-}
 
 
 def view(registry: Registry, info: KindInfo) -> Registry | VersionView:
@@ -92,10 +88,8 @@ class VersionView:
         return stored, warnings
 
     def _options(self, options: dict[str, Any]) -> dict[str, Any]:
-        rewrite = FIELD_SELECTORS.get((self.info.kind, self.info.api_version))
-        if rewrite is not None and options.get("field_selector"):
-            options = {**options, "field_selector": rewrite(str(options["field_selector"]))}
-        return options
+        """A list's or watch's options, its field selector read in this version's labels."""
+        return {**options, "api_version": self.info.api_version}
 
     def _list(self, listed: Obj) -> Obj:
         return {**listed, "apiVersion": self.info.api_version,

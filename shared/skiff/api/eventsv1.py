@@ -8,7 +8,8 @@ else (`eventTime`, `series`, `action`, `reason`, `type`, `related`, `reportingIn
 has one name. An Event created through events.k8s.io/v1 is held to that API's stricter
 rules (ValidateEventCreate): an eventTime, a type of Normal or Warning, the reporting
 controller and instance, an action and a reason, and none of the deprecated fields. Its
-field selectors name the new fields (`regarding.name`, `reportingController`).
+field selectors name the new fields (`regarding.name`, `reportingController`:
+skiff.api.fieldlabels).
 """
 
 from __future__ import annotations
@@ -29,11 +30,6 @@ _RENAMES = (("involvedObject", "regarding"), ("message", "note"),
             ("lastTimestamp", "deprecatedLastTimestamp"), ("count", "deprecatedCount"))
 _MAX_NOTE = 1024  # NoteLengthLimit
 _MAX_SHORT = 128  # ReportingInstanceLengthLimit, ActionLengthLimit, ReasonLengthLimit
-_FIELD_LABELS = {
-    **{f"regarding.{f}": f"involvedObject.{f}"
-       for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
-                 "fieldPath")},
-    "reportingController": "reportingComponent", "deprecatedSource": "source"}
 
 
 def _renamed(obj: Mapping[str, Any], pairs: tuple[tuple[str, str], ...],
@@ -54,20 +50,6 @@ def to_core(event: Mapping[str, Any]) -> Obj:
 def to_v1(event: Mapping[str, Any]) -> Obj:
     """A stored core v1 Event as events.k8s.io/v1 serves it."""
     return _renamed(event, _RENAMES, V1)
-
-
-def core_field_selector(text: str) -> str:
-    """An events.k8s.io/v1 field selector in the core Event's field labels."""
-    terms = []
-    for term in text.split(","):
-        for op in ("!=", "==", "="):
-            if op in term:
-                label, value = term.split(op, 1)
-                label = _FIELD_LABELS.get(label.strip(), label.strip())
-                term = f"{label}{op}{value}"
-                break
-        terms.append(term)
-    return ",".join(terms)
 
 
 def validate_create(event: Mapping[str, Any]) -> list[FieldError]:
@@ -95,4 +77,4 @@ def validate_create(event: Mapping[str, Any]) -> list[FieldError]:
     return errors
 
 
-__all__ = ["V1", "core_field_selector", "to_core", "to_v1", "validate_create"]
+__all__ = ["V1", "to_core", "to_v1", "validate_create"]

@@ -47,9 +47,15 @@ def _text(value: Any, absent: str) -> str:
     return absent  # a list or an object is never a selectable field's value
 
 
+def read(obj: Obj, path: str, *, absent: str = "") -> str:
+    """The field at a dotted path as a field selector compares it; `absent` is what a
+    missing or empty one compares as."""
+    return _text(_get(obj, path), absent)
+
+
 def at(path: str, *, absent: str = "") -> Extractor:
-    """The field at a dotted path; `absent` is what a missing or empty one compares as."""
-    return lambda obj: _text(_get(obj, path), absent)
+    """An extractor of `read(obj, path, absent=absent)`."""
+    return lambda obj: read(obj, path, absent=absent)
 
 
 def _pod_ip(pod: Obj) -> str:
@@ -98,6 +104,8 @@ class KindFieldLabels:
 
 
 _METADATA: dict[str, Extractor] = {NAME: at(NAME), NAMESPACE: at(NAMESPACE)}
+# an Event's object reference (involvedObject; `regarding` in events.k8s.io/v1)
+_REFERENCE = ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion", "fieldPath")
 
 # Kinds whose API version has a field label conversion (pkg/apis/core/v1 and
 # pkg/apis/batch/v1 conversion.go); absent fields compare as the value the typed,
@@ -121,9 +129,7 @@ _TABLE: dict[str, KindFieldLabels] = {
                                   "status.phase": at("status.phase", absent="Active")}),
     "Event": KindFieldLabels(
         {**_METADATA,
-         **{f"involvedObject.{f}": at(f"involvedObject.{f}")
-            for f in ("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
-                      "fieldPath")},
+         **{f"involvedObject.{f}": at(f"involvedObject.{f}") for f in _REFERENCE},
          "reason": at("reason"),
          "reportingComponent": at("reportingComponent"),
          "source": _event_source,
@@ -140,10 +146,23 @@ _TABLE: dict[str, KindFieldLabels] = {
 # Every other kind (apps/v1 included: its ReplicaSets answer `status.replicas` with 400).
 _DEFAULT = KindFieldLabels(_METADATA, own_conversion=False)
 
+# A kind served in another version names its fields that version's way, read from the
+# stored object: events.k8s.io/v1 Events (pkg/apis/events/v1 conversion) are core Events.
+_VERSIONED: dict[tuple[str, str], KindFieldLabels] = {
+    ("events.k8s.io/v1", "Event"): KindFieldLabels(
+        {**_METADATA,
+         **{f"regarding.{f}": at(f"involvedObject.{f}") for f in _REFERENCE},
+         "reason": at("reason"),
+         "reportingController": at("reportingComponent"),
+         "deprecatedSource": _event_source,
+         "type": at("type")}),
+}
 
-def field_labels(kind: str) -> KindFieldLabels:
-    """The field labels `kind` (e.g. "Pod") supports in a field selector."""
-    return _TABLE.get(kind, _DEFAULT)
+
+def field_labels(kind: str, api_version: str = "") -> KindFieldLabels:
+    """The field labels `kind` (e.g. "Pod") supports in a field selector, in `api_version`
+    when it is served in one other than the stored version."""
+    return _VERSIONED.get((api_version, kind)) or _TABLE.get(kind, _DEFAULT)
 
 
-__all__ = ["KindFieldLabels", "at", "field_labels"]
+__all__ = ["KindFieldLabels", "at", "field_labels", "read"]

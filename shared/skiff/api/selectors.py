@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid, not_supported, required
-from skiff.api.fieldlabels import field_labels
+from skiff.api.fieldlabels import KindFieldLabels, field_labels, read
 
 # --- label keys and values (apimachinery/pkg/util/validation) -------------------------
 
@@ -454,22 +454,6 @@ class FieldRequirement(NamedTuple):
     value: str
 
 
-def _field_value(obj: Mapping[str, Any], path: str) -> str:
-    """The value at a dotted path as Kubernetes' field label conversion would print it."""
-    current: Any = obj
-    for part in path.split("."):
-        if not isinstance(current, Mapping) or part not in current:
-            return ""
-        current = current[part]
-    if current is None:
-        return ""
-    if isinstance(current, bool):
-        return "true" if current else "false"
-    if isinstance(current, str | int | float):
-        return str(current)
-    return ""
-
-
 def _split_unescaped(text: str, sep: str) -> list[str]:
     parts, current, escaped = [], "", False
     for ch in text:
@@ -520,24 +504,25 @@ def workload_selector(obj: Mapping[str, Any]) -> Any:
 class FieldSelector:
     """`fields.ParseSelector`: `metadata.name=x,spec.nodeName!=n1`; all terms must hold.
 
-    Parsed for a kind (`parse(text, kind="Pod")`), a selector accepts only that kind's field
-    labels and reads each as kube-apiserver does (skiff.api.fieldlabels); without a kind it
-    compares the value at each dotted path.
+    Parsed for a kind (`parse(text, kind="Pod")`, and `api_version` when it is served in a
+    version other than the stored one), a selector accepts only that kind's field labels and
+    reads each as kube-apiserver does (skiff.api.fieldlabels); without a kind it compares
+    the value at each dotted path.
     """
 
     def __init__(self, requirements: Iterable[FieldRequirement] = (), *,
-                 kind: str | None = None) -> None:
+                 labels: KindFieldLabels | None = None) -> None:
         self.requirements: tuple[FieldRequirement, ...] = tuple(requirements)
-        self.kind = kind
-        self._labels = field_labels(kind) if kind is not None else None
+        self._labels = labels
 
     @classmethod
-    def parse(cls, text: str, *, kind: str | None = None) -> FieldSelector:
+    def parse(cls, text: str, *, kind: str | None = None,
+              api_version: str = "") -> FieldSelector:
         """The string form; with `kind`, a label the kind does not support is 400."""
         reqs: list[FieldRequirement] = []
+        labels = field_labels(kind, api_version) if kind is not None else None
         if not text.strip():
-            return cls(kind=kind)
-        labels = field_labels(kind) if kind is not None else None
+            return cls(labels=labels)
         for term in _split_unescaped(text, ","):
             term = term.strip()
             for op in ("!=", "==", "="):
@@ -556,7 +541,7 @@ class FieldSelector:
             if labels is not None:
                 path = labels.canonical(path)
             reqs.append(FieldRequirement(path, "!=" if op == "!=" else "=", _unescape(value)))
-        return cls(reqs, kind=kind)
+        return cls(reqs, labels=labels)
 
     @property
     def empty(self) -> bool:
@@ -566,7 +551,7 @@ class FieldSelector:
         """What `path` compares as on `obj`."""
         if self._labels is not None:
             return self._labels.value(obj, path)
-        return _field_value(obj, path)
+        return read(obj, path)
 
     def matches(self, obj: Mapping[str, Any]) -> bool:
         for req in self.requirements:

@@ -3,7 +3,8 @@ create rules of that version, and its field labels."""
 
 from __future__ import annotations
 
-from skiff.api.eventsv1 import core_field_selector, to_core, to_v1, validate_create
+from skiff.api.eventsv1 import V1, to_core, to_v1, validate_create
+from skiff.api.selectors import FieldSelector
 
 CORE = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "d"},
         "involvedObject": {"kind": "Pod", "name": "web"}, "message": "hello",
@@ -41,5 +42,10 @@ def test_ax6_events_v1_create_rules() -> None:
 
 
 def test_ax6_events_v1_field_labels_read_as_core_ones() -> None:
-    assert core_field_selector("regarding.name=web,reportingController!=kubelet,type=Normal") \
-        == "involvedObject.name=web,reportingComponent!=kubelet,type=Normal"
+    """`regarding.name`, `reportingController` are read from the stored core Event's
+    `involvedObject.name`, `reportingComponent`."""
+    selector = FieldSelector.parse("regarding.name=web,reportingController!=kubelet,type=Normal",
+                                   kind="Event", api_version=V1)
+    other = FieldSelector.parse("regarding.name=web,reportingController!=other,type=Normal",
+                                kind="Event", api_version=V1)
+    assert not selector.matches(CORE) and other.matches(CORE)
