@@ -652,10 +652,15 @@ async def reconcile_bootstrap_policy(registry: Registry) -> None:
     """Create the bootstrap policy's missing objects and reconcile the existing ones
     (`reconciled`), so a restarted apiserver corrects roles an older Skiff wrote."""
     for wanted in bootstrap_policy():
-        await registry.ensure(wanted)
         resource = "clusterroles" if wanted["kind"] == "ClusterRole" else "clusterrolebindings"
         for _ in range(5):  # another apiserver process may reconcile at the same time
-            current = await registry.get(resource, None, wanted["metadata"]["name"])
+            try:
+                current = await registry.get(resource, None, wanted["metadata"]["name"])
+            except ApiError as err:
+                if err.reason != Reason.NOT_FOUND:
+                    raise
+                await registry.ensure(wanted)  # created as wanted (or by another apiserver)
+                break
             updated = reconciled(current, wanted)
             if updated is None:
                 break

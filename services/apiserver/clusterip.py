@@ -85,10 +85,6 @@ def _set(spec: Obj, ips: list[str]) -> None:
         spec.pop("clusterIPs", None)
 
 
-def _invalid(service: Obj, errors: list[FieldError]) -> ApiError:
-    return ApiError.invalid("Service", str(service["metadata"].get("name", "")), errors)
-
-
 def keep_on_update(old: Obj, new: Obj) -> None:
     """AX7: cluster IPs are immutable; an update that leaves them out keeps the old."""
     old_spec, spec = old.get("spec") or {}, new.setdefault("spec", {})
@@ -100,9 +96,9 @@ def keep_on_update(old: Obj, new: Obj) -> None:
         return
     ips, errors = _requested(spec)
     if errors:
-        raise _invalid(new, errors)
+        raise holds.invalid_service(new, errors)
     if ips != old_ips:
-        raise _invalid(new, [invalid("spec.clusterIPs[0]", ips[0] if ips else "",
+        raise holds.invalid_service(new, [invalid("spec.clusterIPs[0]", ips[0] if ips else "",
                                      "may not change once set")])
     _set(spec, ips)
 
@@ -131,8 +127,7 @@ class ServiceIPs:
                 and address != self.network.broadcast_address)
 
     async def _allocated(self) -> set[str]:
-        kvs, _ = await self.storage.list(SERVICE_IP_PREFIX)
-        return {kv.key.removeprefix(SERVICE_IP_PREFIX) for kv in kvs}
+        return await holds.held(self.storage, SERVICE_IP_PREFIX)
 
     async def _claim(self, ip: str, service: Obj) -> bool:
         return await holds.claim(self.storage, self._key(ip), "IPAddress", service)
@@ -143,10 +138,10 @@ class ServiceIPs:
         spec = service.setdefault("spec", {})
         ips, errors = _requested(spec)
         if errors:
-            raise _invalid(service, errors)
+            raise holds.invalid_service(service, errors)
         if not _wants_address(spec):
             if ips:
-                raise _invalid(service, [invalid(
+                raise holds.invalid_service(service, [invalid(
                     "spec.clusterIPs", ips, "may not be set for ExternalName services")])
             return []
         if ips == [HEADLESS]:
@@ -155,14 +150,14 @@ class ServiceIPs:
         if ips:
             ip = ips[0]
             if not self._in_range(ip):
-                raise _invalid(service, [invalid(
+                raise holds.invalid_service(service, [invalid(
                     "spec.clusterIPs[0]", ip,
                     f"failed to allocate IP {ip}: the provided IP ({ip}) is not in the "
                     f"valid range. The range of valid IPs is {self.cidr}")])
             held = (await self.storage.get(self._key(ip)))[0] is not None if dry_run \
                 else not await self._claim(ip, service)
             if held:
-                raise _invalid(service, [invalid(
+                raise holds.invalid_service(service, [invalid(
                     "spec.clusterIPs[0]", ip,
                     f"failed to allocate IP {ip}: provided IP is already allocated")])
             _set(spec, [ip])

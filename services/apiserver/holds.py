@@ -18,15 +18,26 @@ import contextlib
 import logging
 from typing import Any
 
-from skiff.api.errors import ApiError, Reason
+from skiff.api.errors import ApiError, FieldError, Reason
 from skiff.api.kinds import lookup, storage_prefix
 from skiff.apiserver.storage import EtcdStorage
 
-__all__ = ["HoldRepair", "claim", "release", "release_held"]
+__all__ = ["HoldRepair", "claim", "held", "invalid_service", "release", "release_held"]
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
+
+
+def invalid_service(service: Obj, errors: list[FieldError]) -> ApiError:
+    """422 Invalid on the Service whose write asked for what cannot be held."""
+    return ApiError.invalid("Service", str(service["metadata"].get("name", "")), errors)
+
+
+async def held(storage: EtcdStorage, prefix: str) -> set[str]:
+    """Every value held under `prefix` (the key's last part)."""
+    kvs, _ = await storage.list(prefix)
+    return {kv.key.removeprefix(prefix) for kv in kvs}
 
 
 async def claim(storage: EtcdStorage, key: str, kind: str, service: Obj) -> bool:

@@ -27,13 +27,12 @@ network namespace.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import random
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.api.errors import ApiError, FieldError, Reason, invalid
+from skiff.api.errors import ApiError, Reason, invalid
 from skiff.apiserver import holds
 from skiff.apiserver.holds import HoldRepair
 from skiff.apiserver.storage import EtcdStorage
@@ -156,10 +155,6 @@ def prepare_update(old: Obj, new: Obj) -> None:
             port.pop("nodePort", None)
 
 
-def _invalid(service: Obj, errors: list[FieldError]) -> ApiError:
-    return ApiError.invalid("Service", str(service["metadata"].get("name", "")), errors)
-
-
 def _full() -> ApiError:
     return ApiError(Reason.INTERNAL_ERROR, "Internal error occurred: failed to allocate a "
                                            "nodePort: range is full")
@@ -183,8 +178,8 @@ class _Operation:
         elif number in self.held or not await self._claim(number):
             problem = "provided port is already allocated"
         if problem is not None:
-            raise _invalid(self.service, [invalid(f"spec.ports[{index}].nodePort", number,
-                                                  problem)])
+            raise holds.invalid_service(self.service, [invalid(
+                f"spec.ports[{index}].nodePort", number, problem)])
 
     async def allocate_next(self) -> int:
         """Hold a free node port picked at random, the upper part of the range first."""
@@ -242,12 +237,8 @@ class NodePorts:
         return f"{NODE_PORT_PREFIX}{number}"
 
     async def allocated(self) -> set[int]:
-        kvs, _ = await self.storage.list(NODE_PORT_PREFIX)
-        found: set[int] = set()
-        for kv in kvs:
-            with contextlib.suppress(ValueError):
-                found.add(int(kv.key.removeprefix(NODE_PORT_PREFIX)))
-        return found
+        return {int(n) for n in await holds.held(self.storage, NODE_PORT_PREFIX)
+                if n.isdigit()}
 
     async def claim(self, number: int, service: Obj) -> bool:
         return await holds.claim(self.storage, self._key(number), "ServiceNodePort", service)
@@ -294,16 +285,11 @@ class NodePorts:
                               ) -> tuple[list[int], list[int]]:
         """Hold the node ports an update adds (after `prepare_update` and validation);
         returns (held now: `release` them if storing fails, to free once it is stored)."""
-        old_spec, spec = old.get("spec") or {}, new.setdefault("spec", {})
+        spec = new.setdefault("spec", {})
         old_numbers = node_ports_of(old)
-        to_free: list[int] = []
-        if needs_node_ports(old_spec) and not needs_node_ports(spec):
-            to_free = list(old_numbers)
-        if not needs_node_ports(spec):
-            return [], ([] if dry_run else to_free)
         op = _Operation(self, new, dry_run=dry_run)
         try:
-            for i, port in enumerate(_ports(spec)):
+            for i, port in enumerate(_ports(spec) if needs_node_ports(spec) else []):
                 number = _node_port(port)
                 if not number and not _allocates(spec):
                     continue
@@ -314,9 +300,10 @@ class NodePorts:
         except BaseException:
             await self._give_back(op)
             raise
-        kept = set(node_ports_of(new))
-        to_free = [n for n in old_numbers if n not in kept]
-        return ([], []) if dry_run else (op.held, to_free)
+        if dry_run:
+            return [], []
+        kept = set(node_ports_of(new))  # prepare_update cleared them for a ClusterIP type
+        return op.held, [n for n in old_numbers if n not in kept]
 
     async def _give_back(self, op: _Operation) -> None:
         if not op.dry_run:

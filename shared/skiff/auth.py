@@ -19,7 +19,7 @@ from __future__ import annotations
 import csv
 import enum
 import io
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -213,38 +213,27 @@ class RbacRules:
                 else self.roles.get((namespace, name)) if kind == "Role" else None)
         return list((role or {}).get("rules") or ())
 
-    def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
-        """Every rule `user` holds in `namespace` (Kubernetes' RBAC RulesFor): those of the
-        ClusterRoleBindings naming them, then those of the namespace's RoleBindings."""
-        rules: list[Obj] = []
+    def _bindings(self, user: UserInfo, namespace: str) -> Iterator[tuple[str, Sequence[Obj]]]:
+        """The bindings naming `user` that apply in `namespace`, each as (how Kubernetes
+        names it in a reason, its role's rules): ClusterRoleBindings first, then the
+        namespace's RoleBindings (Kubernetes' VisitRulesFor)."""
         for binding in self.cluster_role_bindings:
             if any(_subject_matches(s, user, "") for s in binding.get("subjects") or ()):
-                rules += self._rules_of(binding.get("roleRef") or {}, "")
+                yield (f'ClusterRoleBinding "{binding["metadata"]["name"]}"',
+                       self._rules_of(binding.get("roleRef") or {}, ""))
         for binding in self.role_bindings if namespace else ():
             ns = binding["metadata"].get("namespace", "")
             if ns == namespace and any(_subject_matches(s, user, ns)
                                        for s in binding.get("subjects") or ()):
-                rules += self._rules_of(binding.get("roleRef") or {}, ns)
-        return rules
+                yield (f'RoleBinding "{binding["metadata"]["name"]}/{ns}"',
+                       self._rules_of(binding.get("roleRef") or {}, ns))
+
+    def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
+        """Every rule `user` holds in `namespace` (Kubernetes' RBAC RulesFor)."""
+        return [rule for _, rules in self._bindings(user, namespace) for rule in rules]
 
     def authorize(self, attrs: Attributes) -> AuthorizationResult:
-        for binding in self.cluster_role_bindings:
-            if any(_subject_matches(s, attrs.user, "") for s in binding.get("subjects") or ()):
-                for rule in self._rules_of(binding.get("roleRef") or {}, ""):
-                    if rule_allows(rule, attrs):
-                        name = binding["metadata"]["name"]
-                        return AuthorizationResult(
-                            Decision.ALLOW, f'RBAC: allowed by ClusterRoleBinding "{name}"')
-        if attrs.namespace:
-            for binding in self.role_bindings:
-                ns = binding["metadata"].get("namespace", "")
-                if ns != attrs.namespace:
-                    continue
-                if any(_subject_matches(s, attrs.user, ns)
-                       for s in binding.get("subjects") or ()):
-                    for rule in self._rules_of(binding.get("roleRef") or {}, ns):
-                        if rule_allows(rule, attrs):
-                            name = binding["metadata"]["name"]
-                            return AuthorizationResult(
-                                Decision.ALLOW, f'RBAC: allowed by RoleBinding "{name}/{ns}"')
+        for binding, rules in self._bindings(attrs.user, attrs.namespace):
+            if any(rule_allows(rule, attrs) for rule in rules):
+                return AuthorizationResult(Decision.ALLOW, f"RBAC: allowed by {binding}")
         return AuthorizationResult(Decision.NO_OPINION)

@@ -149,6 +149,14 @@ def _gates(o: Obj) -> str:
     return f"{ok}/{len(gates)}"
 
 
+# ReplicaSets and ReplicationControllers (kubectl's printReplicaSet/printReplicationController)
+_REPLICAS: list[Column] = [
+    ("NAME", _meta("name")),
+    ("DESIRED", lambda o: str(o.get("spec", {}).get("replicas", 0))),
+    ("CURRENT", lambda o: str(o.get("status", {}).get("replicas", 0))),
+    ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
+    ("AGE", _age)]
+
 COLUMNS: dict[str, list[Column]] = {
     "Pod": [("NAME", _meta("name")), ("READY", pod_ready), ("STATUS", pod_status),
             ("RESTARTS", pod_restarts), ("AGE", _age)],
@@ -159,17 +167,8 @@ COLUMNS: dict[str, list[Column]] = {
     "Namespace": [("NAME", _meta("name")),
                   ("STATUS", lambda o: str(o.get("status", {}).get("phase", "Active"))),
                   ("AGE", _age)],
-    "ReplicaSet": [("NAME", _meta("name")),
-                   ("DESIRED", lambda o: str(o.get("spec", {}).get("replicas", 0))),
-                   ("CURRENT", lambda o: str(o.get("status", {}).get("replicas", 0))),
-                   ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
-                   ("AGE", _age)],
-    "ReplicationController": [
-        ("NAME", _meta("name")),
-        ("DESIRED", lambda o: str(o.get("spec", {}).get("replicas", 0))),
-        ("CURRENT", lambda o: str(o.get("status", {}).get("replicas", 0))),
-        ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
-        ("AGE", _age)],
+    "ReplicaSet": _REPLICAS,
+    "ReplicationController": _REPLICAS,
     "StatefulSet": [("NAME", _meta("name")),
                     ("READY", lambda o: f"{o.get('status', {}).get('readyReplicas', 0)}/"
                                         f"{o.get('spec', {}).get('replicas', 0)}"),

@@ -27,6 +27,7 @@ from skiff.api.errors import (
     FieldError,
     duplicate,
     forbidden,
+    go_value,
     invalid,
     not_found,
     not_supported,
@@ -879,7 +880,7 @@ def validate_ephemeral_containers_update(obj: Obj, old: Obj) -> list[FieldError]
     for name in before:
         if name not in now:
             errors.append(forbidden("spec.ephemeralContainers",
-                                    f"existing ephemeral containers {_quoted(name)} may not "
+                                    f"existing ephemeral containers {go_value(name)} may not "
                                     "be removed"))
     targets = {str(c.get("name")) for key in ("containers", "initContainers")
                for c in old_spec.get(key) or [] if isinstance(c, Mapping)}
@@ -892,7 +893,7 @@ def validate_ephemeral_containers_update(obj: Obj, old: Obj) -> list[FieldError]
         if known is not None and known in before:
             if item != before[known]:
                 errors.append(forbidden("spec.ephemeralContainers",
-                                        f"existing ephemeral containers {_quoted(known)} may "
+                                        f"existing ephemeral containers {go_value(known)} may "
                                         "not be changed"))
             names.add(known)
             continue
@@ -910,10 +911,6 @@ def validate_ephemeral_containers_update(obj: Obj, old: Obj) -> list[FieldError]
         if target and (not isinstance(target, str) or target not in targets):
             errors.append(not_found(f"{path}.targetContainerName", target))
     return errors
-
-
-def _quoted(value: Any) -> str:
-    return '"' + str(value).replace('"', '\\"') + '"'
 
 
 def _validate_pod(obj: Obj, old: Obj | None) -> list[FieldError]:
