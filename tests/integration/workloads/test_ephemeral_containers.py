@@ -32,7 +32,7 @@ def _start(kube: Kube, ns: str, name: str) -> None:
     _wait(lambda: _ready(_pod(kube, ns, name)), what=f"pod {name} Ready")
 
 
-def test_kubectl_debug_runs_an_ephemeral_container_in_the_pod(kube: Kube) -> None:
+def test_SB4_kubectl_debug_runs_an_ephemeral_container_in_the_pod(kube: Kube) -> None:
     ns = "debug-run"
     _start(kube, ns, "web")
     attached = kube("debug", "-i", "web", "-n", ns, "--image=busybox", "-c", "shell",
@@ -67,7 +67,7 @@ def test_kubectl_debug_runs_an_ephemeral_container_in_the_pod(kube: Kube) -> Non
     kube("delete", "namespace", ns, "--wait=false")
 
 
-def test_ephemeral_containers_subresource_rules(kube: Kube) -> None:
+def test_AX6_ephemeral_containers_subresource_rules(kube: Kube) -> None:
     ns = "debug-rules"
     _start(kube, ns, "app")
     path = f"/api/v1/namespaces/{ns}/pods/app/ephemeralcontainers"

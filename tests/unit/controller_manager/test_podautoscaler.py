@@ -327,7 +327,7 @@ async def test_statefulset_target_is_scaled(h: Harness) -> None:
     assert h.api.objects[("statefulsets", NS, "web")]["spec"]["replicas"] == 5
 
 
-async def test_replication_controller_target_is_scaled_by_its_label_map(h: Harness) -> None:
+async def test_WL1_replication_controller_target_is_scaled_by_its_label_map(h: Harness) -> None:
     """A ReplicationController's selector is a plain label map, not a LabelSelector."""
     h.given(hpa(kind="ReplicationController", api_version="v1", target=30), 3,
             [300, 500, 700], target_kind="Deployment")
