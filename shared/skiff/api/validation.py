@@ -22,6 +22,7 @@ from skiff.api import (
     networking,
     quotas,
     rbac,
+    volumepaths,
 )
 from skiff.api.errors import (
     FieldError,
@@ -344,6 +345,7 @@ def validate_pod_spec(spec_value: Any, path: str) -> list[FieldError]:
             errors.append(required(f"{vpath}.name"))
             continue
         errors += _name(vname, f"{vpath}.name", dns1123_label_problems)
+        errors += volumepaths.validate_volume_source(vol, vpath)
         if isinstance(vname, str):
             if vname in volume_names:
                 errors.append(duplicate(f"{vpath}.name", vname))
@@ -622,6 +624,7 @@ def _validate_volume_mounts(value: Any, path: str, volume_names: set[str]) -> li
             if mount_path in seen_paths:
                 errors.append(invalid(f"{mpath}.mountPath", mount_path, "must be unique"))
             seen_paths.add(mount_path)
+        errors += volumepaths.validate_mount_subpaths(mount, mpath, path)
     return errors
 
 
