@@ -28,6 +28,7 @@ from skiff.kubelet.logs import LogService
 from skiff.kubelet.metrics import ResourceMetrics, running_containers
 from skiff.kubelet.node import NodeAgent, heartbeat_client
 from skiff.kubelet.pod_worker import PodEnvironment
+from skiff.kubelet.poddir import private_dir
 from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.runtime.fake import FakeRuntime
@@ -80,6 +81,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
     the health port, which serves them in the insecure mode)."""
     runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
     root = Path(settings.root_dir)
+    private_dir(root)  # pods, volumes and claims below it are no local user's (AU11)
     names = settings.node_names()
     capacity = {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity(),
                 "pods": str(settings.max_pods)}

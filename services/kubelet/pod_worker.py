@@ -157,7 +157,7 @@ class PodWorker:
         self.uid: str = meta["uid"]
         self.namespace: str = meta.get("namespace", "default")
         self.name: str = meta["name"]
-        self.dir = PodDir(env.root_dir, self.uid)
+        self.dir = PodDir(env.root_dir, self.uid, tmpfs=env.sandboxes is not None)
         spec = pod.get("spec", {})
         self.records: list[ContainerRecord] = pod_records(spec)
         self._wake = asyncio.Event()

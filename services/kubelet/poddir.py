@@ -23,6 +23,7 @@ import functools
 import logging
 import math
 import os
+import posixpath
 import re
 import shutil
 from collections.abc import Callable, Mapping
@@ -30,10 +31,12 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.quantity import parse_quantity
+from skiff.kubelet.sandbox import linux
 
-__all__ = ["PodDir", "container_env", "downward_api_files", "expand_references",
-           "field_ref_value", "node_allocatable", "resource_field_value",
-           "write_downward_api", "write_file_atomic"]
+__all__ = ["PRIVATE_DIR_MODE", "PodDir", "container_env", "downward_api_files",
+           "expand_references", "field_ref_value", "node_allocatable", "private_dir",
+           "resource_field_value", "unmount_volumes", "write_downward_api",
+           "write_file_atomic"]
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +47,26 @@ def _env_name(volume: str) -> str:
     return "SKIFF_VOLUME_" + re.sub(r"[^A-Za-z0-9]", "_", volume).upper()
 
 
+# Kubernetes' /var/lib/kubelet/pods is 0750 root: a local user of the node cannot walk into
+# a pod's volumes, tokens or logs (SPEC AU11).
+PRIVATE_DIR_MODE = 0o750
+# Volumes whose files are credentials live in memory, never on the node's disk (AU11).
+_TMPFS_VOLUMES = ("secret", "projected")
+
+
+def private_dir(path: Path) -> None:
+    """`path` (and missing parents) as a directory only its owner and group may enter."""
+    path.mkdir(parents=True, exist_ok=True)
+    path.chmod(PRIVATE_DIR_MODE)
+
+
 class PodDir:
-    def __init__(self, root: Path, uid: str) -> None:
+    """`tmpfs`: put secret and projected volumes on a tmpfs of their own, as Kubernetes'
+    kubelet does (needs CAP_SYS_ADMIN: the kubelets that make sandboxes)."""
+
+    def __init__(self, root: Path, uid: str, *, tmpfs: bool = False) -> None:
         self.path = root / "pods" / uid
+        self.tmpfs = tmpfs
 
     def volume_path(self, name: str) -> Path:
         return self.path / "volumes" / name
@@ -56,7 +76,8 @@ class PodDir:
 
     def prepare(self, pod: Obj) -> None:
         """Create the directory, the volumes and the mount symlinks (idempotent)."""
-        self.path.mkdir(parents=True, exist_ok=True)
+        for directory in (self.path.parent, self.path, self.path / "volumes"):
+            private_dir(directory)
         spec = pod.get("spec") or {}
         for volume in spec.get("volumes") or []:
             name = volume.get("name", "")
@@ -74,10 +95,15 @@ class PodDir:
                     log.warning("volume type not supported; using an empty directory",
                                 extra={"volume": name})
                 self.volume_path(name).mkdir(parents=True, exist_ok=True)
+                if self.tmpfs and set(_TMPFS_VOLUMES) & set(volume):
+                    _mount_tmpfs(self.volume_path(name))
         for container in list(spec.get("initContainers") or []) + list(
                 spec.get("containers") or []):
             for mount in container.get("volumeMounts") or []:
-                link = self.path / str(mount.get("mountPath", "")).lstrip("/")
+                # As the kubelet makes a mountPath absolute: `..` stops at the container's
+                # root, so the link stays inside the pod directory (AU11).
+                mount_path = posixpath.normpath("/" + str(mount.get("mountPath", "")))
+                link = self.path / mount_path.lstrip("/")
                 if link == self.path or link.exists() or link.is_symlink():
                     continue
                 link.parent.mkdir(parents=True, exist_ok=True)
@@ -113,7 +139,34 @@ class PodDir:
                 for v in (pod.get("spec") or {}).get("volumes") or []}
 
     def remove(self) -> None:
+        """Unmount the pod's in-memory volumes, then delete everything (a mounted volume
+        would otherwise keep its directory, and its contents in memory, for good)."""
+        unmount_volumes(self.path)
         shutil.rmtree(self.path, ignore_errors=True)
+
+
+def _mount_tmpfs(path: Path) -> None:
+    if os.path.ismount(path):
+        return  # mounted by an earlier kubelet: keep what it wrote
+    try:
+        linux.mount("tmpfs", str(path), "tmpfs", 0, "mode=0755")
+    except OSError as err:
+        log.warning("cannot put a credentials volume on tmpfs; its files stay on disk",
+                    extra={"path": str(path), "error": str(err)})
+
+
+def unmount_volumes(pod_dir: Path) -> None:
+    """Undo every mount the kubelet made on a pod's volume directories."""
+    volumes = pod_dir / "volumes"
+    if not volumes.is_dir():
+        return
+    for path in volumes.iterdir():
+        if not path.is_symlink() and os.path.ismount(path):
+            try:
+                linux.umount(str(path))
+            except OSError as err:
+                log.warning("cannot unmount a pod volume", extra={
+                    "path": str(path), "error": str(err)})
 
 
 def expand_references(text: str, env: Mapping[str, str]) -> str:
