@@ -8,6 +8,7 @@ Skiff's containers are not images: the default `ProcessRuntime` runs a container
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Protocol
@@ -38,6 +39,9 @@ class ContainerConfig:
     stdin: bool = False
     stdin_once: bool = False
     tty: bool = False  # on a terminal the kubelet holds (runtime/terminal.py)
+    # AU8: the child's first pre-exec step, moving it into the container's cgroup (before
+    # it enters the sandbox), so nothing it allocates escapes the limits (cgroups.py)
+    join_cgroup: Callable[[], None] | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)

@@ -60,6 +60,18 @@ def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None
     return setup
 
 
+def _child_setup(config: ContainerConfig) -> Callable[[], None] | None:
+    """After the signals: join the container's cgroup (AU8), then enter the sandbox."""
+    join, enter = config.join_cgroup, config.sandbox.enter if config.sandbox else None
+    if join is None or enter is None:
+        return join or enter
+
+    def both() -> None:
+        join()
+        enter()
+    return both
+
+
 class ProcessRuntime:
     def __init__(self) -> None:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
@@ -69,7 +81,7 @@ class ProcessRuntime:
             raise OSError(f"container {config.name!r} has no command: Skiff runs "
                           "`command` + `args` as a process (the image is not run)")
         config.log_path.parent.mkdir(parents=True, exist_ok=True)
-        enter = config.sandbox.enter if config.sandbox else None
+        enter = _child_setup(config)
         if config.tty:
             return self._start_on_terminal(config, enter)
         with open(config.log_path, "ab") as logf:
@@ -170,7 +182,7 @@ class ProcessRuntime:
         kwargs: dict[str, object] = {"start_new_session": True}
         if handle is not None and handle.running:
             kwargs = {"process_group": handle.pgid}
-        kwargs["preexec_fn"] = default_signals(config.sandbox.enter if config.sandbox else None)
+        kwargs["preexec_fn"] = default_signals(_child_setup(config))
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
@@ -183,7 +195,7 @@ class ProcessRuntime:
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
                     start_new_session=True,
-                    preexec_fn=default_signals(config.sandbox.enter if config.sandbox else None))
+                    preexec_fn=default_signals(_child_setup(config)))
         except OSError as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:
