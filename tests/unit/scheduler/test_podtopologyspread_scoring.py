@@ -200,3 +200,51 @@ def test_ts3_empty_label_selector_counts_no_pods() -> None:
     pod = (make_pod("p").label("foo", "").spread(1, "zone", SCHEDULE_ANYWAY, {})
            .spread(1, HOST, SCHEDULE_ANYWAY, {}).obj())
     assert set(plugin_scores(env, "PodTopologySpread", pod).values()) == {100}
+
+
+def _policy_pod(*, affinity: str | None = None, taints: str | None = None,
+                node_selector: bool = False) -> dict[str, Any]:
+    builder = make_pod("p").label("foo", "").spread(1, "node", SCHEDULE_ANYWAY, FOO)
+    pod = builder.obj()
+    constraint = pod["spec"]["topologySpreadConstraints"][0]
+    if affinity is not None:
+        constraint["nodeAffinityPolicy"] = affinity
+    if taints is not None:
+        constraint["nodeTaintsPolicy"] = taints
+    if node_selector:
+        pod["spec"]["nodeSelector"] = {"foo": ""}
+    return pod
+
+
+def _abc(*, foo_on_ab: bool = False, taint_c: bool = False) -> list[dict[str, Any]]:
+    nodes = []
+    for name in ("node-a", "node-b", "node-c"):
+        node = make_node(name).label("node", name)
+        if foo_on_ab and name != "node-c":
+            node = node.label("foo", "")
+        if taint_c and name == "node-c":
+            node = node.taint("node.kubernetes.io/unschedulable", "NoSchedule")
+        nodes.append(node.obj())
+    return nodes
+
+
+@pytest.mark.parametrize(("pod", "nodes", "normalized"), [
+    pytest.param(_policy_pod(node_selector=True), _abc(foo_on_ab=True),
+                 {"node-a": 0, "node-b": 33, "node-c": 100},
+                 id="NodeAffinityPolicy honored with labelSelectors"),
+    pytest.param(_policy_pod(node_selector=True, affinity="Ignore"), _abc(foo_on_ab=True),
+                 {"node-a": 66, "node-b": 100, "node-c": 100},
+                 id="NodeAffinityPolicy ignored with labelSelectors"),
+    pytest.param(_policy_pod(taints="Honor"), _abc(taint_c=True),
+                 {"node-a": 0, "node-b": 33, "node-c": 100}, id="NodeTaintsPolicy honored"),
+    pytest.param(_policy_pod(), _abc(taint_c=True),
+                 {"node-a": 66, "node-b": 100, "node-c": 100}, id="NodeTaintsPolicy ignored"),
+])
+def test_ts3_node_inclusion_policies_score_as_kubernetes_table(
+        pod: dict[str, Any], nodes: list[dict[str, Any]], normalized: dict[str, int]) -> None:
+    """Kubernetes' TestPodTopologySpreadScore cases of the same names (scoring_test.go):
+    the filtered nodes make the domains (weight ln(3 + 2)), while pods on nodes the policies
+    exclude are not counted, so the excluded node-c scores as an empty domain."""
+    env = make_env(nodes, [
+        *_pods(node_a=2, node_b=1, node_c=1)])
+    assert plugin_scores(env, "PodTopologySpread", pod) == normalized
