@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import functools
 import logging
+import os
 import random
 from collections.abc import Coroutine
 from pathlib import Path
@@ -21,6 +22,12 @@ from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
 from skiff.clock import REAL_CLOCK
 from skiff.kubelet.admission import Admission
+from skiff.kubelet.cgroups import (
+    NOT_ENFORCED_MESSAGE,
+    CgroupLayout,
+    CgroupManager,
+    detect_node,
+)
 from skiff.kubelet.dnsconfig import ResolvConf, parse_resolv_conf
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
@@ -74,6 +81,25 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
         pod_cidr_wait=settings.pod_cidr_wait)
 
 
+def node_cgroups(settings: KubeletSettings, *, layout_found: CgroupLayout | None,
+                 node_name: str) -> CgroupManager | None:
+    """AU8: the node's cgroups when the kubelet may use them; else one line says why."""
+    if settings.runtime == "fake":
+        return None
+    if os.geteuid() != 0:
+        reason = "the kubelet is not running as root"
+        manager = None
+    else:
+        manager, reason = CgroupManager.create(layout=layout_found, node_name=node_name)
+    if manager is None:
+        log.warning(NOT_ENFORCED_MESSAGE.format(reason=reason), extra={"node": node_name})
+    else:
+        log.info("containers run in cgroups", extra={
+            "node": node_name, "cgroupVersion": manager.layout.version,
+            "parent": str(next(iter(manager.layout.bases.values())) / node_name)})
+    return manager
+
+
 async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogService,
                       metrics: ResourceMetrics | None = None,
                       streams: ExecService | None = None, *, kubelet_port: int = 0) -> None:
@@ -93,7 +119,10 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
                                 if settings.volume_root else root / "volumes")
         image_commands = load_image_commands(settings.image_commands)
+        cgroup_layout = detect_node(settings.cgroup_root) if settings.runtime == "process" \
+            else None
         for name in names:
+            cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name)
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
                 runtime=runtime, root_dir=root / name if len(names) > 1 else root,
@@ -109,7 +138,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 image_commands=image_commands,
                 allocatable={"cpu": capacity["cpu"], "memory": capacity["memory"]},
                 cluster_dns=tuple(settings.cluster_dns_addresses()),
-                cluster_domain=settings.cluster_domain, resolv_conf=settings.resolv_conf)
+                cluster_domain=settings.cluster_domain, resolv_conf=settings.resolv_conf,
+                cgroups=cgroups)
             kubelet = Kubelet(env=env)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
@@ -185,6 +215,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             await informer.wait_synced()
             for kubelet in kubelets:
                 kubelet.kill_orphans()
+                if kubelet.env.cgroups is not None:  # left by a kubelet that was stopped
+                    kubelet.env.cgroups.remove_orphans(keep=list(kubelet.workers))
             if settings.runtime == "process":
                 if metrics is not None:
                     tasks.append(asyncio.create_task(metrics.sample_forever(),

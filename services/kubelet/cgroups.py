@@ -41,6 +41,7 @@ from typing import Any
 from skiff.api.quantity import bytes_, cpu_millis
 
 __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "Usage",
+           "detect_node", "remove_node_cgroups",
            "cpu_shares", "cpu_weight", "detect", "remove_tree"]
 
 log = logging.getLogger(__name__)
@@ -158,10 +159,12 @@ def detect(*, mountinfo: str, proc_cgroup: str, cgroup_root: str = "") -> Cgroup
     return None
 
 
-def detect_node() -> CgroupLayout | None:
+def detect_node(cgroup_root: str = "") -> CgroupLayout | None:
+    """This node's layout, from the kubelet's own mounts and cgroups."""
     try:
         return detect(mountinfo=Path("/proc/self/mountinfo").read_text(),
-                      proc_cgroup=Path("/proc/self/cgroup").read_text())
+                      proc_cgroup=Path("/proc/self/cgroup").read_text(),
+                      cgroup_root=cgroup_root)
     except OSError:
         return None
 
@@ -476,3 +479,11 @@ class CgroupManager:
         for directory in self.layout.bases.values():
             with contextlib.suppress(OSError):
                 os.rmdir(directory)
+
+
+def remove_node_cgroups(node_name: str, *, cgroup_root: str = "") -> None:
+    """The node's cgroup tree, from a process in the kubelet's cgroups (`skiff down`, test
+    clean-up): processes still inside are killed, then every directory removed."""
+    layout = detect_node(cgroup_root)
+    if layout is not None:
+        CgroupManager(layout=layout, node_name=node_name).remove_node()

@@ -2,10 +2,12 @@
 `/metrics/resource` gives metrics-server: CPU usage (cores, as a rate over the last
 sampling window) and working-set memory, per container and for the node.
 
-A container is a process group (the runtime starts each in its own), so its usage is the
-sum over the processes of that group, read from `/proc/<pid>/stat` (utime + stime) and
-`/proc/<pid>/statm` (resident pages): without cgroups the resident set stands in for the
-working set. The node's CPU is `/proc/stat`'s non-idle time, its working set
+A container in a cgroup (SPEC AU8, `cgroups.py`) is measured as Kubernetes' cAdvisor
+measures it: CPU from the cgroup's usage counter, memory as its working set (usage minus
+inactive file pages). Without cgroups a container is its process group (the runtime starts
+each in its own), so its usage is the sum over the processes of that group, read from
+`/proc/<pid>/stat` (utime + stime) and `/proc/<pid>/statm` (resident pages): the resident
+set stands in for the working set. The node's CPU is `/proc/stat`'s non-idle time, its working set
 MemTotal − MemAvailable. A sampler takes one snapshot every `--metrics-resolution`; an
 answer is the difference of the last two, so the first one comes after two samples.
 
@@ -21,13 +23,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import grpc
 
 from skiff.client.metrics import METRICS_METHOD_NAME, SERVICE
+from skiff.kubelet.cgroups import ContainerCgroup
 from skiff.rpc.codec import encode
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,8 @@ class ContainerRef:
     pod: str
     container: str
     pgid: int
+    # its cgroup (AU8), read instead of the process group when there is one
+    cgroup: ContainerCgroup | None = field(default=None, compare=False, hash=False)
 
 
 # Each kubelet of the process lists its running containers.
@@ -103,9 +108,15 @@ class ResourceMetrics:
         self._samples: list[Sample] = []
 
     def sample(self) -> None:
-        groups = _process_groups()
-        containers = {ref: groups[ref.pgid] for lister in self.listers for ref in lister()
-                      if ref.pgid in groups}
+        refs = [ref for lister in self.listers for ref in lister()]
+        groups = _process_groups() if any(r.cgroup is None for r in refs) else {}
+        containers: dict[ContainerRef, tuple[float, int]] = {}
+        for ref in refs:
+            usage = ref.cgroup.usage() if ref.cgroup is not None else None
+            if usage is not None:
+                containers[ref] = (usage.cpu_seconds, usage.working_set)
+            elif ref.pgid in groups:
+                containers[ref] = groups[ref.pgid]
         self._samples = [*self._samples[-1:], Sample(
             at=time.time(), node_cpu_seconds=_node_cpu_seconds(),
             node_memory_bytes=_node_working_set(), containers=containers)]
@@ -153,11 +164,13 @@ class ResourceMetrics:
 def running_containers(kubelet: Any) -> list[ContainerRef]:
     """The running containers of one kubelet's pod workers."""
     refs = []
+    cgroups = kubelet.env.cgroups
     for worker in list(kubelet.workers.values()):
         for record in worker.records:
             handle = record.handle
             if handle is not None and handle.running:
-                refs.append(ContainerRef(node=kubelet.node_name, namespace=worker.namespace,
-                                         pod=worker.name, container=record.name,
-                                         pgid=handle.pgid))
+                refs.append(ContainerRef(
+                    node=kubelet.node_name, namespace=worker.namespace, pod=worker.name,
+                    container=record.name, pgid=handle.pgid,
+                    cgroup=cgroups.container(worker.pod, record.name) if cgroups else None))
     return refs

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import dataclasses
 import logging
 import signal as signals
 from collections.abc import Callable, Coroutine
@@ -28,6 +29,7 @@ from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder
 from skiff.client.backoff import Backoff
 from skiff.clock import Clock, parse_rfc3339, rfc3339
 from skiff.kubelet.admission import Rejection
+from skiff.kubelet.cgroups import CgroupManager, ContainerCgroup
 from skiff.kubelet.configsources import (
     ConfigError,
     VolumeError,
@@ -138,6 +140,8 @@ class PodEnvironment:
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     resolv_conf: str = "/etc/resolv.conf"
+    # AU8: pod and container cgroups (limits, OOMKilled); None: not enforced on this node
+    cgroups: CgroupManager | None = None
 
 
 def _rv(obj: Obj) -> int:
@@ -188,6 +192,7 @@ class PodWorker:
         self.sandbox: Sandbox | None = None
         self._sandbox_message: str | None = None
         self._not_isolated = False
+        self._cgroups: dict[str, ContainerCgroup] = {}  # container → its attempt's cgroup
         self.task: asyncio.Task[None] | None = None
 
     # -- inputs ----------------------------------------------------------------------------
@@ -615,8 +620,12 @@ class PodWorker:
         return field_ref_value(self.pod, path, self.env.node_name, pod_ip=self._pod_ip())
 
     def exec_config(self, r: ContainerRecord) -> ContainerConfig:
-        """What pods/exec runs a command with in container `r` (SB4)."""
-        return self._config(r)
+        """What pods/exec runs a command with in container `r` (SB4), in its cgroup."""
+        config = self._config(r)
+        if self.env.cgroups is not None and r.running:
+            config = dataclasses.replace(
+                config, join_cgroup=self.env.cgroups.container(self.pod, r.name).join())
+        return config
 
     @staticmethod
     def _retire_termination(r: ContainerRecord) -> None:
@@ -682,6 +691,9 @@ class PodWorker:
         config = self._config(r)
         r.image = config.image
         try:
+            if self.env.cgroups is not None:  # AU8: a fresh cgroup with the limits
+                cgroup = self._cgroups[r.name] = self.env.cgroups.prepare(self.pod, r.spec)
+                config = dataclasses.replace(config, join_cgroup=cgroup.join())
             handle = await self.env.runtime.start(config)
         except OSError as err:
             now = self.env.clock.now()
@@ -788,6 +800,8 @@ class PodWorker:
                 code, reason = 137, "ContainerStatusUnknown"
         elif code != 0:
             reason = "Error"
+        if self._oom_killed(r, code, handle):
+            reason = "OOMKilled"
         now = self.env.clock.now()
         r.exit_code, r.finished_at = code, now
         r.ready = r.started = False
@@ -801,6 +815,14 @@ class PodWorker:
         self._save()
         self._status_dirty.set()
         self._wake.set()
+
+    def _oom_killed(self, r: ContainerRecord, code: int, handle: ContainerHandle) -> bool:
+        """AU8: the kernel's OOM killer ended this attempt (its cgroup's own counter)."""
+        if self.env.cgroups is None:
+            return False
+        cgroup = self._cgroups.get(r.name) or self.env.cgroups.container(self.pod, r.name)
+        return cgroup.oom_killed(exit_code=code,
+                                 kubelet_killed=signals.SIGKILL in handle.signals_sent)
 
     def _termination_message(self, r: ContainerRecord, code: int, reason: str) -> str:
         """What the exited attempt left at its terminationMessagePath (only a sandboxed
@@ -974,6 +996,8 @@ class PodWorker:
                                    for r in self.records if r.running))
         await self._confirm_gone()
         await self._remove_sandbox()
+        if self.env.cgroups is not None:
+            await asyncio.to_thread(self.env.cgroups.remove_pod, self.uid)
         await self._terminal_until_removed()
         self.dir.remove()
 

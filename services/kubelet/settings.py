@@ -101,6 +101,10 @@ class KubeletSettings:
         300.0, help="how long a pressure condition stays after the threshold clears")
     eviction_monitoring_interval: float = duration(
         10.0, help="how often eviction signals are measured (housekeeping interval)")
+    cgroup_root: str = setting(
+        "", help="the cgroup under which the node's pod cgroups (skiff/<node>/...) are made "
+                 "(Kubernetes' --cgroup-root); empty = the kubelet's own cgroup on cgroup v1, "
+                 "the root of its cgroup namespace on v2")
     capacity_cpu: str = setting("", help="node cpu capacity (default: the host's cores)")
     capacity_memory: str = setting("", help="node memory capacity (default: MemTotal)")
     max_pods: int = setting(110, help="pods capacity")

@@ -1,0 +1,125 @@
+"""Container cgroups with a real kubelet as root (SPEC AU8): `limits.memory` is enforced by
+the kernel and a container over it is OOMKilled (exit 137), restarted per its policy with
+lastState saying so; `limits.cpu` throttles a busy loop; the pod's cgroups go with the pod
+and nothing of the node's is left under /sys/fs/cgroup after the kubelet is stopped."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from skiff.client import ApiClient
+from skiff.kubelet.cgroups import detect_node
+from tests.integration.cluster import Cluster
+from tests.integration.kubelet.conftest import (
+    Node,
+    container_status,
+    get_pod,
+    pod_manifest,
+    start_kubelet,
+    stop_kubelet,
+    wait_gone,
+    wait_until,
+)
+
+pytestmark = [pytest.mark.integration,
+              pytest.mark.skipif(os.geteuid() != 0, reason="cgroups need root (CI is root)")]
+
+Obj = dict[str, Any]
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def node_cgroup_dirs(node: str) -> list[Path]:
+    """Where the kubelet (a child of this process, so in the same cgroups) puts the node."""
+    layout = detect_node()
+    assert layout is not None, "this machine has no usable cgroup hierarchy"
+    return [base / node for base in layout.bases.values()]
+
+
+@pytest.fixture
+async def cg_node(shared_cluster: Cluster, tmp_path: Path) -> AsyncIterator[Node]:
+    node = start_kubelet(shared_cluster, tmp_path)
+    try:
+        yield node
+    finally:
+        await stop_kubelet(node)
+    assert not [d for d in node_cgroup_dirs(node.name) if d.exists()], \
+        "the node's cgroups outlived the test"
+
+
+def pid_of(pod: Obj, container: str) -> int:
+    return int(container_status(pod, container)["containerID"].removeprefix("process://"))
+
+
+async def test_au8_memory_limit_oomkills_with_exit_137(
+        api: ApiClient, namespace: str, cg_node: Node) -> None:
+    # 200 MiB really written (bytes * n touches every page) against a 32 MiB limit
+    hog = [sys.executable, "-c", "import time; b = b'x' * (200 << 20); time.sleep(60)"]
+    await api.create(pod_manifest("hog", namespace, cg_node.name, [{
+        "name": "c", "command": hog,
+        "resources": {"limits": {"memory": "32Mi", "cpu": "500m"}}}], grace=1))
+
+    async def oom_killed_and_restarted() -> Obj | None:
+        pod = await get_pod(api, namespace, "hog")
+        statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+        return statuses[0] if statuses and statuses[0].get("restartCount", 0) >= 1 and \
+            statuses[0].get("lastState", {}).get("terminated") else None
+
+    status = await wait_until(oom_killed_and_restarted, timeout=40, interval=0.2,
+                              what="an OOM kill and a restart")
+    last = status["lastState"]["terminated"]
+    assert (last["reason"], last["exitCode"]) == ("OOMKilled", 137), last
+    await api.delete("pods", "hog", namespace, grace_period_seconds=1)
+    await wait_gone(api, namespace, "hog", timeout=30)
+    pod_dirs = [p for d in node_cgroup_dirs(cg_node.name) for p in d.rglob("pod*")]
+    assert not pod_dirs, f"the pod's cgroups outlived it: {pod_dirs}"
+
+
+async def test_au8_a_sigkill_by_the_kubelet_is_not_an_oomkill(
+        api: ApiClient, namespace: str, cg_node: Node) -> None:
+    # a container that kills itself with SIGKILL under a generous limit: Error, not OOMKilled
+    await api.create(pod_manifest("k", namespace, cg_node.name, [{
+        "name": "c", "command": [sys.executable, "-c", "import os; os.kill(os.getpid(), 9)"],
+        "resources": {"limits": {"memory": "64Mi"}}}], grace=1, restartPolicy="Never"))
+
+    async def terminated() -> Obj | None:
+        pod = await get_pod(api, namespace, "k")
+        statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+        return statuses[0]["state"].get("terminated") if statuses else None
+
+    state = await wait_until(terminated, timeout=30, what="the container's exit")
+    assert (state["reason"], state["exitCode"]) == ("Error", 137), state
+
+
+async def test_au8_cpu_limit_throttles_a_busy_loop(
+        api: ApiClient, namespace: str, cg_node: Node) -> None:
+    await api.create(pod_manifest("spin", namespace, cg_node.name, [{
+        "name": "c", "command": [sys.executable, "-c", "while True: pass"],
+        "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}], grace=1))
+
+    async def running() -> Obj | None:
+        pod = await get_pod(api, namespace, "spin")
+        statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+        return pod if statuses and "running" in statuses[0]["state"] else None
+
+    pid = pid_of(await wait_until(running, timeout=30, what="spin running"), "c")
+
+    def cpu_seconds() -> float:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2:].split()
+        return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+    await asyncio.sleep(0.5)
+    before, start = cpu_seconds(), asyncio.get_running_loop().time()
+    await asyncio.sleep(3)
+    used = (cpu_seconds() - before) / (asyncio.get_running_loop().time() - start)
+    # 100m = 10 ms of CPU per 100 ms period; an unthrottled loop uses a whole core
+    assert used <= 0.15, f"the busy loop used {used:.0%} of a core under limits.cpu 100m"
+    await api.delete("pods", "spin", namespace, grace_period_seconds=1)
+    await wait_gone(api, namespace, "spin", timeout=30)
