@@ -20,6 +20,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skiff.api.podsecurity import ConfigError as PodSecurityConfigError
+from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
@@ -31,6 +33,7 @@ from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.kubernetesservice import KubernetesService
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.nodeports import DEFAULT_NODE_PORT_RANGE, NodePortRepair, NodePorts
+from skiff.apiserver.podsecurity import load_admission_config
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
@@ -92,7 +95,12 @@ class ApiServerSettings:
     service_account_issuer: str = setting(DEFAULT_ISSUER,
                                           help="`iss` of ServiceAccount tokens")
     disable_admission_plugins: str = setting(
-        "", help="comma-separated admission plugins to turn off (ServiceAccount)")
+        "", help="comma-separated admission plugins to turn off (ServiceAccount, "
+                 "PodSecurity)")
+    admission_control_config_file: str = setting(
+        "", help="AdmissionConfiguration file; its PodSecurity entry (a "
+                 "PodSecurityConfiguration) sets the cluster's default Pod Security levels "
+                 "and exemptions (default: privileged, none)")
     processes: int = setting(1, help="serve from this many processes sharing the ports "
                                      "(SO_REUSEPORT), each with its own watch cache; needs "
                                      "fixed --secure-port and --http-port")
@@ -113,6 +121,18 @@ class ApiServerSettings:
     service_node_port_range: str = setting(
         DEFAULT_NODE_PORT_RANGE, help="ports (base-max, inclusive) from which NodePort and "
                                       "LoadBalancer Services get their node ports")
+
+
+def pod_security_config(s: ApiServerSettings) -> PodSecurityConfig | None:
+    """SPEC AU7: PodSecurity's configuration, or None when the plugin is disabled."""
+    if "PodSecurity" in s.disable_admission_plugins.split(","):
+        return None
+    if not s.admission_control_config_file:
+        return PodSecurityConfig()
+    try:
+        return load_admission_config(Path(s.admission_control_config_file))
+    except PodSecurityConfigError as err:
+        raise SystemExit(f"skiff-apiserver: --admission-control-config-file: {err}") from None
 
 
 def _advertise(bind_address: str) -> str:
@@ -165,7 +185,8 @@ class ApiServer:
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
             service_account_admission="ServiceAccount" not in
-            s.disable_admission_plugins.split(",")))
+            s.disable_admission_plugins.split(","),
+            pod_security=pod_security_config(s)))
         try:
             registry.service_ips = ServiceIPs(storage, s.service_cluster_ip_range)
             registry.node_ports = NodePorts(storage, s.service_node_port_range)

@@ -33,6 +33,7 @@ from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
+from skiff.api.podsecurity import PodSecurityConfig
 from skiff.api.validation import (
     grace_period_problem,
     revision_problem,
@@ -42,6 +43,7 @@ from skiff.apiserver import admission, clusterip, graceful, limitranger, nodepor
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.lookups import Lookup
+from skiff.apiserver.podsecurity import PodSecurityAdmission
 from skiff.apiserver.quota import QuotaAdmission
 from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
@@ -96,6 +98,8 @@ class RegistryConfig:
     # SPEC AX3: default and check pod.spec.serviceAccountName (the apiserver turns it on
     # unless --disable-admission-plugins names ServiceAccount).
     service_account_admission: bool = False
+    # SPEC AU7: PodSecurity admission's defaults and exemptions (None: the plugin is off)
+    pod_security: PodSecurityConfig | None = PodSecurityConfig()
 
 
 def _name(obj: Obj) -> str:
@@ -143,6 +147,8 @@ class Registry:
         self.priority_classes = Lookup("priorityclasses", storage, cache)
         self.service_accounts = Lookup("serviceaccounts", storage, cache)
         self.limit_ranges = Lookup("limitranges", storage, cache)
+        self.pod_security = None if self.config.pod_security is None else PodSecurityAdmission(
+            config=self.config.pod_security, namespaces=self.namespaces, storage=storage)
         self.quota = QuotaAdmission(storage, cache)
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
@@ -278,6 +284,7 @@ class Registry:
         self._validate(info, obj)
         node_restriction(info, obj, None)
         await self._admit_create(info, obj)
+        warnings += await self._admit_pod_security(info, obj)
         await self.quota.admit(info, obj, dry_run=dry_run)  # last, as in Kubernetes
         if manager:
             obj = field_managers.record_update(info.kind, None, obj, manager=manager)
@@ -360,6 +367,13 @@ class Registry:
                     "priority class names with 'system-' prefix are reserved")])
             existing, _ = await self.storage.list(storage_prefix(info))
             admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
+
+    async def _admit_pod_security(self, info: KindInfo, obj: Obj, old: Obj | None = None,
+                                  subresource: str = "") -> list[str]:
+        """AU7: PodSecurity's warnings for the response (or its Forbidden/Invalid)."""
+        if self.pod_security is None:
+            return []
+        return await self.pod_security.admit(info, obj, old, subresource=subresource)
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")
@@ -515,6 +529,7 @@ class Registry:
         namespace = self._namespace(info, namespace)
         obj = self._check_identity(info, namespace, obj)
         warnings = self._prune(obj, field_validation, info)
+        pruned = len(warnings)  # admission's warnings follow, replaced on each retry
         name = _name(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
         if not object_subresource(info.kind, subresource):
@@ -543,6 +558,7 @@ class Registry:
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
             node_restriction(info, new, cur.obj)
+            warnings[pruned:] = await self._admit_pod_security(info, new, cur.obj, subresource)
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
                                                    subresource=subresource)
