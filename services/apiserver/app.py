@@ -26,6 +26,7 @@ from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
+from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.healthz import HealthChecks
 from skiff.apiserver.http import HttpServer
@@ -284,7 +285,11 @@ class ApiServer:
             client_ca_file=Path(s.client_ca_file),
             token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None,
             service_accounts=tokens)
-        return tls, RequestGuard(authenticator, ApiAuthorizer(registry))
+        authorizer = ApiAuthorizer(registry)
+        # AU6: RBAC writes need the permissions they grant (or escalate/bind)
+        registry.escalation = EscalationCheck(authorizer=authorizer,
+                                              rbac=authorizer.rbac)
+        return tls, RequestGuard(authenticator, authorizer)
 
     async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:
         delay = 0.1

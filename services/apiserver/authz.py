@@ -298,7 +298,9 @@ class RbacAuthorizer:
         self._read_at = 0.0
         self._lock = asyncio.Lock()
 
-    async def _snapshot(self, *, newer_than: float | None = None) -> RbacRules:
+    async def snapshot(self, *, newer_than: float | None = None) -> RbacRules:
+        """The RBAC objects as last read, re-read when older than `refresh_seconds` or,
+        with `newer_than` (a time.monotonic()), when read before then."""
         async with self._lock:
             if self._rules is None or time.monotonic() - self._read_at > self.refresh_seconds \
                     or (newer_than is not None and self._read_at <= newer_than):
@@ -312,16 +314,16 @@ class RbacAuthorizer:
             return self._rules
 
     async def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
-        return (await self._snapshot()).rules_for(user, namespace)
+        return (await self.snapshot()).rules_for(user, namespace)
 
     async def authorize(self, attrs: Attributes) -> AuthorizationResult:
         asked = time.monotonic()
-        result = (await self._snapshot()).authorize(attrs)
+        result = (await self.snapshot()).authorize(attrs)
         if result.decision is Decision.ALLOW:
             return result
         # A denial is answered from rules read after the request arrived, so a binding made
         # just before is never missed (denials are rare; grants stay cached).
-        return (await self._snapshot(newer_than=asked)).authorize(attrs)
+        return (await self.snapshot(newer_than=asked)).authorize(attrs)
 
 
 class ApiAuthorizer:

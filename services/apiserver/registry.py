@@ -42,6 +42,7 @@ from skiff.api.validation import (
 from skiff.apiserver import admission, clusterip, graceful, limitranger, nodeports, paging
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
+from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.podsecurity import PodSecurityAdmission
 from skiff.apiserver.quota import QuotaAdmission
@@ -154,6 +155,8 @@ class Registry:
         self.service_ips: clusterip.ServiceIPs | None = None
         # node ports of NodePort and LoadBalancer Services (None: not allocated)
         self.node_ports: nodeports.NodePorts | None = None
+        # AU6: RBAC escalation prevention (None: not authorizing, the insecure mode)
+        self.escalation: EscalationCheck | None = None
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -283,6 +286,8 @@ class Registry:
         _omit_empty_metadata(meta)
         self._validate(info, obj)
         node_restriction(info, obj, None)
+        if self.escalation is not None:
+            await self.escalation.admit(info, obj, None)
         await self._admit_create(info, obj)
         warnings += await self._admit_pod_security(info, obj)
         await self.quota.admit(info, obj, dry_run=dry_run)  # last, as in Kubernetes
@@ -558,6 +563,8 @@ class Registry:
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
             node_restriction(info, new, cur.obj)
+            if self.escalation is not None:
+                await self.escalation.admit(info, new, cur.obj)
             warnings[pruned:] = await self._admit_pod_security(info, new, cur.obj, subresource)
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,

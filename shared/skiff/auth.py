@@ -207,33 +207,46 @@ class RbacRules:
             role_bindings=list(role_bindings),
             cluster_role_bindings=list(cluster_role_bindings))
 
-    def _rules_of(self, ref: Obj, namespace: str) -> Sequence[Obj]:
+    def role_rules(self, ref: Obj, namespace: str) -> list[Obj] | None:
+        """The rules of the role a binding's `roleRef` names (a Role is looked up in
+        `namespace`, the binding's), or None when there is no such role (Kubernetes'
+        GetRoleReferenceRules)."""
         kind, name = ref.get("kind"), str(ref.get("name", ""))
         role = (self.cluster_roles.get(name) if kind == "ClusterRole"
                 else self.roles.get((namespace, name)) if kind == "Role" else None)
-        return list((role or {}).get("rules") or ())
+        return None if role is None else list(role.get("rules") or ())
 
-    def _bindings(self, user: UserInfo, namespace: str) -> Iterator[tuple[str, Sequence[Obj]]]:
+    def _bindings(self, user: UserInfo, namespace: str
+                  ) -> Iterator[tuple[str, Obj, list[Obj] | None]]:
         """The bindings naming `user` that apply in `namespace`, each as (how Kubernetes
-        names it in a reason, its role's rules): ClusterRoleBindings first, then the
-        namespace's RoleBindings (Kubernetes' VisitRulesFor)."""
+        names it in a reason, its roleRef, its role's rules or None if the role does not
+        exist): ClusterRoleBindings first, then the namespace's RoleBindings (Kubernetes'
+        VisitRulesFor)."""
         for binding in self.cluster_role_bindings:
             if any(_subject_matches(s, user, "") for s in binding.get("subjects") or ()):
-                yield (f'ClusterRoleBinding "{binding["metadata"]["name"]}"',
-                       self._rules_of(binding.get("roleRef") or {}, ""))
+                ref = binding.get("roleRef") or {}
+                yield (f'ClusterRoleBinding "{binding["metadata"]["name"]}"', ref,
+                       self.role_rules(ref, ""))
         for binding in self.role_bindings if namespace else ():
             ns = binding["metadata"].get("namespace", "")
             if ns == namespace and any(_subject_matches(s, user, ns)
                                        for s in binding.get("subjects") or ()):
-                yield (f'RoleBinding "{binding["metadata"]["name"]}/{ns}"',
-                       self._rules_of(binding.get("roleRef") or {}, ns))
+                ref = binding.get("roleRef") or {}
+                yield (f'RoleBinding "{binding["metadata"]["name"]}/{ns}"', ref,
+                       self.role_rules(ref, ns))
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
         """Every rule `user` holds in `namespace` (Kubernetes' RBAC RulesFor)."""
-        return [rule for _, rules in self._bindings(user, namespace) for rule in rules]
+        return [rule for _, _, rules in self._bindings(user, namespace)
+                for rule in rules or ()]
+
+    def unresolved_role_refs(self, user: UserInfo, namespace: str) -> list[Obj]:
+        """The roleRefs of the bindings naming `user` in `namespace` whose role does not
+        exist: the errors Kubernetes' RulesFor returns beside the rules it found."""
+        return [ref for _, ref, rules in self._bindings(user, namespace) if rules is None]
 
     def authorize(self, attrs: Attributes) -> AuthorizationResult:
-        for binding, rules in self._bindings(attrs.user, attrs.namespace):
-            if any(rule_allows(rule, attrs) for rule in rules):
+        for binding, _, rules in self._bindings(attrs.user, attrs.namespace):
+            if any(rule_allows(rule, attrs) for rule in rules or ()):
                 return AuthorizationResult(Decision.ALLOW, f"RBAC: allowed by {binding}")
         return AuthorizationResult(Decision.NO_OPINION)
