@@ -29,6 +29,8 @@ from skiff.api import (
     prune_unknown_fields,
     validate,
 )
+from skiff.api.bytesfields import decode_bytes_fields
+from skiff.api.defaults import initial_status
 from skiff.api.errors import FieldError, invalid
 from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
@@ -209,12 +211,15 @@ class Registry:
 
     @staticmethod
     def _prune(obj: Obj, field_validation: str, info: KindInfo | None = None) -> list[str]:
+        # kube-apiserver's decode error wording, as kubectl shows it
+        prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
+                  f"{info.kind}: ") if info is not None else ""
+        undecodable = decode_bytes_fields(obj)  # base64 []byte fields (Secret data)
+        if undecodable:
+            raise ApiError.bad_request(f"{prefix}{undecodable}")
         unknown = prune_unknown_fields(obj)
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{p}"' for p in unknown)
-            # kube-apiserver's decode error wording, as kubectl shows it
-            prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
-                      f"{info.kind}: ") if info is not None else ""
             raise ApiError.bad_request(f"{prefix}strict decoding error: {listed}")
         if field_validation == "Ignore":
             return []
@@ -270,9 +275,11 @@ class Registry:
         obj = self._check_identity(info, namespace, obj)
         warnings = self._prune(obj, field_validation, info)
         meta = obj["metadata"]
-        if meta.get("resourceVersion"):
+        if _nonzero_revision(meta.pop("resourceVersion", None)):
+            # etcd3 store's check: only a value that parses as a revision other than 0;
+            # anything else ("0", "v1") is dropped, as Kubernetes drops it.
             raise ApiError.bad_request(
-                "metadata.resourceVersion: must not be set on objects to be created")
+                "resourceVersion should not be set on objects to be created")
         if not meta.get("name") and meta.get("generateName"):
             meta["name"] = generate_name(str(meta["generateName"]))
         for transient in ("deletionTimestamp", "deletionGracePeriodSeconds"):
@@ -282,6 +289,9 @@ class Registry:
         _start_generation(info, meta)
         if info.kind in _RESET_STATUS_ON_CREATE:
             obj.pop("status", None)
+        status = initial_status(info.kind)  # PrepareForCreate: the zero status
+        if status is not None:
+            obj["status"] = status
         apply_defaults(obj)
         _omit_empty_metadata(meta)
         self._validate(info, obj)
@@ -923,6 +933,13 @@ class Registry:
             _check_revision("resourceVersion", after)
         async for batch in self.cache.watch_batches(request, after):
             yield batch
+
+
+def _nonzero_revision(value: Any) -> bool:
+    try:
+        return int(str(value)) != 0
+    except ValueError:
+        return False
 
 
 def _check_revision(name: str, value: int) -> None:

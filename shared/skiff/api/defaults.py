@@ -210,3 +210,25 @@ def apply_defaults(obj: Obj) -> None:
     defaulter = _DEFAULTERS.get(kind) if isinstance(kind, str) else None
     if defaulter is not None:
         defaulter(obj)
+
+
+# What a workload's `status` is from its first write (its strategy's PrepareForCreate: the
+# type's zero status, as the v1 JSON encodes it: fields without `omitempty` stay as 0), so a
+# client reading `.status.replicas` before any controller ran gets 0, not a KeyError.
+_INITIAL_STATUS: dict[str, dict[str, Any]] = {
+    "Deployment": {},
+    "Job": {},
+    "CronJob": {},
+    "ReplicaSet": {"replicas": 0},
+    "ReplicationController": {"replicas": 0},
+    "StatefulSet": {"replicas": 0, "availableReplicas": 0},
+    "DaemonSet": {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                  "desiredNumberScheduled": 0, "numberReady": 0},
+}
+
+
+def initial_status(kind: str) -> dict[str, Any] | None:
+    """The status a `kind` is created with (whatever the client sent), or None when the
+    client's status is kept or dropped by other rules."""
+    status = _INITIAL_STATUS.get(kind)
+    return dict(status) if status is not None else None

@@ -525,6 +525,8 @@ class FieldSelector:
             return cls(labels=labels)
         for term in _split_unescaped(text, ","):
             term = term.strip()
+            if not term:
+                continue  # `metadata.name=x,`: Kubernetes' parseSelector skips empty terms
             for op in ("!=", "==", "="):
                 index = term.find(op)
                 if index > 0:

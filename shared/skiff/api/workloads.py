@@ -11,7 +11,6 @@ this file holds everything the new kinds need. Kubernetes' own defaulters and va
 from __future__ import annotations
 
 import base64
-import binascii
 import ipaddress
 import re
 from collections.abc import Callable, Mapping
@@ -194,15 +193,7 @@ def _validate_config_map(obj: VObj, old: VObj | None) -> list[FieldError]:
 
 
 def _validate_secret(obj: VObj, old: VObj | None) -> list[FieldError]:
-    errors = _data_keys(obj.get("data"), "data")
-    for key, value in (obj.get("data") or {}).items():
-        if isinstance(value, str):
-            try:
-                base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError):
-                errors.append(invalid(f"data[{key}]", "<secret>",
-                                      "must be base64-encoded (kubectl does this; use "
-                                      "stringData for plain text)"))
+    errors = _data_keys(obj.get("data"), "data")  # base64: skiff.api.bytesfields
     if old is not None and old.get("type") != obj.get("type"):
         errors += validation._immutable(obj.get("type"), old.get("type"), "type")
     if old is not None and old.get("immutable") and obj.get("data") != old.get("data"):

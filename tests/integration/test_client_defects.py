@@ -1,0 +1,150 @@
+"""Issue 32: what the official Python client and other client libraries hit, against a real
+etcd + apiserver through the HTTP front (defects 2, 3, 4 and 5)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client
+from kubernetes.client.rest import ApiException
+
+from skiff.cli.processes import free_port
+from tests.integration.cluster import Cluster
+
+pytestmark = pytest.mark.integration
+
+# The TLS Secret example of the Kubernetes documentation wraps its base64 at 64 columns.
+PEM = b"-----BEGIN CERTIFICATE-----\n" + b"A" * 120 + b"\n-----END CERTIFICATE-----\n"
+WRAPPED = "\n".join(base64.b64encode(PEM).decode()[i:i + 64]
+                    for i in range(0, len(base64.b64encode(PEM)), 64))
+
+
+@pytest.fixture(scope="module")
+def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    cluster = Cluster(tmp_path_factory.mktemp("client-defects"),
+                      apiserver_args=["--http-port", str(port)]).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def core(front: str) -> Iterator[client.CoreV1Api]:
+    configuration = client.Configuration(host=front)
+    with client.ApiClient(configuration) as api_client:
+        yield client.CoreV1Api(api_client)
+
+
+@pytest.fixture(scope="module")
+def apps(front: str) -> Iterator[client.AppsV1Api]:
+    with client.ApiClient(client.Configuration(host=front)) as api_client:
+        yield client.AppsV1Api(api_client)
+
+
+def _post(front: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(f"{front}{path}", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            return answer.status, json.loads(answer.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def test_defect3_a_field_selector_with_an_empty_term_is_read_as_kubernetes_reads_it(
+        core: client.CoreV1Api) -> None:
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="sel-x"), data={"k": "v"}))
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="sel-y"), data={"k": "v"}))
+    listed = core.list_namespaced_config_map("default", field_selector="metadata.name=sel-x,")
+    assert [cm.metadata.name for cm in listed.items] == ["sel-x"]
+    both = core.list_namespaced_config_map("default", field_selector=",metadata.name!=sel-y,,")
+    assert "sel-x" in [cm.metadata.name for cm in both.items]
+
+
+def test_defect2_a_resource_version_that_is_not_a_revision_is_dropped_on_create(
+        core: client.CoreV1Api) -> None:
+    for name, version in (("rv-word", "v1"), ("rv-zero", "0")):
+        made = core.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name=name, resource_version=version)))
+        assert made.metadata.resource_version not in (None, "", version)
+    with pytest.raises(ApiException) as err:
+        core.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name="rv-real", resource_version="12")))
+    assert err.value.status == 400
+    assert "resourceVersion should not be set on objects to be created" in err.value.body
+
+
+def test_defect4_secret_data_in_wrapped_base64_is_accepted_and_served_canonical(
+        core: client.CoreV1Api) -> None:
+    made = core.create_namespaced_secret("default", client.V1Secret(
+        metadata=client.V1ObjectMeta(name="tls-wrapped"), type="kubernetes.io/tls",
+        data={"tls.crt": WRAPPED, "tls.key": WRAPPED}))
+    assert base64.b64decode(made.data["tls.crt"]) == PEM
+    read = core.read_namespaced_secret("tls-wrapped", "default")
+    assert read.data["tls.crt"] == base64.b64encode(PEM).decode()
+
+
+@pytest.mark.parametrize(("kind", "path", "field"), [
+    pytest.param("Secret", "secrets", "data", id="secret-data"),
+    pytest.param("ConfigMap", "configmaps", "binaryData", id="configmap-binary-data"),
+])
+def test_defect4_bytes_that_are_not_base64_are_400_as_kubernetes_decodes_them(
+        front: str, kind: str, path: str, field: str) -> None:
+    status, body = _post(front, f"/api/v1/namespaces/default/{path}", {
+        "apiVersion": "v1", "kind": kind, "metadata": {"name": f"bad-{path}"},
+        field: {"blob": "not base64!"}})
+    assert status == 400, body
+    assert body["reason"] == "BadRequest"
+    assert body["message"] == (f'{kind} in version "v1" cannot be handled as a {kind}: '
+                               "illegal base64 data at input byte 3")
+
+
+@pytest.mark.parametrize(("create", "kind", "zero"), [
+    pytest.param("create_namespaced_deployment", "Deployment", {}, id="deployment"),
+    pytest.param("create_namespaced_replica_set", "ReplicaSet", {"replicas": 0},
+                 id="replicaset"),
+    pytest.param("create_namespaced_stateful_set", "StatefulSet",
+                 {"replicas": 0, "availableReplicas": 0}, id="statefulset"),
+    pytest.param("create_namespaced_daemon_set", "DaemonSet",
+                 {"currentNumberScheduled": 0, "numberMisscheduled": 0,
+                  "desiredNumberScheduled": 0, "numberReady": 0}, id="daemonset"),
+])
+def test_defect5_workloads_have_their_zero_status_from_the_first_write(
+        front: str, apps: client.AppsV1Api, create: str, kind: str,
+        zero: dict[str, int]) -> None:
+    name = f"zero-{kind.lower()}"
+    labels = {"app": name}
+    template = {"metadata": {"labels": labels}, "spec": {"containers": [
+        {"name": "main", "image": "busybox", "command": ["sleep", "3600"]}]}}
+    spec: dict[str, Any] = {"selector": {"matchLabels": labels}, "template": template}
+    if kind == "StatefulSet":
+        spec["serviceName"] = name
+    body = {"apiVersion": "apps/v1", "kind": kind, "metadata": {"name": name},
+            "spec": spec, "status": {"replicas": 7}}
+    status, made = _post(front, f"/apis/apps/v1/namespaces/default/{kind.lower()}s", body)
+    assert status == 201, made
+    assert made["status"] == zero  # whatever the client sent, as PrepareForCreate does
+    # the official client reads it without a missing-key surprise
+    read = getattr(apps, create.replace("create_", "read_"))(name, "default")
+    assert read.status is not None
+    if kind != "Deployment":
+        assert read.status.to_dict().get("replicas", 0) == 0
+
+
+def test_defect5_a_job_has_an_empty_status_from_the_first_write(front: str) -> None:
+    status, made = _post(front, "/apis/batch/v1/namespaces/default/jobs", {
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "zero-job"},
+        "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
+            {"name": "main", "image": "busybox", "command": ["true"]}]}}}})
+    assert status == 201, made
+    assert made["status"] == {}
