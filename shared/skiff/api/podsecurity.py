@@ -153,12 +153,19 @@ def _go_quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _items(value: Any) -> list[Obj]:
+    """The maps of a list field (anything else in it, or a non-list, is nothing)."""
+    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
+
+
 def _containers(spec: Obj) -> Iterator[Obj]:
     """Init containers, containers, then ephemeral containers (visitContainers)."""
     for key in ("initContainers", "containers", "ephemeralContainers"):
-        for container in spec.get(key) or []:
-            if isinstance(container, dict):
-                yield container
+        yield from _items(spec.get(key))
+
+
+def _strings(value: Any) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _sc(obj: Obj) -> Obj:
@@ -235,7 +242,7 @@ _DEFAULT_CAPABILITIES = frozenset((
 
 def _added(container: Obj) -> list[str]:
     caps = _sc(container).get("capabilities")
-    return [str(c) for c in (caps.get("add") or [])] if isinstance(caps, dict) else []
+    return _strings(caps.get("add")) if isinstance(caps, dict) else []
 
 
 def _check_capabilities_baseline(_meta: Obj, spec: Obj, _minor: int) -> Result:
@@ -260,8 +267,8 @@ def _check_host_namespaces(_meta: Obj, spec: Obj, _minor: int) -> Result:
 
 
 def _check_host_path_volumes(_meta: Obj, spec: Obj, _minor: int) -> Result:
-    names = [str(v.get("name", "")) for v in spec.get("volumes") or []
-             if isinstance(v, dict) and v.get("hostPath") is not None]
+    names = [str(v.get("name", "")) for v in _items(spec.get("volumes"))
+             if v.get("hostPath") is not None]
     if not names:
         return None
     return "hostPath volumes", f"{_plural('volume', 'volumes', len(names))} {_join_quote(names)}"
@@ -269,16 +276,15 @@ def _check_host_path_volumes(_meta: Obj, spec: Obj, _minor: int) -> Result:
 
 def _check_host_ports(_meta: Obj, spec: Obj, _minor: int) -> Result:
     bad: list[str] = []
-    ports: set[int] = set()
+    ports: set[str] = set()
     for c in _containers(spec):
-        used = [int(p["hostPort"]) for p in c.get("ports") or []
-                if isinstance(p, dict) and p.get("hostPort")]
+        used = [str(p["hostPort"]) for p in _items(c.get("ports")) if p.get("hostPort")]
         if used:
             bad.append(_name(c))
             ports.update(used)
     if not bad:
         return None
-    listed = sorted(str(p) for p in ports)  # Go sorts them as strings
+    listed = sorted(ports)  # Go sorts them as strings
     return ("hostPort",
             f"{_plural('container', 'containers', len(bad))} {_join_quote(bad)} "
             f"{_plural('uses', 'use', len(bad))} {_plural('hostPort', 'hostPorts', len(ports))} "
@@ -440,8 +446,8 @@ def _check_sysctls(_meta: Obj, spec: Obj, minor: int) -> Result:
                          (32, _SAFE_SYSCTLS_1_32)):
         if minor >= since:
             safe |= extra
-    bad = [str(s.get("name", "")) for s in _sc(spec).get("sysctls") or []
-           if isinstance(s, dict) and s.get("name") not in safe]
+    bad = [str(s.get("name", "")) for s in _items(_sc(spec).get("sysctls"))
+           if s.get("name") not in safe]
     return ("forbidden sysctls", ", ".join(bad)) if bad else None
 
 
@@ -485,9 +491,9 @@ def _check_capabilities_restricted(_meta: Obj, spec: Obj, minor: int) -> Result:
         if not isinstance(caps, dict):
             missing_drop.append(_name(c))
             continue
-        if "ALL" not in [str(d) for d in caps.get("drop") or []]:
+        if "ALL" not in _strings(caps.get("drop")):
             missing_drop.append(_name(c))
-        beyond = [str(cap) for cap in caps.get("add") or [] if cap != "NET_BIND_SERVICE"]
+        beyond = [cap for cap in _strings(caps.get("add")) if cap != "NET_BIND_SERVICE"]
         if beyond:
             adding.append(_name(c))
             forbidden_caps.update(beyond)
@@ -511,9 +517,7 @@ _ALLOWED_VOLUME_TYPES = ("configMap", "csi", "downwardAPI", "emptyDir", "ephemer
 def _check_restricted_volumes(_meta: Obj, spec: Obj, _minor: int) -> Result:
     names: list[str] = []
     types: set[str] = set()
-    for volume in spec.get("volumes") or []:
-        if not isinstance(volume, dict):
-            continue
+    for volume in _items(spec.get("volumes")):
         sources = [k for k, v in volume.items() if k != "name" and v is not None]
         if any(k in _ALLOWED_VOLUME_TYPES for k in sources):
             continue
@@ -650,6 +654,8 @@ def evaluate(lv: LevelVersion, meta: Obj | None, spec: Obj | None) -> Evaluation
         return Evaluation()
     minor = lv.effective_minor()
     meta = meta if isinstance(meta, dict) else {}
+    if not isinstance(meta.get("annotations") or {}, dict):
+        meta = {**meta, "annotations": {}}
     spec = spec if isinstance(spec, dict) else {}
     ordered = ([c for c in CHECKS if c.level == BASELINE and not c.overlap]
                + ([c for c in CHECKS if c.level == BASELINE and c.overlap]
@@ -694,12 +700,17 @@ def pod_template(kind: str, obj: Obj) -> tuple[Obj, Obj] | None:
     return (meta if isinstance(meta, dict) else {}, spec if isinstance(spec, dict) else {})
 
 
+def _annotations(meta: Any) -> dict[str, Any]:
+    found = meta.get("annotations") if isinstance(meta, dict) else None
+    return found if isinstance(found, dict) else {}
+
+
 def significant_pod_update(new: Obj, old: Obj) -> bool:
     """Whether a pod update can change what the checks see (isSignificantPodUpdate): the
     seccomp annotations, a container's image, or an ephemeral container added or changed.
     Everything else in a pod's spec is immutable."""
-    new_ann = (new.get("metadata") or {}).get("annotations") or {}
-    old_ann = (old.get("metadata") or {}).get("annotations") or {}
+    new_ann = _annotations(new.get("metadata"))
+    old_ann = _annotations(old.get("metadata"))
     if new_ann.get(_SECCOMP_POD_ANNOTATION) != old_ann.get(_SECCOMP_POD_ANNOTATION):
         return True
     new_spec, old_spec = new.get("spec") or {}, old.get("spec") or {}
@@ -709,13 +720,13 @@ def significant_pod_update(new: Obj, old: Obj) -> bool:
         return c.get("image") != o.get("image") or new_ann.get(key) != old_ann.get(key)
 
     for key in ("containers", "initContainers"):
-        mine, theirs = new_spec.get(key) or [], old_spec.get(key) or []
+        mine, theirs = _items(new_spec.get(key)), _items(old_spec.get(key))
         if len(mine) != len(theirs) or any(changed(c, o) for c, o in zip(mine, theirs,
                                                                           strict=True)):
             return True
-    old_ephemeral = {_name(c): c for c in old_spec.get("ephemeralContainers") or []}
+    old_ephemeral = {_name(c): c for c in _items(old_spec.get("ephemeralContainers"))}
     return any(_name(c) not in old_ephemeral or changed(c, old_ephemeral[_name(c)])
-               for c in new_spec.get("ephemeralContainers") or [])
+               for c in _items(new_spec.get("ephemeralContainers")))
 
 
 # -- PodSecurityConfiguration -------------------------------------------------------------

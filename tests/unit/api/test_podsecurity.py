@@ -279,3 +279,17 @@ def test_au7_invalid_configuration_is_refused(bad: Obj) -> None:
     with pytest.raises(ConfigError):
         config_from_object({"apiVersion": "pod-security.admission.config.k8s.io/v1",
                             "kind": "PodSecurityConfiguration", **bad})
+
+
+@pytest.mark.parametrize("spec", [
+    pytest.param({"containers": "c"}, id="containers-not-a-list"),
+    pytest.param({"containers": [{"name": "c", "ports": 80,
+                                  "securityContext": {"capabilities": {"drop": "ALL",
+                                                                       "add": None}}}]},
+                 id="ports-and-capabilities-not-lists"),
+    pytest.param({"volumes": {"a": 1}, "securityContext": {"sysctls": "x"}},
+                 id="volumes-and-sysctls-not-lists"),
+])
+def test_au7_malformed_specs_are_evaluated_without_failing(spec: Obj) -> None:
+    for level in (BASELINE, RESTRICTED):
+        evaluate(LevelVersion(level), {"annotations": ["x"]}, spec)
