@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from skiff.api.kinds import lookup
+from skiff.apiserver.authz import bootstrap_policy
 from skiff.apiserver.escalation import (
     AGGREGATION_RULE_MESSAGE,
     binding_escalation,
@@ -243,3 +244,25 @@ def test_au6_updates_of_only_what_the_garbage_collector_writes(change: Any,
     new: Obj = {**old, "metadata": dict(old["metadata"]), "rules": list(old["rules"])}
     change(new)
     assert only_gc_fields_change(new, old) is only_gc
+
+
+def _bootstrap_tenant(cluster_role: str) -> RbacRules:
+    """bob bound to one of the bootstrap ClusterRoles in `team` only."""
+    policy = bootstrap_policy()
+    return _rbac(cluster_roles=[o for o in policy if o["kind"] == "ClusterRole"],
+                 role_bindings=[_binding("bob", "ClusterRole", cluster_role, "team")])
+
+
+@pytest.mark.parametrize(("held", "binds", "allowed"), [
+    pytest.param("admin", "edit", True, id="admin-delegates-edit"),
+    pytest.param("admin", "admin", True, id="admin-delegates-admin"),
+    pytest.param("admin", "view", True, id="admin-delegates-view"),
+    pytest.param("edit", "admin", False, id="edit-cannot-grant-admin"),
+    pytest.param("admin", "cluster-admin", False, id="admin-cannot-grant-cluster-admin"),
+])
+def test_au6_namespace_admins_delegate_the_bootstrap_roles_they_hold(
+        held: str, binds: str, allowed: bool) -> None:
+    """Kubernetes' tenancy pattern: a namespace admin hands out `edit` or `view` there."""
+    binding = _binding("delegated", "ClusterRole", binds, "team",
+                       {"kind": "User", "name": "carol"})
+    assert (_binding_write(_bootstrap_tenant(held), binding) is None) is allowed
