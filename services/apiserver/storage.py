@@ -6,6 +6,13 @@ msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on
 Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
 Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
 
+Bounds (SPEC AU10): a read or watch at a revision etcd has compacted is 410 Expired with
+Kubernetes' messages ("The resourceVersion for the provided list is too old."); a write
+refused by etcd's space quota (its NOSPACE alarm) is a 500 Status carrying etcd's message,
+"etcdserver: mvcc: database space exceeded", as kube-apiserver answers, while reads and
+deletes go on working. `compact_cas` is the compare-and-swap on `compact_rev_key` that lets
+several apiservers share one compaction per interval (see compaction.py).
+
 Leader fencing (Skiff's addition, see skiff.rpc.epoch): while `leader_epoch` is set for the
 request, every transaction first reads the Lease it names, refuses (403 Forbidden) unless the
 Lease still has that holder and leaseTransitions, and adds a compare on the Lease key's
@@ -53,6 +60,17 @@ _QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
 # to hold one page of the largest objects (1.5 MiB each) and etcd's own request limit.
 _ETCD_MAX_MESSAGE = 256 * 1024 * 1024
 LIST_PAGE = 500
+
+# Kubernetes' answers for a read or watch at a compacted revision (etcd3/errors.go).
+EXPIRED_LIST = "The resourceVersion for the provided list is too old."
+EXPIRED_WATCH = "The resourceVersion for the provided watch is too old."
+# A read of one object at a past revision is Skiff's (`skiff get --at-revision`): the
+# same answer, naming the get.
+EXPIRED_GET = "The resourceVersion for the provided get is too old."
+# etcd's own message for a write refused by its space quota, which kube-apiserver passes on.
+NO_SPACE = "etcdserver: mvcc: database space exceeded"
+# The key whose version counts the compactions of all apiservers (Kubernetes' name).
+COMPACT_REV_KEY = b"compact_rev_key"
 
 _TRANSIENT = (
     aetcd.exceptions.ConnectionFailedError,
@@ -128,6 +146,20 @@ def _transient(err: BaseException) -> bool:
         return True
     return isinstance(err, aetcd.exceptions.ClientError) and any(
         text in str(err) for text in _QUORUM_ERRORS)
+
+
+def _no_space(err: etcdrpc.AioRpcError) -> bool:
+    """etcd refused a write because its database reached `--quota-backend-bytes`."""
+    details = err.details() or ""
+    return (err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+            or "database space exceeded" in details or "no space" in details)
+
+
+def no_space_error() -> ApiError:
+    """What a write gets while etcd's NOSPACE alarm is raised: kube-apiserver's 500 with
+    etcd's message (reads and deletes still work; an operator compacts, defragments and
+    disarms the alarm)."""
+    return ApiError(Reason.INTERNAL_ERROR, NO_SPACE)
 
 
 def decode_value(value: bytes, mod_revision: int) -> Obj:
@@ -263,7 +295,8 @@ class EtcdStorage:
                 "(a majority of etcd members); retry later or use another apiserver")
 
     async def _range(self, key: str, *, prefix: bool, revision: int = 0,
-                     count_only: bool = False, start: bytes = b"", limit: int = 0) -> Any:
+                     count_only: bool = False, start: bytes = b"", limit: int = 0,
+                     expired: str = EXPIRED_LIST) -> Any:
         k = key.encode()
         request = etcdrpc.RangeRequest(
             key=start or k,
@@ -279,9 +312,7 @@ class EtcdStorage:
                 return await self._client.kvstub.Range(request, timeout=self._timeout)
             except etcdrpc.AioRpcError as err:
                 if "compacted" in (err.details() or ""):
-                    raise ApiError.gone(
-                        f"revision {revision} has been compacted; "
-                        "re-read without a revision") from None
+                    raise ApiError.gone(expired) from None
                 if "future revision" in (err.details() or ""):
                     raise ApiError.bad_request(
                         f"revision {revision} is newer than the store's") from None
@@ -291,7 +322,7 @@ class EtcdStorage:
         return await self._retry(call)
 
     async def get(self, key: str, *, revision: int = 0) -> tuple[KeyValue | None, int]:
-        resp = await self._range(key, prefix=False, revision=revision)
+        resp = await self._range(key, prefix=False, revision=revision, expired=EXPIRED_GET)
         if not resp.kvs:
             return None, resp.header.revision
         kv = resp.kvs[0]
@@ -416,6 +447,8 @@ class EtcdStorage:
                                    "members); the write may still be applied once etcd is "
                                    "reachable again: read the object before retrying"
                                    ) from None
+                if _no_space(err):
+                    raise no_space_error() from None
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError.
                 aetcd.exceptions._handle_exception(err)
@@ -451,8 +484,60 @@ class EtcdStorage:
             raise ApiError(Reason.CONFLICT, "the object has been modified")
         return revision
 
-    async def compact(self, revision: int) -> None:
-        await self._retry(lambda: self._client.compact(revision, physical=True))
+    async def compact(self, revision: int, *, physical: bool = True) -> None:
+        """Drop every version older than `revision` from etcd's log (a revision already
+        compacted is Gone)."""
+        async def call() -> None:
+            await self._client.connect()
+            request = etcdrpc.CompactionRequest(revision=revision, physical=physical)
+            try:
+                await self._client.kvstub.Compact(request, timeout=self._timeout)
+            except etcdrpc.AioRpcError as err:
+                if "compacted" in (err.details() or ""):
+                    raise ApiError.gone(f"revision {revision} is already compacted") from None
+                aetcd.exceptions._handle_exception(err)
+                raise
+
+        await self._retry(call)
+
+    async def compact_cas(self, *, expect_version: int, revision: int
+                          ) -> tuple[bool, int, int, int]:
+        """Claim this interval's compaction: put `revision` into `compact_rev_key` if the
+        key's version is still `expect_version` (no other apiserver claimed it since).
+
+        Returns (claimed, the key's version now, etcd's revision now, the revision the
+        key holds). A put refused by the space quota is the NOSPACE Status."""
+        tx = self._client.transactions
+        compare = [tx.version(COMPACT_REV_KEY) == expect_version]
+
+        async def call() -> tuple[bool, int, int, int]:
+            client = self._client
+            await client.connect()
+            request = etcdrpc.TxnRequest(
+                compare=[c.build_message() for c in compare],
+                success=client._ops_to_requests(
+                    [tx.put(COMPACT_REV_KEY, str(revision).encode())]),
+                failure=client._ops_to_requests([tx.get(COMPACT_REV_KEY)]))
+            try:
+                resp = await client.kvstub.Txn(request, timeout=self._timeout)
+            except etcdrpc.AioRpcError as err:
+                if _no_space(err):
+                    raise no_space_error() from None
+                aetcd.exceptions._handle_exception(err)
+                raise
+            head = int(resp.header.revision)
+            if resp.succeeded:
+                return True, expect_version + 1, head, revision
+            kvs = resp.responses[0].response_range.kvs
+            if not kvs:  # deleted by hand since: start counting again
+                return False, 0, head, 0
+            try:
+                held = int(kvs[0].value.decode())
+            except ValueError:
+                held = 0
+            return False, int(kvs[0].version), head, held
+
+        return await self._retry(call)
 
     async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[RawEvent]:
         """etcd events under `prefix` from `start_revision` (inclusive), with prev values.
@@ -465,10 +550,8 @@ class EtcdStorage:
             watch = await self._client.watch_prefix(prefix.encode(),
                                                     start_revision=start_revision,
                                                     prev_kv=True)
-        except aetcd.exceptions.RevisionCompactedError as err:
-            raise ApiError.gone(
-                f"too old resource version: {start_revision - 1} "
-                f"(compacted up to {err.compacted_revision})") from None
+        except aetcd.exceptions.RevisionCompactedError:
+            raise ApiError.gone(EXPIRED_WATCH) from None
         try:
             async for ev in watch:
                 kv = ev.kv
@@ -484,8 +567,8 @@ class EtcdStorage:
                     prev_value=ev.prev_kv.value if has_prev else None,
                     prev_revision=ev.prev_kv.mod_revision if has_prev else 0,
                 )
-        except aetcd.exceptions.RevisionCompactedError as err:
-            raise ApiError.gone(f"watch compacted at {err.compacted_revision}") from None
+        except aetcd.exceptions.RevisionCompactedError:
+            raise ApiError.gone(EXPIRED_WATCH) from None
         finally:
             try:
                 await asyncio.shield(watch.cancel())
