@@ -20,12 +20,14 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from skiff.api.errors import ApiError
 from skiff.api.podsecurity import ConfigError as PodSecurityConfigError
 from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
+from skiff.apiserver.compaction import Compactor
 from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.healthz import HealthChecks
@@ -38,8 +40,9 @@ from skiff.apiserver.podsecurity import load_admission_config
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage import NO_SPACE, EtcdStorage
 from skiff.apiserver.streaming import PodStreams
+from skiff.apiserver.supervise import supervised
 from skiff.apiserver.watchcache import WatchCache
 from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls
@@ -70,6 +73,10 @@ class ApiServerSettings:
     default_unreachable_toleration_seconds: int = setting(300)
     etcd_request_timeout: float = duration(5.0)
     etcd_retry_seconds: float = duration(10.0, help="how long a request retries a lost etcd")
+    etcd_compaction_interval: float = duration(
+        300.0, help="how often etcd's log is compacted, 0 never (SPEC AU10); also how long "
+                    "object history (skiff history, reads at a past revision, watches from "
+                    "an old resourceVersion) is kept: at least one interval")
     shutdown_grace_seconds: float = duration(5.0)
     log_level: str = setting("INFO")
     # Identity and access (SPEC AU1-AU4). Without --tls-cert-file: the insecure mode.
@@ -210,10 +217,14 @@ class ApiServer:
                 await self._wait_for_etcd(storage, registry)
                 if self._stop.is_set():  # told to stop before etcd answered
                     return
-                cache_task = tg.create_task(cache.run(), name="watch-cache")
+                # Every loop survives etcd errors (SPEC AU10): one that raised would end the
+                # TaskGroup, and the process with it.
+                cache_task = tg.create_task(supervised("watch-cache", cache.run),
+                                            name="watch-cache")
                 monitor_task = tg.create_task(cache.monitor(), name="watch-cache-monitor")
                 await cache.ready()
-                lookups_task = tg.create_task(registry.run_lookups(), name="lookups")
+                lookups_task = tg.create_task(supervised("lookups", registry.run_lookups),
+                                              name="lookups")
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(
@@ -230,16 +241,22 @@ class ApiServer:
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",
                              extra={"address": f"{scheme}://{s.bind_address}:{http_port}"})
-                background: list[asyncio.Task[None]] = [tg.create_task(
-                    ServiceIPRepair(storage, interval=s.service_ip_repair_interval).run(),
-                    name="service-ip-repair"), tg.create_task(
-                    NodePortRepair(storage, interval=s.service_ip_repair_interval).run(),
-                    name="node-port-repair")]
+                background: list[asyncio.Task[None]] = [tg.create_task(supervised(
+                    "service-ip-repair",
+                    ServiceIPRepair(storage, interval=s.service_ip_repair_interval).run),
+                    name="service-ip-repair"), tg.create_task(supervised(
+                    "node-port-repair",
+                    NodePortRepair(storage, interval=s.service_ip_repair_interval).run),
+                    name="node-port-repair"), tg.create_task(supervised(
+                    "etcd-compaction",
+                    Compactor(storage, interval=s.etcd_compaction_interval).run),
+                    name="etcd-compaction")]
                 if http is not None:
                     advertise = s.advertise_address or _advertise(s.bind_address)
-                    background.append(tg.create_task(KubernetesService(
-                        registry, cidr=s.service_cluster_ip_range, address=advertise,
-                        port=http_port, interval=s.endpoint_reconcile_interval).run(),
+                    background.append(tg.create_task(supervised(
+                        "kubernetes-service", KubernetesService(
+                            registry, cidr=s.service_cluster_ip_range, address=advertise,
+                            port=http_port, interval=s.endpoint_reconcile_interval).run),
                         name="kubernetes-service"))
                 await health.set("", SERVING)
                 serving = True
@@ -300,6 +317,13 @@ class ApiServer:
                 await reconcile_bootstrap_policy(registry)
                 return
             except Exception as err:
+                if isinstance(err, ApiError) and err.message == NO_SPACE:
+                    # Serve reads and deletes meanwhile (SPEC AU10), as kube-apiserver does.
+                    log.warning("etcd is out of space (NOSPACE alarm): serving reads and "
+                                "deletes; writes fail until an operator compacts, "
+                                "defragments and disarms the alarm",
+                                extra={"etcd": storage.endpoint})
+                    return
                 log.warning("waiting for etcd", extra={"etcd": storage.endpoint,
                                                        "error": str(err)})
                 await asyncio.sleep(delay)

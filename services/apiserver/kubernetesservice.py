@@ -4,11 +4,12 @@ by the apiservers.
 As kube-apiserver's "lease" endpoint reconciler: every apiserver holds a key
 `/skiff/apiserver-endpoints/<address>:<port>` that it renews every `interval` with an expiry
 of three intervals, and then writes the EndpointSlice(s) of `kubernetes` to list exactly the
-unexpired ones; on a clean shutdown it removes its own key and rewrites the slices. The
-Service itself (ClusterIP = first address of the service CIDR, port 443 `https`, no
-selector) is created if missing. Apiservers on different ports get one slice per port
-(an EndpointSlice has one port list for all its endpoints): `kubernetes` for the lowest
-port, `kubernetes-<port>` for the others.
+unexpired ones; on a clean shutdown it removes its own key and rewrites the slices. A
+round that fails (etcd unreachable or out of space) is logged and retried the next
+interval: it never ends the apiserver. The Service itself (ClusterIP = first address of the
+service CIDR, port 443 `https`, no selector) is created if missing. Apiservers on different
+ports get one slice per port (an EndpointSlice has one port list for all its endpoints):
+`kubernetes` for the lowest port, `kubernetes-<port>` for the others.
 """
 
 from __future__ import annotations
@@ -177,7 +178,11 @@ class KubernetesService:
                     await self._ensure_service()
                     await self.reconcile()
                 except ApiError as err:
+                    # e.g. etcd out of space (SPEC AU10): the next interval tries again.
                     log.info("kubernetes service not reconciled", extra={"error": err.message})
+                except Exception as err:  # no etcd error may take the apiserver down
+                    log.warning("kubernetes service not reconciled",
+                                extra={"error": f"{type(err).__name__}: {err}"})
                 await asyncio.sleep(self.interval)
         finally:
             await asyncio.shield(self.withdraw())

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aetcd.exceptions
+import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key, storage_prefix
@@ -167,10 +168,12 @@ class WatchCache:
         self._progress = asyncio.Condition()
 
     async def run(self) -> None:
-        """Follow etcd forever, resuming from the last revision after any failure."""
-        start = await self._storage.current_revision()
-        self._window_start = self.revision = start
-        self._ready.set()
+        """Follow etcd forever, resuming from the last revision after any failure: no
+        etcd error ends it (SPEC AU10), each one is logged and retried with backoff."""
+        if not self._ready.is_set():  # (run again after a failure: resume, keep the window)
+            start = await self._start_revision()
+            self._window_start = self.revision = start
+            self._ready.set()
         delay = 0.05
         while True:
             try:
@@ -181,18 +184,36 @@ class WatchCache:
                     async with self._progress:
                         self._progress.notify_all()
             except ApiError as err:
-                if err.reason != Reason.GONE:
-                    raise
-                # Our own resume point was compacted: every watcher must re-list.
-                log.warning("watch cache fell behind compaction; resetting watchers")
-                self._reset(err)
-                start = await self._storage.current_revision()
-                self._window_start = self.revision = start
+                if err.reason == Reason.GONE:
+                    # Our own resume point was compacted: every watcher must re-list.
+                    log.warning("watch cache fell behind compaction; resetting watchers")
+                    self._reset(err)
+                    start = await self._start_revision()
+                    self._window_start = self.revision = start
+                else:
+                    log.warning("etcd watch failed; resuming", extra={
+                        "revision": self.revision, "error": err.message})
             except (aetcd.exceptions.ClientError, OSError) as err:
                 log.warning("etcd watch interrupted; resuming",
                             extra={"revision": self.revision, "error": str(err)})
+            except Exception as err:  # anything else etcd's client raises: resume too
+                log.warning("etcd watch failed; resuming", extra={
+                    "revision": self.revision, "error": f"{type(err).__name__}: {err}"})
             await asyncio.sleep(delay)
             delay = min(delay * 2, 2.0)
+
+    async def _start_revision(self) -> int:
+        """etcd's current revision, asked until etcd answers (with backoff)."""
+        async for attempt in tenacity.AsyncRetrying(
+                retry=tenacity.retry_if_exception_type(Exception),
+                wait=tenacity.wait_exponential(multiplier=0.05, max=2.0),
+                before_sleep=lambda state: log.warning(
+                    "etcd revision unreadable; retrying", extra={
+                        "error": str(state.outcome.exception()) if state.outcome else ""}),
+                reraise=True):
+            with attempt:
+                return await self._storage.current_revision()
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def ready(self) -> None:
         await self._ready.wait()
