@@ -21,6 +21,7 @@ from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
 from skiff.cli.config import yaml_problem
 from skiff.client import ApiClient, pod_logs
+from skiff.client.conflicts import retry_on_conflict
 
 Obj = dict[str, Any]
 Out = Callable[[str], None]
@@ -102,8 +103,11 @@ async def _apply_one(api: ApiClient, doc: Obj, *, namespace: str | None, out: Ou
     except ApiError as err:
         if err.reason != Reason.ALREADY_EXISTS:
             raise
-        current = await api.get(info.resource, meta["name"], meta.get("namespace"))
-        updated = await api.update(_merge_for_apply(current, doc))
+        async def configure() -> tuple[Obj, Obj]:
+            current = await api.get(info.resource, meta["name"], meta.get("namespace"))
+            return current, await api.update(_merge_for_apply(current, doc))
+
+        current, updated = await retry_on_conflict(configure)
         same = (updated["metadata"]["resourceVersion"]
                 == current["metadata"]["resourceVersion"])
         verb = "unchanged" if same else "configured"
@@ -550,6 +554,10 @@ async def history(api: ApiClient, kind: str, name: str, *, namespace: str | None
                   out: Out) -> None:
     info = kind_of(kind)
     versions = await api.history(info.resource, name, _ns(info, namespace))
+    if versions and versions[0]["type"] != "ADDED":
+        # History walks back to the creation unless etcd compacted what came before.
+        out(f"(older versions compacted before REVISION {versions[0]['revision']}: the "
+            "apiserver keeps history for --etcd-compaction-interval, 5m by default)")
     previous: Obj | None = None
     for v in versions:
         out(f"REVISION {v['revision']}  {v['type']}")
@@ -569,22 +577,29 @@ async def history(api: ApiClient, kind: str, name: str, *, namespace: str | None
 
 async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
                 namespace: str | None, overwrite: bool, out: Out) -> None:
+    """As `kubectl label`: a concurrent write (a kubelet's heartbeat on a Node) never makes
+    it fail; the change is made again on a fresh read (skiff.client.conflicts)."""
     info = kind_of(kind)
-    obj = await api.get(info.resource, name, _ns(info, namespace))
-    labels = dict(obj["metadata"].get("labels") or {})
-    for pair in pairs:
-        if pair.endswith("-") and "=" not in pair:
-            labels.pop(pair[:-1], None)
-            continue
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise CliError(f"invalid label spec {pair!r}: use key=value, or key- to remove")
-        if key in labels and labels[key] != value and not overwrite:
-            raise CliError(f"'{key}' already has a value ({labels[key]}), and --overwrite "
-                           "is false")
-        labels[key] = value
-    obj["metadata"]["labels"] = labels
-    await api.update(obj)
+
+    async def relabel() -> None:
+        obj = await api.get(info.resource, name, _ns(info, namespace))
+        labels = dict(obj["metadata"].get("labels") or {})
+        for pair in pairs:
+            if pair.endswith("-") and "=" not in pair:
+                labels.pop(pair[:-1], None)
+                continue
+            key, sep, value = pair.partition("=")
+            if not sep or not key:
+                raise CliError(f"invalid label spec {pair!r}: use key=value, or key- to "
+                               "remove")
+            if key in labels and labels[key] != value and not overwrite:
+                raise CliError(f"'{key}' already has a value ({labels[key]}), and "
+                               "--overwrite is false")
+            labels[key] = value
+        obj["metadata"]["labels"] = labels
+        await api.update(obj)
+
+    await retry_on_conflict(relabel)
     out(f"{info.kind.lower()}/{name} labeled")
 
 
