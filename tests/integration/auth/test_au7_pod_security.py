@@ -251,3 +251,19 @@ def test_au7_enforcing_on_a_namespace_warns_about_existing_pods(admin: Path) -> 
     assert ("Warning: a (and 1 other pod): allowPrivilegeEscalation != false, unrestricted "
             "capabilities, runAsNonRoot != true, seccompProfile") in out.stderr
     assert "fine" not in out.stderr
+
+
+def test_au7_pod_updates_are_enforced_when_they_change_what_is_checked(admin: Path) -> None:
+    """As Kubernetes: an existing violating pod may still be relabelled, but a new image
+    (or an added ephemeral container) is checked against the enforce level."""
+    apply(admin, namespace("ps-update", {}))
+    assert apply(admin, pod("old", "ps-update")).returncode == 0
+    labelled = kubectl(admin, "label", "namespace", "ps-update",
+                       "pod-security.kubernetes.io/enforce=restricted")
+    assert labelled.returncode == 0, labelled.stderr
+    relabel = kubectl(admin, "label", "pod", "old", "-n", "ps-update", "tier=web")
+    assert relabel.returncode == 0, relabel.stderr
+    image = kubectl(admin, "set", "image", "pod/old", "-n", "ps-update", "c=busybox:1.36")
+    assert image.returncode != 0
+    assert f'pods "old" is forbidden: violates PodSecurity "restricted:latest": ' \
+           f"{ALL_RESTRICTED}" in image.stderr
