@@ -279,7 +279,10 @@ class EscalationCheck:
         self.authorizer = authorizer
         self.rbac = rbac
 
-    async def admit(self, info: KindInfo, obj: Obj, old: Obj | None) -> None:
+    async def admit(self, info: KindInfo, obj: Obj, old: Obj | None, *,
+                    request_name: str | None = None) -> None:
+        """`request_name`: the name on the request's URL (a server-side apply that creates
+        has one, a POST none); by default the object's on an update, none on a create."""
         user = current_user.get()
         if (user is None or MASTERS_GROUP in user.groups
                 or info.kind not in _ROLE_KINDS | _BINDING_KINDS):
@@ -288,9 +291,10 @@ class EscalationCheck:
             return
         namespace = _namespace(info, obj)
         if info.kind in _ROLE_KINDS:
-            # the request's name: none on a create (so `escalate` limited by resourceNames
-            # allows only updates, as in Kubernetes)
-            name = str(obj["metadata"].get("name", "")) if old is not None else ""
+            # `escalate` is asked for the request's name, so one limited by resourceNames
+            # allows no POST, as in Kubernetes
+            name = request_name if request_name is not None else (
+                str(obj["metadata"].get("name", "")) if old is not None else "")
             if await self._allowed(user, "escalate", group=info.group,
                                    resource=info.resource, namespace=namespace, name=name):
                 return
