@@ -2,7 +2,8 @@
 driven with the real kubectl where its output is what users see.
 
 The apiserver runs with an AdmissionConfiguration whose PodSecurityConfiguration sets the
-cluster default to `baseline` and exempts user `ops` and namespace `ps-exempt`.
+cluster default to `baseline` and exempts user `ops`, runtimeClass `kata` and namespace
+`ps-exempt`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ plugins:
       enforce: baseline
     exemptions:
       usernames: [ops]
+      runtimeClasses: [kata]
       namespaces: [ps-exempt]
 """
 
@@ -223,6 +225,9 @@ def test_au7_exempt_namespace_and_user_are_not_checked(cluster: Cluster, admin: 
     out = apply(ops, pod("host", "ps-for-ops", hostNetwork=True))
     assert out.returncode == 0, out.stderr
     assert "pod/host created" in out.stdout
+    out = apply(admin, pod("sandboxed", "ps-for-ops", hostNetwork=True,
+                           runtimeClassName="kata"))
+    assert out.returncode == 0, out.stderr
 
 
 def test_au7_invalid_namespace_labels_are_refused(admin: Path) -> None:
