@@ -149,8 +149,8 @@ class PodSecurityAdmission:
             log.info("pod security audit", extra={
                 "annotation": "pod-security.kubernetes.io/audit-violations",
                 "value": f'would violate PodSecurity "{policy.audit}": {audited.detail()}',
-                "kind": obj.get("kind", ""), "namespace": namespace,
-                "name": (obj.get("metadata") or {}).get("name", "")})
+                "object_kind": obj.get("kind", ""), "object_namespace": namespace,
+                "object_name": (obj.get("metadata") or {}).get("name", "")})
 
     # -- namespaces ----------------------------------------------------------------------
 

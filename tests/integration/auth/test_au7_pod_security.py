@@ -272,3 +272,19 @@ def test_au7_pod_updates_are_enforced_when_they_change_what_is_checked(admin: Pa
     assert image.returncode != 0
     assert f'pods "old" is forbidden: violates PodSecurity "restricted:latest": ' \
            f"{ALL_RESTRICTED}" in image.stderr
+
+
+def test_au7_audit_mode_admits_and_records_the_violation_in_the_log(cluster: Cluster,
+                                                                     admin: Path) -> None:
+    """Skiff has no audit log: the audit annotation Kubernetes would add is logged."""
+    apply(admin, namespace("ps-audit", {"pod-security.kubernetes.io/enforce": "privileged",
+                                        "pod-security.kubernetes.io/audit": "baseline"}))
+    out = apply(admin, pod("audited", "ps-audit", hostNetwork=True))
+    assert out.returncode == 0, out.stderr
+    assert "Warning" not in out.stderr
+    lines = [json.loads(line) for line in
+             (cluster.root / "logs" / "apiserver.log").read_text().splitlines()
+             if "pod security audit" in line]
+    assert any(line.get("value") == 'would violate PodSecurity "baseline:latest": host '
+               "namespaces (hostNetwork=true)" and line.get("object_name") == "audited"
+               for line in lines), lines
