@@ -63,6 +63,10 @@ class ApiServerSettings:
     port_file: str = setting("", help="write the bound port to this file once serving")
     http_port: int = setting(-1, help="Kubernetes REST port for kubectl (0 picks a free "
                                       "one, -1 turns it off)")
+    http_read_header_timeout: float = duration(
+        32.0, help="close a connection to the Kubernetes REST port whose request line and "
+                   "headers have not all arrived this long after it opened or after the "
+                   "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
@@ -236,7 +240,7 @@ class ApiServer:
                         impersonate=(guard.http_impersonate if guard is not None else None),
                         routes=PodStreams(registry, guard=guard,
                                           kubelet=self._kubelet_credentials()).register,
-                        reuse_port=reuse)
+                        reuse_port=reuse, header_timeout=s.http_read_header_timeout)
                     http_port = await http.start()
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",

@@ -5,6 +5,12 @@ malformed input, and streamed responses (watch, `logs -f`); it also gives the We
 and TLS support later features need. This module only adapts aiohttp's request to the small
 `Request` / `Response` pair that `kubeapi` routes, and answers a body over the limit with
 Kubernetes' 413 `RequestEntityTooLarge` Status.
+
+It also bounds what a client can hold before its request is even read (SPEC AU10): a
+connection whose request head (request line and headers) is not complete within
+`header_timeout` seconds is closed, as kube-apiserver's ReadHeaderTimeout (32 s) does, and a
+request line or header over the limit gets a `Status` (414 / 431), never aiohttp's text
+with the offending bytes in it.
 """
 
 from __future__ import annotations
@@ -13,12 +19,14 @@ import asyncio
 import contextlib
 import json
 import logging
+import re
 import ssl
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
+from aiohttp import web, web_protocol
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from skiff.api import ApiError, Reason
 from skiff.apiserver.authz import current_user
@@ -28,6 +36,12 @@ log = logging.getLogger(__name__)
 
 MAX_BODY = 3 * 1024 * 1024
 DISCONNECT_CHECK_SECONDS = 1.0
+# kube-apiserver's http.Server: ReadHeaderTimeout 32 s, IdleTimeout 90 s, and
+# MaxHeaderBytes 1 MiB for the request line and the headers.
+HEADER_TIMEOUT_SECONDS = 32.0
+_REQUEST_TARGET = re.compile(rb"(?:[A-Z]+ )?(?:/|[a-z]+://)")
+IDLE_TIMEOUT_SECONDS = 90.0
+MAX_HEADER_BYTES = 1 << 20
 
 
 @dataclass
@@ -37,6 +51,8 @@ class Request:
     query: dict[str, str]
     headers: dict[str, str]
     body: bytes
+    # The body decoded off the event loop (kubeapi, for large bodies): (value, error)
+    decoded: tuple[Any, ApiError | None] | None = field(default=None, repr=False)
 
     def header(self, name: str) -> str:
         return self.headers.get(name.lower(), "")
@@ -66,8 +82,10 @@ class HttpServer:
                  max_body: int = MAX_BODY, ssl_context: ssl.SSLContext | None = None,
                  authenticate: Authenticate | None = None,
                  routes: Callable[[web.Application], None] | None = None,
-                 reuse_port: bool = False, impersonate: Impersonate | None = None) -> None:
+                 reuse_port: bool = False, impersonate: Impersonate | None = None,
+                 header_timeout: float = HEADER_TIMEOUT_SECONDS) -> None:
         self._handler = handler
+        self._header_timeout = header_timeout
         self._ssl_context = ssl_context
         self._authenticate = authenticate
         self._impersonate = impersonate
@@ -82,8 +100,11 @@ class HttpServer:
         if self._routes is not None:
             self._routes(app)
         app.router.add_route("*", "/{tail:.*}", self._serve)
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False,
-                                     shutdown_timeout=1.0)
+        self._runner = _Runner(app, header_timeout=self._header_timeout, access_log=None,
+                               handle_signals=False, shutdown_timeout=1.0,
+                               keepalive_timeout=IDLE_TIMEOUT_SECONDS,
+                               max_line_size=MAX_HEADER_BYTES,
+                               max_field_size=MAX_HEADER_BYTES)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self._host, self._port, reuse_address=True,
                            ssl_context=self._ssl_context,
@@ -119,6 +140,109 @@ class HttpServer:
         if response.stream is None:
             return _reply(response)
         return await _stream(raw, response)
+
+
+class _Runner(web.AppRunner):
+    """aiohttp's AppRunner whose connections are `_Connection`s (header timeout, Status
+    answers to malformed requests)."""
+
+    def __init__(self, app: web.Application, *, header_timeout: float, **kwargs: Any) -> None:
+        super().__init__(app, **kwargs)
+        self._header_timeout = header_timeout
+
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        # aiohttp builds the Server inside Application; only its connection factory
+        # differs, so the instance becomes the subclass that makes `_Connection`s.
+        server.__class__ = _Server
+        assert isinstance(server, _Server)
+        server.header_timeout = self._header_timeout
+        return server
+
+
+class _Server(web.Server):
+    header_timeout = HEADER_TIMEOUT_SECONDS
+
+    def __call__(self) -> web_protocol.RequestHandler:
+        return _Connection(self, loop=self._loop, header_timeout=self.header_timeout,
+                           **self._kwargs)
+
+
+class _Connection(web_protocol.RequestHandler):
+    """One client connection. Its request head must be complete within `header_timeout`
+    seconds of the connection opening or of the next request's first byte (Go's
+    ReadHeaderTimeout); otherwise the connection is closed without an answer, as Go does."""
+
+    def __init__(self, *args: Any, header_timeout: float, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._header_timeout = header_timeout
+        self._header_timer: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._start_header_timer()
+
+    def data_received(self, data: bytes) -> None:
+        waiting = self._waiter is not None and not self._waiter.done()
+        if self._header_timer is None and waiting and data:
+            self._start_header_timer()  # the first byte of the next request
+        super().data_received(data)
+        if self._messages:  # a whole request head arrived
+            self._stop_header_timer()
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._stop_header_timer()
+        super().connection_lost(exc)
+
+    def _start_header_timer(self) -> None:
+        if self._header_timeout > 0:
+            self._header_timer = self._loop.call_later(self._header_timeout,
+                                                       self._header_timed_out)
+
+    def _stop_header_timer(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _header_timed_out(self) -> None:
+        self._header_timer = None
+        if not self._messages:
+            log.info("closing a connection whose request headers did not arrive in time",
+                     extra={"timeout_seconds": self._header_timeout})
+            self.force_close()
+            if self.transport is not None:
+                self.transport.close()
+
+    def handle_error(self, request: Any, status: int = 500, exc: BaseException | None = None,
+                     message: str | None = None) -> web.StreamResponse:
+        """A request aiohttp could not parse: a Kubernetes `Status` without the bytes it
+        choked on or Python's exception text, logged in one line."""
+        if isinstance(exc, LineTooLong):
+            line = exc.args[0] if exc.args else b""
+            # the URI (C parser) or the whole request line (pure-Python parser)
+            uri = isinstance(line, bytes | bytearray) and _REQUEST_TARGET.match(line)
+            code, text = ((414, "the request URI is too long") if uri else
+                          (431, "the request header fields are too large"))
+            text += f" (the limit is {MAX_HEADER_BYTES} bytes)"
+        elif isinstance(exc, HttpProcessingError) and 400 <= (exc.code or 400) < 500:
+            code, text = exc.code or 400, "the request is not valid HTTP/1.1"
+        else:  # a fault of the server, not of the request: the log gets the traceback
+            log.error("internal error serving a request", exc_info=exc)
+            code, text = 500, "an internal error occurred; the apiserver log has the details"
+        if code != 500:
+            log.info("refused a malformed HTTP request",
+                     extra={"code": code, "error": type(exc).__name__})
+        reason = {400: "BadRequest", 500: "InternalError"}.get(code, "")
+        body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                "status": "Failure", "message": text}
+        if reason:
+            body["reason"] = reason
+        body["code"] = code
+        response = web.Response(status=code, body=encode_json(body),
+                                headers={"Content-Type": "application/json",
+                                         "Cache-Control": "no-cache, private"})
+        response.force_close()
+        return response
 
 
 def encode_json(body: Any) -> bytes:

@@ -9,14 +9,13 @@ front, so both see one set of rules.
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import logging
 import threading
 from collections.abc import AsyncIterator
 from typing import Any
-
-import yaml
 
 from skiff.api import ApiError, Reason, tables
 from skiff.api.errors import FieldError as ApiFieldError
@@ -27,6 +26,7 @@ from skiff.api.validation import revision_problem
 from skiff.apiserver import (
     apimetrics,
     collection,
+    decoding,
     healthz,
     metricsapi,
     openapi,
@@ -176,13 +176,22 @@ class KubeApi:
 
     async def _handle(self, req: Request) -> Response:
         try:
+            if len(req.body) > decoding.LARGE_BODY:  # decoding must not stall the loop
+                await asyncio.to_thread(_decode_ahead, req)
             return await self._route(req)
         except ApiError as err:
             return _status(err)
-        except (ValueError, KeyError, TypeError, OverflowError):
-            # A body or parameter of an unexpected shape that no validation rule named: say
-            # so without Python's exception text (the log has the traceback).
-            log.exception("malformed request", extra={"method": req.method, "path": req.path})
+        except RecursionError:
+            log.warning("refused an object nested too deeply to process",
+                        extra={"method": req.method, "path": req.path})
+            return _status(ApiError.bad_request(decoding.TOO_DEEP))
+        except (ValueError, KeyError, TypeError, OverflowError, AttributeError) as err:
+            # A body or parameter of an unexpected shape that no validation rule named: a
+            # client error, so one log line (where it failed), no traceback, and no Python
+            # exception text to the client.
+            log.warning("refused a malformed request", extra={
+                "method": req.method, "path": req.path, "error": type(err).__name__,
+                "at": _where(err)})
             return _status(ApiError.bad_request(
                 f"{req.method} {req.path}: the request has a field of the wrong type or out "
                 "of range; check the object against `kubectl explain`"))
@@ -276,6 +285,9 @@ class KubeApi:
         if info is None:
             raise ApiError(Reason.NOT_FOUND, f"the server could not find the requested "
                                              f"resource ({rest[0]} in {gv})")
+        if len(rest) > 3:  # no served path goes deeper than <resource>/<name>/<sub>
+            raise ApiError(Reason.NOT_FOUND, "the server could not find the requested "
+                                             "resource")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
         if self.guard is not None:  # 403 before the registry (SPEC AU3)
@@ -304,7 +316,7 @@ class KubeApi:
                 if q.get("watch") in ("true", "1"):
                     return self._watch(req, info, namespace)
             if method == "DELETE" and info.kind != "Namespace":  # as in Kubernetes
-                options = _body(req) if req.body else {}
+                options = _delete_options(req)
                 grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
                 deleted = await collection.delete_collection(
                     r, info.resource, namespace,
@@ -315,13 +327,15 @@ class KubeApi:
                     dry_run=_dry_run(q, options))
                 return Response(200, deleted)
             if method == "GET":
+                _resource_version(q)
                 listed = await r.list(info.resource, namespace,
                                       label_selector=q.get("labelSelector", ""),
                                       field_selector=q.get("fieldSelector", ""),
                                       **list_options(q))
                 return Response(200, self._maybe_table(req, info, listed["items"], listed))
             if method == "POST":
-                body = field_managers.record_update(info.kind, None, _body(req),
+                body = field_managers.record_update(info.kind, None,
+                                                    _body(req, kind=info.kind),
                                                     manager=_manager(req))
                 result = await r.create(info.resource, namespace, body,
                                         field_validation=q.get("fieldValidation", "Warn"),
@@ -333,7 +347,7 @@ class KubeApi:
             return await self._log(namespace or "default", name, q)
         if sub in ("binding", "eviction") and info.kind == "Pod" and method == "POST":
             if sub == "binding":
-                await r.bind(namespace, name, _body(req))
+                await r.bind(namespace, name, decoding.binding(_body(req, kind="Binding")))
                 return Response(201, {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                       "status": "Success", "code": 201})
             evicted = await r.evict(namespace, name, _body(req))
@@ -343,16 +357,19 @@ class KubeApi:
                             if evicted["deleted"] else evicted["object"])
         if sub == "token" and info.kind == "ServiceAccount" and method == "POST":
             return Response(201, await create_token(self.registry, self.tokens,
-                                                    namespace or "default", name, _body(req)))
+                                                    namespace or "default", name,
+                                                    decoding.token_request(_body(
+                                                        req, kind="TokenRequest"))))
         if sub == "scale" and "scale" in _SUBRESOURCES.get(info.kind, ()):
             return await self._scale(req, info, namespace or "default", name)
         if not object_subresource(info.kind, sub):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         if method == "GET":
+            _resource_version(q)
             obj = await r.get(info.resource, namespace, name)
             return Response(200, self._maybe_table(req, info, [obj], obj))
         if method == "PUT":
-            body = _body(req)
+            body = _body(req, kind=info.kind)
             if sub == "":
                 old = await r.get(info.resource, namespace, name)
                 body = field_managers.record_update(info.kind, old, body,
@@ -365,7 +382,7 @@ class KubeApi:
         if method == "PATCH":
             return await self._patch(req, r, info, namespace, name, sub)
         if method == "DELETE":
-            options = _body(req) if req.body else {}
+            options = _delete_options(req)
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
             deleted = await r.delete(info.resource, namespace, name,
                                      grace_period_seconds=None if grace in (None, "")
@@ -536,7 +553,7 @@ class KubeApi:
             _include_object(q)  # a bad one is a Status, before the stream starts
         rv = q.get("resourceVersion", "")
         if rv not in ("", "0"):  # answer a bad one with a Status, before the stream starts
-            problem = revision_problem(_int_param("resourceVersion", rv))
+            problem = revision_problem(_resource_version(q))
             if problem:
                 raise ApiError.bad_request(f"resourceVersion: Invalid value: {rv}: {problem}")
 
@@ -644,39 +661,74 @@ def _orphan_dependents(options: Obj, q: dict[str, str]) -> bool | None:
 
 
 def _int_param(name: str, value: Any) -> int:
+    """An integer query parameter (or DeleteOptions field), 400 as kube-apiserver words a
+    value Go's strconv cannot parse."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        raise ApiError.bad_request(f"{name}: must be an integer")
+        raise decoding.wrong_type("DeleteOptions", f"DeleteOptions.{name}", value, "int64")
     try:
         return int(value)
     except ValueError:
-        raise ApiError.bad_request(f"{name}: {value!r} is not an integer") from None
+        raise ApiError.bad_request(f'{name}: strconv.ParseInt: parsing "{value}": invalid '
+                                   "syntax") from None
 
 
-def _body(req: Request) -> Obj:
+def _resource_version(q: dict[str, str]) -> int:
+    """`?resourceVersion=` of a get, list or watch: etcd revisions are unsigned integers;
+    anything else is a 400 naming the value (Go's strconv.ParseUint words)."""
+    rv = q.get("resourceVersion", "")
+    if rv in ("", "0"):
+        return 0
+    if not rv.isascii() or not rv.isdigit():
+        raise ApiError.bad_request(f'resourceVersion: Invalid value: "{rv}": '
+                                   f'strconv.ParseUint: parsing "{rv}": invalid syntax')
+    if int(rv) >= 1 << 64:
+        raise ApiError.bad_request(f'resourceVersion: Invalid value: "{rv}": '
+                                   f'strconv.ParseUint: parsing "{rv}": value out of range')
+    return int(rv)
+
+
+def _where(err: BaseException) -> str:
+    """file:line where an exception was raised (for a one-line log entry)."""
+    tb = err.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else ""
+
+
+def _decode_ahead(req: Request) -> None:
+    """Decode a large JSON/YAML body (run in a thread): `_body` then reads the result."""
+    kind = req.header("content-type")
+    if kind.split(";")[0].strip() in ("application/vnd.kubernetes.protobuf",
+                                      patches.JSON_PATCH):
+        return
+    try:
+        req.decoded = (decoding.decode_body(req.body, kind), None)
+    except ApiError as err:
+        req.decoded = (None, err)
+
+
+def _body(req: Request, *, kind: str = "") -> Obj:
+    """The request body as an object; `kind` (what it should be) words decode errors as
+    kube-apiserver does."""
     if not req.body:
         raise ApiError.bad_request("request body: required (a Kubernetes object)")
-    kind = req.header("content-type")
-    if kind.split(";")[0].strip() == "application/vnd.kubernetes.protobuf":
+    content_type = req.header("content-type")
+    if content_type.split(";")[0].strip() == "application/vnd.kubernetes.protobuf":
         return protobuf.decode(req.body)
-    if "yaml" in kind:
-        try:
-            body = yaml.safe_load(req.body)
-        except yaml.YAMLError as err:
-            mark = getattr(err, "problem_mark", None)
-            where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-            raise ApiError.bad_request(f"request body is not valid YAML{where}") from None
+    if req.decoded is not None:
+        body, error = req.decoded
+        if error is not None:
+            raise error
     else:
-        try:
-            body = json.loads(req.body)
-        except json.JSONDecodeError as err:
-            raise ApiError.bad_request(f"request body is not valid JSON (line {err.lineno}, "
-                                       f"column {err.colno}: {err.msg.lower()})") from None
-        except ValueError:  # not UTF-8
-            raise ApiError.bad_request("request body is not valid JSON (not UTF-8 text); "
-                                       f"send {kind or 'application/json'} as UTF-8") from None
+        body = decoding.decode_body(req.body, content_type, kind=kind)
     if not isinstance(body, dict):
         raise ApiError.bad_request("request body must be a JSON object")
     return body
+
+
+def _delete_options(req: Request) -> Obj:
+    """The DeleteOptions body of a DELETE (none: {}), each field of its JSON type."""
+    return decoding.delete_options(_body(req, kind="DeleteOptions")) if req.body else {}
 
 
 def _refuse_unknown_patched_fields(patched: Obj) -> None:

@@ -18,7 +18,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS
-from skiff.apiserver import collection, managers, openapi
+from skiff.apiserver import collection, decoding, managers, openapi
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
@@ -73,6 +73,7 @@ def _object(req: Obj) -> Obj:
     obj = req.get("object")
     if not isinstance(obj, dict):
         raise ApiError.bad_request("object: required, and must be a map (a Kubernetes object)")
+    decoding.reject_binary(obj)  # only what the object's JSON form can hold
     return obj
 
 
@@ -147,7 +148,8 @@ class ApiService:
                                           orphan_dependents=opts.get("orphanDependents"))
 
     async def Bind(self, req: Obj) -> Obj:
-        obj = await self.registry.bind(req.get("namespace"), _str(req, "name"), _object(req))
+        obj = await self.registry.bind(req.get("namespace"), _str(req, "name"),
+                                       decoding.binding(_object(req)))
         return {"object": obj}
 
     async def Evict(self, req: Obj) -> Obj:
@@ -161,7 +163,8 @@ class ApiService:
     async def CreateToken(self, req: Obj) -> Obj:
         """`serviceaccounts/<name>/token` (TokenRequest), for the kubelet (SPEC AX3)."""
         token = await create_token(self.registry, self.tokens, _str(req, "namespace"),
-                                   _str(req, "name"), req.get("object") or {})
+                                   _str(req, "name"),
+                                   decoding.token_request(req.get("object") or {}))
         return {"object": token}
 
     async def PodMetrics(self, req: Obj) -> Obj:
@@ -241,6 +244,10 @@ def _unary(method: str, fn: Handler, guard: RequestGuard | None) -> grpc.RpcMeth
             return encode(await fn(req))
         except ApiError as err:
             await _abort(context, err)
+        except RecursionError:  # a client's object nested past what Python can walk
+            log.warning("refused an object nested too deeply to process",
+                        extra={"method": method})
+            await _abort(context, ApiError.bad_request(decoding.TOO_DEEP))
         except Exception as err:  # never a stack trace to the user
             await _abort(context, _internal(method, err))
         raise AssertionError("unreachable")  # abort raises
