@@ -3,6 +3,7 @@ etcd + apiserver through the HTTP front (defects 2, 3, 4 and 5)."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import urllib.error
@@ -14,7 +15,9 @@ import pytest
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
+from skiff.cli import resources
 from skiff.cli.processes import free_port
+from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 
 pytestmark = pytest.mark.integration
@@ -26,14 +29,19 @@ WRAPPED = "\n".join(base64.b64encode(PEM).decode()[i:i + 64]
 
 
 @pytest.fixture(scope="module")
-def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, str]]:
     port = free_port()
-    cluster = Cluster(tmp_path_factory.mktemp("client-defects"),
+    started = Cluster(tmp_path_factory.mktemp("client-defects"),
                       apiserver_args=["--http-port", str(port)]).start()
     try:
-        yield f"http://127.0.0.1:{port}"
+        yield started, f"http://127.0.0.1:{port}"
     finally:
-        cluster.stop()
+        started.stop()
+
+
+@pytest.fixture(scope="module")
+def front(cluster: tuple[Cluster, str]) -> str:
+    return cluster[1]
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +156,38 @@ def test_defect5_a_job_has_an_empty_status_from_the_first_write(front: str) -> N
             {"name": "main", "image": "busybox", "command": ["true"]}]}}}})
     assert status == 201, made
     assert made["status"] == {}
+
+
+async def test_defect7_skiff_label_never_fails_on_a_concurrent_status_write(
+        cluster: tuple[Cluster, str]) -> None:
+    """A kubelet's heartbeat between `skiff label`'s read and its write made it a 409;
+    kubectl's patch never conflicts, and neither does the CLI now."""
+    async with ApiClient(cluster[0].api_target) as api:
+        await api.create({"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": "racy"}, "status": {}})
+        stop = asyncio.Event()
+
+        async def heartbeat() -> int:
+            beats = 0
+            while not stop.is_set():
+                node = await api.get("nodes", "racy")
+                node["status"]["conditions"] = [{"type": "Ready", "status": "True",
+                                                 "reason": f"beat-{beats}"}]
+                del node["metadata"]["resourceVersion"]  # as the kubelet's status patch
+                await api.update_status(node)
+                beats += 1
+                await asyncio.sleep(0.02)  # a heartbeat far faster than a kubelet's
+            return beats
+
+        beating = asyncio.create_task(heartbeat())
+        printed: list[str] = []
+        try:
+            for i in range(15):
+                await resources.label(api, "node", "racy", [f"k=v{i}"], namespace=None,
+                                      overwrite=True, out=printed.append)
+        finally:
+            stop.set()
+            beats = await beating
+        assert printed == ["node/racy labeled"] * 15
+        assert beats > 0  # the status writes ran while the labels were made
+        assert (await api.get("nodes", "racy"))["metadata"]["labels"]["k"] == "v14"
