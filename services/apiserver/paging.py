@@ -47,9 +47,11 @@ def decode_continue(token: str) -> Continue:
 
 
 def expired(revision: int) -> ApiError:
+    """A continue token whose list revision (`revision`) etcd has compacted: Kubernetes'
+    410 Expired."""
     return ApiError.gone(
-        f"the continue token is too old: revision {revision} of its list has been "
-        "compacted; start a new list without the continue parameter")
+        "The provided continue parameter is too old to display a consistent list result. "
+        "You can start a new list without the continue parameter.")
 
 
 def list_options(query: Mapping[str, str]) -> dict[str, Any]:

@@ -91,6 +91,8 @@ async def test_au10_compaction_keeps_etcd_bounded_under_a_write_loop(tmp_path: P
                 aetcd.Client(port=cluster.etcd_port) as etcd:
             cm = await api.create(_configmap("big", 512 * 1024))
             first = int(cm["metadata"]["resourceVersion"])
+            await api.create(_configmap("small", 10))
+            token = (await api.list("configmaps", "default", limit=1))["metadata"]["continue"]
             # An `edit` user's loop of large updates, 6.25 MiB/s: twice the quota in ~10 s.
             # Every write must succeed (etcd never reaches NOSPACE).
             loop = asyncio.get_running_loop()
@@ -124,6 +126,11 @@ async def test_au10_compaction_keeps_etcd_bounded_under_a_write_loop(tmp_path: P
                                "The resourceVersion for the provided get is too old.")
             await _expect_gone(api.list("configmaps", "default", revision=first),
                                "The resourceVersion for the provided list is too old.")
+            await _expect_gone(api.list("configmaps", "default", limit=1,
+                                        continue_token=token),
+                               "The provided continue parameter is too old to display a "
+                               "consistent list result. You can start a new list without "
+                               "the continue parameter.")
 
             async def watch_from_first() -> None:
                 async for _ in api.watch("configmaps", "default",
