@@ -1,0 +1,95 @@
+"""SPEC AU10 (issue 31, finding 14): over HTTPS, a client that opens a connection and sends
+its request headers slowly, or not at all, is disconnected after the header timeout
+(kube-apiserver's ReadHeaderTimeout, 32 s; `--http-read-header-timeout`, compressed here),
+while a client that sends its request in time is served on the same port."""
+
+from __future__ import annotations
+
+import socket
+import ssl
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from skiff.cli.processes import (
+    etcd_process,
+    free_port,
+    service_process,
+    wait_etcd_healthy,
+    wait_grpc_healthy,
+)
+from skiff.pki import ensure_pki
+from tests.integration.auth.conftest import NODES, SecureCluster, etcd_tls_files
+
+pytestmark = pytest.mark.integration
+
+HEADER_TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
+    root = tmp_path_factory.mktemp("au10-https")
+    pki = ensure_pki(root / "pki", nodes=NODES)
+    etcd_port, peer_port, api_port, http_port = (free_port() for _ in range(4))
+    tls = etcd_tls_files(pki)
+    etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port, tls=tls)
+    apiserver = service_process("apiserver", "skiff.apiserver", [
+        "--etcd-servers", f"https://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
+        "--http-port", str(http_port), "--etcd-retry-seconds", "2",
+        "--http-read-header-timeout", f"{HEADER_TIMEOUT}s",
+        *pki.apiserver_tls_args(), *pki.etcd_tls_args(),
+        "--disable-admission-plugins", "ServiceAccount",
+    ], log_dir=root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
+    try:
+        etcd.start()
+        wait_etcd_healthy(etcd, etcd_port, tls=tls)
+        apiserver.start()
+        secure = SecureCluster(root, pki, etcd, apiserver, etcd_port, api_port, http_port)
+        wait_grpc_healthy(apiserver, secure.api_target,
+                          credentials=secure.credentials(pki.admin))
+        yield secure
+    finally:
+        apiserver.stop()
+        etcd.stop()
+
+
+def _connect(cluster: SecureCluster) -> ssl.SSLSocket:
+    context = ssl.create_default_context(cafile=str(cluster.pki.ca))
+    context.load_cert_chain(str(cluster.pki.admin.cert), str(cluster.pki.admin.key))
+    raw = socket.create_connection(("127.0.0.1", cluster.http_port), timeout=10)
+    return context.wrap_socket(raw, server_hostname="127.0.0.1")
+
+
+def _seconds_until_closed(sock: ssl.SSLSocket, limit: float) -> tuple[bytes, float]:
+    started, data = time.monotonic(), b""
+    sock.settimeout(limit)
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except TimeoutError:
+        return data, float("inf")
+    except (ConnectionResetError, ssl.SSLError):
+        pass  # closed without a TLS close_notify: closed all the same
+    return data, time.monotonic() - started
+
+
+def test_au10_https_slow_header_client_is_disconnected_after_the_header_timeout(
+        cluster: SecureCluster) -> None:
+    with _connect(cluster) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n")  # never ends
+        data, seconds = _seconds_until_closed(sock, 10 * HEADER_TIMEOUT)
+    assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
+
+
+def test_au10_https_silent_client_is_disconnected_after_the_header_timeout(
+        cluster: SecureCluster) -> None:
+    with _connect(cluster) as sock:  # TLS done, then nothing
+        data, seconds = _seconds_until_closed(sock, 10 * HEADER_TIMEOUT)
+    assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
+
+
+def test_au10_https_request_sent_in_time_is_served(cluster: SecureCluster) -> None:
+    with _connect(cluster) as sock:
+        sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert sock.recv(65536).startswith(b"HTTP/1.1 200")
