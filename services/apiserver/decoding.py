@@ -260,3 +260,36 @@ def token_request(body: Any) -> Obj:
         raise wrong_type("TokenRequest", "TokenRequestSpec.spec.audiences", audiences,
                          "[]string")
     return body
+
+
+_META_STRINGS = ("name", "generateName", "namespace", "resourceVersion", "uid")
+
+
+def object_meta(obj: Obj, kind: str) -> Obj:
+    """An object whose `metadata` has the JSON types ObjectMeta's Go struct takes: a map,
+    string names and versions, string-to-string labels and annotations (400 otherwise, as
+    kube-apiserver's decoder answers, before any validation reads them)."""
+    api_version = obj.get("apiVersion")
+    version = api_version.rpartition("/")[2] if isinstance(api_version, str) else "v1"
+    meta = obj.get("metadata")
+    if meta is None:
+        return obj
+    if not isinstance(meta, dict):
+        raise wrong_type(kind, f"{kind}.metadata", meta, "v1.ObjectMeta", version=version)
+    for key in _META_STRINGS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, str):
+            raise wrong_type(kind, f"ObjectMeta.metadata.{key}", value,
+                             "types.UID" if key == "uid" else "string", version=version)
+    for key in ("labels", "annotations"):
+        value = meta.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, dict):
+            raise wrong_type(kind, f"ObjectMeta.metadata.{key}", value, "map[string]string",
+                             version=version)
+        for item in value.values():
+            if not isinstance(item, str):
+                raise wrong_type(kind, f"ObjectMeta.metadata.{key}", item, "string",
+                                 version=version)
+    return obj

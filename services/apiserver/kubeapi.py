@@ -723,7 +723,7 @@ def _body(req: Request, *, kind: str = "") -> Obj:
         body = decoding.decode_body(req.body, content_type, kind=kind)
     if not isinstance(body, dict):
         raise ApiError.bad_request("request body must be a JSON object")
-    return body
+    return decoding.object_meta(body, kind) if kind else body
 
 
 def _delete_options(req: Request) -> Obj:

@@ -74,7 +74,8 @@ def _object(req: Obj) -> Obj:
     if not isinstance(obj, dict):
         raise ApiError.bad_request("object: required, and must be a map (a Kubernetes object)")
     decoding.reject_binary(obj)  # only what the object's JSON form can hold
-    return obj
+    kind = obj.get("kind")
+    return decoding.object_meta(obj, kind if isinstance(kind, str) and kind else "Object")
 
 
 def _field_validation(options: Obj) -> str:

@@ -347,3 +347,29 @@ def test_au10_path_below_a_subresource_is_404(front: tuple[Cluster, int]) -> Non
     status = status_of(answer)
     assert (code, status["reason"]) == (404, "NotFound"), status
     assert status["message"] == "the server could not find the requested resource"
+
+
+@pytest.mark.parametrize(("metadata", "message"), [
+    ("x", 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot '
+          "unmarshal string into Go struct field ConfigMap.metadata of type v1.ObjectMeta"),
+    ({"name": ["e"]}, 'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: '
+                      "cannot unmarshal array into Go struct field ObjectMeta.metadata.name "
+                      "of type string"),
+    ({"name": "l", "labels": {"a": 1}},
+     'ConfigMap in version "v1" cannot be handled as a ConfigMap: json: cannot unmarshal '
+     "number into Go struct field ObjectMeta.metadata.labels of type string"),
+], ids=["metadata-string", "name-list", "label-number"])
+async def test_au10_metadata_of_the_wrong_json_type_is_400_on_both_fronts(
+        front: tuple[Cluster, int], api: ApiClient, metadata: Any, message: str) -> None:
+    cluster, port = front
+    obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata}
+    with LogWatch(cluster) as watch:
+        code, answer, _ = request(port, "POST", "/api/v1/namespaces/default/configmaps",
+                                  json.dumps(obj).encode())
+        with pytest.raises(ApiError) as caught:
+            await api.call("Create", {"resource": "configmaps", "namespace": "default",
+                                      "object": obj}, retry=False)
+    status = status_of(answer)
+    assert (code, status["reason"], status["message"]) == (400, "BadRequest", message)
+    assert (caught.value.code, caught.value.message) == (400, message)
+    watch.assert_no_traceback()
