@@ -72,13 +72,21 @@ up() {
   docker build --quiet --build-arg "BASE_IMAGE=${base:-python:3.11-slim}" -t "$SKIFF_IMAGE" \
     "$here" >/dev/null
   compose up -d --no-build
-  local label="label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" waiting
+  local label="label=com.docker.compose.project=$COMPOSE_PROJECT_NAME" waiting states failed
   local deadline=$((SECONDS + 180))
   while true; do
-    # One `docker inspect` of every container of the project: name and health (or state).
+    # One `docker inspect` of every container of the project: name, health (or state) and
+    # exit code. A one-shot service (the `pki` one) is done once it exited 0, as compose's
+    # `service_completed_successfully` has it; one that exited non-zero fails the start now.
     # shellcheck disable=SC2046  # one argument per container id
-    waiting=$(docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}}' \
-      $(docker ps -aq --filter "$label") | awk '$2 != "healthy" {printf " %s(%s)", substr($1, 2), $2}')
+    states=$(docker inspect -f '{{.Name}} {{if .State.Health}}{{.State.Health.Status}}{{else}}{{.State.Status}}{{end}} {{.State.ExitCode}}' \
+      $(docker ps -aq --filter "$label"))
+    failed=$(awk '$2 == "exited" && $3 != 0 {print substr($1, 2)}' <<<"$states")
+    if [ -n "$failed" ]; then
+      for name in $failed; do docker logs --tail 40 "$name" >&2 || true; done
+      die "failed to start:" $failed "(exited non-zero; its log is above)"
+    fi
+    waiting=$(awk '$2 != "healthy" && !($2 == "exited" && $3 == 0) {printf " %s(%s)", substr($1, 2), $2}' <<<"$states")
     if [ -z "$waiting" ]; then
       local pki=$SKIFF_PKI_DIR
       say "cluster up (TLS); export DOCKER_HOST=$DOCKER_HOST"
