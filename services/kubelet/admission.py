@@ -6,7 +6,8 @@ In Kubernetes' order, the first check that refuses decides:
 - node pressure (the eviction manager's admit handler): under MemoryPressure alone only
   BestEffort pods are refused, unless they tolerate the `node.kubernetes.io/memory-pressure`
   NoSchedule taint; critical pods are always admitted. Reason `Evicted`, message
-  "The node had condition: [MemoryPressure]. ".
+  "The node had condition: [MemoryPressure]. "; under DiskPressure every pod but the
+  critical ones is refused ("The node had condition: [DiskPressure]. ").
 - resources (the predicate admit handler's NodeResourcesFit): pod count, then cpu, memory
   and the extended resources the node advertises, against allocatable minus what the
   already admitted, non-terminal pods request. Reason `OutOfpods` / `OutOfcpu` / ...,
@@ -50,6 +51,7 @@ class Admission:
 
     allocatable: Mapping[str, str]
     memory_pressure: Callable[[], bool]
+    disk_pressure: Callable[[], bool] = lambda: False
 
     def admit(self, pod: Obj, admitted: Iterable[Obj]) -> Rejection | None:
         """None to admit `pod`, else why not; `admitted`: the node's admitted pods that
@@ -58,6 +60,9 @@ class Admission:
         return rejection or self._fit(pod, list(admitted))
 
     def _pressure(self, pod: Obj) -> Rejection | None:
+        if self.disk_pressure():  # any pressure but memory refuses every non-critical pod
+            conditions = ["MemoryPressure"] * self.memory_pressure() + ["DiskPressure"]
+            return Rejection("Evicted", f"The node had condition: [{' '.join(conditions)}]. ")
         if not self.memory_pressure():
             return None
         tolerations = (pod.get("spec") or {}).get("tolerations") or []

@@ -31,7 +31,7 @@ from skiff.kubelet.cgroups import (
 from skiff.kubelet.dnsconfig import ResolvConf, parse_resolv_conf
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
-from skiff.kubelet.logs import LogService
+from skiff.kubelet.logs import LogRotation, LogService, running_logs
 from skiff.kubelet.metrics import ResourceMetrics, running_containers
 from skiff.kubelet.node import NodeAgent, heartbeat_client
 from skiff.kubelet.pod_worker import PodEnvironment
@@ -148,9 +148,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 soft_grace_periods=parse_grace_periods(settings.eviction_soft_grace_period),
                 max_pod_grace_period=settings.eviction_max_pod_grace_period,
                 pressure_transition_period=settings.eviction_pressure_transition_period,
-                interval=settings.eviction_monitoring_interval, clock=REAL_CLOCK)
+                interval=settings.eviction_monitoring_interval, clock=REAL_CLOCK,
+                nodefs=env.root_dir if settings.runtime == "process" else None)
             kubelet.admission = Admission(allocatable=capacity,
-                                          memory_pressure=eviction.under_pressure)
+                                          memory_pressure=eviction.under_pressure,
+                                          disk_pressure=eviction.under_disk_pressure)
             agent = NodeAgent(
                 api=api, heartbeat=heartbeat, clock=REAL_CLOCK, node_name=name,
                 labels=parse_labels(settings.node_labels),
@@ -223,6 +225,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                                                      name="resource-metrics"))
                 tasks += [asyncio.create_task(e.run(), name=f"eviction:{e.kubelet.node_name}")
                           for e in evictions]
+                rotation = LogRotation(max_size=bytes_(settings.container_log_max_size),
+                                       max_files=settings.container_log_max_files,
+                                       interval=settings.container_log_monitor_interval)
+                rotation.listers = [functools.partial(running_logs, k) for k in kubelets]
+                tasks.append(asyncio.create_task(rotation.run(), name="container-logs"))
             if (settings.runtime == "process" and settings.service_proxy
                     and sandbox_supported(settings.sandbox)):
                 # AX7: cluster IPs and the cluster DNS, served in the pod network namespace

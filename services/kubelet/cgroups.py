@@ -51,7 +51,7 @@ Obj = dict[str, Any]
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
 PARENT = "skiff"
 # The controllers Skiff sets or reads (v1 hierarchies; v2 enables them for its subtree).
-V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "pids")
+V1_CONTROLLERS = ("memory", "cpu", "cpuacct", "pids", "freezer")
 V2_CONTROLLERS = ("memory", "cpu", "pids")
 CFS_PERIOD_US = 100_000  # Kubernetes' default cpuCFSQuotaPeriod
 MIN_QUOTA_US = 1_000  # kernel minimum; Kubernetes' MinQuotaPeriod
@@ -271,6 +271,40 @@ class ContainerCgroup:
 
     def usage(self) -> Usage | None:
         return _usage(self.version, self.dirs)
+
+    def freeze(self, *, timeout: float = 1.0) -> bool:
+        """Stop every process of the container where it stands (the freezer: `cgroup.freeze`
+        on v2, `freezer.state` on v1), e.g. while its log file is rotated. True once they
+        all are; False (and thawed) if they were not within `timeout` or cannot be."""
+        if self.version == 2:
+            control, done = self.dirs["unified"] / "cgroup.freeze", "1"
+        elif "freezer" in self.dirs:
+            control, done = self.dirs["freezer"] / "freezer.state", "FROZEN"
+        else:
+            return False
+        try:
+            _write(control, "1" if self.version == 2 else "FROZEN")
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self.version == 2:
+                    state = str(_keyed(_read(self.dirs["unified"] / "cgroup.events"))
+                                .get("frozen", 0))
+                else:
+                    state = _read(control).strip()
+                if state == done:
+                    return True
+                time.sleep(0.001)
+        except OSError:
+            pass
+        self.thaw()
+        return False
+
+    def thaw(self) -> None:
+        with contextlib.suppress(OSError):
+            if self.version == 2:
+                _write(self.dirs["unified"] / "cgroup.freeze", "0")
+            elif "freezer" in self.dirs:
+                _write(self.dirs["freezer"] / "freezer.state", "THAWED")
 
 
 def _usage(version: int, dirs: dict[str, Path]) -> Usage | None:

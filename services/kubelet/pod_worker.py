@@ -16,6 +16,8 @@ import contextlib
 import copy
 import dataclasses
 import logging
+import os
+import shutil
 import signal as signals
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -998,8 +1000,18 @@ class PodWorker:
         await self._remove_sandbox()
         if self.env.cgroups is not None:
             await asyncio.to_thread(self.env.cgroups.remove_pod, self.uid)
+        await asyncio.to_thread(self._tear_down_empty_dirs)
         await self._terminal_until_removed()
         self.dir.remove()
+
+    def _tear_down_empty_dirs(self) -> None:
+        """AU10: as the kubelet tears down a terminated pod's volumes, its emptyDir data
+        goes (what a DiskPressure eviction reclaims); its logs stay for `kubectl logs`."""
+        for volume in self.pod["spec"].get("volumes") or []:
+            if "emptyDir" in volume:
+                path = self.dir.volume_path(str(volume.get("name", "")))
+                if not os.path.ismount(path):
+                    shutil.rmtree(path, ignore_errors=True)
 
     async def _reject(self, rejection: Rejection) -> None:
         """Kubernetes' rejectPod: a Warning Event and the Failed phase; no process, no

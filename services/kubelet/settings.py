@@ -91,8 +91,19 @@ class KubeletSettings:
     sync_frequency: float = duration(60.0, help="resync of every pod worker")
     container_restart_backoff_base: float = duration(10.0, help="LC3 first restart delay")
     container_restart_backoff_max: float = duration(300.0, help="LC3 restart delay cap")
-    eviction_hard: str = setting("memory.available<100Mi",
-                                 help="hard eviction thresholds, signal<quantity|%,...")
+    container_log_max_size: str = setting(
+        "10Mi", help="a running container's log file is rotated once it is larger than this "
+                     "(Kubernetes' containerLogMaxSize)")
+    container_log_max_files: int = setting(
+        5, help="log files kept per container, the current one included; rotated ones but "
+                "the newest are gzipped (Kubernetes' containerLogMaxFiles, at least 2)")
+    container_log_monitor_interval: float = duration(
+        10.0, help="how often container logs are checked for rotation "
+                   "(Kubernetes' containerLogMonitorInterval)")
+    eviction_hard: str = setting(
+        "memory.available<100Mi,nodefs.available<10%,nodefs.inodesFree<5%",
+        help="hard eviction thresholds, signal<quantity|%,... (Kubernetes' defaults without "
+             "imagefs: there are no images, imagefs.* thresholds are measured on nodefs)")
     eviction_soft: str = setting("", help="soft eviction thresholds")
     eviction_soft_grace_period: str = setting("", help="signal=duration,...")
     eviction_max_pod_grace_period: int = setting(
@@ -212,6 +223,15 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
     parse_labels(settings.node_annotations, flag="--node-annotations")
     parse_taints(settings.register_with_taints)
     parse_grace_periods(settings.eviction_soft_grace_period)
+    try:
+        if bytes_(settings.container_log_max_size) <= 0:
+            raise ValueError("must be positive")
+    except ValueError as err:
+        raise SettingsError(f"--container-log-max-size: {settings.container_log_max_size!r}: "
+                            f"{err}") from None
+    if settings.container_log_max_files < 2:
+        raise SettingsError("--container-log-max-files: must be at least 2 (the current file "
+                            "and one rotated), as Kubernetes requires")
     if settings.runtime not in ("process", "fake"):
         raise SettingsError(f"--runtime: {settings.runtime!r} is not process or fake")
     if settings.hollow_nodes and settings.runtime != "fake":
