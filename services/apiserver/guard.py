@@ -24,6 +24,14 @@ from skiff.api import ApiError
 from skiff.api.kinds import lookup
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, current_user
 from skiff.apiserver.impersonation import impersonate
+from skiff.apiserver.scope import (
+    COLLECTION_VERBS,
+    authorized_namespace,
+    past_revision,
+    request_namespace,
+    selected_name,
+    text_field,
+)
 from skiff.auth import Attributes, UserInfo, unauthorized
 
 Obj = dict[str, Any]
@@ -39,13 +47,27 @@ _GRPC_VERBS: dict[str, tuple[str, str]] = {
     "Delete": ("delete", ""),
     "Bind": ("create", "binding"),
     "Evict": ("create", "eviction"),
-    "History": ("get", ""),
+    # an object's past versions: what a list at each of those revisions would show
+    "History": ("list", ""),
     "CreateToken": ("create", "token"),  # serviceaccounts/token (TokenRequest)
     "PodMetrics": ("list", ""),  # pods.metrics.k8s.io, as the HPA controller reads them
 }
 _GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts",
                   "PodMetrics": "pods"}
 _GRPC_GROUP = {"PodMetrics": "metrics.k8s.io"}
+# Methods that read a collection: without a namespace they read every namespace (AU5).
+_GRPC_COLLECTIONS = frozenset({"List", "Watch", "PodMetrics"})
+
+_text = text_field
+
+
+def _metadata(req: Obj) -> Obj:
+    """The metadata of the request's object, or {} when it has none (the registry answers
+    a malformed object with its 400)."""
+    obj = req.get("object")
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta if isinstance(meta, dict) else {}
+
 
 _HTTP_VERBS = {"POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 # Paths any authenticated user may read (Kubernetes' system:discovery and
@@ -100,24 +122,33 @@ class RequestGuard:
         if verb_sub is None:
             return  # Discovery: any authenticated user
         verb, sub = verb_sub
-        resource = _GRPC_RESOURCE.get(method) or str(req.get("resource") or "")
+        resource = _GRPC_RESOURCE.get(method) or _text(req, "resource")
         try:
             info = lookup(resource)
         except ApiError:
             return  # the registry answers NotFound for an unknown resource
-        obj = req.get("object")
-        obj = obj if isinstance(obj, dict) else {}
-        meta = obj.get("metadata")
-        meta = meta if isinstance(meta, dict) else {}
-        namespace = ""
-        if info.namespaced:
-            namespace = str(req.get("namespace") or meta.get("namespace") or "default")
-        name = str(req.get("name") or "")
-        if method in ("Update", "UpdateStatus"):
-            name = str(meta.get("name") or "")
+        options = req.get("options")
+        options = options if isinstance(options, dict) else {}
+        # SPEC AU5: the scope the registry will read or write, from the same function
+        namespace = request_namespace(info, req.get("namespace"),
+                                      collection=method in _GRPC_COLLECTIONS)
+        if method in ("List", "Watch"):
+            # the name a list/watch is narrowed to (Kubernetes: fieldSelector metadata.name)
+            name = _text(req, "name") if method == "Watch" else ""
+            name = name or selected_name(_text(options, "fieldSelector"))
+        elif method in ("Update", "UpdateStatus"):
+            # the name that is written: the body's (the registry refuses a differing `name`)
+            name = _text(req, "name") or _text(_metadata(req), "name")
+        elif method == "PodMetrics":
+            name = ""
+        else:
+            name = _text(req, "name")
+        if method == "Get" and past_revision(options.get("revision")):
+            verb = "list"  # a read at a past revision is a list at that revision (item 8)
         await self.authorizer.check(Attributes(
             user=user, verb=verb, api_group=_GRPC_GROUP.get(method, info.group),
-            resource=info.resource, subresource=sub, namespace=namespace, name=name))
+            resource=info.resource, subresource=sub,
+            namespace=authorized_namespace(namespace), name=name))
 
     # -- HTTP ----------------------------------------------------------------------------
 
@@ -161,6 +192,15 @@ class RequestGuard:
             verb = _HTTP_VERBS.get(method, method.lower())
             if verb == "delete" and not name:
                 verb = "deletecollection"
+        collection = verb in COLLECTION_VERBS
+        try:
+            info = lookup(resource)
+        except ApiError:
+            scope = namespace or None
+        else:  # SPEC AU5: the scope the registry reads or writes, from the same function
+            scope = request_namespace(info, namespace, collection=collection)
+        if verb in ("list", "watch"):  # narrowed by fieldSelector=metadata.name=<name>
+            name = selected_name(query.get("fieldSelector", ""))
         await self.authorizer.check(Attributes(
             user=user, verb=verb, api_group=group, resource=resource,
-            subresource=subresource, namespace=namespace or "", name=name))
+            subresource=subresource, namespace=authorized_namespace(scope), name=name))

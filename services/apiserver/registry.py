@@ -48,6 +48,7 @@ from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.podsecurity import PodSecurityAdmission
 from skiff.apiserver.quota import QuotaAdmission
+from skiff.apiserver.scope import request_namespace
 from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
 from skiff.apiserver.storageclasses import admit_default_storage_class
@@ -173,9 +174,13 @@ class Registry:
 
     @staticmethod
     def _namespace(info: KindInfo, namespace: str | None) -> str | None:
-        if not info.namespaced:
-            return None
-        return namespace or "default"
+        """The namespace a request for one object addresses (SPEC AU5, see scope.py)."""
+        return request_namespace(info, namespace, collection=False)
+
+    def _pod_namespace(self, namespace: str | None) -> str:
+        ns = self._namespace(lookup("pods"), namespace)
+        assert ns is not None  # pods are namespaced
+        return ns
 
     async def _get_kv(self, info: KindInfo, namespace: str | None, name: str) -> KeyValue:
         if not name:
@@ -248,17 +253,20 @@ class Registry:
             meta = obj["metadata"] = {}
         if not isinstance(meta, dict):
             raise ApiError.bad_request("metadata: must be a map")
+        # SPEC AU5: what is written is what the request names (and was authorized): a
+        # body naming another namespace or object is refused with Kubernetes' messages.
         if info.namespaced:
             if meta.get("namespace") and namespace and meta["namespace"] != namespace:
                 raise ApiError.bad_request(
-                    "metadata.namespace: the namespace of the provided object does not match "
-                    "the namespace sent on the request")
+                    "the namespace of the provided object does not match the namespace sent "
+                    "on the request")
             meta["namespace"] = meta.get("namespace") or namespace or "default"
         else:
             meta.pop("namespace", None)
         if name is not None and meta.get("name") and meta["name"] != name:
             raise ApiError.bad_request(
-                "metadata.name: the name of the object does not match the name on the URL")
+                f"the name of the object ({meta['name']}) does not match the name on the URL "
+                f"({name})")
         if name is not None:
             meta["name"] = name
         return obj
@@ -267,12 +275,13 @@ class Registry:
 
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
                      field_validation: str = "Warn", dry_run: bool = False,
-                     manager: str | None = None) -> Result:
+                     manager: str | None = None, name: str | None = None) -> Result:
         """`dry_run` (AX2, `dryRun=All`): defaulting, validation and admission run; nothing
-        is stored. `manager`: record the write in managedFields under this name (AX1)."""
+        is stored. `manager`: record the write in managedFields under this name (AX1).
+        `name`: the URL's, when the create comes from an apply patch to that URL."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
-        obj = self._check_identity(info, namespace, obj)
+        obj = self._check_identity(info, namespace, obj, name)
         warnings = self._prune(obj, field_validation, info)
         meta = obj["metadata"]
         if _nonzero_revision(meta.pop("resourceVersion", None)):
@@ -472,7 +481,7 @@ class Registry:
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
-        ns = namespace if info.namespaced else None
+        ns = request_namespace(info, namespace, collection=True)  # None: every namespace
         _check_revision("revision", revision)
         if limit < 0:
             raise ApiError.bad_request(f"limit: {limit} must not be negative")
@@ -539,10 +548,13 @@ class Registry:
 
     async def update(self, resource: str, namespace: str | None, obj: Obj, *,
                      subresource: str = "", field_validation: str = "Warn",
-                     dry_run: bool = False, manager: str | None = None) -> Result:
+                     dry_run: bool = False, manager: str | None = None,
+                     name: str | None = None) -> Result:
+        """`name`: the object the request addresses (the URL's); a body naming another
+        object is a 400, never a write to that other object (SPEC AU5)."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
-        obj = self._check_identity(info, namespace, obj)
+        obj = self._check_identity(info, namespace, obj, name)
         warnings = self._prune(obj, field_validation, info)
         pruned = len(warnings)  # admission's warnings follow, replaced on each retry
         name = _name(obj)
@@ -719,7 +731,8 @@ class Registry:
     async def bind(self, namespace: str | None, name: str, binding: Obj) -> Obj:
         """pods/binding: set spec.nodeName once and PodScheduled=True (AS8)."""
         info = lookup("pods")
-        namespace = namespace or "default"
+        namespace = self._pod_namespace(namespace)
+        _check_subresource_name(binding, name, "Binding")
         target = (binding.get("target") or {}).get("name") if isinstance(binding, dict) else None
         if not target:
             raise ApiError.invalid("Binding", name, [FieldError("target.name",
@@ -781,7 +794,8 @@ class Registry:
 
     async def evict(self, namespace: str | None, name: str, eviction: Obj) -> Obj:
         """pods/eviction: a graceful delete that honours PodDisruptionBudgets (429)."""
-        namespace = namespace or "default"
+        namespace = self._pod_namespace(namespace)
+        _check_subresource_name(eviction, name, "Eviction")
         options = (eviction.get("deleteOptions") or {}) if isinstance(eviction, dict) else {}
         grace = options.get("gracePeriodSeconds")
         cur = await self._get_kv(lookup("pods"), namespace, name)
@@ -905,7 +919,7 @@ class Registry:
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
-        ns = namespace if info.namespaced else None
+        ns = request_namespace(info, namespace, collection=True)  # None: every namespace
 
         def matches(obj: Obj) -> bool:
             return labels.matches(obj.get("metadata", {}).get("labels")) and fields.matches(obj)
@@ -946,6 +960,14 @@ def _check_revision(name: str, value: int) -> None:
     problem = revision_problem(value)
     if problem:
         raise ApiError.bad_request(f"{name}: Invalid value: {value}: {problem}")
+
+
+def _check_subresource_name(body: Any, name: str, kind: str) -> None:
+    """A Binding or Eviction names the pod it is posted to (SPEC AU5): another is a 400."""
+    meta = body.get("metadata") if isinstance(body, dict) else None
+    named = meta.get("name") if isinstance(meta, dict) else None
+    if named and named != name:
+        raise ApiError.bad_request(f"name in URL does not match name in {kind} object")
 
 
 def _lost_race(err: ApiError) -> bool:

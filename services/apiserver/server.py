@@ -17,13 +17,14 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
-from skiff.api.kinds import KINDS
+from skiff.api.kinds import KINDS, lookup
 from skiff.apiserver import collection, decoding, managers, openapi
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.storage import leader_epoch
+from skiff.apiserver.scope import request_namespace
 from skiff.apiserver.tokenrequest import create_token
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
@@ -121,17 +122,21 @@ class ApiService:
             continue_token=_str(opts, "continue"))
 
     async def Update(self, req: Obj) -> Obj:
+        # `name`, when sent, is the object addressed (the URL's name over HTTP): a body
+        # naming another is a 400 (SPEC AU5); the guard authorized that same name.
         opts = _options(req)
         result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
                                             _object(req),
                                             field_validation=_field_validation(opts),
-                                            manager=managers.current(opts))
+                                            manager=managers.current(opts),
+                                            name=_str(req, "name") or None)
         return result.to_wire()
 
     async def UpdateStatus(self, req: Obj) -> Obj:
         result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
                                             _object(req), subresource="status",
-                                            manager=managers.current(_options(req)))
+                                            manager=managers.current(_options(req)),
+                                            name=_str(req, "name") or None)
         return result.to_wire()
 
     async def Delete(self, req: Obj) -> Obj:
@@ -163,7 +168,10 @@ class ApiService:
 
     async def CreateToken(self, req: Obj) -> Obj:
         """`serviceaccounts/<name>/token` (TokenRequest), for the kubelet (SPEC AX3)."""
-        token = await create_token(self.registry, self.tokens, _str(req, "namespace"),
+        namespace = request_namespace(lookup("serviceaccounts"), req.get("namespace"),
+                                      collection=False)
+        assert namespace is not None  # serviceaccounts are namespaced
+        token = await create_token(self.registry, self.tokens, namespace,
                                    _str(req, "name"),
                                    decoding.token_request(req.get("object") or {}))
         return {"object": token}
@@ -171,8 +179,8 @@ class ApiService:
     async def PodMetrics(self, req: Obj) -> Obj:
         """metrics.k8s.io PodMetrics of a namespace's pods matching `labelSelector`, fetched
         from the kubelets (the horizontal pod autoscaler's metrics client)."""
-        return await self.metrics.pods(req.get("namespace") or None, "",
-                                       _str(_options(req), "labelSelector"))
+        namespace = request_namespace(lookup("pods"), req.get("namespace"), collection=True)
+        return await self.metrics.pods(namespace, "", _str(_options(req), "labelSelector"))
 
     async def Discovery(self, req: Obj) -> Obj:
         return {"resources": [
