@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
+from skiff.apiserver import decoding
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.versions import VersionView
 from skiff.apiserver.watchcache import WatchEvent
@@ -26,11 +27,9 @@ def timeout_seconds(value: Any) -> float | None:
     """`timeoutSeconds` of a watch: None when absent; a 400 naming it when malformed."""
     if value in (None, "", 0, "0"):
         return None
-    try:
-        seconds = int(value)
-    except (TypeError, ValueError):
-        raise ApiError.bad_request(f"timeoutSeconds: Invalid value: {value!r}: must be an "
-                                   "integer") from None
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        raise ApiError.bad_request("timeoutSeconds: must be an integer")
+    seconds = value if isinstance(value, int) else decoding.go_int("timeoutSeconds", value)
     if seconds < 0:
         raise ApiError.bad_request(f"timeoutSeconds: Invalid value: {seconds}: must be "
                                    "greater than or equal to 0")

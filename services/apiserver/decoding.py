@@ -155,6 +155,24 @@ def decode_body(body: bytes, content_type: str, *, kind: str = "") -> Any:
                                    ) from None
 
 
+_GO_INT = re.compile(r"[+-]?[0-9]+\Z")
+
+
+def go_int(name: str, text: str) -> int:
+    """An integer parameter parsed as Go's strconv.ParseInt(text, 10, 64) parses it (no
+    spaces, underscores or non-ASCII digits, which Python's int() takes), or a 400 naming
+    the parameter in strconv's words."""
+    quoted = json.dumps(text, ensure_ascii=False)
+    if not _GO_INT.match(text):
+        raise ApiError.bad_request(f"{name}: strconv.ParseInt: parsing {quoted}: invalid "
+                                   "syntax")
+    value = int(text)
+    if not -(1 << 63) <= value < 1 << 63:
+        raise ApiError.bad_request(f"{name}: strconv.ParseInt: parsing {quoted}: value out "
+                                   "of range")
+    return value
+
+
 def json_type(value: Any) -> str:
     """The JSON type of a decoded value, as Go's decoder names it in errors."""
     if isinstance(value, bool):

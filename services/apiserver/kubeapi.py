@@ -377,8 +377,7 @@ class KubeApi:
             result = await r.update(info.resource, namespace, body, subresource=sub,
                                     field_validation=q.get("fieldValidation", "Warn"),
                                     dry_run=_dry_run(q),
-                                    manager=_manager(req) if sub == "status" else None,
-                                    name=name)  # the URL's: another in the body is 400
+                                    manager=_manager(req) if sub == "status" else None)
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
             return await self._patch(req, r, info, namespace, name, sub)
@@ -426,8 +425,7 @@ class KubeApi:
                 if current is None:  # apply creates what does not exist yet
                     result = await r.create(
                         info.resource, namespace, patched,
-                        field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run,
-                        name=name)
+                        field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run)
                     return Response(201, result.object, headers=_warnings(result.warnings))
             else:
                 assert current is not None
@@ -453,7 +451,7 @@ class KubeApi:
                     info.resource, namespace, patched, subresource=sub,
                     field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
                     manager=_manager(req) if sub == "status" and apply_body is None
-                    else None, name=name)
+                    else None)
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not pinned and not (
                         patch or {}).get("metadata", {}).get("resourceVersion"):
@@ -667,11 +665,7 @@ def _int_param(name: str, value: Any) -> int:
     value Go's strconv cannot parse."""
     if isinstance(value, bool) or not isinstance(value, int | str):
         raise decoding.wrong_type("DeleteOptions", f"DeleteOptions.{name}", value, "int64")
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiError.bad_request(f'{name}: strconv.ParseInt: parsing "{value}": invalid '
-                                   "syntax") from None
+    return value if isinstance(value, int) else decoding.go_int(name, value)
 
 
 def _resource_version(q: dict[str, str]) -> int:

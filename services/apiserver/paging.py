@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.errors import ApiError
+from skiff.apiserver import decoding
 
 _VERSION = "meta.k8s.io/v1"
 
@@ -56,9 +57,5 @@ def expired(revision: int) -> ApiError:
 
 def list_options(query: Mapping[str, str]) -> dict[str, Any]:
     """`limit` and `continue` from an HTTP list's query string, as registry.list takes them."""
-    raw = query.get("limit", "") or "0"
-    try:
-        limit = int(raw)
-    except ValueError:
-        raise ApiError.bad_request(f"limit: {raw!r} is not an integer") from None
+    limit = decoding.go_int("limit", query.get("limit", "") or "0")
     return {"limit": max(limit, 0), "continue_token": query.get("continue", "")}

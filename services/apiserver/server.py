@@ -8,6 +8,7 @@ standard gRPC health service reports SERVING once etcd has answered.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -57,10 +58,7 @@ def _int(options: Obj, field: str, default: int = 0) -> int:
         return default
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         raise ApiError.bad_request(f"{field}: must be an integer")
-    try:
-        return int(value)
-    except ValueError:
-        raise ApiError.bad_request(f"{field}: {value!r} is not an integer") from None
+    return value if isinstance(value, int) else decoding.go_int(field, value)
 
 
 def _options(req: Obj) -> Obj:
@@ -82,8 +80,9 @@ def _object(req: Obj) -> Obj:
 def _field_validation(options: Obj) -> str:
     mode = options.get("fieldValidation") or "Warn"
     if mode not in ("Ignore", "Warn", "Strict"):
-        raise ApiError.bad_request(
-            f"fieldValidation: {mode!r} is not one of Ignore, Warn, Strict")
+        shown = json.dumps(mode) if isinstance(mode, str) else decoding.json_type(mode)
+        raise ApiError.bad_request(f'fieldValidation: Unsupported value: {shown}: supported '
+                                   'values: "Ignore", "Warn", "Strict"')
     return str(mode)
 
 

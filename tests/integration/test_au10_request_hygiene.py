@@ -373,3 +373,35 @@ async def test_au10_metadata_of_the_wrong_json_type_is_400_on_both_fronts(
     assert (code, status["reason"], status["message"]) == (400, "BadRequest", message)
     assert (caught.value.code, caught.value.message) == (400, message)
     watch.assert_no_traceback()
+
+
+async def test_au10_integer_parameters_are_parsed_as_go_parses_them(
+        front: tuple[Cluster, int], api: ApiClient) -> None:
+    """No Python repr in the answer, and no Python leniency ('1_0' and ' 5' are not
+    integers to Go's strconv.ParseInt, which kube-apiserver's query decoding uses)."""
+    _, port = front
+    cms = "/api/v1/namespaces/default/configmaps"
+    for query, message in [
+            ("limit=abc", 'limit: strconv.ParseInt: parsing "abc": invalid syntax'),
+            ("limit=1_0", 'limit: strconv.ParseInt: parsing "1_0": invalid syntax'),
+            ("limit=%205", 'limit: strconv.ParseInt: parsing " 5": invalid syntax'),
+            ("watch=1&timeoutSeconds=abc",
+             'timeoutSeconds: strconv.ParseInt: parsing "abc": invalid syntax'),
+            ("limit=99999999999999999999",
+             'limit: strconv.ParseInt: parsing "99999999999999999999": value out of range')]:
+        code, answer, _ = request(port, "GET", f"{cms}?{query}")
+        status = status_of(answer)
+        assert (code, status["reason"], status["message"]) == (400, "BadRequest", message)
+    with pytest.raises(ApiError) as caught:
+        await api.call("List", {"resource": "configmaps", "namespace": "default",
+                                "options": {"limit": "1_0"}}, retry=False)
+    assert (caught.value.code, caught.value.message) == (
+        400, 'limit: strconv.ParseInt: parsing "1_0": invalid syntax')
+    with pytest.raises(ApiError) as caught:
+        await api.call("Create", {"resource": "configmaps", "namespace": "default",
+                                  "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                                             "metadata": {"name": "fv"}},
+                                  "options": {"fieldValidation": "Bogus"}}, retry=False)
+    assert (caught.value.code, caught.value.message) == (
+        400, 'fieldValidation: Unsupported value: "Bogus": supported values: "Ignore", '
+             '"Warn", "Strict"')
