@@ -123,6 +123,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             else None
         for name in names:
             cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name)
+            if cgroups is not None:
+                cgroups.record(root / name if len(names) > 1 else root)
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
                 runtime=runtime, root_dir=root / name if len(names) > 1 else root,

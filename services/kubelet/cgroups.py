@@ -28,7 +28,6 @@ Without root or a writable cgroup filesystem the kubelet runs pods as before and
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import signal
@@ -39,10 +38,11 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.quantity import bytes_, cpu_millis
+from skiff.cgroupfs import record_node_dirs, remove_tree
 
 __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "Usage",
            "detect_node", "remove_node_cgroups",
-           "cpu_shares", "cpu_weight", "detect", "remove_tree"]
+           "cpu_shares", "cpu_weight", "detect"]
 
 log = logging.getLogger(__name__)
 
@@ -188,33 +188,6 @@ def _keyed(text: str) -> dict[str, int]:
         with contextlib.suppress(ValueError):
             values[key] = int(value.strip())
     return values
-
-
-def remove_tree(path: Path, *, kill: bool = True, wait: float = 2.0) -> bool:
-    """rmdir a cgroup and its children, deepest first; SIGKILL processes still inside
-    (a container's forks that left its process group) when `kill`. True if it is gone."""
-    if not path.is_dir():
-        return True
-    for child in sorted((p for p in path.iterdir() if p.is_dir()), reverse=True):
-        remove_tree(child, kill=kill, wait=wait)
-    deadline = time.monotonic() + wait
-    while True:
-        try:
-            os.rmdir(path)
-            return True
-        except FileNotFoundError:
-            return True
-        except OSError as err:
-            if err.errno != errno.EBUSY or time.monotonic() >= deadline:
-                log.warning("cannot remove cgroup", extra={"path": str(path),
-                                                          "error": err.strerror})
-                return False
-        pids = [int(p) for p in _read(path / "cgroup.procs").split() if p.isdigit()]
-        if kill:
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-        time.sleep(0.02)
 
 
 @dataclass(frozen=True)
@@ -505,6 +478,11 @@ class CgroupManager:
                     if child.is_dir() and child.name.startswith("pod") and \
                             child.name not in wanted:
                         remove_tree(child)
+
+    def record(self, root_dir: Path) -> None:
+        """Write where the node's cgroups are into the kubelet's root directory, for
+        `skiff down` (which may run in other cgroups than the kubelet)."""
+        record_node_dirs(root_dir, list(self.layout.dirs(self.node_dir).values()))
 
     def remove_node(self) -> None:
         """`skiff down` / tests: the node's whole tree, and `skiff/` once empty."""

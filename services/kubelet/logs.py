@@ -277,11 +277,11 @@ class LogRotation:
         except FileNotFoundError:
             return False
         await asyncio.to_thread(self._clean, path, keep=self.max_files - 2)
-        stamp = f"{path.name}.{time.strftime('%Y%m%d-%H%M%S')}"
-        rotated, n = path.with_name(stamp), 0
-        while rotated.exists() or rotated.with_name(rotated.name + ".gz").exists():
-            n += 1  # rotated within this second already
-            rotated = path.with_name(f"{stamp}-{n}")
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        same = [_rotation_key(p.name[len(path.name) + 1:])[1] for p in rotated_logs(path)
+                if p.name[len(path.name) + 1:].startswith(stamp)]
+        # rotated within this second already: numbered after the last one
+        rotated = path.with_name(f"{path.name}.{stamp}" + (f"-{max(same) + 1}" if same else ""))
         partial = rotated.with_name(rotated.name + ".tmp")
         copied = await asyncio.to_thread(_copy_from, path, partial, 0)
         cgroup = target.cgroup

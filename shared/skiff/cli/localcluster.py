@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
+from skiff.cgroupfs import remove_recorded
 from skiff.cli.config import ClusterConfig
 from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cli.processes import (
@@ -356,6 +357,7 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     # The kubelets leave their containers running when they stop; the cluster does not.
     stopped.append(summary(end_pod_groups(roots)))
     remove_sandboxes(roots, pod_network_namespace(data_dir))
+    remove_recorded(roots)  # the pods' cgroups (AU8), once their processes are gone
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return stopped
