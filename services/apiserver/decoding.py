@@ -51,6 +51,10 @@ def summarize(body: bytes, limit: int = 30) -> str:
     return text + (" ..." if len(body) > limit else "")
 
 
+# How decode problems (as opposed to other 400s) begin: `unrecognized` words them for a kind.
+DECODE_PROBLEMS = ("yaml: ", "couldn't get version/kind")
+
+
 def unrecognized(kind: str, problem: str, body: bytes) -> ApiError:
     """kube-apiserver's 400 for a body it could not decode into `kind`."""
     if not kind:

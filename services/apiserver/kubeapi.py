@@ -713,6 +713,9 @@ def _body(req: Request, *, kind: str = "") -> Obj:
         return protobuf.decode(req.body)
     if req.decoded is not None:
         body, error = req.decoded
+        if error is not None and kind and error.message.startswith(
+                decoding.DECODE_PROBLEMS):  # decoded before the kind was known
+            raise decoding.unrecognized(kind, error.message, req.body)
         if error is not None:
             raise error
     else:

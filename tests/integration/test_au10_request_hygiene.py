@@ -120,6 +120,25 @@ def test_au10_yaml_alias_bomb_is_400_excessive_aliasing(front: tuple[Cluster, in
     watch.assert_no_traceback()
 
 
+def test_au10_large_yaml_alias_bomb_is_decoded_off_the_loop_and_still_400(
+        front: tuple[Cluster, int]) -> None:
+    """A body over 64 KiB is decoded in a worker thread: the same answer, the loop free."""
+    cluster, port = front
+    body = alias_bomb(7).replace(b"metadata: {name: bomb}",
+                                 b"metadata: {name: bomb, annotations: {pad: '"
+                                 + b"x" * 100_000 + b"'}}")
+    with LogWatch(cluster) as watch:
+        code, answer, seconds = request(port, "POST", "/api/v1/namespaces/default/configmaps",
+                                        body, content_type="application/yaml")
+    status = status_of(answer)
+    assert (code, status["reason"]) == (400, "BadRequest"), status
+    assert status["message"].startswith("the object provided is unrecognized (must be of "
+                                        "type ConfigMap): yaml: document contains excessive "
+                                        "aliasing")
+    assert len(answer) < 2048 and seconds < 2.0
+    watch.assert_no_traceback()
+
+
 def test_au10_yaml_with_a_few_aliases_is_still_accepted(front: tuple[Cluster, int]) -> None:
     _, port = front
     body = (b"apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: aliased\n"
