@@ -38,12 +38,13 @@ from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.nodeports import DEFAULT_NODE_PORT_RANGE, NodePortRepair, NodePorts
 from skiff.apiserver.podsecurity import load_admission_config
 from skiff.apiserver.registry import Registry, RegistryConfig
-from skiff.apiserver.satoken import DEFAULT_ISSUER, TokenAuthority
+from skiff.apiserver.satoken import DEFAULT_ISSUER, BoundObjects, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage import NO_SPACE, EtcdStorage
 from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.supervise import supervised
 from skiff.apiserver.watchcache import WatchCache
+from skiff.certtoken import MAX_LIFETIME_SECONDS
 from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls
 from skiff.logs import setup_logging
@@ -106,6 +107,15 @@ class ApiServerSettings:
         "", help="PEM public key also accepted when verifying ServiceAccount tokens")
     service_account_issuer: str = setting(DEFAULT_ISSUER,
                                           help="`iss` of ServiceAccount tokens")
+    service_account_max_token_expiration: float = duration(
+        0.0, help="the longest lifetime a TokenRequest gets (longer requests are "
+                  "shortened); 0: no maximum, else between 1h and 2^32 s")
+    service_account_extend_token_expiration: bool = setting(
+        True, help="pod-bound tokens asked for 3607 s (the kubelet's kube-api-access "
+                   "volume) live a year, with `warnafter` at the hour")
+    certificate_token_max_lifetime: float = duration(
+        MAX_LIFETIME_SECONDS, help="the longest lifetime of a gRPC certificate token "
+                                   "(skiff.certtoken) that is accepted")
     disable_admission_plugins: str = setting(
         "", help="comma-separated admission plugins to turn off (ServiceAccount, "
                  "PodSecurity)")
@@ -204,10 +214,17 @@ class ApiServer:
             registry.node_ports = NodePorts(storage, s.service_node_port_range)
         except ValueError as err:
             raise SystemExit(f"skiff-apiserver: {err}") from None
-        tokens = TokenAuthority(signing_key_file=s.service_account_signing_key_file,
-                                key_file=s.service_account_key_file,
-                                issuer=s.service_account_issuer)
-        tls, guard = self._security(registry, tokens)
+        try:
+            tokens = TokenAuthority(
+                signing_key_file=s.service_account_signing_key_file,
+                key_file=s.service_account_key_file, issuer=s.service_account_issuer,
+                max_expiration_seconds=int(s.service_account_max_token_expiration),
+                extend_expiration=s.service_account_extend_token_expiration)
+        except ValueError as err:
+            raise SystemExit(f"skiff-apiserver: {err}") from None
+        # what ServiceAccount tokens are bound to, checked on every request (SPEC AU9)
+        bound = BoundObjects(storage, cache, service_accounts=registry.service_accounts)
+        tls, guard = self._security(registry, tokens, bound)
         reuse = s.reuse_port or s.processes > 1
         metrics = MetricsApi(registry, kubelet=self._kubelet_credentials())
         server, port, health = build_server(ApiService(registry, tokens=tokens,
@@ -229,6 +246,8 @@ class ApiServer:
                 await cache.ready()
                 lookups_task = tg.create_task(supervised("lookups", registry.run_lookups),
                                               name="lookups")
+                bound_task = tg.create_task(supervised("bound-objects", bound.run),
+                                            name="bound-objects")
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(
@@ -277,7 +296,7 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
-                await cancel_tasks(lookups_task, monitor_task, cache_task)
+                await cancel_tasks(bound_task, lookups_task, monitor_task, cache_task)
         finally:
             await server.stop(0)
             await storage.close()
@@ -289,7 +308,7 @@ class ApiServer:
                            cert_file=s.kubelet_client_certificate,
                            key_file=s.kubelet_client_key)
 
-    def _security(self, registry: Registry, tokens: TokenAuthority
+    def _security(self, registry: Registry, tokens: TokenAuthority, bound: BoundObjects
                   ) -> tuple[TlsFiles | None, RequestGuard | None]:
         s = self.settings
         if not s.tls_cert_file:
@@ -305,7 +324,8 @@ class ApiServer:
         authenticator = Authenticator(
             client_ca_file=Path(s.client_ca_file),
             token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None,
-            service_accounts=tokens)
+            service_accounts=tokens, bound_objects=bound.get,
+            certificate_token_max_age=s.certificate_token_max_lifetime)
         authorizer = ApiAuthorizer(registry)
         # AU6: RBAC writes need the permissions they grant (or escalate/bind)
         registry.escalation = EscalationCheck(authorizer=authorizer,

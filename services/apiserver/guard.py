@@ -106,17 +106,17 @@ class RequestGuard:
 
     # -- gRPC ----------------------------------------------------------------------------
 
-    def grpc_user(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
+    async def grpc_user(self, context: grpc.aio.ServicerContext[Any, Any]) -> UserInfo:
         for key, value in context.invocation_metadata() or ():
             if key == "authorization" and isinstance(value, str):
-                user = self.authenticator.from_authorization(value)
+                user = await self.authenticator.from_authorization(value)
                 if user is not None:
                     return user
         raise unauthorized()
 
     async def grpc(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
                    req: Obj) -> None:
-        user = self.grpc_user(context)
+        user = await self.grpc_user(context)
         current_user.set(user)
         verb_sub = _GRPC_VERBS.get(method)
         if verb_sub is None:
@@ -152,19 +152,19 @@ class RequestGuard:
 
     # -- HTTP ----------------------------------------------------------------------------
 
-    def http_user(self, *, peer_der: bytes | None, authorization: str) -> UserInfo:
+    async def http_user(self, *, peer_der: bytes | None, authorization: str) -> UserInfo:
         if peer_der:
             user = self.authenticator.from_der(peer_der)
             if user is not None:
                 return user
         if authorization:
-            user = self.authenticator.from_authorization(authorization)
+            user = await self.authenticator.from_authorization(authorization)
             if user is not None:
                 return user
         raise unauthorized()
 
-    def http_user_of(self, peer_der: bytes | None, authorization: str) -> UserInfo:
-        return self.http_user(peer_der=peer_der, authorization=authorization)
+    async def http_user_of(self, peer_der: bytes | None, authorization: str) -> UserInfo:
+        return await self.http_user(peer_der=peer_der, authorization=authorization)
 
     async def http_impersonate(self, caller: UserInfo,
                                headers: dict[str, list[str]]) -> UserInfo:

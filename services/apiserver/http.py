@@ -70,7 +70,7 @@ class Response:
 
 Handler = Callable[[Request], Awaitable[Response]]
 # (peer certificate DER or None, Authorization header) -> the user, or ApiError 401.
-Authenticate = Callable[[bytes | None, str], UserInfo]
+Authenticate = Callable[[bytes | None, str], Awaitable[UserInfo]]
 # (the authenticated caller, Impersonate-* headers by lower-case name) -> who the request
 # runs as, or ApiError 403 (impersonation.py)
 Impersonate = Callable[[UserInfo, dict[str, list[str]]], Awaitable[UserInfo]]
@@ -121,8 +121,8 @@ class HttpServer:
     async def _serve(self, raw: web.Request) -> web.StreamResponse:
         if self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
             try:
-                user = self._authenticate(peer_certificate(raw),
-                                          raw.headers.get("Authorization", ""))
+                user = await self._authenticate(peer_certificate(raw),
+                                                raw.headers.get("Authorization", ""))
                 asked = impersonation_headers(raw)
                 if asked and self._impersonate is not None:
                     user = await self._impersonate(user, asked)

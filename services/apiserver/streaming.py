@@ -76,8 +76,8 @@ class PodStreams:
         `create` on pods/exec (attach, portforward), as kube-apiserver asks RBAC."""
         if self.guard is None:
             return
-        user = self.guard.http_user_of(peer_certificate(raw),
-                                       raw.headers.get("Authorization", ""))
+        user = await self.guard.http_user_of(peer_certificate(raw),
+                                             raw.headers.get("Authorization", ""))
         asked = impersonation_headers(raw)
         if asked:  # kubectl exec --as=...
             user = await self.guard.http_impersonate(user, asked)

@@ -10,7 +10,12 @@ certificate and whose signature is made with the certificate's private key. The 
 checks that the cluster CA issued the certificate (as it checks a TLS peer's) and that the
 token is signed by that certificate's key, for its audience, and not expired; the user is
 the certificate's, as over mutual TLS. The token travels only inside TLS to a server whose
-certificate the client verified, and lives a few minutes.
+certificate the client verified, and lives a few minutes: a client signs tokens for
+LIFETIME_SECONDS and signs a new one when half of that has passed (`CertificateTokens`,
+which every Skiff client uses through `skiff.client.Credentials.bearer`); the apiserver
+refuses a token meant to live longer than MAX_LIFETIME_SECONDS (its `exp - iat`, or its
+`exp` further ahead than that plus the clock leeway), so a token copied from a request is
+worth minutes, not years.
 
 Signing uses PyJWT (already the ServiceAccount tokens' library) over `cryptography`.
 """
@@ -29,6 +34,9 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
 AUDIENCE = "skiff-apiserver"
 LIFETIME_SECONDS = 300.0
+# The longest lifetime the apiserver accepts (the apiserver's
+# --certificate-token-max-lifetime); Skiff's own clients sign for LIFETIME_SECONDS.
+MAX_LIFETIME_SECONDS = LIFETIME_SECONDS
 # Clocks of the processes of one cluster may differ a little (compose containers, hosts).
 LEEWAY_SECONDS = 30.0
 _ALGORITHMS = ["ES256", "RS256"]
@@ -81,10 +89,12 @@ def presented_certificate(token: str) -> bytes | None:
         return None
 
 
-def signed_by(token: str, der: bytes) -> float | None:
+def signed_by(token: str, der: bytes, *, max_age: float = MAX_LIFETIME_SECONDS,
+              now: float | None = None) -> float | None:
     """When `token` expires (epoch seconds), if it is signed with the key of the
-    certificate `der`, for this audience, and current; else None. The caller checks the
-    certificate itself against the cluster CA."""
+    certificate `der`, for this audience, current, and meant to live at most `max_age`
+    seconds; else None. The caller checks the certificate itself against the cluster CA
+    (and its validity, on every use)."""
     try:
         public_key = x509.load_der_x509_certificate(der).public_key()
         if not isinstance(public_key, (ec.EllipticCurvePublicKey, rsa.RSAPublicKey)):
@@ -93,4 +103,11 @@ def signed_by(token: str, der: bytes) -> float | None:
                             leeway=LEEWAY_SECONDS, options={"require": ["exp", "iat", "aud"]})
     except (jwt.PyJWTError, ValueError):
         return None
-    return float(claims["exp"])
+    issued, expires = claims["iat"], claims["exp"]
+    if not all(isinstance(t, (int, float)) and not isinstance(t, bool)
+               for t in (issued, expires)):
+        return None
+    current = time.time() if now is None else now
+    if expires - issued > max_age or expires > current + max_age + LEEWAY_SECONDS:
+        return None
+    return float(expires)

@@ -9,7 +9,13 @@ import jwt
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from skiff.certtoken import AUDIENCE, CertificateTokens, presented_certificate, signed_by
+from skiff.certtoken import (
+    AUDIENCE,
+    MAX_LIFETIME_SECONDS,
+    CertificateTokens,
+    presented_certificate,
+    signed_by,
+)
 from skiff.pki import ensure_pki
 
 
@@ -53,3 +59,18 @@ def test_AU1_tokens_are_reused_until_half_their_life_is_gone(tmp_path: Path) -> 
     admin = ensure_pki(tmp_path / "pki").admin
     tokens = CertificateTokens(admin.cert, admin.key)
     assert tokens.token() == tokens.token()
+
+
+def test_au9_a_token_meant_to_live_longer_than_the_maximum_is_refused(tmp_path: Path) -> None:
+    """The client chooses `exp`; the apiserver accepts at most MAX_LIFETIME_SECONDS (a
+    century-long token copied from one request would otherwise be a century's access)."""
+    admin = ensure_pki(tmp_path / "pki").admin
+    century = CertificateTokens(admin.cert, admin.key,
+                                lifetime=100 * 365 * 24 * 3600.0).token()
+    assert signed_by(century, _der(admin.cert)) is None
+    usual = CertificateTokens(admin.cert, admin.key).token()
+    assert signed_by(usual, _der(admin.cert)) is not None
+    just_over = CertificateTokens(admin.cert, admin.key,
+                                  lifetime=MAX_LIFETIME_SECONDS + 60).token()
+    assert signed_by(just_over, _der(admin.cert)) is None
+    assert signed_by(just_over, _der(admin.cert), max_age=MAX_LIFETIME_SECONDS + 60)
