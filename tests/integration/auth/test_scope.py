@@ -173,6 +173,31 @@ async def test_au5_grpc_namespace_that_is_not_a_string_is_400(
             assert bad.message.startswith("namespace: "), bad.message
 
 
+async def test_au5_grpc_list_is_authorized_for_the_names_it_reads(
+        secure_cluster: SecureCluster, admin: ApiClient) -> None:
+    """A List reads what its selectors pick, whatever `name` the request carries: a user
+    who may list only ConfigMap `allowed` lists it by `metadata.name=allowed` (as
+    Kubernetes authorizes such a list for that name), not the namespace by adding a name."""
+    ns = await _namespace(admin)
+    await admin.create(_configmap("allowed", ns, "mine"))
+    await admin.create(_configmap("victim", ns, "theirs"))
+    user = _unique("reader")
+    await _grant(admin, user, [{"apiGroups": [""], "resources": ["configmaps"],
+                                "resourceNames": ["allowed"], "verbs": ["list", "watch"]}],
+                 namespace=ns)
+    async with secure_cluster.client(secure_cluster.user(user)) as reader:
+        mine = await _eventually(lambda: reader.list(
+            "configmaps", ns, field_selector="metadata.name=allowed"))
+        assert [c["metadata"]["name"] for c in mine["items"]] == ["allowed"]
+        denied = await _refused(reader.call("List", {
+            "resource": "configmaps", "namespace": ns, "name": "allowed", "options": {}}),
+            Reason.FORBIDDEN)
+        assert denied.message.startswith(
+            f'configmaps is forbidden: User "{user}" cannot list resource "configmaps"'), (
+            denied.message)
+        await _refused(reader.list("configmaps", ns), Reason.FORBIDDEN)
+
+
 # -- item 4: the name (and namespace) in a write's body must match its URL ----------------
 
 
