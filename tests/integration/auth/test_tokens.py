@@ -279,3 +279,40 @@ async def test_au9_a_server_only_certificate_is_refused(
             except aiohttp.ClientError:
                 status = 0  # the handshake refused it
         assert status in (0, 401), status
+
+
+def _claims(token: str) -> Obj:
+    import jwt
+    decoded: Obj = jwt.decode(token, options={"verify_signature": False})
+    return decoded
+
+
+async def test_au9_token_request_lifetimes_are_bounded_as_kubernetes_bounds_them(
+        secure_cluster: SecureCluster, admin: ApiClient) -> None:
+    """expirationSeconds between 10 minutes and 2^32 s (422 otherwise); the kubelet's
+    3607-second pod-bound token lives a year with `warnafter` (the answer still says 3607
+    seconds, which is when the kubelet refreshes it); any other request gets what it asked."""
+    sa_name = _name("robot")
+    await _service_account(admin, sa_name)
+    pod = await admin.create(_pod(_name("holder"), sa_name))
+    for seconds, detail in ((599, "may not specify a duration less than 10 minutes"),
+                            ((1 << 32) + 1, "may not specify a duration larger than 2^32 "
+                                            "seconds")):
+        with pytest.raises(ApiError) as err:
+            await admin.create_token(NAMESPACE, sa_name, _token_request(expiration=seconds))
+        assert err.value.reason == Reason.INVALID
+        assert err.value.message == (f'TokenRequest.authentication.k8s.io "" is invalid: '
+                                     f"spec.expirationSeconds: Invalid value: {seconds}: "
+                                     f"{detail}")
+    kubelets = await admin.create_token(NAMESPACE, sa_name,
+                                        _token_request(pod=pod, expiration=3607))
+    claims = _claims(kubelets["status"]["token"])
+    assert claims["exp"] - claims["iat"] == 365 * 24 * 3600
+    assert claims["kubernetes.io"]["warnafter"] == claims["iat"] + 3607
+    assert kubelets["spec"]["expirationSeconds"] == 3607
+    told = datetime.datetime.fromisoformat(
+        kubelets["status"]["expirationTimestamp"].replace("Z", "+00:00")).timestamp()
+    assert abs(told - (claims["iat"] + 3607)) <= 1
+    plain = _claims((await admin.create_token(
+        NAMESPACE, sa_name, _token_request(pod=pod, expiration=3600)))["status"]["token"])
+    assert plain["exp"] - plain["iat"] == 3600 and "warnafter" not in plain["kubernetes.io"]
