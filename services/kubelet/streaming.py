@@ -53,6 +53,26 @@ def _set_window(fd: int, width: int, height: int) -> None:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", height, width, 0, 0))
 
 
+_TIOCSPTLCK = 0x40045431  # (un)lock a pseudo-terminal's slave side
+_TIOCGPTPEER = 0x5441  # open a pseudo-terminal master's slave side (Linux 4.13+)
+
+
+def _open_pty(pid: int | None) -> tuple[int, int]:
+    """A pseudo-terminal for a tty exec: in a container with its own root (AU8), one of
+    the container's devpts (reached through /proc/<pid>/root as root), so `tty` inside
+    names it; otherwise the node's."""
+    if pid is None:
+        return os.openpty()
+    master = os.open(f"/proc/{pid}/root/dev/ptmx", os.O_RDWR | os.O_NOCTTY)
+    try:
+        fcntl.ioctl(master, _TIOCSPTLCK, struct.pack("i", 0))
+        slave = fcntl.ioctl(master, _TIOCGPTPEER, os.O_RDWR | os.O_NOCTTY)
+    except OSError:
+        os.close(master)
+        raise
+    return master, slave
+
+
 def _exit_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
@@ -110,19 +130,29 @@ class ExecService:
         if config.sandbox is not None:
             # nsenter(1) joins the pod's namespaces: no Python runs between fork and exec
             # in this threaded process.
+            # (AU8: the container's own root and working directory, then its user and
+            # capabilities through setpriv(1), found in the container's /usr)
             joined = ([f"--uts=/proc/{pid}/ns/uts", f"--mount=/proc/{pid}/ns/mnt",
-                       f"--wd={config.working_dir}"] if pid else [])
+                       f"--wdns={config.working_dir}"] if pid else [])
+            security = config.sandbox.security
+            as_user = (["setpriv", *security.setpriv_args(), "--"]
+                       if pid and security is not None else [])
             command = ["nsenter", f"--net={config.sandbox.netns_path}", *joined, "--",
-                       *command]
+                       *as_user, *command]
+        own_root = config.sandbox is not None and config.sandbox.root is not None
         async for message in self._run(config, command, requests,
                                        stdin=bool(first.get("stdin")),
-                                       tty=bool(first.get("tty"))):
+                                       tty=bool(first.get("tty")),
+                                       pty_pid=pid if own_root else None):
             yield message
 
     async def _run(self, config: ContainerConfig, command: list[str],
                    requests: AsyncIterator[bytes], *, stdin: bool,
-                   tty: bool) -> AsyncIterator[bytes]:
+                   tty: bool, pty_pid: int | None = None) -> AsyncIterator[bytes]:
         env = {**base_environment(), **config.env}
+        # AU8: in a container's own root, nsenter changes to its working directory
+        cwd = None if config.sandbox is not None and config.sandbox.root is not None else str(
+            config.working_dir)
         if tty:
             env.setdefault("TERM", "xterm")
         master = -1
@@ -156,20 +186,20 @@ class ExecService:
                         size = await asyncio.shield(first_size)
             try:
                 if tty:
-                    master, slave = os.openpty()
+                    master, slave = _open_pty(pty_pid)
                     if size is not None:
                         _set_window(master, *size)
 
                     proc = subprocess.Popen(
                         ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
-                        stderr=slave, cwd=str(config.working_dir), env=env,
+                        stderr=slave, cwd=cwd, env=env,
                         preexec_fn=default_signals())
                     os.close(slave)
                 else:
                     proc = subprocess.Popen(
                         command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                        cwd=str(config.working_dir), env=env, start_new_session=True,
+                        cwd=cwd, env=env, start_new_session=True,
                         preexec_fn=default_signals())
             except OSError as err:
                 yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"

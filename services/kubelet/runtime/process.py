@@ -5,6 +5,14 @@ process it forked), its stdout and stderr appended to a log file, and a pidfd so
 wakes the event loop without polling. The image is not pulled or used: it is recorded in the
 status only. A container started by an earlier kubelet is re-adopted by PID after checking
 its start time in /proc, so a reused PID is never mistaken for it (GT8).
+
+A container's environment is only what the pod worker computed for it (Kubernetes' PATH,
+HOME, HOSTNAME, the pod's `env`/`envFrom` and service variables): nothing of the kubelet's
+own environment reaches it. In a sandbox the process starts in the container's working
+directory inside its own root (`sandbox.rootfs`); the stand-in then runs on the node's
+/usr/bin/python3 from its source, as the kubelet's own Python is not in the container.
+Why a sandboxed container could not be made (a mount, a missing working directory) comes
+back from the child through a pipe, as the container's StartError message.
 """
 
 from __future__ import annotations
@@ -18,22 +26,63 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
+from skiff.kubelet.runtime.images import STANDIN_MODULE
 from skiff.kubelet.runtime.terminal import Terminal
 from skiff.procfs import ProcStat, container_group, read_stat
 
-__all__ = ["ProcessRuntime", "base_environment"]
+__all__ = ["STANDARD_PATH", "ProcessRuntime", "base_environment"]
 
 log = logging.getLogger(__name__)
 
-_INHERITED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH", "VIRTUAL_ENV", "TMPDIR")
+# The PATH a container runtime gives a container whose image sets none.
+STANDARD_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
 def base_environment() -> dict[str, str]:
-    """What every container inherits from the node (a process needs PATH to find `sleep`)."""
-    return {k: os.environ[k] for k in _INHERITED_ENV if k in os.environ}
+    """What every container starts with before its own variables: Kubernetes' PATH, never
+    the kubelet's environment."""
+    return {"PATH": STANDARD_PATH}
+
+
+def _command(config: ContainerConfig) -> list[str]:
+    """The stand-in in a container's own root: the node's python3 runs its source (the
+    kubelet's interpreter and packages are not in the container)."""
+    command = config.command
+    root = config.sandbox.root if config.sandbox is not None else None
+    if root is not None and command[1:4] == ["-P", "-m", STANDIN_MODULE]:
+        source = Path(__file__).with_name("standin.py").read_text()
+        return ["python3", "-P", "-c", source, *command[4:]]
+    return command
+
+
+def _cwd(config: ContainerConfig) -> str | None:
+    """In a sandbox the child changes to the working directory inside the container's root."""
+    return None if config.sandbox is not None and config.sandbox.root is not None else str(
+        config.working_dir)
+
+
+def _reporting(enter: Callable[[], None] | None, fd: int) -> Callable[[], None] | None:
+    """`enter`, writing why it failed to `fd` (read back by `_failed`)."""
+    if enter is None:
+        return None
+
+    def setup() -> None:
+        try:
+            enter()
+        except OSError as err:
+            os.write(fd, str(err.strerror or err).encode(errors="replace"))
+            raise
+    return setup
+
+
+def _failed(fd: int, err: BaseException) -> OSError:
+    data = b""
+    with contextlib.suppress(OSError):
+        data = os.read(fd, 4096)
+    return OSError(data.decode(errors="replace") or f"cannot start the container: {err}")
 
 
 def _exit_code(returncode: int | None) -> int | None:
@@ -60,9 +109,15 @@ def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None
     return setup
 
 
-def _child_setup(config: ContainerConfig) -> Callable[[], None] | None:
-    """After the signals: join the container's cgroup (AU8), then enter the sandbox."""
-    join, enter = config.join_cgroup, config.sandbox.enter if config.sandbox else None
+def _child_setup(config: ContainerConfig, *, pid: int | None = None
+                 ) -> Callable[[], None] | None:
+    """After the signals: join the container's cgroup (AU8), then enter the sandbox (join
+    running container `pid`'s namespaces and root when given)."""
+    sandbox = config.sandbox
+    enter: Callable[[], None] | None = None
+    if sandbox is not None:
+        enter = sandbox.enter if pid is None else (lambda: sandbox.join(pid))
+    join = config.join_cgroup
     if join is None or enter is None:
         return join or enter
 
@@ -81,16 +136,28 @@ class ProcessRuntime:
             raise OSError(f"container {config.name!r} has no command: Skiff runs "
                           "`command` + `args` as a process (the image is not run)")
         config.log_path.parent.mkdir(parents=True, exist_ok=True)
-        enter = _child_setup(config)
-        if config.tty:
-            return self._start_on_terminal(config, enter)
-        with open(config.log_path, "ab") as logf:
-            popen = subprocess.Popen(
-                config.command, stdout=logf, stderr=subprocess.STDOUT,
-                stdin=subprocess.PIPE if config.stdin else subprocess.DEVNULL,
-                cwd=str(config.working_dir),
-                env={**base_environment(), **config.env}, start_new_session=True,
-                preexec_fn=default_signals(enter))
+        if config.sandbox is not None and config.sandbox.root is not None:
+            Path(config.sandbox.root.mount_point).mkdir(parents=True, exist_ok=True)
+        errors_read, errors_write = os.pipe()
+        try:
+            enter = _reporting(_child_setup(config), errors_write)
+            try:
+                if config.tty:
+                    return self._start_on_terminal(config, enter)
+                with open(config.log_path, "ab") as logf:
+                    popen = subprocess.Popen(
+                        _command(config), stdout=logf, stderr=subprocess.STDOUT,
+                        stdin=subprocess.PIPE if config.stdin else subprocess.DEVNULL,
+                        cwd=_cwd(config), env=dict(config.env), start_new_session=True,
+                        preexec_fn=default_signals(enter))
+            except subprocess.SubprocessError as err:
+                os.close(errors_write)
+                errors_write = -1
+                raise _failed(errors_read, err) from None
+        finally:
+            os.close(errors_read)
+            if errors_write >= 0:
+                os.close(errors_write)
         return self._started(popen, popen.stdin)
 
     def _start_on_terminal(self, config: ContainerConfig,
@@ -99,9 +166,9 @@ class ProcessRuntime:
         terminal = Terminal(config.log_path)
         try:
             popen = subprocess.Popen(
-                config.command, stdin=terminal.slave, stdout=terminal.slave,
-                stderr=terminal.slave, cwd=str(config.working_dir),
-                env={"TERM": "xterm", **base_environment(), **config.env},
+                _command(config), stdin=terminal.slave, stdout=terminal.slave,
+                stderr=terminal.slave, cwd=_cwd(config),
+                env={"TERM": "xterm", **config.env},
                 start_new_session=True,
                 preexec_fn=terminal.child_setup(default_signals(enter)))
         except BaseException:
@@ -178,25 +245,29 @@ class ProcessRuntime:
 
     async def exec(self, handle: ContainerHandle | None, config: ContainerConfig,
                    command: list[str], *, timeout: float) -> ExecResult:
-        env = {**base_environment(), **config.env}
-        kwargs: dict[str, object] = {"start_new_session": True}
-        if handle is not None and handle.running:
+        env = dict(config.env)
+        running = handle is not None and handle.running
+        kwargs: dict[str, Any] = {"start_new_session": True}
+        if handle is not None and running:
             kwargs = {"process_group": handle.pgid}
-        kwargs["preexec_fn"] = default_signals(_child_setup(config))
+        # In a running container: its own namespaces and root (an exec probe sees what
+        # the container sees); otherwise a fresh root like the container's.
+        pid = handle.pid if handle is not None and running else None
+        cwd = _cwd(config)
         try:
             try:
                 proc = await asyncio.create_subprocess_exec(
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
-                    **kwargs)  # type: ignore[arg-type]
+                    stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+                    preexec_fn=default_signals(_child_setup(config, pid=pid)), **kwargs)
             except (PermissionError, subprocess.SubprocessError):
-                # The container's group is gone (or cannot be joined): run on its own.
+                # The container's group cannot be joined (another session): run in a
+                # session of its own, still in the container's namespaces and root.
                 proc = await asyncio.create_subprocess_exec(
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
-                    stdin=subprocess.DEVNULL, cwd=str(config.working_dir), env=env,
-                    start_new_session=True,
-                    preexec_fn=default_signals(_child_setup(config)))
-        except OSError as err:
+                    stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
+                    preexec_fn=default_signals(_child_setup(config, pid=pid)))
+        except (OSError, subprocess.SubprocessError) as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:
             async with asyncio.timeout(timeout):  # not wait_for: see skiff.tasks

@@ -1,8 +1,11 @@
 """The kubelet's sandbox manager: one `Sandbox` per pod, made before its first container.
 
-`Sandbox.enter()` runs in each container's child process before exec (and in exec'd
-commands): it joins the pod's network namespace and gives the process a UTS namespace whose
-hostname is the pod's. A sandbox goes once the pod's last process is gone.
+`Sandbox.enter()` runs in each container's child process before exec: it joins the pod's
+network namespace, gives the process a UTS namespace whose hostname is the pod's, builds
+the container's own root filesystem (`rootfs`) and becomes the container's user with its
+capabilities (`security`). `Sandbox.join(pid)` puts an exec'd command (probes, hooks) into
+a running container's namespaces, root and identity. A sandbox goes once the pod's last
+process is gone.
 """
 
 from __future__ import annotations
@@ -18,9 +21,16 @@ from typing import Any
 
 from skiff.api import ApiError
 from skiff.client import ApiClient
-from skiff.kubelet.sandbox.linux import CLONE_NEWNET, CLONE_NEWUTS, setns_path, unshare
-from skiff.kubelet.sandbox.mounts import BindMount, enter_mounts
+from skiff.kubelet.sandbox.linux import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWUTS,
+    setns_path,
+    unshare,
+)
 from skiff.kubelet.sandbox.network import NETNS_DIR, PodNetwork, pod_netns_name
+from skiff.kubelet.sandbox.rootfs import RootView, build_root
+from skiff.kubelet.sandbox.security import SecurityPlan
 
 __all__ = ["NOT_ISOLATED_MESSAGE", "NO_POD_CIDR_MESSAGE", "Sandbox", "SandboxError",
            "SandboxManager", "sandbox_supported"]
@@ -77,26 +87,49 @@ def pod_hostname(pod: Obj) -> str:
 
 @dataclass(frozen=True)
 class Sandbox:
-    """The pod's sandbox as one container enters it: `mounts` are that container's."""
+    """The pod's sandbox as one container enters it: `root` and `security` are that
+    container's."""
 
     uid: str
     ip: str
     hostname: str
-    mounts: tuple[BindMount, ...] = ()
+    root: RootView | None = None
+    security: SecurityPlan | None = None
+    # `hostNetwork: true`: the node's network and hostname, but still its own root (AU8)
+    host_network: bool = False
 
     @property
     def netns_path(self) -> str:
+        if self.host_network:
+            return f"/proc/{os.getpid()}/ns/net"  # the kubelet's (the node's) network
         return str(NETNS_DIR / pod_netns_name(self.uid))
 
     def enter(self) -> None:
-        """Join the pod's namespaces (called in a forked child before exec)."""
-        setns_path(self.netns_path, CLONE_NEWNET)
-        unshare(CLONE_NEWUTS)
-        socket.sethostname(self.hostname)
-        enter_mounts(self.mounts)
+        """Join the pod's namespaces, make the container's root, become its user (called in
+        a forked child before exec)."""
+        if not self.host_network:
+            setns_path(self.netns_path, CLONE_NEWNET)
+            unshare(CLONE_NEWUTS)
+            socket.sethostname(self.hostname)
+        if self.root is not None:
+            build_root(self.root)
+        if self.security is not None:
+            self.security.apply()
 
-    def for_container(self, mounts: tuple[BindMount, ...]) -> Sandbox:
-        return dataclasses.replace(self, mounts=mounts)
+    def join(self, pid: int) -> None:
+        """Enter running container `pid`: its network, hostname, root filesystem (setns
+        of a mount namespace makes its root ours) and working directory, then its user."""
+        setns_path(f"/proc/{pid}/ns/net", CLONE_NEWNET)
+        setns_path(f"/proc/{pid}/ns/uts", CLONE_NEWUTS)
+        setns_path(f"/proc/{pid}/ns/mnt", CLONE_NEWNS)
+        if self.root is not None:
+            os.chdir(self.root.working_dir)
+        if self.security is not None:
+            self.security.apply()
+
+    def for_container(self, *, root: RootView | None,
+                      security: SecurityPlan | None) -> Sandbox:
+        return dataclasses.replace(self, root=root, security=security)
 
     def socket(self) -> socket.socket:
         """A non-blocking TCP socket that lives in the pod's network namespace (made on a

@@ -1,11 +1,12 @@
-"""Volumes at their `mountPath` (SPEC SB3), in each container's mount namespace.
+"""Volumes at their `mountPath` (SPEC SB3, AU8), in each container's own root.
 
-Every container of a sandboxed pod gets its own mount namespace (a slave of the node's, so
-the rest of the host's filesystem stays visible, as there are no images) in which each of
-its `volumeMounts` is bind-mounted at its absolute `mountPath` — with `subPath` and
-`readOnly` honoured — before the command runs. All containers of a pod bind the same
-volume directories, so they share their contents. A mount point that does not exist on the
-node is created (an empty directory or file) so it can be mounted over.
+Every container of a sandboxed pod gets its own mount namespace and root filesystem
+(`rootfs`) in which each of its `volumeMounts` is bind-mounted at its absolute `mountPath`
+— with `subPath` and `readOnly` honoured — before the command runs. All containers of a
+pod bind the same volume directories, so they share their contents. A `subPath` that
+resolves outside its volume (`..`, an absolute path, a symlink on the way) is refused, as
+the kubelet refuses it. Also here: the kubelet-managed /etc/hosts, and emptyDir `medium:
+Memory` tmpfs mounts.
 """
 
 from __future__ import annotations
@@ -17,18 +18,11 @@ from typing import Any
 
 from skiff.api.quantity import bytes_
 from skiff.kubelet.sandbox.linux import (
-    CLONE_NEWNS,
-    MS_BIND,
-    MS_RDONLY,
-    MS_REC,
-    MS_REMOUNT,
-    MS_SLAVE,
     mount,
     umount,
-    unshare,
 )
 
-__all__ = ["BindMount", "enter_mounts", "etc_host_mounts", "mount_memory_volumes",
+__all__ = ["BindMount", "SubPathError", "etc_host_mounts", "mount_memory_volumes",
            "plan_mounts", "unmount_memory_volumes"]
 
 Obj = dict[str, Any]
@@ -41,29 +35,47 @@ class BindMount:
     read_only: bool = False
 
 
+class SubPathError(Exception):
+    """A `subPath` the kubelet refuses (it resolves outside its volume)."""
+
+
+def _safe_subpath(volume: Path, sub: str, *, mount_name: str, container: str) -> Path:
+    """`volume/sub`, its missing directories created one at a time; refused when it (or a
+    symlink on the way) resolves outside the volume, as Kubernetes' subpath preparation
+    refuses it (the message gives nothing of the node's filesystem away)."""
+    refused = SubPathError(f"failed to prepare subPath for volumeMount {mount_name!r} of "
+                           f"container {container!r}".replace("'", '"'))
+    if sub.startswith("/") or ".." in Path(sub).parts:
+        raise refused
+    current = volume
+    for part in Path(sub).parts:
+        current = current / part
+        if not current.exists() and not current.is_symlink():
+            current.mkdir(mode=0o750)
+        real = Path(os.path.realpath(current))
+        if real != volume and volume not in real.parents:
+            raise refused
+    return Path(os.path.realpath(current))
+
+
 def plan_mounts(container: Obj, volume_dir: Any) -> tuple[BindMount, ...]:
     """The container's bind mounts; `volume_dir(name)` is the volume's directory on the
-    node. Creates subPath directories and missing mount points."""
+    node. Creates subPath directories inside their volume; raises SubPathError for a
+    subPath that leaves it."""
     mounts: list[BindMount] = []
     for m in container.get("volumeMounts") or []:
         target = str(m.get("mountPath") or "")
         if not target.startswith("/"):
             continue
-        source = Path(os.path.realpath(volume_dir(str(m.get("name", "")))))
+        volume = Path(os.path.realpath(volume_dir(str(m.get("name", "")))))
+        if not volume.exists():
+            volume.mkdir(parents=True, exist_ok=True)
+        source = volume
         if m.get("subPath"):
-            source = source / str(m["subPath"]).lstrip("/")
-            if not source.exists():
-                source.mkdir(parents=True, exist_ok=True)
-        if not source.exists():
-            source.mkdir(parents=True, exist_ok=True)
-        point = Path(target)
-        if not point.exists():
-            if source.is_dir():
-                point.mkdir(parents=True, exist_ok=True)
-            else:
-                point.parent.mkdir(parents=True, exist_ok=True)
-                point.touch()
-        mounts.append(BindMount(str(source), target, bool(m.get("readOnly"))))
+            source = _safe_subpath(volume, str(m["subPath"]), mount_name=str(m.get("name")),
+                                   container=str(container.get("name")))
+        mounts.append(BindMount(str(source), os.path.normpath(target),
+                                bool(m.get("readOnly"))))
     return tuple(mounts)
 
 
@@ -109,7 +121,7 @@ def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str, hostnam
         files["/etc/resolv.conf"] = ("resolv.conf", resolv_conf)
     mounts: list[BindMount] = []
     for target, (name, content) in files.items():
-        if target in taken or not Path(target).is_file():
+        if target in taken:
             continue
         path = pod_dir / name
         if not path.exists() or path.read_text() != content:
@@ -118,20 +130,6 @@ def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str, hostnam
             path.chmod(0o644)
         mounts.append(BindMount(str(path), target))
     return tuple(mounts)
-
-
-def enter_mounts(mounts: tuple[BindMount, ...]) -> None:
-    """In the container's child before exec: a private view with the volumes mounted."""
-    if not mounts:
-        return
-    cwd = os.getcwd()
-    unshare(CLONE_NEWNS)
-    mount(None, "/", None, MS_REC | MS_SLAVE)  # nothing here propagates to the node
-    for m in mounts:
-        mount(m.source, m.target, None, MS_BIND | MS_REC)
-        if m.read_only:
-            mount(None, m.target, None, MS_BIND | MS_REMOUNT | MS_RDONLY)
-    os.chdir(cwd)  # a working dir under a mount point now sees the volume
 
 
 def mount_memory_volumes(pod: Obj, volume_dir: Any) -> None:
