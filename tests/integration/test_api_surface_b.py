@@ -7,7 +7,6 @@ from __future__ import annotations
 import base64
 import json
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -53,6 +52,9 @@ def new_namespace(core: client.CoreV1Api) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     return name
+
+
+PACKAGES = "/opt/python-packages"
 
 
 def pod(name: str, command: list[str], *, mounts: dict[str, str] | None = None,
@@ -157,12 +159,19 @@ def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
                                        namespace=ns)]))
     # hostNetwork: the apiserver listens on the node's loopback, which a sandboxed pod's
     # own network namespace cannot reach yet (README, pod sandboxes).
-    created = core.create_namespaced_pod(ns, pod("lister", [sys.executable, "-c", IN_CLUSTER],
-                                                 restart_policy="Never", host_network=True))
+    # Its own root (AU8): the official client reaches the container's python3 as an image
+    # would carry it, here through a read-only hostPath of the installed packages.
+    lister = pod("lister", ["python3", "-c", IN_CLUSTER], mounts={"packages": PACKAGES},
+                 restart_policy="Never", host_network=True, volumes=[client.V1Volume(
+                     name="packages", host_path=client.V1HostPathVolumeSource(
+                         path=str(Path(client.__file__).parents[2])))])
+    lister.spec.containers[0].env = [client.V1EnvVar(name="PYTHONPATH", value=PACKAGES)]
+    lister.spec.containers[0].volume_mounts[0].read_only = True
+    created = core.create_namespaced_pod(ns, lister)
     volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]
     assert len(volumes) == 1 and volumes[0].projected is not None
     mounts = created.spec.containers[0].volume_mounts
-    assert [(m.mount_path, m.read_only) for m in mounts] == [
+    assert [(m.mount_path, m.read_only) for m in mounts if m.name != "packages"] == [
         ("/var/run/secrets/kubernetes.io/serviceaccount", True)]
     phase = until(lambda: core.read_namespaced_pod("lister", ns).status.phase
                   in ("Succeeded", "Failed") and core.read_namespaced_pod("lister", ns),

@@ -11,7 +11,6 @@ leaves the machine: names outside the cluster get SERVFAIL."""
 
 from __future__ import annotations
 
-import sys
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,14 +54,24 @@ def new_namespace(core: client.CoreV1Api) -> str:
     return name
 
 
+# A pod sees its own root, not the node's (AU8): the official client reaches its python3
+# as an image would carry it, here through a read-only hostPath of the installed packages.
+PACKAGES = str(Path(client.__file__).parents[2])
+
+
 def python_pod(name: str, script: str, *, labels: dict[str, str] | None = None,
                restart: str = "Never") -> client.V1Pod:
     return client.V1Pod(
         metadata=client.V1ObjectMeta(name=name, labels=labels),
-        spec=client.V1PodSpec(termination_grace_period_seconds=1, restart_policy=restart,
-                              containers=[client.V1Container(
-                                  name="main", image="python",
-                                  command=[sys.executable, "-c", script])]))
+        spec=client.V1PodSpec(
+            termination_grace_period_seconds=1, restart_policy=restart,
+            volumes=[client.V1Volume(name="packages", host_path=client.V1HostPathVolumeSource(
+                path=PACKAGES))],
+            containers=[client.V1Container(
+                name="main", image="python", command=["python3", "-c", script],
+                env=[client.V1EnvVar(name="PYTHONPATH", value="/opt/python-packages")],
+                volume_mounts=[client.V1VolumeMount(name="packages", read_only=True,
+                                                    mount_path="/opt/python-packages")])]))
 
 
 def finished(core: client.CoreV1Api, name: str, ns: str) -> client.V1Pod:
@@ -244,7 +253,7 @@ def test_cluster_dns_statefulset_pods_resolve_under_their_headless_service(
                  "template": {"metadata": {"labels": {"app": "sts"}}, "spec": {
                      "terminationGracePeriodSeconds": 1,
                      "containers": [{"name": "web", "image": "python",
-                                     "command": [sys.executable, "-c", SERVER],
+                                     "command": ["python3", "-c", SERVER],
                                      "readinessProbe": {"tcpSocket": {"port": 8080},
                                                         "periodSeconds": 1}}]}}}})
     core.create_namespaced_pod(ns, python_pod("resolver", STATEFUL.format(ns=ns)))

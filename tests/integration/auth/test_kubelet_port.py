@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +25,7 @@ from .test_up_secure import kubectl, skiff
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "talker"},
        "spec": {"containers": [{"name": "c", "image": "busybox", "command": [
-           sys.executable, "-c",
+           "python3", "-c",
            "import time; print('secret-log-line', flush=True); time.sleep(600)"]}]}}
 
 

@@ -49,7 +49,7 @@ async def attach(api: ApiClient, volume: str, node: str, *, attached: bool = Tru
 
 
 def writer_pod(namespace: str, node: str, claim: str) -> Obj:
-    script = 'echo "$POD_NAME" >> data/owner; echo hello > "$SKIFF_VOLUME_DATA/hello"; ' \
+    script = 'echo "$POD_NAME" >> data/owner; echo hello > data/hello; ' \
              'exec sleep 3600'
     return pod_manifest("pet", namespace, node, [{
         "name": "main", "command": ["sh", "-c", script],

@@ -18,7 +18,7 @@ CONTROLLERS = "statefulset,attachdetach,persistentvolume-binder"
 def pinned_stateful_set(name: str, namespace: str, node: str) -> Obj:
     """One replica on `node` (spec.nodeName in the template: no scheduler needed) with a
     ReadWriteOnce claim template."""
-    script = 'echo hello > "$SKIFF_VOLUME_DATA/hello"; exec sleep 3600'
+    script = 'echo hello > data/hello; exec sleep 3600'
     return {"apiVersion": "apps/v1", "kind": "StatefulSet",
             "metadata": {"name": name, "namespace": namespace},
             "spec": {"replicas": 1, "serviceName": name,

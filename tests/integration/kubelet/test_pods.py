@@ -47,7 +47,7 @@ async def test_pod_runs_as_a_process_and_reports_running(api: ApiClient, namespa
 
 async def test_logs_env_and_volumes(api: ApiClient, namespace: str, node: Node) -> None:
     script = ('echo "name=$POD_NAME ns=$POD_NS greeting=$GREETING"; echo shared > data/f; '
-              'cat "$SKIFF_VOLUME_SCRATCH/f"; echo to-stderr >&2; sleep 3600')
+              'cat data/f; echo to-stderr >&2; sleep 3600')
     await api.create(pod_manifest("p", namespace, node.name, [{
         "name": "main", "image": "busybox", "command": ["sh", "-c", script],
         "env": [{"name": "GREETING", "value": "hello"},

@@ -14,6 +14,7 @@ import pytest
 
 from skiff.client import ApiClient
 from tests.integration.kubelet.conftest import (
+    RECORDER,
     Node,
     killing_started,
     pod_manifest,
@@ -72,10 +73,16 @@ async def _run(api: ApiClient, namespace: str, node: Node, path: Path, port: int
     # The endpoint listens on the node's loopback, and a hook's httpGet goes to the pod's
     # IP: the pod uses the node's network (hostNetwork), as a sandboxed pod (SPEC SB1, when
     # the node has a podCIDR) is reached at its own IP in its own network namespace.
+    # With sandboxes on, even a hostNetwork pod has its own root (AU8): the recorder, the
+    # node's python3 and the file it writes reach it as hostPath volumes.
+    scripts, out = str(Path(RECORDER).parent), str(path.parent)
     await api.create(pod_manifest("p", namespace, node.name, [{
-        "name": "main", "command": recorder(path),
+        "name": "main", "command": ["python3", *recorder(path)[1:]],
+        "volumeMounts": [{"name": "scripts", "mountPath": scripts, "readOnly": True},
+                         {"name": "out", "mountPath": out}],
         "lifecycle": {"preStop": {"httpGet": {"path": "/stop", "port": port}}}}], grace=8,
-        hostNetwork=True))
+        hostNetwork=True, volumes=[{"name": "scripts", "hostPath": {"path": scripts}},
+                                   {"name": "out", "hostPath": {"path": out}}]))
     await wait_phase(api, namespace, "p", "Running")
     await wait_file(path, "start")
 

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from skiff.api import ApiError, Reason, get_condition
+from skiff.checker import heartbeat as heartbeat_module
 from skiff.checker.report import overlaps, parse_lines
 from skiff.cli.netns import NetnsCluster, ns_exec
 from skiff.client import ApiClient
@@ -152,11 +153,17 @@ async def reaches(cluster: NetnsCluster, src: str, dst: str, *, timeout: float =
 
 
 def heartbeat_log(cluster: NetnsCluster) -> Path:
-    return cluster.data_dir / "heartbeats.log"
+    return cluster.data_dir / "heartbeats" / "heartbeats.log"
+
+
+# A pod sees its own root, not the node's (AU8): the checker's script and its log
+# directory reach it as hostPath volumes, at the same paths.
+CHECKER_DIR = str(Path(heartbeat_module.__file__).parent)
 
 
 def db_stateful_set(log: Path, *, grace: int = 2) -> Obj:
     """A size-1 StatefulSet whose pod is the at-most-one checker on an RWO claim."""
+    log.parent.mkdir(parents=True, exist_ok=True)
     return {
         "apiVersion": "apps/v1", "kind": "StatefulSet",
         "metadata": {"name": "db", "namespace": NAMESPACE},
@@ -169,7 +176,7 @@ def db_stateful_set(log: Path, *, grace: int = 2) -> Obj:
                     "terminationGracePeriodSeconds": grace,
                     "containers": [{
                         "name": "db", "image": "skiff/checker",
-                        "command": [sys.executable, "-m", "skiff.checker.heartbeat",
+                        "command": ["python3", f"{CHECKER_DIR}/heartbeat.py",
                                     "--log", str(log), "--volume", "data",
                                     "--interval", "0.1"],
                         "env": [
@@ -177,7 +184,14 @@ def db_stateful_set(log: Path, *, grace: int = 2) -> Obj:
                                 "fieldRef": {"fieldPath": "metadata.name"}}},
                             {"name": "POD_UID", "valueFrom": {
                                 "fieldRef": {"fieldPath": "metadata.uid"}}}],
-                        "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+                        "volumeMounts": [
+                            {"name": "data", "mountPath": "/data"},
+                            {"name": "checker", "mountPath": CHECKER_DIR,
+                             "readOnly": True},
+                            {"name": "log", "mountPath": str(log.parent)}]}],
+                    "volumes": [
+                        {"name": "checker", "hostPath": {"path": CHECKER_DIR}},
+                        {"name": "log", "hostPath": {"path": str(log.parent)}}]}},
             "volumeClaimTemplates": [{
                 "metadata": {"name": "data"},
                 "spec": {"accessModes": ["ReadWriteOnce"],

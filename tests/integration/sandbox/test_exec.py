@@ -6,7 +6,6 @@ reaches pods on another node at podIP:8080."""
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +26,7 @@ def _shell(name: str = "main", **extra: Any) -> Obj:
     return {"name": name, "image": "python", "workingDir": "/tmp",
             "env": [{"name": "GREETING", "value": "hello"},
                     {"name": "MY_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}],
-            "command": [sys.executable, "-c", SERVER],
+            "command": ["python3", "-c", SERVER],
             "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 1}, **extra}
 
 
@@ -55,7 +54,7 @@ async def test_sb4_kubectl_exec_prints_output_and_returns_the_exit_code(
     assert own.stdout.strip() == shell_pod["status"]["podIP"]
     # inside the pod's network namespace: its own IP, and the server on localhost
     ip = sandbox_cluster.kubectl(
-        "exec", "-n", sb_namespace, "shell", "--", sys.executable, "-c",
+        "exec", "-n", sb_namespace, "shell", "--", "python3", "-c",
         "import urllib.request;print(urllib.request.urlopen('http://127.0.0.1:8080').read()"
         ".decode())")
     assert (ip.returncode, ip.stdout) == (0, "shell\n"), ip.stderr
@@ -75,7 +74,7 @@ async def test_sb4_kubectl_cp_copies_a_file_in_and_out(
         tmp_path: Path) -> None:
     source = tmp_path / "in.txt"
     source.write_text("copied through tar over exec\n")
-    inside = f"{tmp_path}/inside.txt"
+    inside = "/tmp/inside.txt"  # the container's own /tmp (AU8), not the node's
     copied_in = sandbox_cluster.kubectl("cp", str(source), f"{sb_namespace}/shell:{inside}")
     assert copied_in.returncode == 0, copied_in.stderr
     back = tmp_path / "back.txt"
@@ -113,7 +112,7 @@ async def test_sb2_a_pod_on_another_node_gets_each_answer_through_kubectl_exec(
     await _ready(sb_api, ns, "third")
     for ip, name in zip(ips, ("one", "two"), strict=True):
         got = sandbox_cluster.kubectl(
-            "exec", "-n", ns, "third", "--", sys.executable, "-c",
+            "exec", "-n", ns, "third", "--", "python3", "-c",
             f"import urllib.request;print(urllib.request.urlopen('http://{ip}:8080',"
             "timeout=5).read().decode())")
         assert (got.returncode, got.stdout) == (0, f"{name}\n"), got.stderr

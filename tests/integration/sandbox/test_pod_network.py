@@ -6,7 +6,6 @@ pod."""
 from __future__ import annotations
 
 import ipaddress
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +45,7 @@ def _pod(name: str, ns: str, node: str, containers: list[Obj]) -> Obj:
 
 
 def _server(name: str = "web") -> Obj:
-    return {"name": name, "image": "python", "command": [sys.executable, "-c", SERVER],
+    return {"name": name, "image": "python", "command": ["python3", "-c", SERVER],
             "readinessProbe": {"httpGet": {"port": 8080}, "periodSeconds": 1}}
 
 
@@ -80,7 +79,7 @@ async def test_sb1_sb2_pods_on_one_node_share_port_8080_and_answer_a_pod_on_anot
 
     urls = [f"http://{ip}:8080/" for ip in ips]
     client = await sb_api.create(_pod("client", ns, b.name, [{
-        "name": "curl", "image": "python", "command": [sys.executable, "-c", CLIENT, *urls]}]))
+        "name": "curl", "image": "python", "command": ["python3", "-c", CLIENT, *urls]}]))
     uid = client["metadata"]["uid"]
 
     async def answered() -> bool:
@@ -118,7 +117,7 @@ async def test_sb1_containers_of_one_pod_share_localhost_and_the_pods_hostname(
              "    time.sleep(0.5)\n")
     created = await sb_api.create(_pod("pair", ns, node.name, [
         _server(), {"name": "side", "image": "python",
-                    "command": [sys.executable, "-c", probe]}]))
+                    "command": ["python3", "-c", probe]}]))
     await _ready(sb_api, ns, "pair")
 
     async def reached() -> bool:

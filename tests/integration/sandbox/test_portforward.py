@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -138,7 +137,7 @@ async def test_sb4_port_forward_to_a_host_network_pod_dials_the_node(
     port = free_port()
     server = SERVER.replace("8080", str(port)).replace('"0.0.0.0"', '"127.0.0.1"')
     pod = _pod("pf-host", sb_namespace, sandbox_cluster.nodes[0].name, [{
-        "name": "web", "image": "python", "command": [sys.executable, "-c", server],
+        "name": "web", "image": "python", "command": ["python3", "-c", server],
         "readinessProbe": {"tcpSocket": {"port": port}, "periodSeconds": 1}}])
     pod["spec"]["hostNetwork"] = True
     await sb_api.create(pod)

@@ -5,7 +5,6 @@ PID namespace, so this holds for every pod (see README, "Pod sandboxes")."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from skiff.client import ApiClient
@@ -24,7 +23,7 @@ async def test_sb1_share_process_namespace_a_sidecar_signals_the_main_container(
          "command": ["sh", "-c", 'trap "echo got HUP; exit 0" HUP; echo trapping; '
                      "while :; do sleep 0.2; done", marker]},
         {"name": "sidecar", "image": "python",
-         "command": [sys.executable, "-c", "import time; time.sleep(3600)"]}])
+         "command": ["python3", "-c", "import time; time.sleep(3600)"]}])
     pod["spec"].update(shareProcessNamespace=True, restartPolicy="Never")
     await sb_api.create(pod)
 

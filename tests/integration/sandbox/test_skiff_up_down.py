@@ -7,7 +7,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -80,7 +79,7 @@ def test_sb2_skiff_up_sandboxes_pods_and_down_leaves_no_namespace_veth_or_mount(
         assert "NOT isolated" not in up.stdout
         for name in ("a", "b"):
             applied = skiff(tmp_path, "apply", "-f", "-",
-                            stdin=POD.format(name=name, python=sys.executable))
+                            stdin=POD.format(name=name, python="python3"))
             assert applied.returncode == 0, applied.stderr
         ips = _pod_ips(tmp_path, ["a", "b"])
         ours = {pod_network_namespace(tmp_path)} | {
