@@ -35,6 +35,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
 from skiff.apiserver.http import Request, Response
+from skiff.apiserver.queryparams import query_bool
 
 __all__ = ["ApiMetrics", "CONTENT_TYPE", "request_labels"]
 
@@ -82,7 +83,7 @@ def request_labels(req: Request) -> _Info:
     resource = rest[0] if rest else ""
     name = rest[1] if len(rest) > 1 else ""
     sub = rest[2] if len(rest) > 2 else ""
-    watching = req.query.get("watch") in ("true", "1")
+    watching = query_bool(req.query, "watch")
     if method == "GET" and not name:
         verb = "WATCH" if watching else "LIST"
     elif sub in _CONNECT_SUBRESOURCES:

@@ -24,6 +24,7 @@ from skiff.api import ApiError
 from skiff.api.kinds import lookup
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, current_user
 from skiff.apiserver.impersonation import impersonate
+from skiff.apiserver.queryparams import query_bool
 from skiff.apiserver.scope import (
     COLLECTION_VERBS,
     authorized_namespace,
@@ -187,7 +188,7 @@ class RequestGuard:
             return
         if method == "GET":
             verb = "get" if name else (
-                "watch" if query.get("watch") in ("true", "1") else "list")
+                "watch" if query_bool(query, "watch") else "list")
         else:
             verb = _HTTP_VERBS.get(method, method.lower())
             if verb == "delete" and not name:

@@ -41,6 +41,7 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.paging import list_options
+from skiff.apiserver.queryparams import query_bool
 from skiff.apiserver.registry import Registry, object_subresource
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
@@ -313,7 +314,7 @@ class KubeApi:
         method = req.method
         if not name:
             if method == "GET":
-                if q.get("watch") in ("true", "1"):
+                if query_bool(q, "watch"):
                     return self._watch(req, info, namespace)
             if method == "DELETE" and info.kind != "Namespace":  # as in Kubernetes
                 options = _delete_options(req)
@@ -421,7 +422,7 @@ class KubeApi:
             if apply_body is not None:
                 patched = field_managers.server_side_apply(
                     info.kind, current, apply_body, manager=q.get("fieldManager", ""),
-                    force=q.get("force") in ("true", "1"))
+                    force=query_bool(q, "force"))
                 if current is None:  # apply creates what does not exist yet
                     result = await r.create(
                         info.resource, namespace, patched,
@@ -564,14 +565,14 @@ class KubeApi:
         r = versions.view(self.registry, info)
         source = (collection.watch_with_initial_events(r, info.resource,
                                                        namespace, **selectors)
-                  if q.get("sendInitialEvents") in ("true", "1") else
+                  if query_bool(q, "sendInitialEvents") else
                   r.watch(info.resource, namespace, resource_version=rv,
                                       **selectors))
 
         async def events() -> AsyncIterator[Obj]:
             first = True
             async for ev in collection.until_timeout(source, timeout):
-                if ev.type == "BOOKMARK" and q.get("allowWatchBookmarks") not in ("true", "1"):
+                if ev.type == "BOOKMARK" and not query_bool(q, "allowWatchBookmarks"):
                     continue
                 obj = ev.object
                 if table and ev.type != "BOOKMARK":
@@ -598,7 +599,7 @@ class KubeApi:
         if limit_bytes is not None and limit_bytes < 1:
             raise ApiError.invalid("PodLogOptions", name, [ApiFieldError(
                 "limitBytes", "Invalid value", "must be greater than 0", limit_bytes)])
-        if q.get("follow") in ("true", "1"):
+        if query_bool(q, "follow"):
             pieces = kubelet_logs.follow_logs(target, namespace, name, container=container,
                                               tail_lines=tail_lines, credentials=self.kubelet)
             # the first piece (or the kubelet's error) before the 200 goes out
@@ -633,7 +634,7 @@ class KubeApi:
             return Response(200, stream=stream(), content_type="text/plain")
         text = await kubelet_logs.fetch_logs(target, namespace, name, container=container,
                                              tail_lines=tail_lines,
-                                             previous=q.get("previous") in ("true", "1"),
+                                             previous=query_bool(q, "previous"),
                                              credentials=self.kubelet)
         if limit_bytes is not None:
             return Response(200, str(text).encode()[:limit_bytes], content_type="text/plain")

@@ -26,6 +26,7 @@ from skiff.apiserver.authz import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import impersonation_headers, peer_certificate
 from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports
+from skiff.apiserver.queryparams import query_bool
 from skiff.auth import Attributes
 from skiff.client.credentials import Credentials
 from skiff.client.kubelet import kubelet_channel
@@ -43,7 +44,6 @@ Obj = dict[str, Any]
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
              "v2.channel.k8s.io", "channel.k8s.io")
 STDIN, STDOUT, STDERR, ERROR, RESIZE, CLOSE = 0, 1, 2, 3, 4, 255
-_TRUE = ("true", "1")
 
 
 def exit_status(code: int) -> Obj:
@@ -119,7 +119,7 @@ class PodStreams:
         request = {"namespace": namespace, "name": name,
                    "container": q.get("container") or None,
                    "command": q.getall("command", []), "attach": sub == "attach",
-                   "stdin": q.get("stdin", "") in _TRUE, "tty": q.get("tty", "") in _TRUE,
+                   "stdin": query_bool(q, "stdin"), "tty": query_bool(q, "tty"),
                    # a SPDY request (kubectl's fallback) only learns what is wrong
                    "check": not websocket}
         async with kubelet_channel(target, self.kubelet) as channel:
@@ -145,8 +145,8 @@ class PodStreams:
             ws = web.WebSocketResponse(protocols=PROTOCOLS, autoping=True)
             await ws.prepare(raw)
             try:
-                await self._relay(ws, call, stdout=q.get("stdout", "") in _TRUE,
-                                  stderr=q.get("stderr", "") in _TRUE)
+                await self._relay(ws, call, stdout=query_bool(q, "stdout"),
+                                  stderr=query_bool(q, "stderr"))
             finally:
                 call.cancel()
                 await ws.close()
