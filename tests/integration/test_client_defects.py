@@ -191,3 +191,23 @@ async def test_defect7_skiff_label_never_fails_on_a_concurrent_status_write(
         assert printed == ["node/racy labeled"] * 15
         assert beats > 0  # the status writes ran while the labels were made
         assert (await api.get("nodes", "racy"))["metadata"]["labels"]["k"] == "v14"
+
+
+@pytest.mark.parametrize(("value", "watching"), [
+    pytest.param("True", True, id="python-True"), pytest.param("true", True, id="true"),
+    pytest.param("1", True, id="1"), pytest.param("", True, id="empty"),
+    pytest.param("False", False, id="python-False"), pytest.param("0", False, id="0"),
+])
+def test_defect1_boolean_query_parameters_are_read_as_kubernetes_reads_them(
+        front: str, value: str, watching: bool) -> None:
+    """Every value but `false`/`0` (any case) is true: `?watch=True` (clients that format
+    Python booleans) is a watch, not a list."""
+    url = (f"{front}/api/v1/namespaces/default/configmaps?watch={value}"
+           "&timeoutSeconds=1&fieldSelector=metadata.name%3Dsel-x")
+    with urllib.request.urlopen(url, timeout=30) as answer:
+        body = answer.read().decode()
+    if watching:
+        events = [json.loads(line) for line in body.splitlines() if line]
+        assert events and all(e["type"] in ("ADDED", "BOOKMARK") for e in events), body
+    else:
+        assert json.loads(body)["kind"] == "ConfigMapList"
