@@ -300,6 +300,29 @@ async def test_au5_grpc_update_name_swap_is_refused_and_victim_unchanged(
     assert victim["data"] == {"value": "theirs"}
 
 
+async def test_au5_binding_and_eviction_must_name_the_pod_they_are_posted_to(
+        admin: ApiClient) -> None:
+    ns = await _namespace(admin)
+    await admin.create({"apiVersion": "v1", "kind": "Pod",
+                        "metadata": {"name": "p", "namespace": ns},
+                        "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
+    binding = {"apiVersion": "v1", "kind": "Binding",
+               "metadata": {"name": "other", "namespace": ns},
+               "target": {"apiVersion": "v1", "kind": "Node", "name": "node-1"}}
+    bad = await _refused(admin.call("Bind", {"namespace": ns, "name": "p",
+                                             "object": binding}), Reason.BAD_REQUEST)
+    assert bad.message == "name in URL does not match name in Binding object"
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction",
+                "metadata": {"name": "other", "namespace": ns}}
+    bad = await _refused(admin.call("Evict", {"namespace": ns, "name": "p",
+                                              "object": eviction}), Reason.BAD_REQUEST)
+    assert bad.message == "name in URL does not match name in Eviction object"
+    pod = await admin.get("pods", "p", ns)
+    assert not pod["spec"].get("nodeName") and not pod["metadata"].get("deletionTimestamp")
+    bound = await admin.bind(ns, "p", "node-1")
+    assert bound["spec"]["nodeName"] == "node-1"
+
+
 # -- item 8: history and past revisions need what a list needs -----------------------------
 
 
