@@ -378,7 +378,8 @@ class KubeApi:
             result = await r.update(info.resource, namespace, body, subresource=sub,
                                     field_validation=q.get("fieldValidation", "Warn"),
                                     dry_run=_dry_run(q),
-                                    manager=_manager(req) if sub == "status" else None)
+                                    manager=_manager(req) if sub == "status" else None,
+                                    name=name)  # the URL's: another in the body is 400
             return Response(200, result.object, headers=_warnings(result.warnings))
         if method == "PATCH":
             return await self._patch(req, r, info, namespace, name, sub)
@@ -426,7 +427,8 @@ class KubeApi:
                 if current is None:  # apply creates what does not exist yet
                     result = await r.create(
                         info.resource, namespace, patched,
-                        field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run)
+                        field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run,
+                        name=name)
                     return Response(201, result.object, headers=_warnings(result.warnings))
             else:
                 assert current is not None
@@ -452,7 +454,7 @@ class KubeApi:
                     info.resource, namespace, patched, subresource=sub,
                     field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
                     manager=_manager(req) if sub == "status" and apply_body is None
-                    else None)
+                    else None, name=name)
             except ApiError as err:
                 if err.reason == Reason.CONFLICT and not pinned and not (
                         patch or {}).get("metadata", {}).get("resourceVersion"):
