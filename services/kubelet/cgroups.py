@@ -209,15 +209,22 @@ class ContainerCgroup:
     def memory_dir(self) -> Path:
         return self.dirs["memory" if self.version == 1 else "unified"]
 
-    def join(self) -> Callable[[], None]:
+    def join(self, *, strict: bool = True) -> Callable[[], None]:
         """The child's pre-exec step: move itself into every hierarchy's cgroup. Paths are
-        resolved now (in the kubelet), the writes happen in the child before exec."""
+        resolved now (in the kubelet), the writes happen in the child before exec. Not
+        `strict` (a command run in a container: exec, a probe, a hook): a cgroup that is
+        gone with its container is skipped rather than failing the command."""
         targets = [str(d / "cgroup.procs") for d in self.dirs.values()]
 
         def enter() -> None:
             pid = str(os.getpid()).encode()
             for target in targets:
-                fd = os.open(target, os.O_WRONLY)
+                try:
+                    fd = os.open(target, os.O_WRONLY)
+                except FileNotFoundError:
+                    if strict:
+                        raise
+                    continue
                 try:
                     os.write(fd, pid)
                 finally:
