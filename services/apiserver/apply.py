@@ -7,9 +7,13 @@ Every write through the Kubernetes front records which manager set which fields,
 - fails with 409 Conflict when it sets a field another manager owns to a different value,
   naming each manager and field (`Apply failed with 1 conflict: conflict with "alice":
   .metadata.labels.tier`), unless `force=true`, which takes the fields over;
-- removes fields this manager applied before and no longer applies, when nobody else owns
-  them;
-- merges lists by their list map keys from Kubernetes' schema (containers by `name`).
+- merges the configuration into the live object as structured-merge-diff does: maps by
+  key, lists by their list map keys from Kubernetes' schema (containers and env vars by
+  `name`, Service ports by `port`+`protocol`, a key left out taking its default), sets as
+  unions, atomic lists replaced;
+- then prunes what this manager applied last time and no longer applies, unless another
+  manager (or this configuration) still owns it: a keyed list item is removed whole, by its
+  keys, never field by field, and a map this manager applied empty and now fills is kept.
 Other writes (create, update, merge/JSON/strategic patches) become `Update` entries owning
 the fields they changed.
 """
@@ -23,7 +27,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError
-from skiff.apiserver import openapi, patches
+from skiff.apiserver import openapi
 from skiff.clock import rfc3339
 
 Obj = dict[str, Any]
@@ -87,8 +91,34 @@ def _is_set(schema: Obj) -> bool:
         and not schema.get("x-kubernetes-patch-merge-key"))
 
 
+# Defaults of list map keys a configuration may leave out, as Kubernetes' schema declares
+# them (`+default="TCP"` on ContainerPort and ServicePort): the item's identity uses them.
+_KEY_DEFAULTS = {"protocol": "TCP"}
+
+
+def _key_value(item: Obj, key: str) -> Any:
+    return item[key] if item.get(key) is not None else _KEY_DEFAULTS.get(key)
+
+
 def _key_element(item: Obj, keys: list[str]) -> str:
-    return "k:" + json.dumps({k: item.get(k) for k in sorted(keys)}, separators=(",", ":"))
+    return "k:" + json.dumps({k: _key_value(item, k) for k in sorted(keys)},
+                             separators=(",", ":"))
+
+
+def _canonical(path: Path) -> Path:
+    """A path with its list map keys' defaults filled in (entries Skiff wrote before it
+    knew them say `"protocol":null`)."""
+    if not any(e.startswith("k:") and "null" in e for e in path):
+        return path
+    out = []
+    for element in path:
+        if element.startswith("k:"):
+            keys = json.loads(element[2:])
+            element = "k:" + json.dumps(
+                {k: v if v is not None else _KEY_DEFAULTS.get(k) for k, v in keys.items()},
+                separators=(",", ":"))
+        out.append(element)
+    return tuple(out)
 
 
 def to_fields_v1(paths: set[Path]) -> Obj:
@@ -138,7 +168,7 @@ _ABSENT = object()
 def _key_matches(item: Any, wanted: Obj) -> bool:
     """A list item with these map keys; a key left out (null) matches its defaulted value
     (`ports` keyed by containerPort and protocol, protocol defaulted to TCP)."""
-    return isinstance(item, dict) and all(w is None or item.get(k) == w
+    return isinstance(item, dict) and all(w is None or _key_value(item, k) == w
                                           for k, w in wanted.items())
 
 
@@ -180,7 +210,7 @@ def _entries(obj: Obj) -> list[Obj]:
 
 
 def _entry_paths(entry: Obj) -> set[Path]:
-    return from_fields_v1(entry.get("fieldsV1") or {})
+    return {_canonical(p) for p in from_fields_v1(entry.get("fieldsV1") or {})}
 
 
 def _now() -> str:
@@ -224,22 +254,16 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
                 conflicts.append((entry, path))
     if conflicts and not force:
         raise _conflict_error(conflicts)
-    result = patches.strategic_merge_patch(kind, live, _without_meta(applied))
-    meta = applied.get("metadata") or {}
-    for key in _OWNED_META:
-        if key in meta:
-            result.setdefault("metadata", {})
-            result["metadata"][key] = patches.strategic_merge_patch(
-                kind, {"metadata": {key: (live.get("metadata") or {}).get(key)}},
-                {"metadata": {key: meta[key]}})["metadata"][key]
-    owned_by_others = set().union(*(_entry_paths(e) for e in others)) if others else set()
-    for path in sorted(_entry_paths(previous) if previous else set(), reverse=True):
-        if path not in mine and path not in owned_by_others:
-            _remove(result, path)
+    result = _merge_applied(kind, live, applied)
+    if previous is not None:
+        still_owned = set(mine).union(*(_entry_paths(e) for e in others))
+        _prune(result, _entry_paths(previous), still_owned)
     new_others = []
     for entry in others:
         lost = {p for e, p in conflicts if e is entry}
-        kept = _entry_paths(entry) - lost
+        # as for any write, a manager no longer owns the fields the apply removed
+        kept = {p for p in _entry_paths(entry) - lost
+                if _value(result, p) is not _ABSENT or _value(live, p) is _ABSENT}
         new_others.append({**entry, "fieldsV1": to_fields_v1(kept)} if kept else {})
     if previous is not None and not conflicts and _entry_paths(previous) == mine:
         unchanged = copy.deepcopy(result)
@@ -250,9 +274,147 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
     return result
 
 
-def _without_meta(applied: Obj) -> Obj:
-    body = {k: v for k, v in applied.items() if k != "metadata"}
-    return body
+def _merge_applied(kind: str, live: Obj, applied: Obj) -> Obj:
+    """`live` with the applied configuration merged in: of its metadata only the fields
+    managedFields tracks (labels, annotations, finalizers, ownerReferences)."""
+    result = copy.deepcopy(live)
+    for key, value in applied.items():
+        if key == "metadata":
+            continue
+        if value is None:
+            result.pop(key, None)
+        else:
+            result[key] = _merge(kind, (key,), result.get(key), value)
+    meta = applied.get("metadata") or {}
+    for key in _OWNED_META:
+        if key not in meta:
+            continue
+        target = result.setdefault("metadata", {})
+        if meta[key] is None:
+            target.pop(key, None)
+        else:
+            target[key] = _merge(kind, ("metadata", key), target.get(key), meta[key])
+    return result
+
+
+def _merge(kind: str, schema_path: Path, live: Any, config: Any) -> Any:
+    """structured-merge-diff's merge of a configured value into a live one: maps merge by
+    key (unless atomic), keyed lists by their keys, sets as unions; anything else (scalars,
+    atomic lists and maps, a type change) is the configured value."""
+    schema = openapi.field_schema(kind, schema_path) or {}
+    if isinstance(config, dict) and isinstance(live, dict) and (
+            schema.get("x-kubernetes-map-type") != "atomic"):
+        merged = dict(live)
+        for key, value in config.items():
+            if value is None:
+                merged.pop(key, None)
+            else:
+                merged[key] = _merge(kind, (*schema_path, key), live.get(key), value)
+        return merged
+    if isinstance(config, list) and isinstance(live, list):
+        keys = _list_map_keys(schema)
+        if keys and all(isinstance(v, dict) for v in (*live, *config)):
+            return _merge_keyed(kind, (*schema_path, "[]"), live, config, keys)
+        if _is_set(schema):
+            return [*live, *(v for v in config if v not in live)]
+    return _without_nulls(config)
+
+
+def _merge_keyed(kind: str, item_path: Path, live: list[Obj], config: list[Obj],
+                 keys: list[str]) -> list[Obj]:
+    """Two keyed lists merged item by item (an item with the same keys merged with the
+    configured one), in structured-merge-diff's order: the two lists are walked side by
+    side, items only live stay where they were, the configured items come in the
+    configuration's order."""
+    live_ids = [_key_element(v, keys) for v in live]
+    config_ids = [_key_element(v, keys) for v in config]
+    live_by: dict[str, Obj] = {}
+    for ident, item in zip(live_ids, live, strict=True):
+        live_by.setdefault(ident, item)
+    config_by = dict(zip(config_ids, config, strict=True))
+    shared = [ident for ident in config_ids if ident in live_by]
+    upcoming = shared.pop(0) if shared else None  # the next item both lists have
+    merged: set[str] = set()
+    out: list[Obj] = []
+    li = ci = 0
+    while li < len(live_ids) or ci < len(config_ids):
+        if li < len(live_ids) and ci < len(config_ids):
+            ident = live_ids[li]
+            if ident == config_ids[ci]:
+                merged.add(ident)
+                out.append(_merge(kind, item_path, live_by[ident], config_by[ident]))
+                li, ci = li + 1, ci + 1
+                upcoming = shared.pop(0) if shared else None
+                continue
+            if ident in config_by and upcoming is not None and upcoming != ident:
+                li += 1  # a shared item the configuration places later
+                continue
+        if li < len(live_ids):
+            ident = live_ids[li]
+            if ident not in config_by:
+                out.append(copy.deepcopy(live[li]))
+                li += 1
+                continue
+            if ident in merged:
+                li += 1
+        if ci < len(config_ids):
+            ident = config_ids[ci]
+            merged.add(ident)
+            out.append(_merge(kind, item_path, live_by.get(ident), config_by[ident]))
+            ci += 1
+            if upcoming == ident:
+                upcoming = shared.pop(0) if shared else None
+    return out
+
+
+def _without_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
+
+
+def _members(paths: set[Path]) -> set[Path]:
+    """`paths` (list items without their `.`) and every field above them: owning
+    `.data.key1` owns `.data` too, but owning a field of a list item does not own the item
+    (structured-merge-diff's EnsureNamedFieldsAreMembers)."""
+    found: set[Path] = set()
+    for path in paths:
+        if path and path[-1] == ".":
+            path = path[:-1]
+        found.add(path)
+        for end in range(1, len(path)):
+            if path[end - 1].startswith("f:"):
+                found.add(path[:end])
+    return found
+
+
+def _prune(result: Obj, last: set[Path], owned: set[Path]) -> None:
+    """Removes from `result` what the applying manager applied last time (`last`) and
+    nobody owns now (`owned`: its new configuration and every other manager): whole list
+    items and whole fields, parents before children, then the fields above them that are
+    left empty. The key fields of an item that stays are never removed: they are its
+    identity."""
+    still = _members(owned)
+    applied = _members_only(last)
+    gone: list[Path] = []
+    for path in sorted(applied, key=len):
+        if path in still or any(path[:len(g)] == g for g in gone):
+            continue
+        if (len(path) >= 2 and path[-2].startswith("k:")
+                and path[-1][2:] in json.loads(path[-2][2:])):
+            continue
+        if _value(result, path) is not _ABSENT:
+            _remove(result, path)
+            gone.append(path)
+    for path in sorted(_members(last) - applied - still, key=len, reverse=True):
+        if _value(result, path) in ({}, []):
+            _remove(result, path)
+
+
+def _members_only(paths: set[Path]) -> set[Path]:
+    return {p[:-1] if p and p[-1] == "." else p for p in paths}
 
 
 def _entry(manager: str, operation: str, api_version: str, paths: set[Path]) -> Obj:

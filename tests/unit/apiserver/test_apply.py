@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -110,3 +111,97 @@ def test_AX1_status_writes_are_their_own_entry_and_main_writes_keep_them() -> No
     assert owners[("kubelet", "status")] == {"f:status": {"f:phase": {}}}
     assert owners[("kube-controller-manager", "")] == {"f:metadata": {"f:labels": {
         "f:tier": {}}}}
+
+
+def service(ports: list[dict[str, Any]], labels: dict[str, str] | None = None
+            ) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "s"}
+    if labels is not None:
+        meta["labels"] = labels
+    return {"apiVersion": "v1", "kind": "Service", "metadata": meta,
+            "spec": {"ports": ports}}
+
+
+def defaulted(obj: dict[str, Any]) -> dict[str, Any]:
+    """What the apiserver stores: protocol and targetPort defaulted."""
+    for port in obj["spec"]["ports"]:
+        port.setdefault("protocol", "TCP")
+        port.setdefault("targetPort", port["port"])
+    return obj
+
+
+def test_defect6_port_renumbered_under_its_name_is_replaced_whole() -> None:
+    live = defaulted(server_side_apply("Service", None, service([{"name": "http",
+                                                                  "port": 80}]),
+                                       manager="helm", force=False))
+    again = server_side_apply("Service", live, service([{"name": "http", "port": 8080}]),
+                              manager="helm", force=False)
+    assert again["spec"]["ports"] == [{"name": "http", "port": 8080}]
+    fields = again["metadata"]["managedFields"][0]["fieldsV1"]
+    assert list(fields["f:spec"]["f:ports"]) == ['k:{"port":8080,"protocol":"TCP"}']
+
+
+def test_defect6_an_item_another_applier_owns_stays_and_keeps_its_keys() -> None:
+    live = defaulted(server_side_apply("Service", None, service([
+        {"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]),
+        manager="helm", force=False))
+    shared = server_side_apply("Service", live, service([{"name": "http", "port": 80}]),
+                               manager="argo", force=False)
+    dropped = server_side_apply("Service", shared, service([]), manager="helm", force=False)
+    assert dropped["spec"]["ports"] == [{"name": "http", "port": 80, "protocol": "TCP",
+                                         "targetPort": 80}]
+
+
+def test_defect6_entries_with_null_key_defaults_keep_their_items() -> None:
+    live = defaulted(server_side_apply("Service", None, service([{"name": "http",
+                                                                  "port": 80}]),
+                                       manager="helm", force=False))
+    # an entry as Skiff wrote it before it knew the default of `protocol`
+    ports = live["metadata"]["managedFields"][0]["fieldsV1"]["f:spec"]["f:ports"]
+    ports['k:{"port":80,"protocol":null}'] = ports.pop('k:{"port":80,"protocol":"TCP"}')
+    again = server_side_apply("Service", live, service([{"name": "web", "port": 80}]),
+                              manager="helm", force=False)
+    assert again["spec"]["ports"] == [{"name": "web", "port": 80, "protocol": "TCP",
+                                       "targetPort": 80}]
+
+
+@pytest.mark.parametrize(("live_ports", "applied_ports", "merged"), [
+    ([1, 2, 3], [3, 2], [1, 3, 2]),
+    ([1, 2, 3], [3, 1], [2, 3, 1]),
+    ([2], [1, 2, 3], [1, 2, 3]),
+    ([1, 2, 3], [3, 4, 1], [2, 3, 4, 1]),
+])
+def test_defect6_keyed_lists_merge_in_structured_merge_diffs_order(
+        live_ports: list[int], applied_ports: list[int], merged: list[int]) -> None:
+    live = defaulted(server_side_apply("Service", None, service(
+        [{"port": p} for p in live_ports]), manager="kubectl", force=False))
+    result = server_side_apply("Service", live, service([{"port": p} for p in applied_ports]),
+                               manager="helm", force=False)
+    assert [p["port"] for p in result["spec"]["ports"]] == merged
+
+
+def test_defect6_applied_empty_map_is_owned_then_filled() -> None:
+    cm: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                          "metadata": {"name": "c", "labels": {}}, "data": {}}
+    live = server_side_apply("ConfigMap", None, cm, manager="helm", force=False)
+    filled = {**cm, "metadata": {"name": "c", "labels": {"app": "x"}},
+              "data": {"key1": "v"}}
+    again = server_side_apply("ConfigMap", live, filled, manager="helm", force=False)
+    assert again["data"] == {"key1": "v"}
+    assert again["metadata"]["labels"] == {"app": "x"}
+    emptied = server_side_apply("ConfigMap", again, {**cm, "metadata": {"name": "c"}},
+                                manager="helm", force=False)
+    assert emptied["data"] == {} and "labels" not in emptied["metadata"]
+
+
+def test_defect6_a_removed_item_leaves_the_other_managers_entries() -> None:
+    live = server_side_apply("Pod", None, pod({"tier": "a"}) | {"spec": {"containers": [
+        {"name": "main", "image": "busybox"}, {"name": "side", "image": "busybox"}]}},
+        manager="helm", force=False)
+    edited = copy.deepcopy(live)
+    edited["spec"]["containers"][1]["image"] = "busybox:2"
+    edited = record_update("Pod", live, edited, manager="kubectl-set")
+    dropped = server_side_apply("Pod", edited, pod({"tier": "a"}), manager="helm",
+                                force=False)
+    assert [c["name"] for c in dropped["spec"]["containers"]] == ["main"]
+    assert [e["manager"] for e in dropped["metadata"]["managedFields"]] == ["helm"]
