@@ -17,8 +17,10 @@ import copy
 import dataclasses
 import logging
 import os
+import pwd
 import shutil
 import signal as signals
+import socket
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -67,7 +69,7 @@ from skiff.kubelet.records import (
 )
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.runtime.images import ImageCommands, container_command
-from skiff.kubelet.runtime.process import signal_number
+from skiff.kubelet.runtime.process import STANDARD_PATH, signal_number
 from skiff.kubelet.sandbox import (
     NO_POD_CIDR_MESSAGE,
     NOT_ISOLATED_MESSAGE,
@@ -77,10 +79,17 @@ from skiff.kubelet.sandbox import (
 )
 from skiff.kubelet.sandbox.mounts import (
     BindMount,
+    SubPathError,
     etc_host_mounts,
     mount_memory_volumes,
     plan_mounts,
     unmount_memory_volumes,
+)
+from skiff.kubelet.sandbox.rootfs import RootView, system_entries
+from skiff.kubelet.sandbox.security import (
+    fs_group_volumes,
+    plan_security,
+    run_as_non_root_error,
 )
 from skiff.kubelet.servicelinks import service_env
 from skiff.kubelet.status import (
@@ -426,13 +435,18 @@ class PodWorker:
 
     async def _sandbox_ready(self) -> bool:
         """SB1: the pod's sandbox exists before any of its containers starts."""
-        if self.sandbox is not None or self._host_network or self._not_isolated:
+        if self.sandbox is not None or self._not_isolated:
             return True
         if self.env.sandboxes is None:
-            self._announce_not_isolated(NOT_ISOLATED_MESSAGE)
+            if not self._host_network:
+                self._announce_not_isolated(NOT_ISOLATED_MESSAGE)
             return True
         try:
-            self.sandbox = await self.env.sandboxes.ensure(self.pod)
+            if self._host_network:  # AU8: the node's network, but a root of its own
+                self.sandbox = Sandbox(uid=self.uid, ip=POD_IP, hostname=socket.gethostname(),
+                                       host_network=True)
+            else:
+                self.sandbox = await self.env.sandboxes.ensure(self.pod)
             if self.sandbox is None:
                 self._announce_not_isolated(
                     NO_POD_CIDR_MESSAGE.format(node=self.env.node_name))
@@ -465,11 +479,12 @@ class PodWorker:
 
     async def _remove_sandbox(self) -> None:
         """SB4: the sandbox goes once the pod's last process is gone."""
-        if self.env.sandboxes is None or self._host_network or self._not_isolated:
+        if self.env.sandboxes is None or self._not_isolated:
             return
         try:
             unmount_memory_volumes(self.dir.path)
-            await self.env.sandboxes.remove(self.uid)
+            if not self._host_network:
+                await self.env.sandboxes.remove(self.uid)
         except OSError as err:
             log.warning("could not remove the pod's sandbox", extra={
                 "pod": f"{self.namespace}/{self.name}", "error": str(err)})
@@ -519,24 +534,43 @@ class PodWorker:
         spec = r.spec
         env_from, keyed = self._config_env.get(r.name, ({}, {}))
         services = self._service_env.get(r.name, {})
-        base = {**{k: v for k, v in self.env.base_env.items()
+        base = {**self._runtime_env(spec),
+                **{k: v for k, v in self.env.base_env.items()
                    if "KUBERNETES_SERVICE_HOST" not in services
                    or not k.startswith("KUBERNETES_")},
-                **services, **self.dir.volume_env(self.pod), **env_from}
+                **services, **env_from}
         env = container_env(self.pod, spec, node_name=self.env.node_name, base=base,
                             allocatable=self.env.allocatable or None)
         env.update(keyed)
         env = self._with_pod_ip(spec, env)
+        sandbox = self._container_sandbox(r)
         return ContainerConfig(
             pod_uid=self.uid, namespace=self.namespace, pod_name=self.name, name=r.name,
             # `$(VAR)` in command and args from the container's final environment
             command=container_command(spec, self.env.image_commands, env=env),
             env=env,
-            working_dir=self.dir.working_dir(spec),
+            # AU8: in its own root a container starts in `workingDir` or "/"; sharing the
+            # host, in the pod's directory (where its volumes are linked)
+            working_dir=Path(str(spec.get("workingDir") or "/")) if sandbox is not None
+            else self.dir.working_dir(spec),
             log_path=self.dir.log_path(r.name, r.restart_count),
-            image=str(spec.get("image", "")), sandbox=self._container_sandbox(r),
+            image=str(spec.get("image", "")), sandbox=sandbox,
             stdin=bool(spec.get("stdin")), stdin_once=bool(spec.get("stdinOnce")),
             tty=bool(spec.get("tty")))
+
+    def _runtime_env(self, container: Obj) -> dict[str, str]:
+        """AU8: what a container runtime adds before the pod's variables: PATH, HOSTNAME and
+        HOME (the user's, from the container's minimal /etc/passwd). A pod sharing the
+        host keeps the node's PATH (its programs are the node's) and the node's hostname."""
+        if self.sandbox is None:
+            try:
+                home = pwd.getpwuid(os.geteuid()).pw_dir
+            except KeyError:
+                home = "/"
+            return {"PATH": os.environ.get("PATH") or STANDARD_PATH,
+                    "HOSTNAME": socket.gethostname(), "HOME": home}
+        plan = plan_security(self.pod, container)
+        return {"PATH": STANDARD_PATH, "HOSTNAME": self.sandbox.hostname, "HOME": plan.home}
 
     def _container_sandbox(self, r: ContainerRecord) -> Sandbox | None:
         """SB3: the sandbox with this container's volumes at their mountPath, and its
@@ -550,11 +584,36 @@ class PodWorker:
                 write_downward_api(self.dir.volume_path(str(volume["name"])), volume,
                                    self.pod, self._field_value,
                                    allocatable=self.env.allocatable or None)
-        return self.sandbox.for_container(
-            plan_mounts(container, self.dir.volume_path) + etc_host_mounts(
-                self.dir.path, self.pod, container, ip=self.sandbox.ip,
-                hostname=self.sandbox.hostname, domain=self.env.cluster_domain,
-                resolv_conf=self._resolv_conf()) + self._termination_log_mount(r))
+        security = plan_security(self.pod, container)
+        etc = etc_host_mounts(
+            self.dir.path, self.pod, container, ip=self.sandbox.ip,
+            hostname=self.sandbox.hostname, domain=self.env.cluster_domain,
+            resolv_conf=self._resolv_conf())
+        if self.sandbox.host_network:  # the node's own /etc/hosts and /etc/hostname
+            etc = tuple(BindMount(m.target, m.target, read_only=True)
+                        if m.target in ("/etc/hosts", "/etc/hostname") else m for m in etc
+                        if m.target == "/etc/resolv.conf" or Path(m.target).is_file())
+        mounts = plan_mounts(container, self.dir.volume_path) + etc + \
+            self._termination_log_mount(r)
+        # AU8: the container's own root filesystem, made on a directory of the pod's
+        root = RootView(mount_point=str(self.dir.path / "rootfs"), mounts=mounts,
+                        working_dir=str(container.get("workingDir") or "/"),
+                        read_only=security.read_only_root, privileged=security.privileged,
+                        entries=system_entries())
+        return self.sandbox.for_container(root=root, security=security)
+
+    def _container_refused(self, r: ContainerRecord) -> str | None:
+        """AU8: why the kubelet will not create this container (its waiting reason is
+        CreateContainerConfigError): runAsNonRoot with a root user, a subPath that leaves
+        its volume."""
+        image_uid = 0 if self.sandbox is not None else os.geteuid()
+        refused = run_as_non_root_error(self.pod, r.spec, image_uid=image_uid)
+        if refused is None and self.sandbox is not None:
+            try:
+                plan_mounts(r.spec, self.dir.volume_path)
+            except SubPathError as err:
+                refused = str(err)
+        return refused
 
     def _termination_log(self, r: ContainerRecord) -> Path:
         """This attempt's termination-log file in the pod's directory (kuberuntime makes
@@ -572,10 +631,6 @@ class PodWorker:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"")
             path.chmod(0o666)
-            point = Path(target)
-            if not point.exists():
-                point.parent.mkdir(parents=True, exist_ok=True)
-                point.touch()
         except OSError as err:
             log.warning("cannot make the container's termination-log file", extra={
                 "pod": f"{self.namespace}/{self.name}", "container": r.name,
@@ -586,8 +641,7 @@ class PodWorker:
         (none when the file or a non-directory mount point is missing)."""
         target = termination_message_path(r.spec)
         path = self._termination_log(r)
-        if target is None or not path.is_file() or not Path(target).exists() or Path(
-                target).is_dir():
+        if target is None or not path.is_file():
             return ()
         return (BindMount(str(path), target),)
 
@@ -674,7 +728,7 @@ class PodWorker:
         except ApiError:
             kubernetes = None
         env = service_env(self.pod, list(services.get("items") or []), kubernetes)
-        if self.sandbox is None:
+        if self.sandbox is None or self.sandbox.host_network:
             env = {k: v for k, v in env.items() if not k.startswith("KUBERNETES_")}
         return env
 
@@ -693,6 +747,16 @@ class PodWorker:
         self._retire_termination(r)
         if not await self._resolve_config(r):
             return
+        refused = self._container_refused(r)
+        if refused is not None:
+            r.state = {"waiting": {"reason": "CreateContainerConfigError",
+                                   "message": refused}}
+            self._event(WARNING, "Failed", f"Error: {refused}")
+            self._status_dirty.set()
+            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            return
+        if self.sandbox is not None:
+            fs_group_volumes(self.pod, self.dir.volume_path)
         self._create_termination_log(r)
         config = self._config(r)
         r.image = config.image
