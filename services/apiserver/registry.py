@@ -306,7 +306,7 @@ class Registry:
         self._validate(info, obj)
         node_restriction(info, obj, None)
         if self.escalation is not None:
-            await self.escalation.admit(info, obj, None)
+            await self.escalation.admit(info, obj, None, request_name=name or "")
         await self._admit_create(info, obj)
         warnings += await self._admit_pod_security(info, obj)
         await self.quota.admit(info, obj, dry_run=dry_run)  # last, as in Kubernetes

@@ -198,7 +198,11 @@ async def test_au6_escalate_with_resource_names_allows_updates_of_that_role_only
     with pytest.raises(ApiError) as err:
         await bob.create(_role("open", ns, [_rule(["*"], ["*"], ["*"])]))
     assert err.value.reason == Reason.FORBIDDEN
-    await admin.create(_role("open", ns, []))
+    # a server-side apply that creates names the role on its URL: allowed
+    code, created = await _as_bob(
+        secure_cluster, "PATCH", f"/apis/{RBAC}/v1/namespaces/{ns}/roles/open?fieldManager=bob",
+        _role("open", ns, [_rule(["list"], ["secrets"])]), "application/apply-patch+yaml")
+    assert code == 201, created
     await admin.create(_role("closed", ns, []))
     opened = await bob.update({**await bob.get("roles", "open", ns),
                                "rules": [_rule(["get"], ["secrets"])]})
