@@ -174,6 +174,28 @@ def rule_allows(rule: Obj, attrs: Attributes) -> bool:
     return not names or attrs.name in names
 
 
+def _describe_subject(subject: Obj, binding_namespace: str) -> str:
+    """A binding's subject as Kubernetes' RBAC reasons name it: `User "alice"`,
+    `ServiceAccount "name/namespace"`."""
+    kind, name = str(subject.get("kind") or ""), str(subject.get("name") or "")
+    if kind == "ServiceAccount":
+        name = f"{name}/{subject.get('namespace') or binding_namespace}"
+    return f'{kind} "{name}"'
+
+
+def _describe_binding(binding: Obj, subject: Obj) -> str:
+    """How Kubernetes' RBAC authorizer names the binding that allowed a request:
+    `ClusterRoleBinding "x" of ClusterRole "y" to User "z"`, `RoleBinding "x/ns" of Role
+    "y" to Group "g"`."""
+    meta = binding.get("metadata") or {}
+    namespace = str(meta.get("namespace") or "")
+    ref = binding.get("roleRef") or {}
+    named = (f'RoleBinding "{meta.get("name", "")}/{namespace}"' if namespace
+             else f'ClusterRoleBinding "{meta.get("name", "")}"')
+    return (f'{named} of {ref.get("kind", "")} "{ref.get("name", "")}" to '
+            f"{_describe_subject(subject, namespace)}")
+
+
 def _subject_matches(subject: Obj, user: UserInfo, binding_namespace: str) -> bool:
     kind = subject.get("kind")
     name = subject.get("name")
@@ -223,17 +245,19 @@ class RbacRules:
         exist): ClusterRoleBindings first, then the namespace's RoleBindings (Kubernetes'
         VisitRulesFor)."""
         for binding in self.cluster_role_bindings:
-            if any(_subject_matches(s, user, "") for s in binding.get("subjects") or ()):
+            subject = next((s for s in binding.get("subjects") or ()
+                            if _subject_matches(s, user, "")), None)
+            if subject is not None:
                 ref = binding.get("roleRef") or {}
-                yield (f'ClusterRoleBinding "{binding["metadata"]["name"]}"', ref,
-                       self.role_rules(ref, ""))
+                yield _describe_binding(binding, subject), ref, self.role_rules(ref, "")
         for binding in self.role_bindings if namespace else ():
             ns = binding["metadata"].get("namespace", "")
-            if ns == namespace and any(_subject_matches(s, user, ns)
-                                       for s in binding.get("subjects") or ()):
+            subject = next((s for s in binding.get("subjects") or ()
+                            if _subject_matches(s, user, ns)), None) if ns == namespace \
+                else None
+            if subject is not None:
                 ref = binding.get("roleRef") or {}
-                yield (f'RoleBinding "{binding["metadata"]["name"]}/{ns}"', ref,
-                       self.role_rules(ref, ns))
+                yield _describe_binding(binding, subject), ref, self.role_rules(ref, ns)
 
     def rules_for(self, user: UserInfo, namespace: str) -> list[Obj]:
         """Every rule `user` holds in `namespace` (Kubernetes' RBAC RulesFor)."""
