@@ -604,6 +604,11 @@ def bootstrap_policy() -> list[Obj]:
             _rule(["authorization.k8s.io"],
                   ["selfsubjectaccessreviews", "selfsubjectrulesreviews"], ["create"]),
             _rule(["authentication.k8s.io"], ["selfsubjectreviews"], ["create"])],
+        # delegated authentication and authorization (kube-rbac-proxy, metrics-server,
+        # aggregated apiservers): TokenReviews and SubjectAccessReviews, bound to no one
+        "system:auth-delegator": [
+            _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
+            _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"])],
         "system:discovery": [{"nonResourceURLs": [
             "/api", "/api/*", "/apis", "/apis/*", "/healthz", "/livez", "/openapi",
             "/openapi/*", "/readyz", "/version", "/version/"], "verbs": ["get"]}],

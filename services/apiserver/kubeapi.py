@@ -291,6 +291,15 @@ class KubeApi:
                                              "resource")
         name = rest[1] if len(rest) > 1 else ""
         sub = rest[2] if len(rest) > 2 else ""
+        if info.namespaced and namespace is None:
+            # Kubernetes serves a namespaced resource without a namespace only as the
+            # all-namespaces list and watch: no object is addressed there (SPEC AU5).
+            if name:
+                raise ApiError(Reason.NOT_FOUND, "the server could not find the requested "
+                                                 "resource")
+            if req.method not in ("GET", "HEAD"):
+                raise ApiError(Reason.METHOD_NOT_ALLOWED, "the server does not allow this "
+                                                          "method on the requested resource")
         if self.guard is not None:  # 403 before the registry (SPEC AU3)
             await self.guard.http_resource(method=req.method, query=req.query,
                                            group=info.group, resource=info.resource,
@@ -466,12 +475,18 @@ class KubeApi:
     async def _review(self, req: Request, gv: str, rest: list[str]) -> Response:
         if not rest:
             return Response(200, reviews.resource_list(gv))
-        if req.method != "POST" or len(rest) != 1:
-            raise ApiError(Reason.METHOD_NOT_ALLOWED, f"{req.method} is not supported on "
-                                                      f"{'/'.join(rest)}")
+        resource, namespace = reviews.route(gv, rest, method=req.method)
+        if self.guard is not None:  # `create` on the review resource, by RBAC as any other
+            await self.guard.http_resource(method=req.method, query=req.query,
+                                           group=gv.partition("/")[0], resource=resource,
+                                           namespace=namespace, name="", subresource="")
+        tokens = None if self.guard is None else reviews.TokenReviewer(
+            authenticator=self.guard.authenticator, service_accounts=self.tokens,
+            get=reviews.registry_getter(self.registry))
         return Response(201, await reviews.review(
-            gv, rest[0], _body(req), authorizer=self.authorizer,
-            user=current_user.get() or reviews.ANONYMOUS_ADMIN))
+            gv, resource, _body(req), authorizer=self.authorizer,
+            user=current_user.get() or reviews.ANONYMOUS_ADMIN, namespace=namespace,
+            tokens=tokens))
 
     async def _scale(self, req: Request, info: KindInfo, namespace: str,
                      name: str) -> Response:
