@@ -81,6 +81,9 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("PersistentVolume", "v1", "persistentvolumes", False, ("pv",)),
     KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, ("sc",),
              has_status=False),
+    # served empty: Skiff has no CSI drivers to report capacity (skiff.api.storagecapacity)
+    KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities", True, (),
+             has_status=False),
     # Real manifests (issue 16): rules in skiff.api.workloads.
     KindInfo("Deployment", "apps/v1", "deployments", True, ("deploy",)),
     KindInfo("DaemonSet", "apps/v1", "daemonsets", True, ("ds",)),

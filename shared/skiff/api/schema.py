@@ -213,6 +213,8 @@ SCHEMAS: dict[str, Fields] = {
                       "desiredReplicas", "currentMetrics", conditions=ListOf(CONDITION))),
     "NetworkPolicy": fields(*_TOP, metadata=OBJECT_META,
                             spec=fields("podSelector", "ingress", "egress", "policyTypes")),
+    "CSIStorageCapacity": fields(*_TOP, "storageClassName", "capacity", "maximumVolumeSize",
+                                 metadata=OBJECT_META, nodeTopology=LABEL_SELECTOR),
     "VolumeAttachment": fields(
         *_TOP, metadata=OBJECT_META,
         spec=fields("attacher", "nodeName", source=fields("persistentVolumeName",

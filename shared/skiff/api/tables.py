@@ -13,7 +13,15 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from skiff.api import accountkinds, autoscaling, cronjobs, limitranges, networking, quotas
+from skiff.api import (
+    accountkinds,
+    autoscaling,
+    cronjobs,
+    limitranges,
+    networking,
+    quotas,
+    storagecapacity,
+)
 from skiff.clock import parse_rfc3339
 
 Obj = dict[str, Any]
@@ -235,6 +243,7 @@ COLUMNS: dict[str, list[Column]] = {
     **cronjobs.columns(_meta, age),
     **autoscaling.columns(_meta, age),
     **networking.columns(_meta, _age),
+    **storagecapacity.columns(_meta),
 }
 
 WIDE: dict[str, list[Column]] = {

@@ -22,6 +22,7 @@ from skiff.api import (
     networking,
     quotas,
     rbac,
+    storagecapacity,
     volumepaths,
 )
 from skiff.api.errors import (
@@ -1264,6 +1265,7 @@ _VALIDATORS: dict[str, Callable[[Obj, Obj | None], list[FieldError]]] = {
     **cronjobs.VALIDATORS,
     **autoscaling.VALIDATORS,
     **networking.VALIDATORS,
+    **storagecapacity.VALIDATORS,
 }
 
 
