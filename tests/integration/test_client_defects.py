@@ -211,3 +211,20 @@ def test_defect1_boolean_query_parameters_are_read_as_kubernetes_reads_them(
         assert events and all(e["type"] in ("ADDED", "BOOKMARK") for e in events), body
     else:
         assert json.loads(body)["kind"] == "ConfigMapList"
+
+
+def test_au5_a_namespaced_object_is_never_addressed_without_its_namespace(
+        front: str, core: client.CoreV1Api) -> None:
+    """/api/v1/configmaps serves the all-namespaces list; /api/v1/configmaps/x is no path
+    of Kubernetes' (404), and a write there is 405 — it never reads or writes default/x."""
+    core.create_namespaced_config_map("default", client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name="scoped-x"), data={"k": "v"}))
+    with pytest.raises(urllib.error.HTTPError) as err:
+        urllib.request.urlopen(f"{front}/api/v1/configmaps/scoped-x", timeout=30)
+    err.value.close()
+    assert err.value.code == 404
+    status, body = _post(front, "/api/v1/configmaps", {
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "nowhere"}})
+    assert (status, body["reason"]) == (405, "MethodNotAllowed")
+    with urllib.request.urlopen(f"{front}/api/v1/configmaps", timeout=30) as answer:
+        assert "scoped-x" in {i["metadata"]["name"] for i in json.loads(answer.read())["items"]}
