@@ -82,7 +82,7 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
 
 
 def node_cgroups(settings: KubeletSettings, *, layout_found: CgroupLayout | None,
-                 node_name: str) -> CgroupManager | None:
+                 node_name: str, root: Path) -> CgroupManager | None:
     """AU8: the node's cgroups when the kubelet may use them; else one line says why."""
     if settings.runtime == "fake":
         return None
@@ -90,13 +90,14 @@ def node_cgroups(settings: KubeletSettings, *, layout_found: CgroupLayout | None
         reason = "the kubelet is not running as root"
         manager = None
     else:
-        manager, reason = CgroupManager.create(layout=layout_found, node_name=node_name)
+        manager, reason = CgroupManager.create(layout=layout_found, node_name=node_name,
+                                               root_dir=root)
     if manager is None:
         log.warning(NOT_ENFORCED_MESSAGE.format(reason=reason), extra={"node": node_name})
     else:
         log.info("containers run in cgroups", extra={
             "node": node_name, "cgroupVersion": manager.layout.version,
-            "parent": str(next(iter(manager.layout.bases.values())) / node_name)})
+            "parent": str(next(iter(manager.layout.bases.values())) / manager.node_dir)})
     return manager
 
 
@@ -122,9 +123,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         cgroup_layout = detect_node(settings.cgroup_root) if settings.runtime == "process" \
             else None
         for name in names:
-            cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name)
-            if cgroups is not None:
-                cgroups.record(root / name if len(names) > 1 else root)
+            cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name,
+                                   root=root / name if len(names) > 1 else root)
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
                 runtime=runtime, root_dir=root / name if len(names) > 1 else root,

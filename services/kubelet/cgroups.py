@@ -3,7 +3,7 @@
 Kubernetes' kubelet puts every pod in a cgroup of its own under the node's `kubepods`
 cgroup (by QoS class: Guaranteed pods directly, `burstable/` and `besteffort/` below) and the
 runtime puts each container in a cgroup under its pod's. Skiff does the same, named after
-itself: `skiff/<node>/[burstable|besteffort/]pod<uid>/<container>`:
+itself: `skiff/<node>-<root dir hash>/[burstable|besteffort/]pod<uid>/<container>`:
 
 - `limits.memory` → `memory.max` (v2) / `memory.limit_in_bytes` (v1), without swap; a
   container over it is killed by the kernel's OOM killer, and the kubelet reports
@@ -28,6 +28,7 @@ Without root or a writable cgroup filesystem the kubelet runs pods as before and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import signal
@@ -41,7 +42,7 @@ from skiff.api.quantity import bytes_, cpu_millis
 from skiff.cgroupfs import record_node_dirs, remove_tree
 
 __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "Usage",
-           "detect_node", "remove_node_cgroups",
+           "detect_node", "node_cgroup_name",
            "cpu_shares", "cpu_weight", "detect"]
 
 log = logging.getLogger(__name__)
@@ -338,23 +339,29 @@ def _pod_total(pod: Obj, index: int) -> int | None:
 class CgroupManager:
     """The cgroups of one node's pods (one per kubelet of the process)."""
 
-    def __init__(self, *, layout: CgroupLayout, node_name: str) -> None:
+    def __init__(self, *, layout: CgroupLayout, node_name: str, root_dir: Path) -> None:
         self.layout = layout
         self.node_name = node_name
-        self.node_dir = Path(node_name)
+        self.node_dir = Path(node_cgroup_name(node_name, root_dir))
 
     @classmethod
-    def create(cls, *, layout: CgroupLayout | None, node_name: str
+    def create(cls, *, layout: CgroupLayout | None, node_name: str, root_dir: Path
                ) -> tuple[CgroupManager | None, str]:
         """The node's manager, or None and why cgroups cannot be used here."""
         if layout is None:
             return None, "no cgroup v1 memory and cpu hierarchies or cgroup v2 controllers"
-        manager = cls(layout=layout, node_name=node_name)
-        try:
-            manager.setup()
-        except OSError as err:
-            return None, f"cannot create {PARENT}/{node_name} cgroups: " \
-                         f"{err.strerror or err}"
+        manager = cls(layout=layout, node_name=node_name, root_dir=root_dir)
+        for attempt in range(3):
+            try:
+                manager.setup()
+                break
+            except FileNotFoundError:
+                if attempt == 2:  # `skiff/` removed meanwhile by another cluster's clean-up
+                    raise
+            except OSError as err:
+                return None, f"cannot create {PARENT}/{manager.node_dir} cgroups: " \
+                             f"{err.strerror or err}"
+        manager.record(root_dir)
         return manager, ""
 
     def setup(self) -> None:
@@ -500,9 +507,8 @@ class CgroupManager:
                 os.rmdir(directory)
 
 
-def remove_node_cgroups(node_name: str, *, cgroup_root: str = "") -> None:
-    """The node's cgroup tree, from a process in the kubelet's cgroups (`skiff down`, test
-    clean-up): processes still inside are killed, then every directory removed."""
-    layout = detect_node(cgroup_root)
-    if layout is not None:
-        CgroupManager(layout=layout, node_name=node_name).remove_node()
+def node_cgroup_name(node_name: str, root_dir: Path) -> str:
+    """`<node>-<8 hex digits of the kubelet's root directory>`: clusters sharing a host
+    (tests, two `skiff up`) may name their nodes alike; their cgroups never mix."""
+    digest = hashlib.sha1(str(root_dir.resolve()).encode()).hexdigest()[:8]
+    return f"{node_name}-{digest}"

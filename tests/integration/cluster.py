@@ -10,6 +10,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skiff.cgroupfs import remove_recorded
 from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs
 from skiff.cli.processes import (
     Process,
@@ -105,6 +106,7 @@ class Cluster:
         end_pod_groups(roots, grace=1.0)
         if os.geteuid() == 0:
             remove_sandboxes(roots, pod_network_namespace(self.root))
+            remove_recorded(roots)  # and their cgroups (AU8)
         self.apiserver.stop()
         self.etcd.stop()
 

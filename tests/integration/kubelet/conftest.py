@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.cgroupfs import remove_recorded
 from skiff.cli.processes import Process
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
-from skiff.kubelet.cgroups import remove_node_cgroups
 from skiff.kubelet.records import load_state
 from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster
@@ -96,7 +96,7 @@ async def stop_kubelet(node: Node) -> None:
     finally:
         node.process.stop()
         _kill_leftovers(node.root)
-        remove_node_cgroups(node.name)  # AU8: nothing of the node left in /sys/fs/cgroup
+        remove_recorded([node.root])  # AU8: nothing of the node left in /sys/fs/cgroup
 
 
 @pytest.fixture(scope="session")

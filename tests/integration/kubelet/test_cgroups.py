@@ -14,8 +14,9 @@ from typing import Any
 
 import pytest
 
+from skiff.cgroupfs import RECORD_FILE
 from skiff.client import ApiClient
-from skiff.kubelet.cgroups import detect_node
+from skiff.kubelet.cgroups import detect_node, node_cgroup_name
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     Node,
@@ -35,11 +36,14 @@ Obj = dict[str, Any]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def node_cgroup_dirs(node: str) -> list[Path]:
-    """Where the kubelet (a child of this process, so in the same cgroups) puts the node."""
+def node_cgroup_dirs(node: Node) -> list[Path]:
+    """Where the kubelet (a child of this process, so in the same cgroups) put the node."""
     layout = detect_node()
     assert layout is not None, "this machine has no usable cgroup hierarchy"
-    return [base / node for base in layout.bases.values()]
+    name = node_cgroup_name(node.name, node.root)
+    dirs = [base / name for base in layout.bases.values()]
+    assert (node.root / RECORD_FILE).read_text().split() == [str(d) for d in dirs]
+    return dirs
 
 
 @pytest.fixture
@@ -49,7 +53,7 @@ async def cg_node(shared_cluster: Cluster, tmp_path: Path) -> AsyncIterator[Node
         yield node
     finally:
         await stop_kubelet(node)
-    assert not [d for d in node_cgroup_dirs(node.name) if d.exists()], \
+    assert not [d for d in node_cgroup_dirs(node) if d.exists()], \
         "the node's cgroups outlived the test"
 
 
@@ -77,7 +81,7 @@ async def test_au8_memory_limit_oomkills_with_exit_137(
     assert (last["reason"], last["exitCode"]) == ("OOMKilled", 137), last
     await api.delete("pods", "hog", namespace, grace_period_seconds=1)
     await wait_gone(api, namespace, "hog", timeout=30)
-    pod_dirs = [p for d in node_cgroup_dirs(cg_node.name) for p in d.rglob("pod*")]
+    pod_dirs = [p for d in node_cgroup_dirs(cg_node) for p in d.rglob("pod*")]
     assert not pod_dirs, f"the pod's cgroups outlived it: {pod_dirs}"
 
 

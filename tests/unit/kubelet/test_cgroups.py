@@ -16,6 +16,7 @@ from skiff.kubelet.cgroups import (
     cpu_shares,
     cpu_weight,
     detect,
+    node_cgroup_name,
 )
 
 HYBRID_MOUNTINFO = """\
@@ -87,7 +88,7 @@ def _fake_v2(tmp_path: Path) -> CgroupManager:
     root = tmp_path / "cgroup"
     root.mkdir()
     layout = CgroupLayout(version=2, bases={"unified": root / "skiff"})
-    manager = CgroupManager(layout=layout, node_name="n1")
+    manager = CgroupManager(layout=layout, node_name="n1", root_dir=tmp_path / "kubelet")
     manager.setup()
     return manager
 
@@ -97,10 +98,12 @@ def test_au8_v2_writes_limits_on_the_pod_and_container_and_enables_controllers(
     manager = _fake_v2(tmp_path)
     root = tmp_path / "cgroup"
     assert (root / "cgroup.subtree_control").read_text() == "+memory +cpu +pids"
-    assert (root / "skiff" / "n1" / "cgroup.subtree_control").exists()
+    node = str(manager.node_dir)
+    assert node == node_cgroup_name("n1", tmp_path / "kubelet") and node.startswith("n1-")
+    assert (root / "skiff" / node / "cgroup.subtree_control").exists()
     pod = _pod("u1", [{"name": "app", "resources": {
         "limits": {"memory": "32Mi", "cpu": "100m"}, "requests": {"cpu": "50m"}}}])
-    container = root / "skiff" / "n1" / "burstable" / "podu1" / "app"
+    container = root / "skiff" / node / "burstable" / "podu1" / "app"
     (container.parent).mkdir(parents=True)
     (container).mkdir()
     (container / "memory.swap.max").write_text("max\n")  # what the kernel provides
@@ -136,18 +139,20 @@ def test_au8_v1_writes_each_controllers_files_and_a_guaranteed_pod_sits_under_th
     bases = {c: tmp_path / c / "skiff" for c in ("memory", "cpu", "cpuacct", "pids")}
     for base in bases.values():
         base.parent.mkdir()
-    manager = CgroupManager(layout=CgroupLayout(version=1, bases=bases), node_name="n1")
+    manager = CgroupManager(layout=CgroupLayout(version=1, bases=bases), node_name="n1",
+                             root_dir=tmp_path / "kubelet")
+    node = str(manager.node_dir)
     manager.setup()
     spec = {"name": "app", "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}}}
     cgroup = manager.prepare(_pod("u2", [spec]), spec)
-    memory = tmp_path / "memory" / "skiff" / "n1" / "podu2" / "app"
-    cpu = tmp_path / "cpu" / "skiff" / "n1" / "podu2" / "app"
+    memory = tmp_path / "memory" / "skiff" / node / "podu2" / "app"
+    cpu = tmp_path / "cpu" / "skiff" / node / "podu2" / "app"
     assert cgroup.memory_dir == memory
     assert (memory / "memory.limit_in_bytes").read_text() == str(64 << 20)
     assert (cpu / "cpu.cfs_quota_us").read_text() == "25000"
     assert (cpu / "cpu.cfs_period_us").read_text() == "100000"
     assert (cpu / "cpu.shares").read_text() == "256"
-    assert (tmp_path / "cpu" / "skiff" / "n1" / "besteffort" / "cpu.shares").read_text() == "2"
+    assert (tmp_path / "cpu" / "skiff" / node / "besteffort" / "cpu.shares").read_text() == "2"
     # a pod without limits on every container has none of its own
     assert not (memory.parent.parent / "podu3").exists()
     manager.remove_pod("u2")
