@@ -297,7 +297,8 @@ class TokenReviewer:
     """Answers TokenReviews with the apiserver's own authenticator, as kube-apiserver's
     TokenReview storage does: the token is authenticated as if it had come in an
     `Authorization: Bearer` header, against `spec.audiences` or, when there are none, the
-    API audiences (`--api-audiences`, by default the ServiceAccount issuer).
+    API audiences (those the apiserver's own ServiceAccount tokens must carry: the
+    `--service-account-issuer`, as kube-apiserver's `--api-audiences` defaults to).
 
     A ServiceAccount token is audience-aware: it is valid when its `aud` shares an
     audience with those asked (the shared ones are the status's `audiences`), else it is
