@@ -392,7 +392,9 @@ class CgroupManager:
     def _enable(self, directory: Path) -> None:
         control = directory / "cgroup.subtree_control"
         enabled = set(_read(control).split())
-        missing = [c for c in V2_CONTROLLERS if c not in enabled]
+        available = _read(directory / "cgroup.controllers").split()
+        missing = [c for c in V2_CONTROLLERS if c not in enabled
+                   and (c in available or not available)]
         if missing:
             _write(control, " ".join(f"+{c}" for c in missing))
 
