@@ -165,11 +165,23 @@ _REPLICAS: list[Column] = [
     ("READY", lambda o: str(o.get("status", {}).get("readyReplicas", 0))),
     ("AGE", _age)]
 
+def node_roles(node: Obj) -> str:
+    """kubectl's findNodeRoles: `node-role.kubernetes.io/<role>` labels and the
+    `kubernetes.io/role` label's value, sorted."""
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    roles = {key.removeprefix("node-role.kubernetes.io/") for key in labels
+             if key.startswith("node-role.kubernetes.io/")}
+    if labels.get("kubernetes.io/role"):
+        roles.add(str(labels["kubernetes.io/role"]))
+    roles.discard("")
+    return ",".join(sorted(roles)) or "<none>"
+
+
 COLUMNS: dict[str, list[Column]] = {
     "Pod": [("NAME", _meta("name")), ("READY", pod_ready), ("STATUS", pod_status),
             ("RESTARTS", pod_restarts), ("AGE", _age)],
     "Node": [("NAME", _meta("name")), ("STATUS", node_status),
-             ("ROLES", lambda o: "<none>"), ("AGE", _age),
+             ("ROLES", node_roles), ("AGE", _age),
              ("VERSION", lambda o: str(o.get("status", {}).get("nodeInfo", {}).get(
                  "kubeletVersion", "")))],
     "Namespace": [("NAME", _meta("name")),

@@ -1,6 +1,7 @@
 """`skiff up --config FILE`: one YAML file with a section per component.
 
-Sections `apiserver`, `scheduler`, `controllerManager`, `kubelet`; keys are Kubernetes'
+Sections `apiserver`, `scheduler`, `controllerManager`, `kubelet`, and `controlPlane` (the
+node agent of kube-system's mirror pods, cli/controlplane); keys are Kubernetes'
 component-config / flag names in camelCase (`nodeMonitorGracePeriod: 4s`). A scalar becomes
 the flag (`--node-monitor-grace-period 4s`); nested values (a scheduler's `profiles`) are
 written to `<data-dir>/config/<component>.yaml` and passed as `--config`.
@@ -16,7 +17,7 @@ import yaml
 
 from skiff.settings import camel_to_field, flag_name
 
-SECTIONS = ("apiserver", "scheduler", "controllerManager", "kubelet")
+SECTIONS = ("apiserver", "scheduler", "controllerManager", "kubelet", "controlPlane")
 
 
 class ConfigError(ValueError):

@@ -178,7 +178,7 @@ class LocalCluster:
         logs = self.data_dir / "logs"
         config_dir = self.data_dir / "config"
         env = {"SKIFF_LOG_FORMAT": "json"}
-        sec = self.security(echo)
+        sec = self._sec = self.security(echo)
         starting: list[tuple[Process, str]] = []
         etcd: Process | None = None
         apiserver: Process | None = None
@@ -252,8 +252,29 @@ class LocalCluster:
     def security(self, echo: Any = print, *, hosts: tuple[str, ...] = ()) -> ClusterSecurity:
         """The PKI (made once, in <data-dir>/pki) or the announced insecure mode."""
         return prepare(self.data_dir, insecure=self.insecure,
-                       nodes=[f"node-{i}" for i in range(1, self.nodes + 1)], hosts=hosts,
+                       nodes=[*(f"node-{i}" for i in range(1, self.nodes + 1)),
+                              *self.control_plane_nodes()], hosts=hosts,
                        echo=echo, service_cidr=self._service_cidr())
+
+    def control_plane_nodes(self) -> list[str]:
+        """The Nodes the control plane's mirror pods are on (cli/controlplane)."""
+        from skiff.cli.controlplane.mirror import node_names
+
+        return node_names(1)
+
+    def _control_plane_agent(self) -> tuple[str, str, list[str]]:
+        """The control-plane node agent: the Nodes, mirror pods and logs of kube-system's
+        control plane; with a PKI each Node's kubelet serving certificate for its logs."""
+        nodes = self.control_plane_nodes()
+        args = ["--data-dir", str(self.data_dir), "--nodes", ",".join(nodes)]
+        sec: ClusterSecurity | None = getattr(self, "_sec", None)
+        if sec is not None and sec.pki is not None:
+            args += ["--client-ca-file", str(sec.pki.ca)]
+            for node in nodes:
+                pair = sec.pki.kubelet_serving[node]
+                args += ["--serving-certificate", f"{node}={pair.cert},{pair.key}"]
+        return ("control-plane", "skiff.cli.controlplane",
+                [*args, *self.config.flags("controlPlane", self.data_dir / "config")])
 
     def _service_cidr(self) -> str:
         return str(self.config.sections.get("apiserver", {}).get("serviceClusterIPRange")
@@ -285,6 +306,7 @@ class LocalCluster:
                 "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
                 "--cluster-dns", dns_service_ip(self._service_cidr()),  # kube-dns's address
                 *self.config.flags("kubelet", config_dir)]))
+        services.append(self._control_plane_agent())
         services.append(("fence-agent", "skiff.fence_agent",
                          ["--mode", "local", "--data-dir", str(self.data_dir)]))
         return services

@@ -81,6 +81,12 @@ class HaCluster(LocalCluster):
         state.save(self.data_dir)
         return state
 
+    def control_plane_nodes(self) -> list[str]:
+        """One control-plane Node per replica number (kind's HA names)."""
+        from skiff.cli.controlplane.mirror import node_names
+
+        return node_names(max(ETCD_MEMBERS, APISERVERS, REPLICAS))
+
     def _start_etcd(self, echo: Any) -> list[str]:
         ports = [(free_port(), free_port()) for _ in range(ETCD_MEMBERS)]
         scheme, tls = self._sec.scheme, self._sec.etcd_tls()

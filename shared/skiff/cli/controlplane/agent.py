@@ -1,0 +1,502 @@
+"""The control-plane node agent: what the kubelet of a kind control-plane node does for it.
+
+`skiff up` starts it as the `control-plane` component (the supervisor restarts it like any
+other; `skiff down` stops it). It
+
+- registers the control-plane Node(s) of `mirror.node_names` with kubeadm's role label and
+  `node-role.kubernetes.io/control-plane:NoSchedule` taint (the scheduler places no user pod
+  there), posts their Ready status and renews their `kube-node-lease` Leases, so the node
+  lifecycle controller and PodGC leave them and their pods alone;
+- every `--sync-period` reconciles the mirror pods from cluster.json, as the kubelet's
+  syncPod does (`pkg/kubelet/kubelet.go`): a missing one is created; one being deleted
+  (`kubectl delete pod`), or whose hash or owning Node no longer matches, is deleted at once
+  with its UID as precondition and created again; one whose component is gone is deleted;
+  the status follows the process as the supervisor sees it. Deleting a mirror pod never
+  touches the component;
+- serves `/skiff.v1.Kubelet/Logs` and `LogsFollow` (skiff.client.logs) for those pods from
+  the components' log files on each Node's kubelet endpoint: mutual TLS with that Node's
+  kubelet serving certificate, open only to the apiserver's kubelet client and
+  system:masters as the kubelets are (services/kubelet/serving.py), or, in an `--insecure`
+  cluster, on the health port. So `kubectl logs -n kube-system kube-apiserver-<node>` reads
+  the apiserver's log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import platform
+import time
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import grpc
+
+from skiff.api.errors import ApiError, Reason
+from skiff.cli.controlplane import mirror
+from skiff.cli.localcluster import ClusterState, Component, same_process
+from skiff.cli.supervisor import held_down, restartable
+from skiff.client import ApiClient
+from skiff.client.logs import SERVICE
+from skiff.clock import rfc3339, rfc3339_micro
+from skiff.pki import APISERVER_KUBELET_CLIENT, MASTERS_GROUP, identity_of
+from skiff.procfs import read_stat
+from skiff.rpc.codec import CodecError, decode_map, encode
+from skiff.rpc.errors import to_grpc
+from skiff.service import Service, run_service
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+LEASE_NAMESPACE = "kube-node-lease"
+FOLLOW_POLL_SECONDS = 0.2
+
+
+@dataclass(frozen=True)
+class Serving:
+    """A Node's kubelet serving certificate (`--serving-certificate NODE=CERT,KEY`)."""
+
+    node: str
+    cert: Path
+    key: Path
+
+
+@dataclass
+class Settings:
+    apiserver: str
+    data_dir: Path
+    nodes: list[str]
+    health_port: int = 0
+    node_ip: str = "127.0.0.1"
+    serving: list[Serving] = field(default_factory=list)
+    client_ca_file: str = ""
+    # The kubelet's PLEG notices a container change within its 1 s relist.
+    sync_period: float = 1.0
+    node_lease_duration_seconds: int = 40  # --node-lease-duration-seconds
+    node_status_update_frequency: float = 10.0  # --node-status-update-frequency
+
+
+# -- the supervisor's view of a component ---------------------------------------------------
+
+
+def _boot_time() -> float:
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/stat").read_text().splitlines():
+            if line.startswith("btime "):
+                return float(line.split()[1])
+    return 0.0
+
+
+_BOOT = _boot_time()
+_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def started_at(pid: int) -> str:
+    stat = read_stat(pid)
+    if stat is None or not _BOOT:
+        return ""
+    return rfc3339(_BOOT + stat.start_ticks / _TICKS)
+
+
+def view_of(data_dir: Path, comp: Component) -> mirror.ProcessView:
+    running = same_process(comp)
+    return mirror.ProcessView(
+        running=running, held_down=held_down(data_dir, comp) or not restartable(comp),
+        started_at=started_at(comp.pid) if running else "", restarts=comp.restarts)
+
+
+# -- logs -----------------------------------------------------------------------------------
+
+
+def _read(path: Path, tail_lines: int | None) -> str:
+    try:
+        with open(path, errors="replace") as f:
+            if tail_lines is None:
+                return f.read()
+            return "".join(deque(f, maxlen=max(0, tail_lines)))
+    except FileNotFoundError:
+        return ""
+
+
+def check_caller(context: grpc.aio.ServicerContext[Any, Any]) -> None:
+    """Only the apiserver's kubelet client and system:masters, as at a kubelet."""
+    user, groups = "system:anonymous", tuple[str, ...]()
+    for pem in context.auth_context().get("x509_pem_cert") or []:
+        identity = identity_of(bytes(pem))
+        user, groups = identity.user, identity.groups
+    if user != APISERVER_KUBELET_CLIENT and MASTERS_GROUP not in groups:
+        raise ApiError(Reason.FORBIDDEN, f"Forbidden (user={user}, verb=create, "
+                                         f"resource=nodes, subresource=proxy)")
+
+
+@dataclass
+class ComponentLogs:
+    """The log service of the control-plane node(s) `nodes` (all of them: None)."""
+
+    data_dir: Path
+    nodes: set[str] | None = None
+    authorize: bool = False
+
+    def locate(self, req: Obj) -> tuple[Path, Component]:
+        namespace = str(req.get("namespace") or "default")
+        name, container = str(req.get("name")), req.get("container") or None
+        state = ClusterState.load(self.data_dir)
+        for pod, comp in mirror.static_pods(state.components if state else []):
+            if namespace != mirror.NAMESPACE or pod.name != name or (
+                    self.nodes is not None and pod.node not in self.nodes):
+                continue
+            if container is not None and container != pod.kubeadm:
+                raise ApiError.bad_request(f"container {container} is not valid for pod "
+                                           f"{name}")
+            if req.get("previous") and comp.restarts == 0:
+                raise ApiError.bad_request(f'previous terminated container "{pod.kubeadm}" '
+                                           f'in pod "{name}" not found')
+            return Path(comp.log), comp
+        raise ApiError(Reason.NOT_FOUND,
+                       f'pod "{name}" in namespace "{namespace}" is not on this node')
+
+    def _request(self, request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> Obj:
+        if self.authorize:
+            check_caller(context)
+        try:
+            return decode_map(request)
+        except CodecError as err:
+            raise ApiError.bad_request(str(err)) from None
+
+    async def _logs(self, request: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        try:
+            req = self._request(request, context)
+            path, _ = self.locate(req)
+            tail = req.get("tailLines")
+            # The log file holds every run of the component (the supervisor appends).
+            return encode({"text": _read(path, int(tail) if tail is not None else None)})
+        except ApiError as err:
+            code, details, trailer = to_grpc(err)
+            await context.abort(code, details, trailing_metadata=trailer)
+            raise AssertionError("unreachable") from None
+
+    async def _follow(self, request: bytes,
+                      context: grpc.aio.ServicerContext[Any, Any]) -> AsyncIterator[bytes]:
+        try:
+            req = self._request(request, context)
+            path, _ = self.locate(req)
+        except ApiError as err:
+            code, details, trailer = to_grpc(err)
+            await context.abort(code, details, trailing_metadata=trailer)
+            return
+        tail = req.get("tailLines")
+        first = _read(path, int(tail) if tail is not None else None)
+        if first:
+            yield encode({"text": first})
+        offset = len(first.encode()) if tail is None else _size(path)
+        while True:  # a component runs until `skiff down`: follow until the caller stops
+            size = _size(path)
+            if size < offset:  # truncated or replaced
+                offset = 0
+            if size > offset:
+                with open(path, "rb") as f:
+                    f.seek(offset)
+                    data = f.read(size - offset)
+                offset += len(data)
+                yield encode({"text": data.decode(errors="replace")})
+            await asyncio.sleep(FOLLOW_POLL_SECONDS)
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        return grpc.method_handlers_generic_handler(SERVICE, {
+            "Logs": grpc.unary_unary_rpc_method_handler(self._logs),
+            "LogsFollow": grpc.unary_stream_rpc_method_handler(self._follow)})
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+async def start_log_servers(settings: Settings) -> tuple[list[grpc.aio.Server], dict[str, int]]:
+    """One mutual-TLS server per Node with its serving certificate; node → port."""
+    servers, ports = [], {}
+    ca = Path(settings.client_ca_file).read_bytes()
+    for serving in settings.serving:
+        server = grpc.aio.server()
+        server.add_generic_rpc_handlers((ComponentLogs(
+            settings.data_dir, {serving.node}, authorize=True).handler(),))
+        credentials = grpc.ssl_server_credentials(
+            [(serving.key.read_bytes(), serving.cert.read_bytes())], root_certificates=ca,
+            require_client_auth=True)
+        port = server.add_secure_port(f"{settings.node_ip}:0", credentials)
+        if port == 0:
+            raise OSError(f"control-plane: cannot bind a port on {settings.node_ip}")
+        await server.start()
+        servers.append(server)
+        ports[serving.node] = port
+    return servers, ports
+
+
+# -- the Nodes ------------------------------------------------------------------------------
+
+
+def _capacity() -> dict[str, str]:
+    memory = 0
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1])
+    return {"cpu": str(os.cpu_count() or 1), "memory": f"{memory}Ki", "pods": "110"}
+
+
+@dataclass
+class NodeAgent:
+    settings: Settings
+    api: ApiClient
+    ports: dict[str, int]
+    uids: dict[str, str] = field(default_factory=dict)
+    _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
+
+    def _labels(self, node: str) -> dict[str, str]:
+        return {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
+                "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(
+                    platform.machine(), platform.machine()),
+                mirror.ROLE_LABEL: "",
+                "node.kubernetes.io/exclude-from-external-load-balancers": ""}
+
+    def _status(self, node: str) -> Obj:
+        now = rfc3339(time.time())
+
+        def condition(kind: str, status: str, reason: str, message: str) -> Obj:
+            return {"type": kind, "status": status, "reason": reason, "message": message,
+                    "lastHeartbeatTime": now, "lastTransitionTime": self._ready_since}
+
+        capacity = _capacity()
+        return {
+            "capacity": capacity, "allocatable": dict(capacity),
+            "conditions": [
+                condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                          "kubelet has sufficient memory available"),
+                condition("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                          "kubelet has no disk pressure"),
+                condition("PIDPressure", "False", "KubeletHasSufficientPID",
+                          "kubelet has sufficient PID available"),
+                condition("Ready", "True", "KubeletReady", "kubelet is posting ready status")],
+            "addresses": [{"type": "InternalIP", "address": self.settings.node_ip},
+                          {"type": "Hostname", "address": node}],
+            "daemonEndpoints": {"kubeletEndpoint": {
+                "Port": self.ports.get(node, self.settings.health_port)}},
+            "nodeInfo": {"operatingSystem": "linux", "architecture":
+                         self._labels(node)["kubernetes.io/arch"],
+                         "kernelVersion": platform.release(), "osImage": platform.system(),
+                         "kubeletVersion": "skiff-control-plane",
+                         "containerRuntimeVersion": "skiff-supervisor://"},
+        }
+
+    async def register(self, node: str) -> None:
+        """Create the Node, or adopt one left from before (labels, taint, status)."""
+        body: Obj = {"apiVersion": "v1", "kind": "Node",
+                     "metadata": {"name": node, "labels": self._labels(node)},
+                     "spec": {"taints": [dict(mirror.CONTROL_PLANE_TAINT)]}}
+        try:
+            created = await self.api.create(body)
+        except ApiError as err:
+            if err.reason != Reason.ALREADY_EXISTS:
+                raise
+            created = await self.api.get("nodes", node)
+            labels = created["metadata"].setdefault("labels", {})
+            taints = created.setdefault("spec", {}).setdefault("taints", [])
+            changed = any(labels.get(k) != v for k, v in self._labels(node).items())
+            labels.update(self._labels(node))
+            if not any(t.get("key") == mirror.ROLE_LABEL for t in taints):
+                taints.append(dict(mirror.CONTROL_PLANE_TAINT))
+                changed = True
+            if changed:
+                created = await self.api.update(created)
+        self.uids[node] = str(created["metadata"]["uid"])
+        await self.write_status(node, created)
+
+    async def write_status(self, node: str, current: Obj | None = None) -> None:
+        body = current or await self.api.get("nodes", node)
+        body["status"] = self._status(node)
+        await self.api.update_status(body)
+
+    async def renew_lease(self, node: str) -> None:
+        now = rfc3339_micro(time.time())
+        spec = {"holderIdentity": node,
+                "leaseDurationSeconds": self.settings.node_lease_duration_seconds,
+                "renewTime": now}
+        try:
+            lease = await self.api.get("leases", node, LEASE_NAMESPACE)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+            await self.api.create({
+                "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+                "metadata": {"name": node, "namespace": LEASE_NAMESPACE,
+                             "ownerReferences": [{"apiVersion": "v1", "kind": "Node",
+                                                  "name": node, "uid": self.uids[node]}]},
+                "spec": {**spec, "acquireTime": now}})
+            return
+        lease["spec"].update(spec)
+        await self.api.update(lease)
+
+    async def heartbeat(self) -> None:
+        lease_every = self.settings.node_lease_duration_seconds / 4
+        status_every = self.settings.node_status_update_frequency
+        last_lease = last_status = 0.0
+        while True:
+            now = time.monotonic()
+            for node in self.settings.nodes:
+                try:
+                    if node not in self.uids:
+                        await self.register(node)
+                        last_status = now
+                    if now - last_lease >= lease_every:
+                        await self.renew_lease(node)
+                    if now - last_status >= status_every:
+                        await self.write_status(node)
+                except ApiError as err:
+                    if err.reason == Reason.NOT_FOUND:  # the Node was deleted: register
+                        self.uids.pop(node, None)
+                    log.warning("control-plane node heartbeat failed", extra={
+                        "node": node, "error": err.message})
+            if now - last_lease >= lease_every:
+                last_lease = now
+            if now - last_status >= status_every:
+                last_status = now
+            await asyncio.sleep(min(lease_every, status_every, 1.0))
+
+    # -- mirror pods ------------------------------------------------------------------------
+
+    async def sync_pods(self, start_time: str) -> None:
+        state = ClusterState.load(self.settings.data_dir)
+        if state is None:
+            return
+        desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
+        for pod, comp in mirror.static_pods(state.components):
+            desired.setdefault(pod.node, []).append((pod, comp))
+        for node in self.settings.nodes:
+            if node not in self.uids:
+                continue  # not registered (yet): its pods come once it is
+            listed = await self.api.list("pods", None, field_selector=f"spec.nodeName={node}")
+            existing = {p["metadata"]["name"]: p for p in listed["items"]
+                        if mirror.CONFIG_MIRROR in (p["metadata"].get("annotations") or {})}
+            for pod, comp in desired.get(node, []):
+                try:
+                    await self._sync_one(pod, comp, existing.pop(pod.name, None), start_time)
+                except ApiError as err:
+                    log.warning("mirror pod sync failed", extra={
+                        "pod": pod.name, "error": err.message})
+            for orphan in existing.values():  # its component is gone
+                await self._delete(orphan)
+
+    async def _delete(self, pod: Obj) -> None:
+        meta = pod["metadata"]
+        with contextlib.suppress(ApiError):
+            await self.api.delete("pods", meta["name"], meta["namespace"],
+                                  grace_period_seconds=0, uid=meta.get("uid"))
+            log.info("mirror pod deleted", extra={"pod": meta["name"]})
+
+    async def _sync_one(self, pod: mirror.StaticPod, comp: Component, current: Obj | None,
+                        start_time: str) -> None:
+        digest = pod.config_hash(comp)
+        if current is not None:
+            meta = current["metadata"]
+            owners = meta.get("ownerReferences") or []
+            if meta.get("deletionTimestamp") or \
+                    (meta.get("annotations") or {}).get(mirror.CONFIG_MIRROR) != digest or \
+                    not any(o.get("uid") == self.uids[pod.node] for o in owners):
+                await self._delete(current)  # the kubelet recreates a deleted mirror pod
+                current = None
+        now = rfc3339(time.time())
+        if current is None:
+            current = await self.api.create(mirror.mirror_pod(
+                pod, comp, node_uid=self.uids[pod.node], seen=rfc3339_micro(time.time())))
+            log.info("mirror pod created", extra={"pod": pod.name})
+        view = view_of(self.settings.data_dir, comp)
+        status = mirror.pod_status(pod, comp, view, host_ip=self.settings.node_ip,
+                                   start_time=start_time, now=now,
+                                   previous=current.get("status"))
+        if mirror.status_fingerprint(status) != mirror.status_fingerprint(
+                current.get("status") or {}):
+            body = dict(current)
+            body["status"] = status
+            await self.api.update_status(body)
+
+    async def run_pods(self) -> None:
+        state = ClusterState.load(self.settings.data_dir)
+        start_time = rfc3339(state.started if state else time.time())
+        while True:
+            try:
+                await self.sync_pods(start_time)
+            except ApiError as err:
+                log.warning("mirror pod sync failed", extra={"error": err.message})
+            await asyncio.sleep(self.settings.sync_period)
+
+
+async def run(settings: Settings, service: Service) -> None:
+    servers, ports = ([], {}) if not settings.serving else await start_log_servers(settings)
+    try:
+        async with ApiClient(settings.apiserver, user_agent="skiff-control-plane") as api:
+            agent = NodeAgent(settings, api, ports)
+            await service.ready()
+            tasks = [asyncio.create_task(agent.heartbeat()),
+                     asyncio.create_task(agent.run_pods())]
+            await service.stop.wait()
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+    finally:
+        for server in servers:
+            await server.stop(1)
+
+
+def _serving(text: str) -> Serving:
+    node, _, files = text.partition("=")
+    cert, _, key = files.partition(",")
+    if not (node and cert and key):
+        raise argparse.ArgumentTypeError(f"expected NODE=CERT,KEY, got {text!r}")
+    return Serving(node, Path(cert), Path(key))
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m skiff.cli.controlplane",
+                                     description="the control-plane Nodes and mirror pods")
+    parser.add_argument("--apiserver", required=True)
+    parser.add_argument("--health-port", type=int, required=True)
+    parser.add_argument("--data-dir", required=True, type=Path)
+    parser.add_argument("--nodes", default=mirror.node_name(1),
+                        help="the control-plane Nodes, comma-separated")
+    parser.add_argument("--node-ip", default="127.0.0.1")
+    parser.add_argument("--serving-certificate", type=_serving, action="append", default=[],
+                        metavar="NODE=CERT,KEY",
+                        help="a Node's kubelet serving certificate (mutual TLS for logs)")
+    parser.add_argument("--client-ca-file", default="",
+                        help="the CA that signs the clients of the log service")
+    parser.add_argument("--sync-period", type=float, default=1.0, metavar="SECONDS")
+    parser.add_argument("--node-lease-duration-seconds", type=int, default=40)
+    parser.add_argument("--node-status-update-frequency", type=float, default=10.0,
+                        metavar="SECONDS")
+    parser.add_argument("--log-level", default="INFO")
+    args = parser.parse_args(argv)
+    if args.serving_certificate and not args.client_ca_file:
+        parser.error("--serving-certificate needs --client-ca-file")
+    settings = Settings(
+        apiserver=args.apiserver, data_dir=args.data_dir,
+        nodes=[n for n in args.nodes.split(",") if n], health_port=args.health_port,
+        node_ip=args.node_ip, serving=args.serving_certificate,
+        client_ca_file=args.client_ca_file, sync_period=args.sync_period,
+        node_lease_duration_seconds=args.node_lease_duration_seconds,
+        node_status_update_frequency=args.node_status_update_frequency)
+    # --insecure: the logs are on the health port, as the kubelets' are.
+    handlers = [] if settings.serving else [ComponentLogs(settings.data_dir).handler()]
+
+    async def body(service: Service) -> None:
+        await run(settings, service)
+
+    run_service("control-plane", body, health_address=f"127.0.0.1:{args.health_port}",
+                log_level=args.log_level, handlers=handlers)
