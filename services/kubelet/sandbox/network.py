@@ -8,6 +8,13 @@ Layout (one per cluster, shared by every node's kubelet):
 
 Addresses are handed out like CNI's host-local IPAM: one file per address under
 `<root>/ipam/<podCIDR>/`, created exclusively, so a restarted kubelet keeps its pods' IPs.
+
+Setting a pod up is idempotent whatever a crash left behind (a killed kubelet, a power
+cycle): a namespace, veth or address from before is reused when it is whole, and removed
+and made again when it is not. The /run/netns entry of a pod outlives the bind mount that
+held it when the kubelet ran in a mount namespace of its own (`ip netns exec`, as in
+`skiff up --netns`) and that namespace died with it: such an entry is re-bound to the
+namespace of a pod process that survived, or replaced by a fresh namespace.
 """
 
 from __future__ import annotations
@@ -18,7 +25,7 @@ import ipaddress
 import os
 import socket
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -94,9 +101,47 @@ def _in_netns(name: str, fn: Callable[[IPRoute], T]) -> T:
     return _on_thread(run, join=name)
 
 
-def _create_netns(name: str) -> None:
-    if name not in netns.listnetns():
-        _on_thread(lambda: None, new=name)
+def _is_netns(path: Path) -> bool:
+    """Whether `path` holds a network namespace (a bind mount of an nsfs inode), not the
+    empty file a dead mount namespace left behind."""
+    try:
+        return path.stat().st_dev == os.stat("/proc/self/ns/net").st_dev
+    except OSError:
+        return False
+
+
+def _net_inode(path: str) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
+
+
+def _create_netns(name: str, *, holders: Sequence[int] = ()) -> None:
+    """Make netns `name` unless it exists. An entry whose mount is gone is replaced: bound
+    again to the namespace of a surviving process in `holders` (its pod is still running
+    there), else by a new namespace."""
+    path = NETNS_DIR / name
+    if _is_netns(path):
+        return
+    if path.exists() or path.is_symlink():
+        path.unlink(missing_ok=True)  # an empty mount point of a dead mount namespace
+    own = _net_inode("/proc/self/ns/net")
+    for pid in holders:
+        inode = _net_inode(f"/proc/{pid}/ns/net")
+        if inode is not None and inode != own:  # in a namespace of its own: the pod's
+            with contextlib.suppress(OSError):
+                netns.attach(name, str(pid))
+                if _is_netns(path):
+                    return
+            path.unlink(missing_ok=True)
+    _on_thread(lambda: None, new=name)
+
+
+def _netlink_failure(err: NetlinkError, what: str) -> OSError:
+    """A netlink error as the OSError callers handle (a sandbox error, retried)."""
+    code = int(err.code or errno.EIO)
+    return OSError(code, f"{what}: {os.strerror(code)}")
 
 
 def _write_sysctl(path: str, value: str) -> None:
@@ -171,14 +216,42 @@ class PodNetwork:
 
     # -- one pod ---------------------------------------------------------------------------
 
-    def setup_pod(self, uid: str, pod_cidr: str) -> str:
-        """The pod's namespace, veth and address; returns the pod IP (idempotent)."""
+    def setup_pod(self, uid: str, pod_cidr: str, *, holders: Sequence[int] = ()) -> str:
+        """The pod's namespace, veth and address; returns the pod IP. Idempotent, also over
+        what a crash left (module docstring); `holders` are PIDs of the pod's processes
+        that survived a kubelet restart, whose network namespace is the pod's."""
+        try:
+            return self._setup_pod(uid, pod_cidr, holders)
+        except NetlinkError as err:
+            raise _netlink_failure(err, "cannot set up the pod's network") from None
+
+    def _setup_pod(self, uid: str, pod_cidr: str, holders: Sequence[int]) -> str:
         gateway = self.ensure_bridge(pod_cidr)
         ip = self.allocate(pod_cidr, uid)
         prefix = ipaddress.ip_network(pod_cidr, strict=False).prefixlen
         name = pod_netns_name(uid)
-        _create_netns(name)
+        _create_netns(name, holders=holders)
         host_side = veth_name(uid)
+
+        def pod_side(pod: IPRoute) -> list[int]:
+            return list(pod.link_lookup(ifname="eth0"))
+
+        def host_sides(ns: IPRoute) -> list[int]:
+            return list(ns.link_lookup(ifname=host_side))
+
+        def delete(indexes: list[int]) -> Callable[[IPRoute], None]:
+            def run(ipr: IPRoute) -> None:
+                for index in indexes:  # a veth's peer goes with it
+                    with contextlib.suppress(NetlinkError):  # ENODEV: went with its peer
+                        ipr.link("del", index=index)
+            return run
+
+        inside, outside = _in_netns(name, pod_side), _in_netns(self.namespace, host_sides)
+        if not (inside and outside):
+            # Half a pair (one end went with an earlier namespace, or a setup was cut
+            # short): remove what is left and make the pair again.
+            _in_netns(name, delete(inside))
+            _in_netns(self.namespace, delete(outside))
 
         def veth(ns: IPRoute) -> None:
             if not ns.link_lookup(ifname=host_side):
@@ -194,11 +267,17 @@ class PodNetwork:
         def address(pod: IPRoute) -> None:
             pod.link("set", index=pod.link_lookup(ifname="lo")[0], state="up")
             eth0 = pod.link_lookup(ifname="eth0")[0]
-            with contextlib.suppress(NetlinkError):
+            present = False
+            for entry in pod.get_addr(index=eth0, family=socket.AF_INET):
+                if entry.get_attr("IFA_ADDRESS") == ip and entry["prefixlen"] == prefix:
+                    present = True
+                else:  # an address from before that is not the pod's any more
+                    pod.addr("del", index=eth0, address=entry.get_attr("IFA_ADDRESS"),
+                             prefixlen=entry["prefixlen"])
+            if not present:
                 pod.addr("add", index=eth0, address=ip, prefixlen=prefix)
             pod.link("set", index=eth0, state="up")
-            with contextlib.suppress(NetlinkError):
-                pod.route("add", dst="0.0.0.0/0", gateway=gateway)
+            pod.route("replace", dst="0.0.0.0/0", gateway=gateway)
 
         _in_netns(self.namespace, veth)
         _in_netns(name, address)
