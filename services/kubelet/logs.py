@@ -12,14 +12,16 @@ is `skiff.client.logs`.
 Rotation (SPEC AU10), as Kubernetes' container log manager: every
 `containerLogMonitorInterval` a running container's log larger than `containerLogMaxSize`
 becomes `<attempt>.log.<YYYYmmdd-HHMMSS>`, rotated files but the newest are gzipped, and at
-most `containerLogMaxFiles` files (the current one included) are kept. A Skiff container
-writes its log file itself (opened with O_APPEND, so it survives a kubelet restart, GT8), so
-there is no runtime to ask to reopen it: the file is copied, then the container is frozen
-(its cgroup's freezer) while the last bytes are copied and the file is truncated, and thawed:
-nothing is lost. Without cgroups the copy of the last bytes and the truncation follow each
-other on the kubelet's event loop, and only what the container writes between the two
-system calls can be lost. `logs` reads the current file, as Kubernetes' does; `logs -f`
-notices the truncation and reads the end of the rotated file before going on.
+most `containerLogMaxFiles` files (the current one included) are kept; of earlier attempts
+only the previous one's logs stay (container garbage collection keeps one dead container).
+A Skiff container writes its log file itself (opened with O_APPEND, so it survives a
+kubelet restart, GT8), so there is no runtime to ask to reopen it: the file is copied, then
+the container is frozen (its cgroup's freezer) while the last bytes are copied, the file is
+truncated and the copy takes its rotated name, and thawed: nothing is lost. Without cgroups
+the copy of the last bytes and the truncation follow each other on the kubelet's event loop,
+and only what the container writes between the two system calls can be lost. `logs` reads
+the current file, as Kubernetes' does; `logs -f` notices a new rotated file and reads the
+rest of what it held from it before going on with the current file from its start.
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ from skiff.kubelet.locate import first_located
 from skiff.rpc.codec import CodecError, decode_map, encode
 from skiff.rpc.errors import to_grpc
 
-__all__ = ["LOGS_METHOD", "LogRotation", "LogService", "RotationTarget", "fetch_logs",
+__all__ = ["LOGS_METHOD", "LogRotation", "LogService", "RotationTarget", "drop_old_attempts",
+           "fetch_logs",
            "follow_log", "read_log", "rotated_logs", "running_logs"]
 
 log = logging.getLogger(__name__)
@@ -248,6 +251,22 @@ def _compress(path: Path) -> None:
     path.unlink()
 
 
+def drop_old_attempts(path: Path) -> int:
+    """Like Kubernetes' container garbage collection keeping one dead container per
+    container: beside attempt `<n>.log` only `<n-1>.log` (what `logs --previous` reads) and
+    their rotated files stay; a crash-looping container does not fill the disk."""
+    attempt = path.name.removesuffix(".log")
+    if not attempt.isdigit():
+        return 0
+    removed = 0
+    for other in path.parent.glob("*.log*"):
+        number = other.name.split(".", 1)[0]
+        if number.isdigit() and int(number) < int(attempt) - 1:
+            other.unlink(missing_ok=True)
+            removed += 1
+    return removed
+
+
 class LogRotation:
     """Kubernetes' container log manager for the kubelets of this process."""
 
@@ -262,6 +281,7 @@ class LogRotation:
             for lister in self.listers:
                 for target in list(lister()):
                     try:
+                        await asyncio.to_thread(drop_old_attempts, target.path)
                         await self.rotate(target)
                     except OSError as err:
                         log.warning("cannot rotate a container log", extra={

@@ -9,7 +9,7 @@ import os
 from pathlib import Path
 
 from skiff.kubelet.eviction import disk_usage, eviction_message
-from skiff.kubelet.logs import LogRotation, RotationTarget, rotated_logs
+from skiff.kubelet.logs import LogRotation, RotationTarget, drop_old_attempts, rotated_logs
 
 
 async def test_au10_rotation_keeps_max_files_gzips_older_ones_and_the_writer_goes_on(
@@ -66,3 +66,12 @@ def test_au10_eviction_message_is_kubernetes() -> None:
         "The node was low on resource: ephemeral-storage. Threshold quantity: 10Mi, "
         "available: 3Mi. Container c was using 5Mi, request is 0, has larger consumption "
         "of ephemeral-storage. ")
+
+
+def test_au10_only_the_current_and_the_previous_attempts_logs_stay(tmp_path: Path) -> None:
+    for name in ("0.log", "1.log", "1.log.20260101-000000.gz", "2.log", "3.log",
+                 "3.log.20260101-000001", "12.log"):
+        (tmp_path / name).write_text("x")
+    assert drop_old_attempts(tmp_path / "3.log") == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "12.log", "2.log", "3.log", "3.log.20260101-000001"]
