@@ -1,7 +1,7 @@
 """SPEC AU10 with a real kubelet as root: a pod filling its emptyDir on the node's
 filesystem (here a 64 MiB tmpfs holding the kubelet's root directory, mounted and unmounted
-by the test) crosses `nodefs.available`; the node reports DiskPressure and the kubelet
-evicts the pod with Kubernetes' message, then reclaims its emptyDir."""
+by the test) crosses `nodefs.available`; the node reports DiskPressure, admits no new pod,
+and the kubelet evicts the pod with Kubernetes' message, then reclaims its emptyDir."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ async def test_au10_disk_pressure_evicts_the_pod_filling_its_empty_dir(
                          extra=["--pod-network-namespace", sandbox_cluster.pod_network,
                                 "--pod-cidr-wait", "30s",
                                 "--eviction-hard", "nodefs.available<40%",
-                                "--eviction-pressure-transition-period", "2s"])
+                                "--eviction-pressure-transition-period", "6s"])
     ns = sb_namespace
     try:
         await sb_api.create({
@@ -65,6 +65,14 @@ async def test_au10_disk_pressure_evicts_the_pod_filling_its_empty_dir(
                        for c in obj["status"]["conditions"])
 
         await wait_until(disk_pressure, timeout=40, interval=0.2, what="DiskPressure=True")
+        # under DiskPressure the kubelet admits no new pod (but critical ones)
+        await sb_api.create({
+            "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "late", "namespace": ns},
+            "spec": {"nodeName": node.name,
+                     "containers": [{"name": "c", "command": ["sleep", "3600"]}]}})
+        late = await wait_phase(sb_api, ns, "late", "Failed", timeout=30)
+        assert (late["status"]["reason"], late["status"]["message"]) == (
+            "Evicted", "Pod was rejected: The node had condition: [DiskPressure]. ")
         pod = await wait_phase(sb_api, ns, "filler", "Failed", timeout=40)
         assert pod["status"]["reason"] == "Evicted"
         message = pod["status"]["message"]
@@ -78,7 +86,8 @@ async def test_au10_disk_pressure_evicts_the_pod_filling_its_empty_dir(
             return not await disk_pressure()
 
         await wait_until(no_disk_pressure, timeout=30, interval=0.2, what="DiskPressure=False")
-        await sb_api.delete("pods", "filler", ns)
-        await wait_gone(sb_api, ns, "filler", timeout=30)
+        for name in ("filler", "late"):
+            await sb_api.delete("pods", name, ns)
+            await wait_gone(sb_api, ns, name, timeout=30)
     finally:
         await stop_kubelet(node)
