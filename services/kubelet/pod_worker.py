@@ -107,6 +107,7 @@ from skiff.kubelet.termination import (
     termination_message,
     termination_message_path,
 )
+from skiff.kubelet.unknownstatus import count_restart, mark_lost
 from skiff.kubelet.volumes import VolumeManager
 from skiff.tracing import start_span_from_object
 
@@ -122,8 +123,6 @@ _LOST_VOLUME_GRACE_SECONDS = 1  # a pod whose storage was taken away stops at on
 # Kubernetes' pod workers kill pods found only in the runtime (no spec known) with 1 s.
 _ORPHAN_GRACE_SECONDS = 1
 _DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specified deadline"
-_LOST_CONTAINER_MESSAGE = ("The container could not be located when the kubelet restarted. "
-                           "The container used to be Running")
 
 
 @dataclass
@@ -446,7 +445,8 @@ class PodWorker:
                 self.sandbox = Sandbox(uid=self.uid, ip=POD_IP, hostname=socket.gethostname(),
                                        host_network=True)
             else:
-                self.sandbox = await self.env.sandboxes.ensure(self.pod)
+                self.sandbox = await self.env.sandboxes.ensure(self.pod, holders=[
+                    r.handle.pid for r in self.records if r.handle is not None])
             if self.sandbox is None:
                 self._announce_not_isolated(
                     NO_POD_CIDR_MESSAGE.format(node=self.env.node_name))
@@ -521,7 +521,7 @@ class PodWorker:
                 self._wake_at(finished + delay)
                 return
             self.env.backoff.next(key)
-            r.restart_count += 1
+            count_restart(r)
         await self._start_container(r)
 
     def _wake_at(self, when: float) -> None:
@@ -1238,24 +1238,16 @@ class PodWorker:
             r.exit_code = entry.get("exitCode")
             r.finished_at = self.env.clock.now() if r.attempts else None
             r.state = entry.get("state") or r.state
+            r.restart_counted = bool(entry.get("restartCounted"))
             handle = None
             if entry.get("running") and entry.get("pid"):
                 handle = self.env.runtime.adopt(
                     pid=int(entry["pid"]), pgid=int(entry["pgid"]),
                     start_ticks=int(entry["startTicks"]), started_at=float(entry["startedAt"]))
-                if handle is None:
-                    # Kubernetes (convertToAPIContainerStatuses): a container that was
-                    # running and can no longer be found is waiting again, with its lost
-                    # run as lastState ContainerStatusUnknown (exit code 137).
-                    r.exit_code = 137
-                    r.finished_at = self.env.clock.now()
-                    r.last_state = {"terminated": {
-                        "exitCode": 137, "reason": "ContainerStatusUnknown",
-                        "message": _LOST_CONTAINER_MESSAGE,
-                        "finishedAt": rfc3339(self.env.clock.now())}}
-                    r.state = {"waiting": {"reason": "PodInitializing"
-                                           if self.pod["spec"].get("initContainers")
-                                           else "ContainerCreating"}}
+                if handle is None:  # gone (a crash, a power cycle): never "Running"
+                    mark_lost(r, now=self.env.clock.now(), deleting=self.terminating,
+                              has_init_containers=bool(self.pod["spec"].get("initContainers")))
+                    self._status_dirty.set()
             if handle is not None:
                 log.info("re-adopted a running container", extra={
                     "pod": f"{self.namespace}/{self.name}", "container": r.name,

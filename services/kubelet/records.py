@@ -64,6 +64,8 @@ class ContainerRecord:
     finished_at: float | None = None
     image: str = ""
     redefined: bool = False  # its definition changed: restart whatever the restartPolicy
+    # its next restart was counted already, when its container was lost (unknownstatus)
+    restart_counted: bool = False
 
     @property
     def name(self) -> str:
@@ -98,7 +100,7 @@ def save_state(pod_dir: Path, *, pod: Obj, records: list[ContainerRecord]) -> No
                 "running": r.running,
                 "restartCount": r.restart_count, "attempts": r.attempts,
                 "exitCode": r.exit_code, "lastState": r.last_state, "state": r.state,
-                "started": r.started,
+                "started": r.started, "restartCounted": r.restart_counted,
             } for r in records},
     }
     write_state(pod_dir, data)

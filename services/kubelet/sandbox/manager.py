@@ -16,6 +16,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -170,9 +171,10 @@ class SandboxManager:
         cidr = spec.get("podCIDR") or next(iter(spec.get("podCIDRs") or []), None)
         return str(cidr) if cidr else None
 
-    async def ensure(self, pod: Obj) -> Sandbox | None:
+    async def ensure(self, pod: Obj, *, holders: Sequence[int] = ()) -> Sandbox | None:
         """The pod's sandbox, or None when the node has no podCIDR (no node IPAM runs:
-        the pod shares the node's network, and the caller says so)."""
+        the pod shares the node's network, and the caller says so). `holders`: PIDs of the
+        pod's processes a restarted kubelet re-adopted (their namespace is the pod's)."""
         uid = str(pod["metadata"]["uid"])
         cidr = await self.pod_cidr()
         if cidr is None:
@@ -181,7 +183,8 @@ class SandboxManager:
                                    "for the controller-manager's nodeipam controller")
             return None
         try:
-            ip = await asyncio.to_thread(self.network.setup_pod, uid, cidr)
+            ip = await asyncio.to_thread(self.network.setup_pod, uid, cidr,
+                                         holders=holders)
         except OSError as err:
             raise SandboxError(f"cannot set up the pod's network: {err}") from None
         return Sandbox(uid=uid, ip=ip, hostname=pod_hostname(pod))

@@ -138,10 +138,10 @@ def _create_netns(name: str, *, holders: Sequence[int] = ()) -> None:
     _on_thread(lambda: None, new=name)
 
 
-def _netlink_failure(err: NetlinkError, what: str) -> OSError:
+def _netlink_failure(err: NetlinkError) -> OSError:
     """A netlink error as the OSError callers handle (a sandbox error, retried)."""
     code = int(err.code or errno.EIO)
-    return OSError(code, f"{what}: {os.strerror(code)}")
+    return OSError(code, os.strerror(code))
 
 
 def _write_sysctl(path: str, value: str) -> None:
@@ -223,7 +223,7 @@ class PodNetwork:
         try:
             return self._setup_pod(uid, pod_cidr, holders)
         except NetlinkError as err:
-            raise _netlink_failure(err, "cannot set up the pod's network") from None
+            raise _netlink_failure(err) from None
 
     def _setup_pod(self, uid: str, pod_cidr: str, holders: Sequence[int]) -> str:
         gateway = self.ensure_bridge(pod_cidr)
