@@ -355,12 +355,12 @@ class CgroupManager:
             try:
                 manager.setup()
                 break
-            except FileNotFoundError:
-                if attempt == 2:  # `skiff/` removed meanwhile by another cluster's clean-up
-                    raise
             except OSError as err:
-                return None, f"cannot create {PARENT}/{manager.node_dir} cgroups: " \
-                             f"{err.strerror or err}"
+                # FileNotFoundError: `skiff/` may have been removed meanwhile by another
+                # cluster's clean-up; try again
+                if attempt == 2 or not isinstance(err, FileNotFoundError):
+                    return None, f"cannot create {PARENT}/{manager.node_dir} cgroups " \
+                                 f"({err.strerror or err})"
         manager.record(root_dir)
         return manager, ""
 

@@ -195,3 +195,15 @@ def test_au8_usage_is_the_working_set_and_cpu_from_the_cgroup(tmp_path: Path) ->
     usage = ContainerCgroup(version=2, dirs={"unified": tmp_path}).usage()
     assert usage is not None
     assert (usage.cpu_seconds, usage.working_set) == (2.5, 70 << 20)
+
+
+def test_au8_an_unusable_cgroup_tree_means_today_s_behaviour_with_a_reason(
+        tmp_path: Path) -> None:
+    (tmp_path / "not-a-cgroup").write_text("")  # e.g. a cgroup filesystem we cannot use
+    unusable = CgroupLayout(version=1, bases={"memory": tmp_path / "not-a-cgroup" / "skiff",
+                                              "cpu": tmp_path / "not-a-cgroup" / "skiff"})
+    manager, reason = CgroupManager.create(layout=unusable, node_name="n1",
+                                           root_dir=tmp_path / "kubelet")
+    assert manager is None and "cannot create skiff/n1-" in reason, reason
+    assert CgroupManager.create(layout=None, node_name="n1", root_dir=tmp_path) == (
+        None, "no cgroup v1 memory and cpu hierarchies or cgroup v2 controllers")
