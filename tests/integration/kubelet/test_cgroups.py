@@ -85,7 +85,7 @@ async def test_au8_memory_limit_oomkills_with_exit_137(
     assert not pod_dirs, f"the pod's cgroups outlived it: {pod_dirs}"
 
 
-async def test_au8_a_sigkill_by_the_kubelet_is_not_an_oomkill(
+async def test_au8_a_sigkill_not_from_the_oom_killer_is_error_not_oomkilled(
         api: ApiClient, namespace: str, cg_node: Node) -> None:
     # a container that kills itself with SIGKILL under a generous limit: Error, not OOMKilled
     await api.create(pod_manifest("k", namespace, cg_node.name, [{
