@@ -142,7 +142,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 cluster_dns=tuple(settings.cluster_dns_addresses()),
                 cluster_domain=settings.cluster_domain, resolv_conf=settings.resolv_conf,
                 cgroups=cgroups)
-            kubelet = Kubelet(env=env)
+            kubelet = Kubelet(env=env, worker_backoff=settings.pod_worker_backoff_period)
             eviction = EvictionManager(
                 kubelet=kubelet, memory_capacity=bytes_(capacity["memory"]),
                 hard=parse_thresholds(settings.eviction_hard, flag="--eviction-hard"),

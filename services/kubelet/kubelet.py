@@ -3,12 +3,17 @@
 The informer feeds `on_pod` / `on_pod_deleted`; each pod (by UID) gets one `PodWorker`
 task. At start-up, pod directories whose pod no longer exists in the API (force deleted
 while the kubelet was down) get a worker that only kills their processes (GT8, PS1).
+A worker that fails is started again after a back-off, as Kubernetes' pod workers requeue
+a pod whose sync failed (`backOffPeriod`, 10 s, jittered by up to half): never left dead,
+with the pod's status frozen, and never restarted in a tight loop by every resync.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import random
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,13 +33,28 @@ log = logging.getLogger(__name__)
 Obj = dict[str, Any]
 
 
+WORKER_BACKOFF_JITTER = 0.5  # Kubernetes' workerBackOffPeriodJitterFactor
+
+
+@dataclass
+class _FailedWorker:
+    """A pod whose worker failed, until it is started again: the newest pod seen."""
+
+    pod: Obj
+    removed: bool
+    orphan: bool
+    timer: asyncio.TimerHandle | None = None
+
+
 class Kubelet:
-    def __init__(self, *, env: PodEnvironment) -> None:
+    def __init__(self, *, env: PodEnvironment, worker_backoff: float = 10.0) -> None:
         self.env = env
         self.node_name = env.node_name
         self.workers: dict[str, PodWorker] = {}
         self._by_name: dict[tuple[str, str], str] = {}
         self.admission: Admission | None = None  # None: every pod is admitted
+        self.worker_backoff = worker_backoff
+        self._failed: dict[str, _FailedWorker] = {}  # by UID, waiting out the back-off
 
     # -- informer handlers -----------------------------------------------------------------
 
@@ -46,12 +66,19 @@ class Kubelet:
         if worker is not None:
             worker.update(pod)
             return
+        failed = self._failed.get(uid)
+        if failed is not None:  # its worker starts again when the back-off is over
+            failed.pod = pod
+            return
         self._start_worker(pod, rejection=self._admit(pod))
 
     def on_pod_deleted(self, pod: Obj) -> None:
-        worker = self.workers.get(pod.get("metadata", {}).get("uid", ""))
+        uid = pod.get("metadata", {}).get("uid", "")
+        worker = self.workers.get(uid)
         if worker is not None:
             worker.removed()
+        if uid in self._failed:
+            self._failed[uid].removed = True
 
     def on_volume_attachment(self, _attachment: Obj) -> None:
         """A VolumeAttachment was added, changed or removed: pods with claims re-check."""
@@ -90,11 +117,34 @@ class Kubelet:
             if self._by_name.get((worker.namespace, worker.name)) == uid:
                 del self._by_name[(worker.namespace, worker.name)]
             if not task.cancelled() and task.exception() is not None:
-                log.error("pod worker failed", exc_info=task.exception(),
-                          extra={"pod": f"{worker.namespace}/{worker.name}", "uid": uid})
+                delay = self.worker_backoff * (1 + WORKER_BACKOFF_JITTER * random.random())
+                log.error("pod worker failed; it starts again after a back-off",
+                          exc_info=task.exception(),
+                          extra={"pod": f"{worker.namespace}/{worker.name}", "uid": uid,
+                                 "backoffSeconds": round(delay, 3)})
+                self._restart_later(worker, delay)
 
         worker.task.add_done_callback(done)
         return worker
+
+    def _restart_later(self, worker: PodWorker, delay: float) -> None:
+        """Start the failed `worker`'s pod again in `delay` seconds, with the newest pod
+        the informer delivered meanwhile (a new worker re-adopts what still runs)."""
+        failed = _FailedWorker(pod=worker.pod, removed=worker.removed_from_api,
+                               orphan=worker.orphan)
+        self._failed[worker.uid] = failed
+
+        def restart() -> None:
+            if self._failed.get(worker.uid) is not failed:
+                return
+            del self._failed[worker.uid]
+            if worker.uid in self.workers:
+                return
+            again = self._start_worker(failed.pod)
+            if failed.removed:
+                again.removed(orphan=failed.orphan)
+
+        failed.timer = asyncio.get_running_loop().call_later(delay, restart)
 
     # -- start-up --------------------------------------------------------------------------
 
@@ -196,5 +246,9 @@ class Kubelet:
     async def shutdown(self) -> None:
         """Stop the workers, leaving the pods' processes running (a kubelet restart must not
         kill pods; the next kubelet re-adopts them)."""
+        for failed in self._failed.values():
+            if failed.timer is not None:
+                failed.timer.cancel()
+        self._failed.clear()
         tasks = [w.task for w in self.workers.values() if w.task is not None]
         await cancel_tasks(*tasks)

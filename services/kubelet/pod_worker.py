@@ -271,6 +271,14 @@ class PodWorker:
             self.pod["metadata"].get("deletionTimestamp"))
 
     @property
+    def removed_from_api(self) -> bool:
+        return self._removed
+
+    @property
+    def orphan(self) -> bool:
+        return self._orphan
+
+    @property
     def active(self) -> bool:
         return any(r.running for r in self.records)
 

@@ -89,6 +89,9 @@ class KubeletSettings:
     node_status_report_frequency: float = duration(
         300.0, help="node status is written at least this often even when unchanged")
     sync_frequency: float = duration(60.0, help="resync of every pod worker")
+    pod_worker_backoff_period: float = duration(
+        10.0, help="a pod worker that failed starts again after this long, jittered by up to "
+                   "half (Kubernetes' backOffPeriod for a failed pod sync)")
     container_restart_backoff_base: float = duration(10.0, help="LC3 first restart delay")
     container_restart_backoff_max: float = duration(300.0, help="LC3 restart delay cap")
     container_log_max_size: str = setting(
