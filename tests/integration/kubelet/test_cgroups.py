@@ -1,7 +1,9 @@
 """Container cgroups with a real kubelet as root (SPEC AU8): `limits.memory` is enforced by
 the kernel and a container over it is OOMKilled (exit 137), restarted per its policy with
-lastState saying so; `limits.cpu` throttles a busy loop; the pod's cgroups go with the pod
-and nothing of the node's is left under /sys/fs/cgroup after the kubelet is stopped."""
+lastState saying so; `limits.cpu` throttles a busy loop; a container re-adopted by a
+restarted kubelet (GT8) keeps its limit, its OOM kill is still reported, and its log goes on
+rotating without a lost line; the pod's cgroups go with the pod and nothing of the node's is
+left under /sys/fs/cgroup after the kubelet is stopped."""
 
 from __future__ import annotations
 
@@ -15,8 +17,10 @@ from typing import Any
 import pytest
 
 from skiff.cgroupfs import RECORD_FILE
+from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
 from skiff.kubelet.cgroups import detect_node, node_cgroup_name
+from skiff.kubelet.logs import rotated_logs
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     Node,
@@ -28,6 +32,7 @@ from tests.integration.kubelet.conftest import (
     wait_gone,
     wait_until,
 )
+from tests.integration.kubelet.test_container_logs import numbers, read_any
 
 pytestmark = pytest.mark.integration  # as root, as CI runs: cgroups need it
 
@@ -126,3 +131,59 @@ async def test_au8_cpu_limit_throttles_a_busy_loop(
     assert used <= 0.15, f"the busy loop used {used:.0%} of a core under limits.cpu 100m"
     await api.delete("pods", "spin", namespace, grace_period_seconds=1)
     await wait_gone(api, namespace, "spin", timeout=30)
+
+
+# Numbered lines for about 3 s, then, once the test says so, far more memory than allowed.
+READOPTED = """
+import os, sys, time
+for i in range(6000):
+    sys.stdout.write(f"line {i:08d} " + "x" * 85 + "\\n")
+    if i % 100 == 99:
+        sys.stdout.flush()
+        time.sleep(0.05)
+sys.stdout.flush()
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.05)
+b = b"x" * (200 << 20)
+"""
+
+
+async def test_au8_au10_gt8_a_readopted_container_keeps_its_limits_and_log_rotation(
+        api: ApiClient, namespace: str, shared_cluster: Cluster, tmp_path: Path) -> None:
+    node = start_kubelet(shared_cluster, tmp_path, extra=[
+        "--container-log-max-size", "64Ki", "--container-log-monitor-interval", "100ms"])
+    gate = tmp_path / "allocate-now"
+    try:
+        await api.create(pod_manifest("p", namespace, node.name, [{
+            "name": "c", "command": [sys.executable, "-u", "-c", READOPTED, str(gate)],
+            "resources": {"limits": {"memory": "48Mi"}}}], grace=1, restartPolicy="Never"))
+
+        async def running() -> Obj | None:
+            pod = await get_pod(api, namespace, "p")
+            statuses = (pod or {}).get("status", {}).get("containerStatuses") or []
+            return pod if statuses and "running" in statuses[0]["state"] else None
+
+        pod = await wait_until(running, timeout=30, what="p running")
+        logs = node.root / "pods" / pod["metadata"]["uid"] / "logs" / "c"
+        await asyncio.sleep(1)
+        node.process.kill()  # the kubelet dies mid-output; the container goes on
+        await asyncio.sleep(0.5)
+        node.process.start()
+        wait_grpc_healthy(node.process, node.health_target)
+        await asyncio.sleep(3)  # the rest of the output, rotated by the new kubelet
+        current = logs / "0.log"
+        kept = [read_any(f) for f in rotated_logs(current)] + [current.read_text()]
+        seen = numbers("".join(kept))
+        assert seen == list(range(seen[0], 6000)), "lines were lost across the restart"
+        assert len(kept) <= 5
+        gate.touch()
+
+        async def terminated() -> Obj | None:
+            p = await get_pod(api, namespace, "p")
+            statuses = (p or {}).get("status", {}).get("containerStatuses") or []
+            return statuses[0]["state"].get("terminated") if statuses else None
+
+        state = await wait_until(terminated, timeout=30, what="the OOM kill")
+        assert (state["reason"], state["exitCode"]) == ("OOMKilled", 137), state
+    finally:
+        await stop_kubelet(node)
