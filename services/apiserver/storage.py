@@ -6,6 +6,14 @@ msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on
 Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
 Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
 
+A write's outcome can be unknown: etcd did not answer in time, or the connection broke
+(UNAVAILABLE, or the client closed under the call by another request's failover) after the
+transaction may have reached etcd. Retrying it is safe (its compare makes a duplicate
+fail), but a compare that then fails may have failed on this very write: such a write is
+answered as kube-apiserver answers a write it cannot confirm, 504 Timeout "the server was
+unable to return a response in the time allotted, but may still be processing the
+request", never a Conflict or AlreadyExists for a write that happened.
+
 Bounds (SPEC AU10): a read or watch at a revision etcd has compacted is 410 Expired with
 Kubernetes' messages ("The resourceVersion for the provided list is too old."); a write
 refused by etcd's space quota (its NOSPACE alarm) is a 500 Status carrying etcd's message,
@@ -60,6 +68,11 @@ _QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
 # to hold one page of the largest objects (1.5 MiB each) and etcd's own request limit.
 _ETCD_MAX_MESSAGE = 256 * 1024 * 1024
 LIST_PAGE = 500
+
+# Kubernetes' message for a 504 Timeout (apimachinery's generic 504 answer): a write whose
+# outcome this apiserver cannot know.
+MAY_STILL_BE_PROCESSING = ("the server was unable to return a response in the time "
+                           "allotted, but may still be processing the request")
 
 # Kubernetes' answers for a read or watch at a compacted revision (etcd3/errors.go).
 EXPIRED_LIST = "The resourceVersion for the provided list is too old."
@@ -146,6 +159,29 @@ def _transient(err: BaseException) -> bool:
         return True
     return isinstance(err, aetcd.exceptions.ClientError) and any(
         text in str(err) for text in _QUORUM_ERRORS)
+
+
+def ambiguous_write_error() -> ApiError:
+    """A write that may or may not have been committed (see the module doc)."""
+    return ApiError(Reason.TIMEOUT, MAY_STILL_BE_PROCESSING)
+
+
+class ClientClosed(aetcd.exceptions.ConnectionFailedError):  # type: ignore[misc]
+    """The etcd client was closed under a call (another request's failover): grpc.aio
+    cancels the calls of a closed channel, which the caller sees as CancelledError."""
+
+
+async def _attempt(call: Callable[[], Awaitable[T]]) -> T:
+    """`call()`, with a CancelledError that nobody asked this task for (the channel was
+    closed under the call) turned into a transient `ClientClosed`: a real cancellation
+    still ends the caller, a closed client is retried on the next one."""
+    try:
+        return await call()
+    except asyncio.CancelledError:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise
+        raise ClientClosed("the etcd client was closed during the call") from None
 
 
 def _no_space(err: etcdrpc.AioRpcError) -> bool:
@@ -255,11 +291,12 @@ class EtcdStorage:
         # call has failed in a way worth retrying.
         client = self._client
         try:
-            return await call()
+            return await _attempt(call)
         except aetcd.exceptions.ClientError as err:
             if not _transient(err):
                 raise
-            self._failover(client)
+            if not isinstance(err, ClientClosed):  # (already replaced)
+                self._failover(client)
         return await self._retry_loop(call)
 
     async def _retry_loop(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -273,9 +310,9 @@ class EtcdStorage:
                 with attempt:
                     client = self._client
                     try:
-                        return await call()
+                        return await _attempt(call)
                     except aetcd.exceptions.ClientError as err:
-                        if _transient(err):
+                        if _transient(err) and not isinstance(err, ClientClosed):
                             self._failover(client)
                         raise
         except aetcd.exceptions.ConnectionTimeoutError:
@@ -371,6 +408,50 @@ class EtcdStorage:
         resp = await self._range("/registry/", prefix=True, count_only=True)
         return int(resp.header.revision)
 
+    async def quorum_revision(self, *, timeout: float) -> int:
+        """etcd's revision by a linearizable read that must answer within `timeout` (the
+        watch cache's currency check, `--etcd-readycheck-timeout`), so the check's verdict
+        comes in bounded time whatever else the apiserver is doing. With several members
+        the time is shared by two tries: a member that does not answer in its half is left
+        for the next one (as a failed request leaves it), so one frozen member of a healthy
+        quorum does not fail the check; a client another request's failover closed under
+        the read is tried again at once."""
+        k = b"/registry/"
+        request = etcdrpc.RangeRequest(key=k, range_end=aetcd.utils.prefix_range_end(k),
+                                       count_only=True)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        tries = min(len(self.endpoints), 2)
+        per_try = timeout / tries
+        what = f"did not answer a quorum read within {timeout:g}s"
+        closed = 0  # clients closed under the read by others (each retried once at most)
+        while tries > 0 and closed <= len(self.endpoints) and (
+                left := deadline - loop.time()) > 0:
+            client = self._client
+            limit = min(per_try, left)
+
+            async def call(client: aetcd.Client = client, limit: float = limit) -> Any:
+                await client.connect()
+                return await client.kvstub.Range(request, timeout=limit)
+
+            try:
+                async with asyncio.timeout(limit):  # not wait_for: see skiff.tasks
+                    resp = await _attempt(call)
+                return int(resp.header.revision)
+            except ClientClosed:
+                closed += 1
+                continue  # another request moved to the next member: ask that one
+            except (TimeoutError, etcdrpc.AioRpcError, aetcd.exceptions.ClientError,
+                    OSError) as err:
+                tries -= 1
+                self._failover(client)
+                if isinstance(err, etcdrpc.AioRpcError) and (
+                        err.code() != grpc.StatusCode.DEADLINE_EXCEEDED):
+                    what = f"is unavailable ({err.details() or 'no connection'})"
+                elif isinstance(err, aetcd.exceptions.ClientError | OSError):
+                    what = f"is unavailable ({err or 'no connection'})"
+        raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(what))
+
     async def _txn(self, compare: builtins.list[Any],
                    success: builtins.list[Any]) -> tuple[bool, int]:
         epoch = leader_epoch.get()
@@ -425,7 +506,12 @@ class EtcdStorage:
 
     async def _txn_once(self, compare: builtins.list[Any],
                         success: builtins.list[Any]) -> tuple[bool, int]:
+        """One transaction, retried on transport failures. A compare that fails after an
+        attempt whose outcome is unknown is `ambiguous_write_error` (see the module doc)."""
+        uncertain = False  # an earlier attempt may have reached etcd
+
         async def call() -> tuple[bool, int]:
+            nonlocal uncertain
             client, endpoint = self._client, self.endpoint
             await client.connect()
             request = etcdrpc.TxnRequest(
@@ -438,24 +524,34 @@ class EtcdStorage:
             except etcdrpc.AioRpcError as err:
                 if err.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
                     # The request may sit in a send buffer of a cut connection and reach
-                    # etcd after the cut heals: say so, and do not stack up retries (the
-                    # compare makes a late duplicate fail harmlessly anyway).
+                    # etcd after the cut heals: an outcome nobody knows yet, answered as
+                    # kube-apiserver answers one (504 Timeout), not retried (the compare
+                    # makes a late duplicate fail harmlessly anyway).
                     self._failover(client)
-                    raise ApiError(Reason.SERVICE_UNAVAILABLE,
-                                   f"etcd at {endpoint} did not answer within "
-                                   f"{self._timeout:g}s (a write needs a quorum of etcd "
-                                   "members); the write may still be applied once etcd is "
-                                   "reachable again: read the object before retrying"
-                                   ) from None
+                    log.warning("etcd transaction outcome unknown", extra={
+                        "etcd": endpoint, "error": f"no answer within {self._timeout:g}s"})
+                    raise ambiguous_write_error() from None
                 if _no_space(err):
                     raise no_space_error() from None
                 # Unavailable and the like are transient, as in `_range`: retried, then
-                # ServiceUnavailable, never an InternalError.
+                # ServiceUnavailable, never an InternalError. The transaction may have
+                # been committed before the connection broke.
+                uncertain = True
                 aetcd.exceptions._handle_exception(err)
+                raise
+            except asyncio.CancelledError:
+                uncertain = True  # closed under the call (a failover), or cancelled
                 raise
             return bool(resp.succeeded), int(resp.header.revision)
 
-        return await self._retry(call)
+        ok, revision = await self._retry(call)
+        if not ok and uncertain:
+            # The compare failed, perhaps on this very write committed by an attempt that
+            # got no answer: not a Conflict/AlreadyExists the client could trust.
+            log.warning("etcd transaction outcome unknown after a retry",
+                        extra={"etcd": self.endpoint, "revision": revision})
+            raise ambiguous_write_error()
+        return ok, revision
 
     async def create(self, key: str, obj: Obj) -> Obj:
         """Put a new key; AlreadyExists if it is there. Returns the object with its rv."""
