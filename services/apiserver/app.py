@@ -73,7 +73,11 @@ class ApiServerSettings:
                                                          "BOOKMARK")
     watch_quorum_check_interval: float = duration(
         5.0, help="how often the watch cache confirms with a quorum read that it is current "
-                  "(watches are closed while it cannot)")
+                  "(watches are closed and health is NOT_SERVING while it cannot)")
+    etcd_readycheck_timeout: float = duration(
+        2.0, help="how long that quorum read may take before the check fails: a cut-off "
+                  "apiserver closes its watches and reports NOT_SERVING within "
+                  "--watch-quorum-check-interval plus this")
     default_not_ready_toleration_seconds: int = setting(300)
     default_unreachable_toleration_seconds: int = setting(300)
     etcd_request_timeout: float = duration(5.0)
@@ -201,6 +205,7 @@ class ApiServer:
         cache = WatchCache(storage, capacity=s.watch_cache_size,
                            bookmark_interval=s.watch_bookmark_interval,
                            quorum_check_interval=s.watch_quorum_check_interval,
+                           quorum_check_timeout=s.etcd_readycheck_timeout,
                            on_currency=on_currency)
         storage.recent = cache.recent  # leader Leases for fenced writes (storage._txn)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
@@ -242,7 +247,8 @@ class ApiServer:
                 # TaskGroup, and the process with it.
                 cache_task = tg.create_task(supervised("watch-cache", cache.run),
                                             name="watch-cache")
-                monitor_task = tg.create_task(cache.monitor(), name="watch-cache-monitor")
+                monitor_task = tg.create_task(supervised("watch-cache-monitor", cache.monitor),
+                                              name="watch-cache-monitor")
                 await cache.ready()
                 lookups_task = tg.create_task(supervised("lookups", registry.run_lookups),
                                               name="lookups")

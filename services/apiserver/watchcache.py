@@ -13,15 +13,23 @@ reach it, as Kubernetes does, then fails with Timeout "Too large resource versio
 client resumes elsewhere instead of waiting on a cache that may be cut off from the quorum.
 
 `monitor()` confirms the cache's currency every `quorum_check_interval`: a quorum
-(linearizable) read of etcd's revision, then a wait for the cache to reach it. When the read
-fails (this apiserver's etcd member lost the quorum, or etcd is gone), every watch is closed
-with ServiceUnavailable and new ones are refused until a read succeeds again: the stream
-would otherwise stay open with bookmarks that look current while it can see nothing the
-majority commits, and its clients would never move to another apiserver. Each verdict of
-`monitor()` (current or not: the quorum read failed, or the cache did not reach etcd's
-revision in time) is passed to `on_currency`, which the apiserver uses to report its gRPC
-health NOT_SERVING while it cannot vouch for its data (so `skiff status` and failing-over
-clients see it).
+(linearizable) read of etcd's revision that must answer within `quorum_check_timeout`
+(kube-apiserver's `--etcd-readycheck-timeout`), then a wait for the cache to reach it. When
+the read fails or is late (this apiserver's etcd member lost the quorum, it is cut off from
+etcd, or etcd is gone), every watch is closed with ServiceUnavailable and new ones are
+refused until a read succeeds again: the stream would otherwise stay open with bookmarks
+that look current while it can see nothing the majority commits, and its clients would never
+move to another apiserver. Each verdict of `monitor()` (current or not: the quorum read
+failed, or the cache did not reach etcd's revision in time) is passed to `on_currency`,
+which the apiserver uses to report its gRPC health NOT_SERVING while it cannot vouch for its
+data (so `skiff status` and failing-over clients see it). So a cut-off apiserver closes its
+watches and reports NOT_SERVING at most `quorum_check_interval + quorum_check_timeout` after
+the cut, however busy it is, and serves again at the first check after the heal.
+
+The monitor never ends but by cancellation of its own task: grpc.aio cancels the calls of
+an etcd client another request's failover closes, which reaches the caller as a
+CancelledError nobody asked for; such an error is a failed check like any other (it once
+ended the monitor silently, leaving a cut-off apiserver healthy for good).
 
 Label and field selectors are applied per watcher with Kubernetes' transition rules: an
 object that stops matching is sent as DELETED, one that starts matching as ADDED.
@@ -123,6 +131,13 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
     return None
 
 
+def _cancelled() -> bool:
+    """Whether this task was asked to stop (and not merely handed a CancelledError by a
+    grpc.aio call whose etcd channel was closed under it)."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
 def _at_revision(obj: Obj, revision: int) -> Obj:
     return {**obj, "metadata": {**obj.get("metadata", {}), "resourceVersion": str(revision)}}
 
@@ -149,12 +164,13 @@ class WatchCache:
 
     def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
                  bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
-                 quorum_check_interval: float = 5.0,
+                 quorum_check_interval: float = 5.0, quorum_check_timeout: float = 2.0,
                  on_currency: Callable[[bool], Awaitable[None]] | None = None) -> None:
         self._storage = storage
         self._on_currency = on_currency
         self.too_large_wait = too_large_wait
         self.quorum_check_interval = quorum_check_interval
+        self.quorum_check_timeout = quorum_check_timeout
         self.unavailable: ApiError | None = None  # set while currency cannot be confirmed
         self._capacity = capacity
         self.bookmark_interval = bookmark_interval
@@ -196,6 +212,12 @@ class WatchCache:
             except (aetcd.exceptions.ClientError, OSError) as err:
                 log.warning("etcd watch interrupted; resuming",
                             extra={"revision": self.revision, "error": str(err)})
+            except asyncio.CancelledError:
+                if _cancelled():
+                    raise
+                # the etcd client was closed under the watch (a failover): resume
+                log.warning("etcd watch interrupted; resuming", extra={
+                    "revision": self.revision, "error": "the etcd client was closed"})
             except Exception as err:  # anything else etcd's client raises: resume too
                 log.warning("etcd watch failed; resuming", extra={
                     "revision": self.revision, "error": f"{type(err).__name__}: {err}"})
@@ -223,31 +245,46 @@ class WatchCache:
         await self.ready()
         while True:
             await asyncio.sleep(self.quorum_check_interval)
-            try:
-                revision = await self._storage.current_revision()
-            except Exception as err:  # never let a failed check take the apiserver down
-                why = (err.message if isinstance(err, ApiError)
-                       else "a quorum read of etcd failed (see the apiserver log)")
-                if self.unavailable is None:
-                    log.warning("etcd quorum unreachable; closing watches",
-                                extra={"revision": self.revision, "error": str(err)})
-                self.unavailable = ApiError(Reason.SERVICE_UNAVAILABLE, (
-                    f"this apiserver cannot confirm its watch cache is current: {why}; "
-                    "watch again from your last resourceVersion (on another apiserver if "
-                    "you have one)"))
-                self._fail_watchers(self.unavailable)
-                await self._report(current=False)
-                continue
-            if not await self.wait_for_revision(revision, self.too_large_wait):
-                log.warning("watch cache behind etcd",
-                            extra={"revision": self.revision, "etcdRevision": revision})
-                await self._report(current=False)
-                continue
-            if self.unavailable is not None:
-                log.info("etcd quorum reachable again; serving watches",
-                         extra={"revision": self.revision})
-            self.unavailable = None
-            await self._report(current=True)
+            await self.check_currency()
+
+    async def check_currency(self) -> bool:
+        """One check of `monitor()`: True when the cache is confirmed current."""
+        try:
+            revision = await self._storage.quorum_revision(timeout=self.quorum_check_timeout)
+        except asyncio.CancelledError:
+            if _cancelled():
+                raise
+            await self._lost("the etcd client was closed during the quorum read")
+            return False
+        except Exception as err:  # never let a failed check take the apiserver down
+            await self._lost(err.message if isinstance(err, ApiError)
+                             else "a quorum read of etcd failed (see the apiserver log)",
+                             err)
+            return False
+        if not await self.wait_for_revision(revision, self.too_large_wait):
+            log.warning("watch cache behind etcd",
+                        extra={"revision": self.revision, "etcdRevision": revision})
+            await self._report(current=False)
+            return False
+        if self.unavailable is not None:
+            log.info("etcd quorum reachable again; serving watches",
+                     extra={"revision": self.revision})
+        self.unavailable = None
+        await self._report(current=True)
+        return True
+
+    async def _lost(self, why: str, err: BaseException | None = None) -> None:
+        """The quorum read failed: close every watch, refuse new ones, report it."""
+        if self.unavailable is None:
+            log.warning("etcd quorum unreachable; closing watches", extra={
+                "revision": self.revision,
+                "error": f"{type(err).__name__}: {err}" if err is not None else why})
+        self.unavailable = ApiError(Reason.SERVICE_UNAVAILABLE, (
+            f"this apiserver cannot confirm its watch cache is current: {why}; "
+            "watch again from your last resourceVersion (on another apiserver if "
+            "you have one)"))
+        self._fail_watchers(self.unavailable)
+        await self._report(current=False)
 
     async def _report(self, *, current: bool) -> None:
         if self._on_currency is not None:
