@@ -173,15 +173,19 @@ def test_defect5_logs_follow_streams_until_the_container_exits(one_node: Path) -
     and returns by itself once the container exited. The container waits for a gate file
     after its first line, so it is still running however slowly the test polls (a fixed
     4 s run could be over before a loaded machine saw it Running)."""
-    gate = one_node / "talker-gate"
+    gates = one_node / "gates"  # reaches the pod's own root as a hostPath volume (AU8)
+    gates.mkdir(exist_ok=True)
+    gate = gates / "talker-gate"
     pod = f"""apiVersion: v1
 kind: Pod
 metadata: {{name: talker}}
 spec:
   restartPolicy: Never
+  volumes: [{{name: gates, hostPath: {{path: {gates}}}}}]
   containers: [{{name: main, image: busybox,
-                command: [sh, -c, "echo one; while [ ! -e {gate} ]; do sleep 0.1; done;
-                                   echo two; sleep 1; echo three"]}}]
+                volumeMounts: [{{name: gates, mountPath: /gates}}],
+                command: [sh, -c, "echo one; while [ ! -e /gates/talker-gate ]; do sleep 0.1;
+                                   done; echo two; sleep 1; echo three"]}}]
 """
     assert skiff(one_node, "apply", "-f", "-", stdin=pod).returncode == 0
     _wait(lambda: "Running" in skiff(one_node, "get", "pod", "talker").stdout)
