@@ -255,3 +255,17 @@ async def test_au8_exec_and_exec_probes_run_in_the_containers_view_as_its_user(
                                   '$(grep NoNewPrivs /proc/self/status | cut -f2)"; '
                                   f'[ ! -e "{node.root}" ] || echo node-visible')
     assert (ran.returncode, ran.stdout) == (0, "1000 /tmp private 1\n"), ran.stderr
+
+
+async def test_au8_an_image_without_a_command_runs_the_stand_in_inside_its_own_root(
+        sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    """The stand-in (an image Skiff has no command for) runs on the node's python3 from its
+    source, since the kubelet's interpreter is not in the container; it serves its port."""
+    ns, node = sb_namespace, sandbox_cluster.nodes[0]
+    await sb_api.create(_pod("web", ns, node.name, [{
+        "name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 80}],
+        "readinessProbe": {"httpGet": {"port": 80}, "periodSeconds": 1}}]))
+    pod = await _ready(sb_api, ns, "web")
+    pid = int(pod["status"]["containerStatuses"][0]["containerID"].removeprefix("process://"))
+    assert Path(f"/proc/{pid}/root/usr/bin/python3").exists()
+    assert not Path(f"/proc/{pid}/root{node.root}").exists()
