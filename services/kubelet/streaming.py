@@ -1,6 +1,7 @@
 """The kubelet's end of pods/exec (SPEC SB4): run a command inside a running container.
 
-The exec'd process gets the container's environment and working directory and joins the
+The exec'd process gets the container's environment and working directory, joins the
+container's cgroup (AU8: it counts against the container's limits), and joins the
 pod's sandbox (its network and UTS namespaces) before exec, as `nsenter` would. With `tty`
 it runs on a pseudo-terminal (resize sets its window size); otherwise stdout and stderr
 are kept apart. The answer ends with the exit code (128 + signal when killed by one).
@@ -193,14 +194,14 @@ class ExecService:
                     proc = subprocess.Popen(
                         ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
                         stderr=slave, cwd=cwd, env=env,
-                        preexec_fn=default_signals())
+                        preexec_fn=default_signals(config.join_cgroup))
                     os.close(slave)
                 else:
                     proc = subprocess.Popen(
                         command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         cwd=cwd, env=env, start_new_session=True,
-                        preexec_fn=default_signals())
+                        preexec_fn=default_signals(config.join_cgroup))
             except OSError as err:
                 yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
                               .encode()})
