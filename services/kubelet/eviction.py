@@ -64,7 +64,9 @@ CONDITIONS = {
                        ("KubeletHasSufficientMemory", "kubelet has sufficient memory available")),
     "DiskPressure": (("KubeletHasDiskPressure", "kubelet has disk pressure"),
                      ("KubeletHasNoDiskPressure", "kubelet has no disk pressure"))}
-_THRESHOLD = re.compile(r"^([A-Za-z.]+)<(\S+)$")
+# `signal<value` (the flag) or `signal=value` (KubeletConfiguration's evictionHard map, as
+# `skiff up --config` flattens a map)
+_THRESHOLD = re.compile(r"^([A-Za-z.]+)[<=](\S+)$")
 # Kubernetes' immediateEvictionGracePeriodSeconds: the hard-eviction override (≥ 1.31).
 IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1
 # scheduling.SystemCriticalPriority: system-cluster-critical and above.
@@ -98,7 +100,9 @@ class Threshold:
 
 
 def parse_thresholds(text: str, *, flag: str) -> list[Threshold]:
-    """Kubernetes' format: `memory.available<100Mi,nodefs.available<10%`."""
+    """Kubernetes' formats: `memory.available<100Mi,nodefs.available<10%` (the flags), or
+    `memory.available=100Mi,...` (the `evictionHard: {memory.available: 100Mi}` map of a
+    `--config` kubelet section)."""
     thresholds = []
     for item in filter(None, (p.strip() for p in text.split(","))):
         match = _THRESHOLD.match(item)

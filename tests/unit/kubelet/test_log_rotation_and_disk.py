@@ -8,7 +8,8 @@ import gzip
 import os
 from pathlib import Path
 
-from skiff.kubelet.eviction import disk_usage, eviction_message
+from skiff.cli.config import ClusterConfig
+from skiff.kubelet.eviction import Threshold, disk_usage, eviction_message, parse_thresholds
 from skiff.kubelet.logs import LogRotation, RotationTarget, drop_old_attempts, rotated_logs
 
 
@@ -75,3 +76,17 @@ def test_au10_only_the_current_and_the_previous_attempts_logs_stay(tmp_path: Pat
     assert drop_old_attempts(tmp_path / "3.log") == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "12.log", "2.log", "3.log", "3.log.20260101-000001"]
+
+
+def test_au10_eviction_hard_from_a_config_files_map_or_the_flag(tmp_path: Path) -> None:
+    config = tmp_path / "c.yaml"
+    config.write_text("kubelet:\n  evictionHard: {nodefs.available: 10%, "
+                      "nodefs.inodesFree: 5%, memory.available: 100Mi}\n")
+    [flag, value] = ClusterConfig.load(config).flags("kubelet", tmp_path)
+    assert flag == "--eviction-hard"
+    expected = [Threshold("nodefs.available", percentage=10.0),
+                Threshold("nodefs.inodesFree", percentage=5.0),
+                Threshold("memory.available", quantity=100 << 20)]
+    assert parse_thresholds(value, flag=flag) == expected
+    assert parse_thresholds("nodefs.available<10%,nodefs.inodesFree<5%,"
+                            "memory.available<100Mi", flag=flag) == expected
