@@ -118,9 +118,10 @@ def _net_inode(path: str) -> int | None:
 
 
 def _create_netns(name: str, *, holders: Sequence[int] = ()) -> None:
-    """Make netns `name` unless it exists. An entry whose mount is gone is replaced: bound
-    again to the namespace of a surviving process in `holders` (its pod is still running
-    there), else by a new namespace."""
+    """Make a pod's netns `name` unless it exists. An entry whose mount is gone is
+    replaced: bound again to the namespace of a surviving process in `holders` (its pod is
+    still running there), else by a new namespace. Only the pod's own kubelet ever makes
+    this entry, so an entry without a mount is never one being made by someone else."""
     path = NETNS_DIR / name
     if _is_netns(path):
         return
@@ -165,7 +166,7 @@ class PodNetwork:
         gateway = str(net.network_address + 1)
         if self.namespace not in netns.listnetns():
             with contextlib.suppress(OSError):  # another kubelet made it meanwhile
-                _create_netns(self.namespace)
+                _on_thread(lambda: None, new=self.namespace)
         # it routes between the nodes' podCIDRs (also when --netns made the namespace)
         _on_thread(lambda: _write_sysctl("/proc/sys/net/ipv4/ip_forward", "1"),
                    join=self.namespace)
