@@ -215,6 +215,35 @@ def test_issue11_chaos_names_an_unknown_member_clearly(ha: Path) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_defect10_up_ha_shows_each_replica_on_its_own_control_plane_node(ha: Path) -> None:
+    """Issue 32, defect 10: kind's HA naming, one control-plane Node per replica number,
+    each serving its own components' logs (through either apiserver)."""
+    def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["kubectl", "--kubeconfig", str(ha / "kubeconfig"), *args],
+                              capture_output=True, text=True, timeout=60)
+
+    expected = {f"etcd-skiff-control-plane{s}" for s in ("", "2", "3")} | {
+        f"{c}-skiff-control-plane{s}" for c in ("kube-apiserver", "kube-scheduler",
+                                                 "kube-controller-manager") for s in ("", "2")}
+
+    def rows() -> dict[str, list[str]]:
+        out = kubectl("get", "pods", "-n", "kube-system", "-o", "wide").stdout
+        return {line.split()[0]: line.split() for line in out.splitlines()[1:]}
+
+    _wait(lambda: expected <= {n for n, r in rows().items() if r[2] == "Running"},
+          what="a Running mirror pod per control-plane member")
+    assert rows()["etcd-skiff-control-plane3"][6] == "skiff-control-plane3"
+    nodes = kubectl("get", "nodes").stdout
+    for node in ("skiff-control-plane", "skiff-control-plane2", "skiff-control-plane3"):
+        assert any(line.split()[:3] == [node, "Ready", "control-plane"]
+                   for line in nodes.splitlines()), nodes
+    logs = kubectl("--context", "skiff-apiserver-2", "logs", "-n", "kube-system",
+                   "etcd-skiff-control-plane2", "--tail", "1")
+    assert logs.returncode == 0, logs.stderr
+    assert logs.stdout.strip() and logs.stdout.strip() in \
+        (ha / "logs" / "etcd-2.log").read_text()
+
+
 def test_issue11_down_stops_the_supervisor_and_leaves_no_process(ha: Path) -> None:
     _wait(lambda: _all_healthy(ha), what="every member healthy")
     state = ClusterState.load(ha)

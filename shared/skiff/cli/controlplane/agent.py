@@ -316,13 +316,22 @@ class NodeAgent:
                 changed = True
             if changed:
                 created = await self.api.update(created)
-        self.uids[node] = str(created["metadata"]["uid"])
         await self.write_status(node, created)
+        self.uids[node] = str(created["metadata"]["uid"])  # registered: its pods may come
 
     async def write_status(self, node: str, current: Obj | None = None) -> None:
-        body = current or await self.api.get("nodes", node)
-        body["status"] = self._status(node)
-        await self.api.update_status(body)
+        """Post the Node's status; a conflict (a controller wrote the Node meanwhile,
+        e.g. nodeipam its podCIDR) is retried on a fresh copy, as the kubelet does."""
+        for attempt in range(5):
+            body = current if current is not None and attempt == 0 else \
+                await self.api.get("nodes", node)
+            body["status"] = self._status(node)
+            try:
+                await self.api.update_status(body)
+                return
+            except ApiError as err:
+                if err.reason != Reason.CONFLICT or attempt == 4:
+                    raise
 
     async def renew_lease(self, node: str) -> None:
         now = rfc3339_micro(time.time())
