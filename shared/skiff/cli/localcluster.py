@@ -331,6 +331,7 @@ class LocalCluster:
         self._stop_adopted()
         ended = end_pod_groups(roots)
         remove_sandboxes(roots, pod_network_namespace(self.data_dir))
+        remove_recorded(roots)  # the pods' cgroups (AU8)
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
         return summary(ended)

@@ -61,6 +61,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skiff.cgroupfs import remove_recorded
 from skiff.cli.config import ClusterConfig
 from skiff.cli.localcluster import (
     FENCE_AGENT_ANNOTATION,
@@ -383,6 +384,7 @@ def destroy_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     for netns in destroy(Topology.from_json(state.netns)):
         lines.append(f"{'netns':<22} {netns} deleted")
     remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
+    remove_recorded(roots)  # and their cgroups (AU8)
     with contextlib.suppress(OSError):
         (data_dir / STATE_FILE).unlink()
     return lines
@@ -841,6 +843,7 @@ class NetnsCluster:
         if self.topology is not None:
             destroy(self.topology)
         remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
+        remove_recorded(roots)  # and their cgroups (AU8)
         with contextlib.suppress(OSError):
             (self.data_dir / STATE_FILE).unlink()
         return summary(ended)
