@@ -226,3 +226,21 @@ def test_defect10_a_stopped_component_is_failed_and_node_lifecycle_keeps_the_pod
     ready = next(c for c in node["status"]["conditions"] if c["type"] == "Ready")
     assert ready["status"] == "True"
     assert {n: p["metadata"]["uid"] for n, p in pods_by_name(cluster).items()} == uids
+
+
+def test_defect10_the_official_client_reads_the_control_plane_node_and_pods(
+        cluster: Path) -> None:
+    from kubernetes import client, config
+
+    eventually(lambda: running_pod(cluster, f"etcd-{NODE}"))
+    api = config.new_client_from_config(config_file=str(cluster / "kubeconfig"))
+    core = client.CoreV1Api(api)
+    try:
+        node = core.read_node(NODE)  # every nodeInfo field the client requires
+        assert node.status.node_info.boot_id and node.status.node_info.machine_id
+        pods = core.list_namespaced_pod("kube-system",
+                                        label_selector="tier=control-plane").items
+        assert {p.metadata.labels["component"] for p in pods} == set(COMPONENTS.values())
+        assert all(p.status.container_statuses[0].restart_count >= 0 for p in pods)
+    finally:
+        api.close()

@@ -43,7 +43,8 @@ def pod_manifest(name: str, command: list[str]) -> client.V1Pod:
 def test_defect3_list_node_deserializes_node_info_with_true_values(
         core: client.CoreV1Api) -> None:
     nodes = core.list_node()
-    assert [n.metadata.name for n in nodes.items] == ["node-1"]
+    # node-1's kubelet, and the control plane's Node (cli/controlplane, issue 32: 10)
+    assert [n.metadata.name for n in nodes.items] == ["node-1", "skiff-control-plane"]
     info = nodes.items[0].status.node_info
     assert info.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     assert info.machine_id == Path("/etc/machine-id").read_text().strip()

@@ -30,6 +30,7 @@ import logging
 import os
 import platform
 import time
+import uuid
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -38,6 +39,7 @@ from typing import Any
 
 import grpc
 
+import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.cli.controlplane import mirror
 from skiff.cli.localcluster import ClusterState, Component, same_process
@@ -252,6 +254,41 @@ def _capacity() -> dict[str, str]:
     return {"cpu": str(os.cpu_count() or 1), "memory": f"{memory}Ki", "pods": "110"}
 
 
+def _first_line(*paths: str) -> str:
+    for path in paths:
+        with contextlib.suppress(OSError, IndexError):
+            line = Path(path).read_text().strip().splitlines()[0].strip()
+            if line:
+                return line
+    return ""
+
+
+def _os_image() -> str:
+    for path in ("/etc/os-release", "/usr/lib/os-release"):
+        with contextlib.suppress(OSError):
+            for line in Path(path).read_text().splitlines():
+                key, _, value = line.partition("=")
+                if key.strip() == "PRETTY_NAME":
+                    return value.strip().strip('"').strip("'")
+    return f"{platform.system()} {platform.release()}".strip()
+
+
+def system_info(arch: str) -> Obj:
+    """Every `status.nodeInfo` field a kubelet reports, true for this host (clients such
+    as the official Python client require them all); the control plane runs as the
+    supervisor's processes, hence its runtime `skiff-supervisor://<version>`."""
+    machine_id = _first_line("/etc/machine-id", "/var/lib/dbus/machine-id")
+    system_uuid = _first_line("/sys/class/dmi/id/product_uuid").lower() or str(
+        uuid.uuid5(uuid.NAMESPACE_OID, f"skiff-system-uuid:{machine_id or platform.node()}"))
+    return {"machineID": machine_id, "systemUUID": system_uuid,
+            "bootID": _first_line("/proc/sys/kernel/random/boot_id"),
+            "kernelVersion": platform.release(), "osImage": _os_image(),
+            "containerRuntimeVersion": f"skiff-supervisor://{skiff.__version__}",
+            "kubeletVersion": f"skiff-{skiff.__version__}",
+            "kubeProxyVersion": f"skiff-{skiff.__version__}",
+            "operatingSystem": os.uname().sysname.lower(), "architecture": arch}
+
+
 @dataclass
 class NodeAgent:
     settings: Settings
@@ -289,11 +326,7 @@ class NodeAgent:
                           {"type": "Hostname", "address": node}],
             "daemonEndpoints": {"kubeletEndpoint": {
                 "Port": self.ports.get(node, self.settings.health_port)}},
-            "nodeInfo": {"operatingSystem": "linux", "architecture":
-                         self._labels(node)["kubernetes.io/arch"],
-                         "kernelVersion": platform.release(), "osImage": platform.system(),
-                         "kubeletVersion": "skiff-control-plane",
-                         "containerRuntimeVersion": "skiff-supervisor://"},
+            "nodeInfo": system_info(self._labels(node)["kubernetes.io/arch"]),
         }
 
     async def register(self, node: str) -> None:
