@@ -452,6 +452,8 @@ class CgroupManager:
         """The cgroup of a new attempt of `container` (a fresh one: the previous attempt's
         is removed first), with the pod's cgroup and its limits. Raises OSError."""
         pod_rel = self.pod_relative(pod)
+        for parent in reversed(pod_rel.parents[:-1]):  # skiff/, the node, its QoS class:
+            self._make(parent)  # made again if anything removed them meanwhile
         self._make(pod_rel)
         self._set_limits(pod_rel, memory=_pod_total(pod, 0), cpu=_pod_total(pod, 1),
                          request=None, group_oom=False)
