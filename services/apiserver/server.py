@@ -24,8 +24,8 @@ from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
-from skiff.apiserver.storage import leader_epoch
 from skiff.apiserver.scope import request_namespace
+from skiff.apiserver.storage import leader_epoch
 from skiff.apiserver.tokenrequest import create_token
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
@@ -121,9 +121,9 @@ class ApiService:
             continue_token=_str(opts, "continue"))
 
     async def Update(self, req: Obj) -> Obj:
+        opts = _options(req)
         # `name`, when sent, is the object addressed (the URL's name over HTTP): a body
         # naming another is a 400 (SPEC AU5); the guard authorized that same name.
-        opts = _options(req)
         result = await self.registry.update(_str(req, "resource"), req.get("namespace"),
                                             _object(req),
                                             field_validation=_field_validation(opts),
