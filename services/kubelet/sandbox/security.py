@@ -57,6 +57,18 @@ def _last_cap() -> int:
         return len(CAPABILITIES) - 1
 
 
+def _own_capabilities() -> int:
+    """The kubelet's permitted set: a container can get no capability the kubelet lacks
+    (a node that is itself a container may not have them all)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("CapPrm:"):
+                return int(line.split()[1], 16)
+    except (OSError, ValueError, IndexError):
+        pass
+    return (1 << (_last_cap() + 1)) - 1
+
+
 def _mask(names: list[str] | tuple[str, ...]) -> int:
     mask = 0
     for name in names:
@@ -149,7 +161,7 @@ def plan_security(pod: Obj, container: Obj) -> SecurityPlan:
     caps = sc.get("capabilities") or {}
     add = [str(c).upper().removeprefix("CAP_") for c in caps.get("add") or []]
     drop = [str(c).upper().removeprefix("CAP_") for c in caps.get("drop") or []]
-    every = (1 << (_last_cap() + 1)) - 1
+    every = _own_capabilities()
     if privileged:
         mask = every
     else:

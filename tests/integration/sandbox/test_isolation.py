@@ -186,6 +186,11 @@ async def test_au8_capabilities_drop_all_add_net_bind_service_and_no_new_privs(
              'echo chown=refused; echo "nnp=$(grep NoNewPrivs /proc/self/status | cut -f2)"')
     bind80 = ('python3 -c "import socket; s = socket.socket(); s.bind((\'0.0.0.0\', 80)); '
               'print(\'bind80=allowed\')" 2>/dev/null || echo bind80=refused')
+    disk = next(d for d in ("/dev/vda", "/dev/sda", "/dev/nvme0n1", "/dev/loop0", "/dev/null")
+                if Path(d).exists())  # a device of the node that a plain /dev lacks
+    node_view = ('echo "caps=$(grep CapEff /proc/self/status | cut -f2)"; '
+                 "echo \"sys=$(grep ' /sys ' /proc/mounts | cut -d' ' -f4 | cut -c1-2)\"; "
+                 f'[ -e {disk} ] && echo disk=seen || echo disk=hidden')
     logs = await _run(sb_api, sandbox_cluster, sb_namespace, "caps", [
         _sh("default", chown),
         _sh("dropped", chown, securityContext={"capabilities": {"drop": ["ALL"]},
@@ -193,11 +198,18 @@ async def test_au8_capabilities_drop_all_add_net_bind_service_and_no_new_privs(
         _sh("user", bind80, securityContext={"runAsUser": 1000}),
         _sh("binder", bind80, securityContext={
             "runAsUser": 1000, "capabilities": {"drop": ["ALL"],
-                                                "add": ["NET_BIND_SERVICE"]}})])
+                                                "add": ["NET_BIND_SERVICE"]}}),
+        _sh("privileged", node_view, securityContext={"privileged": True}),
+        _sh("plain", node_view)])
     assert _lines(logs["default"]) == {"chown": "allowed", "nnp": "0"}, logs
     assert _lines(logs["dropped"]) == {"chown": "refused", "nnp": "1"}, logs
     assert _lines(logs["user"]) == {"bind80": "refused"}, logs
     assert _lines(logs["binder"]) == {"bind80": "allowed"}, logs
+    every = next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines()
+                 if line.startswith("CapPrm:"))  # all the kubelet (root, like us) has
+    assert _lines(logs["privileged"]) == {"caps": every, "sys": "rw", "disk": "seen"}, logs
+    assert _lines(logs["plain"]) == {"caps": "00000000a80425fb", "sys": "ro",
+                                     "disk": "hidden"}, logs
 
 
 async def test_au8_environment_is_kubernetes_not_the_kubelets_and_cwd_is_working_dir(

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from skiff.kubelet.sandbox import security
 from skiff.kubelet.sandbox.mounts import BindMount, SubPathError, plan_mounts
 from skiff.kubelet.sandbox.security import (
     CAPABILITIES,
@@ -15,6 +16,12 @@ from skiff.kubelet.sandbox.security import (
     plan_security,
     run_as_non_root_error,
 )
+
+
+@pytest.fixture(autouse=True)
+def _kubelet_holds_every_capability(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As a kubelet running as root on a full node (a container gets no more than that)."""
+    monkeypatch.setattr(security, "_own_capabilities", lambda: (1 << len(CAPABILITIES)) - 1)
 
 
 def _names(mask: int) -> set[str]:
@@ -52,6 +59,17 @@ def test_au8_container_fields_win_over_the_pods_and_groups_collect() -> None:
                              "readOnlyRootFilesystem": True}})
     assert (plan.uid, plan.gid, plan.groups) == (1000, 3000, (3000, 4000, 2000))
     assert plan.no_new_privs and plan.read_only_root and plan.home == "/"
+
+
+def test_au8_no_container_gets_a_capability_the_kubelet_lacks(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    without_audit_write = ((1 << len(CAPABILITIES)) - 1) & ~(1 << CAPABILITIES.index(
+        "AUDIT_WRITE"))
+    monkeypatch.setattr(security, "_own_capabilities", lambda: without_audit_write)
+    assert _names(plan_security(_pod(), {}).capabilities) == set(DEFAULT_CAPABILITIES) - {
+        "AUDIT_WRITE"}
+    assert plan_security(_pod(), {"securityContext": {"privileged": True}}).capabilities == \
+        without_audit_write
 
 
 def test_au8_privileged_gets_every_capability_and_no_no_new_privs() -> None:
