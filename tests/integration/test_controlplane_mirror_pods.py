@@ -244,3 +244,29 @@ def test_defect10_the_official_client_reads_the_control_plane_node_and_pods(
         assert all(p.status.container_statuses[0].restart_count >= 0 for p in pods)
     finally:
         api.close()
+
+
+def test_defect10_up_netns_shows_the_control_plane_on_the_hosts_it_runs_on(
+        tmp_path: Path) -> None:
+    """`skiff up --netns`: the agent has a network host of its own (the Node's address);
+    each mirror pod's IP is its component's host."""
+    up = skiff(tmp_path, "up", "--netns", "--detach", "--nodes", "0")
+    assert up.returncode == 0, up.stderr + up.stdout
+    try:
+        state = ClusterState.load(tmp_path)
+        assert state is not None and state.netns is not None
+        hosts = state.netns["hosts"]
+        name = f"kube-apiserver-{NODE}"
+        pod = eventually(lambda: running_pod(tmp_path, name), timeout=30)
+        assert pod["status"]["podIP"] == hosts["apiserver"]["ip"]
+        assert pod["status"]["hostIP"] == hosts["control-plane"]["ip"]
+        node = get_json(tmp_path, "node", NODE)
+        assert {"type": "InternalIP", "address": hosts["control-plane"]["ip"]} in \
+            node["status"]["addresses"]
+        logs = kubectl(tmp_path, "logs", "-n", "kube-system", name, "--tail", "1")
+        assert logs.returncode == 0, logs.stderr
+        assert logs.stdout.strip() in Path(component(tmp_path, "apiserver").log).read_text()
+    finally:
+        down = skiff(tmp_path, "down")
+        assert down.returncode == 0, down.stderr
+    assert not [c.name for c in state.components if same_process(c)]

@@ -107,7 +107,7 @@ def cmd_up(args: argparse.Namespace) -> None:
 
         require_netns_support()
         cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config,
-                                 insecure=args.insecure)
+                                 insecure=args.insecure, mirror_pods=True)
     elif args.ha:
         from skiff.cli.topology import HaCluster
 
@@ -118,7 +118,7 @@ def cmd_up(args: argparse.Namespace) -> None:
 
         require_netns_support()
         cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config,
-                               insecure=args.insecure)
+                               insecure=args.insecure, mirror_pods=True)
     else:
         cluster = LocalCluster(data_dir, nodes=args.nodes, config=config,
                                insecure=args.insecure,

@@ -63,6 +63,7 @@ from typing import Any
 
 from skiff.cgroupfs import remove_recorded
 from skiff.cli.config import ClusterConfig
+from skiff.cli.controlplane.mirror import nodes_for
 from skiff.cli.localcluster import (
     FENCE_AGENT_ANNOTATION,
     POD_CIDR_WAIT,
@@ -98,12 +99,13 @@ PREFIX_LEN = 24
 ETCD_PORT, ETCD_PEER_PORT = 2379, 2380
 API_PORT, API_HTTP_PORT = 6443, 8080
 HEALTH_PORT = 10256
+CONTROL_PLANE_HOST = "control-plane"  # the host of the control-plane node agent
 ENV = {"SKIFF_LOG_FORMAT": "json"}
 CUT_COMMENT = "skiff-cut"
 CLONE_NEWNET = 0x40000000
 # Host addresses: control plane from .10, nodes from .101.
 FIXED_HOSTS = {"etcd": 10, "apiserver": 11, "scheduler": 12, "controller-manager": 13,
-               "controller-manager-2": 14,
+               "controller-manager-2": 14, CONTROL_PLANE_HOST: 15,
                # `skiff up --ha --netns` (cli/topology.py): every replica on its own host.
                "etcd-1": 21, "etcd-2": 22, "etcd-3": 23, "apiserver-1": 31, "apiserver-2": 32,
                "scheduler-1": 41, "scheduler-2": 42, "controller-manager-1": 51}
@@ -516,6 +518,9 @@ class NetnsCluster:
     controller_managers: int = 1
     fence_agent: bool = True
     insecure: bool = False  # `skiff up --netns --insecure`: the plaintext mode (warned)
+    # `skiff up --netns`: the control-plane Node and mirror pods (cli/controlplane), from
+    # an agent on a host of its own
+    mirror_pods: bool = False
     security: ClusterSecurity = field(default_factory=lambda: ClusterSecurity(None))
     topology: Topology | None = None
     processes: list[Process] = field(default_factory=list)
@@ -536,7 +541,7 @@ class NetnsCluster:
         self.topology = topo = Topology.new()
         try:
             _create_bridge(topo.bridge_netns)
-            for name in self._hosts():
+            for name in self._hosts() + ([CONTROL_PLANE_HOST] if self.mirror_pods else []):
                 topo.add_host(name)
             self.save()  # from here on, `skiff down` can find and delete the namespaces
             self.security = self._prepare_security(echo)
@@ -568,6 +573,8 @@ class NetnsCluster:
         assert self.topology is not None
         hosts = self.topology.hosts
         nodes = {name: [h.ip] for name, h in hosts.items() if name.startswith("node-")}
+        if CONTROL_PLANE_HOST in hosts:  # the agent's Nodes, for their log endpoints
+            nodes.update({n: [hosts[CONTROL_PLANE_HOST].ip] for n in nodes_for(list(hosts))})
         return prepare(self.data_dir, insecure=self.insecure, nodes=list(nodes),
                        hosts=[h.ip for name, h in hosts.items() if name not in nodes],
                        node_hosts=nodes, echo=echo)
@@ -736,7 +743,24 @@ class NetnsCluster:
                              "skiff.controller_manager",
                              [*cm_args, "--leader-elect-identity", "controller-manager-2"]))
         services += [self._kubelet_service(i, config_dir) for i in range(1, self.nodes + 1)]
-        return services
+        return services + self._control_plane_service()
+
+    def _control_plane_service(self) -> list[tuple[str, str, str, list[str]]]:
+        """The control-plane node agent on its own host (cli/controlplane), if enabled."""
+        assert self.topology is not None
+        if CONTROL_PLANE_HOST not in self.topology.hosts:
+            return []
+        nodes = nodes_for(list(self.topology.hosts))
+        args = ["--data-dir", str(self.data_dir), "--nodes", ",".join(nodes),
+                "--node-ip", self._host_ip(CONTROL_PLANE_HOST)]
+        pki = self.security.pki
+        if pki is not None:
+            args += ["--client-ca-file", str(pki.ca)]
+            args += [a for n in nodes for a in (
+                "--serving-certificate",
+                f"{n}={pki.kubelet_serving[n].cert},{pki.kubelet_serving[n].key}")]
+        return [("control-plane", CONTROL_PLANE_HOST, "skiff.cli.controlplane",
+                 [*args, *self.config.flags("controlPlane", self.data_dir / "config")])]
 
     def _kubelet_service(self, i: int, config_dir: Path) -> tuple[str, str, str, list[str]]:
         """node-i's kubelet, on host node-i (the --ha cluster's too)."""

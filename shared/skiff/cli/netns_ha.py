@@ -98,4 +98,4 @@ class NetnsHaCluster(NetnsCluster):
                               *self.extra_args.get("controller-manager", []),
                               "--leader-elect-identity", name]))
         services += [self._kubelet_service(i, config_dir) for i in range(1, self.nodes + 1)]
-        return services
+        return services + self._control_plane_service()

@@ -295,6 +295,7 @@ class NodeAgent:
     api: ApiClient
     ports: dict[str, int]
     uids: dict[str, str] = field(default_factory=dict)
+    host_ips: dict[str, str] = field(default_factory=dict)  # netns → its host's address
     _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
 
     def _labels(self, node: str) -> dict[str, str]:
@@ -418,6 +419,9 @@ class NodeAgent:
         state = ClusterState.load(self.settings.data_dir)
         if state is None:
             return
+        # `skiff up --netns`: each component's own host address
+        self.host_ips = {str(h.get("netns")): str(h.get("ip"))
+                         for h in ((state.netns or {}).get("hosts") or {}).values()}
         desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
         for pod, comp in mirror.static_pods(state.components):
             desired.setdefault(pod.node, []).append((pod, comp))
@@ -462,7 +466,8 @@ class NodeAgent:
         view = view_of(self.settings.data_dir, comp)
         status = mirror.pod_status(pod, comp, view, host_ip=self.settings.node_ip,
                                    start_time=start_time, now=now,
-                                   previous=current.get("status"))
+                                   previous=current.get("status"),
+                                   pod_ip=self.host_ips.get(comp.netns, ""))
         if mirror.status_fingerprint(status) != mirror.status_fingerprint(
                 current.get("status") or {}):
             body = dict(current)

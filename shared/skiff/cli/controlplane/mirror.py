@@ -80,6 +80,12 @@ def static_pod_of(comp: Component) -> StaticPod | None:
     return StaticPod(comp.name, KUBEADM_NAMES[match.group(1)], node_name(index))
 
 
+def nodes_for(component_names: list[str]) -> list[str]:
+    """The control-plane Nodes the named components' mirror pods are on."""
+    pods = [static_pod_of(Component(name, 0, "", "", "")) for name in component_names]
+    return sorted({pod.node for pod in pods if pod is not None})
+
+
 def static_pods(components: list[Component]) -> list[tuple[StaticPod, Component]]:
     return [(pod, comp) for comp in components if (pod := static_pod_of(comp)) is not None]
 
@@ -138,8 +144,12 @@ def phase(view: ProcessView) -> str:
 
 
 def pod_status(pod: StaticPod, comp: Component, view: ProcessView, *, host_ip: str,
-               start_time: str, now: str, previous: Obj | None = None) -> Obj:
-    """The mirror pod's status; conditions keep their transition times while unchanged."""
+               start_time: str, now: str, previous: Obj | None = None,
+               pod_ip: str = "") -> Obj:
+    """The mirror pod's status; conditions keep their transition times while unchanged.
+    `pod_ip`: the component's own address when it runs on a network host of its own
+    (`skiff up --netns`), else the Node's (a host-network pod)."""
+    pod_ip = pod_ip or host_ip
     ready = view.running
     old = {c.get("type"): c for c in ((previous or {}).get("conditions") or [])}
 
@@ -156,7 +166,7 @@ def pod_status(pod: StaticPod, comp: Component, view: ProcessView, *, host_ip: s
                        condition("Initialized", True), condition("Ready", ready),
                        condition("ContainersReady", ready), condition("PodScheduled", True)],
         "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-        "podIP": host_ip, "podIPs": [{"ip": host_ip}],
+        "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
         "startTime": start_time, "qosClass": "BestEffort",
         "containerStatuses": [{
             "name": pod.kubeadm, "image": f"skiff/{pod.kubeadm}", "imageID": "",
@@ -169,6 +179,6 @@ def pod_status(pod: StaticPod, comp: Component, view: ProcessView, *, host_ip: s
 def status_fingerprint(status: Obj) -> tuple[Any, ...]:
     """What a status write would change (timestamps aside)."""
     statuses = status.get("containerStatuses") or []
-    return (status.get("phase"), status.get("hostIP"), tuple(
+    return (status.get("phase"), status.get("hostIP"), status.get("podIP"), tuple(
         (s.get("ready"), s.get("restartCount"), s.get("containerID"),
          tuple(sorted((s.get("state") or {}).keys()))) for s in statuses))
