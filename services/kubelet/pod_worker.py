@@ -88,6 +88,7 @@ from skiff.kubelet.sandbox.mounts import (
 from skiff.kubelet.sandbox.rootfs import RootView, system_entries
 from skiff.kubelet.sandbox.security import (
     fs_group_volumes,
+    open_empty_dirs,
     plan_security,
     run_as_non_root_error,
 )
@@ -764,6 +765,7 @@ class PodWorker:
             self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
             return
         if self.sandbox is not None:
+            open_empty_dirs(self.pod, self.dir.volume_path)
             fs_group_volumes(self.pod, self.dir.volume_path)
         self._create_termination_log(r)
         config = self._config(r)

@@ -24,7 +24,7 @@ from typing import Any
 from skiff.kubelet.sandbox.linux import capset, prctl
 
 __all__ = ["DEFAULT_CAPABILITIES", "SecurityPlan", "effective_security_context",
-           "fs_group_volumes", "plan_security", "run_as_non_root_error"]
+           "fs_group_volumes", "open_empty_dirs", "plan_security", "run_as_non_root_error"]
 
 Obj = dict[str, Any]
 
@@ -231,3 +231,18 @@ def fs_group_volumes(pod: Obj, volume_dir: Callable[[str], Path]) -> None:
                 os.chmod(path, stat.S_IMODE(info.st_mode) | mask)
             except OSError:
                 continue
+
+
+def open_empty_dirs(pod: Obj, volume_dir: Callable[[str], Path]) -> None:
+    """An emptyDir's directory is 0777, as the kubelet makes it (its setupDir), so a
+    container of any `runAsUser` can write there; the pod's directory above it stays
+    closed to the node's other users."""
+    for volume in (pod.get("spec") or {}).get("volumes") or []:
+        if "emptyDir" not in volume:
+            continue
+        path = Path(volume_dir(str(volume.get("name", ""))))
+        try:
+            if path.is_dir() and stat.S_IMODE(path.stat().st_mode) & 0o777 != 0o777:
+                path.chmod(stat.S_IMODE(path.stat().st_mode) | 0o777)
+        except OSError:
+            continue

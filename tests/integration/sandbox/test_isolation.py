@@ -281,3 +281,15 @@ async def test_au8_an_image_without_a_command_runs_the_stand_in_inside_its_own_r
     pid = int(pod["status"]["containerStatuses"][0]["containerID"].removeprefix("process://"))
     assert Path(f"/proc/{pid}/root/usr/bin/python3").exists()
     assert not Path(f"/proc/{pid}/root{node.root}").exists()
+
+
+async def test_au8_a_non_root_container_without_fs_group_writes_its_empty_dir(
+        sb_api: ApiClient, sb_namespace: str, sandbox_cluster: SandboxCluster) -> None:
+    """emptyDir is 0777 as the kubelet makes it; the pod's directory on the node is not."""
+    logs = await _run(sb_api, sandbox_cluster, sb_namespace, "nobody", [_sh(
+        "main", 'echo hi > /cache/f && echo "wrote=$(stat -c %u /cache/f)"; '
+                'echo "mode=$(stat -c %a /cache)"',
+        securityContext={"runAsUser": 65534}, volumeMounts=[
+            {"name": "cache", "mountPath": "/cache"}])],
+        volumes=[{"name": "cache", "emptyDir": {}}])
+    assert _lines(logs["main"]) == {"wrote": "65534", "mode": "777"}, logs
