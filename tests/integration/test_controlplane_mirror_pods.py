@@ -270,3 +270,20 @@ def test_defect10_up_netns_shows_the_control_plane_on_the_hosts_it_runs_on(
         down = skiff(tmp_path, "down")
         assert down.returncode == 0, down.stderr
     assert not [c.name for c in state.components if same_process(c)]
+
+
+def test_defect10_kubectl_top_shows_the_control_plane_pods_and_node(cluster: Path) -> None:
+    names = {f"{kubeadm}-{NODE}" for kubeadm in COMPONENTS.values()}
+
+    def top_pods() -> Any:
+        out = kubectl(cluster, "top", "pods", "-n", "kube-system")
+        rows = {line.split()[0]: line.split() for line in out.stdout.splitlines()[1:]}
+        return out.returncode == 0 and names <= set(rows) and rows
+
+    rows = eventually(top_pods, timeout=30)
+    for name in names:  # CPU in millicores, memory in Mi, as metrics-server reports
+        assert rows[name][1].endswith("m") and rows[name][2].endswith("Mi")
+        assert int(rows[name][2].removesuffix("Mi")) > 0
+    node = kubectl(cluster, "top", "node", NODE)
+    assert node.returncode == 0, node.stderr
+    assert node.stdout.splitlines()[1].split()[0] == NODE

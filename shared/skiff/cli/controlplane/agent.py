@@ -46,6 +46,7 @@ from skiff.cli.localcluster import ClusterState, Component, same_process
 from skiff.cli.supervisor import held_down, restartable
 from skiff.client import ApiClient
 from skiff.client.logs import SERVICE
+from skiff.client.metrics import METRICS_METHOD_NAME
 from skiff.clock import rfc3339, rfc3339_micro
 from skiff.pki import APISERVER_KUBELET_CLIENT, MASTERS_GROUP, identity_of
 from skiff.procfs import read_stat
@@ -126,24 +127,63 @@ def _read(path: Path, tail_lines: int | None) -> str:
         return ""
 
 
-def check_caller(context: grpc.aio.ServicerContext[Any, Any]) -> None:
+def check_caller(context: grpc.aio.ServicerContext[Any, Any], *,
+                 subresource: str = "proxy") -> None:
     """Only the apiserver's kubelet client and system:masters, as at a kubelet."""
     user, groups = "system:anonymous", tuple[str, ...]()
     for pem in context.auth_context().get("x509_pem_cert") or []:
         identity = identity_of(bytes(pem))
         user, groups = identity.user, identity.groups
     if user != APISERVER_KUBELET_CLIENT and MASTERS_GROUP not in groups:
-        raise ApiError(Reason.FORBIDDEN, f"Forbidden (user={user}, verb=create, "
-                                         f"resource=nodes, subresource=proxy)")
+        verb = "get" if subresource == "metrics" else "create"
+        raise ApiError(Reason.FORBIDDEN, f"Forbidden (user={user}, verb={verb}, "
+                                         f"resource=nodes, subresource={subresource})")
+
+
+def _cpu_ticks(pid: int) -> int | None:
+    """utime + stime of `/proc/<pid>/stat`, in clock ticks."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_text(errors="replace")
+        rest = data[data.rfind(")") + 2:].split()
+        return int(rest[11]) + int(rest[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+@dataclass
+class Usage:
+    """The components' CPU and memory, sampled every sync period (cAdvisor's part for
+    the kubelet): nanocores over the last interval, resident memory in bytes."""
+
+    _last: dict[int, tuple[float, int]] = field(default_factory=dict)  # pid → (t, ticks)
+    rates: dict[int, tuple[int, float, int]] = field(default_factory=dict)
+
+    def sample(self, pids: list[int]) -> None:
+        now = time.monotonic()
+        for pid in pids:
+            ticks, stat = _cpu_ticks(pid), read_stat(pid)
+            if ticks is None or stat is None:
+                continue
+            last = self._last.get(pid)
+            if last is not None and now > last[0]:
+                window = now - last[0]
+                nanocores = int((ticks - last[1]) / _TICKS / window * 1e9)
+                self.rates[pid] = (max(0, nanocores), window, stat.rss_bytes)
+            self._last[pid] = (now, ticks)
+        for gone in set(self._last) - set(pids):
+            self._last.pop(gone, None)
+            self.rates.pop(gone, None)
 
 
 @dataclass
 class ComponentLogs:
-    """The log service of the control-plane node(s) `nodes` (all of them: None)."""
+    """The kubelet service of the control-plane node(s) `nodes` (all of them: None): the
+    components' logs and resource usage."""
 
     data_dir: Path
     nodes: set[str] | None = None
     authorize: bool = False
+    usage: Usage = field(default_factory=Usage)
 
     def locate(self, req: Obj) -> tuple[Path, Component]:
         namespace = str(req.get("namespace") or "default")
@@ -209,10 +249,45 @@ class ComponentLogs:
                 yield encode({"text": data.decode(errors="replace")})
             await asyncio.sleep(FOLLOW_POLL_SECONDS)
 
+    async def _metrics(self, request: bytes,
+                       context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        """`kubectl top` (skiff.client.metrics): each Node's usage is its components'."""
+        try:
+            if self.authorize:
+                check_caller(context, subresource="metrics")
+        except ApiError as err:
+            code, details, trailer = to_grpc(err)
+            await context.abort(code, details, trailing_metadata=trailer)
+        state = ClusterState.load(self.data_dir)
+        stamp = rfc3339(time.time())
+        nodes: dict[str, list[int]] = {}
+        pods: list[Obj] = []
+        windows: list[float] = []
+        for pod, comp in mirror.static_pods(state.components if state else []):
+            if self.nodes is not None and pod.node not in self.nodes:
+                continue
+            rate = self.usage.rates.get(comp.pid) if same_process(comp) else None
+            if rate is None:
+                continue
+            cpu, window, memory = rate
+            totals = nodes.setdefault(pod.node, [0, 0])
+            totals[0] += cpu
+            totals[1] += memory
+            windows.append(window)
+            pods.append({"node": pod.node, "namespace": mirror.NAMESPACE, "name": pod.name,
+                         "timestamp": stamp, "window": window, "containers": [
+                             {"name": pod.kubeadm, "cpu": cpu, "memory": memory}]})
+        window = max(windows, default=1.0)
+        return encode({"nodes": [{"name": n, "timestamp": stamp, "window": window,
+                                  "cpu": cpu, "memory": memory}
+                                 for n, (cpu, memory) in nodes.items()],
+                       "pods": pods})
+
     def handler(self) -> grpc.GenericRpcHandler:
         return grpc.method_handlers_generic_handler(SERVICE, {
             "Logs": grpc.unary_unary_rpc_method_handler(self._logs),
-            "LogsFollow": grpc.unary_stream_rpc_method_handler(self._follow)})
+            "LogsFollow": grpc.unary_stream_rpc_method_handler(self._follow),
+            METRICS_METHOD_NAME: grpc.unary_unary_rpc_method_handler(self._metrics)})
 
 
 def _size(path: Path) -> int:
@@ -222,14 +297,15 @@ def _size(path: Path) -> int:
         return 0
 
 
-async def start_log_servers(settings: Settings) -> tuple[list[grpc.aio.Server], dict[str, int]]:
+async def start_log_servers(settings: Settings, usage: Usage
+                            ) -> tuple[list[grpc.aio.Server], dict[str, int]]:
     """One mutual-TLS server per Node with its serving certificate; node → port."""
     servers, ports = [], {}
     ca = Path(settings.client_ca_file).read_bytes()
     for serving in settings.serving:
         server = grpc.aio.server()
         server.add_generic_rpc_handlers((ComponentLogs(
-            settings.data_dir, {serving.node}, authorize=True).handler(),))
+            settings.data_dir, {serving.node}, authorize=True, usage=usage).handler(),))
         credentials = grpc.ssl_server_credentials(
             [(serving.key.read_bytes(), serving.cert.read_bytes())], root_certificates=ca,
             require_client_auth=True)
@@ -296,6 +372,7 @@ class NodeAgent:
     ports: dict[str, int]
     uids: dict[str, str] = field(default_factory=dict)
     host_ips: dict[str, str] = field(default_factory=dict)  # netns → its host's address
+    usage: Usage = field(default_factory=Usage)
     _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
 
     def _labels(self, node: str) -> dict[str, str]:
@@ -422,6 +499,8 @@ class NodeAgent:
         # `skiff up --netns`: each component's own host address
         self.host_ips = {str(h.get("netns")): str(h.get("ip"))
                          for h in ((state.netns or {}).get("hosts") or {}).values()}
+        self.usage.sample([comp.pid for _, comp in mirror.static_pods(state.components)
+                           if same_process(comp)])
         desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
         for pod, comp in mirror.static_pods(state.components):
             desired.setdefault(pod.node, []).append((pod, comp))
@@ -485,11 +564,12 @@ class NodeAgent:
             await asyncio.sleep(self.settings.sync_period)
 
 
-async def run(settings: Settings, service: Service) -> None:
-    servers, ports = ([], {}) if not settings.serving else await start_log_servers(settings)
+async def run(settings: Settings, service: Service, usage: Usage) -> None:
+    servers, ports = ([], {}) if not settings.serving else \
+        await start_log_servers(settings, usage)
     try:
         async with ApiClient(settings.apiserver, user_agent="skiff-control-plane") as api:
-            agent = NodeAgent(settings, api, ports)
+            agent = NodeAgent(settings, api, ports, usage=usage)
             await service.ready()
             tasks = [asyncio.create_task(agent.heartbeat()),
                      asyncio.create_task(agent.run_pods())]
@@ -540,10 +620,12 @@ def main(argv: list[str] | None = None) -> None:
         node_lease_duration_seconds=args.node_lease_duration_seconds,
         node_status_update_frequency=args.node_status_update_frequency)
     # --insecure: the logs are on the health port, as the kubelets' are.
-    handlers = [] if settings.serving else [ComponentLogs(settings.data_dir).handler()]
+    usage = Usage()
+    handlers = [] if settings.serving else [
+        ComponentLogs(settings.data_dir, usage=usage).handler()]
 
     async def body(service: Service) -> None:
-        await run(settings, service)
+        await run(settings, service, usage)
 
     run_service("control-plane", body, health_address=f"127.0.0.1:{args.health_port}",
                 log_level=args.log_level, handlers=handlers)
