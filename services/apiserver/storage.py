@@ -416,9 +416,9 @@ class EtcdStorage:
         for the next one (as a failed request leaves it), so one frozen member of a healthy
         quorum does not fail the check; a client another request's failover closed under
         the read is tried again at once."""
-        k = b"/registry/"
-        request = etcdrpc.RangeRequest(key=k, range_end=aetcd.utils.prefix_range_end(k),
-                                       count_only=True)
+        # One key, not the registry's range: the header's revision is the store's either
+        # way, and the check runs every few seconds whatever etcd holds.
+        request = etcdrpc.RangeRequest(key=REGISTRY_PREFIX.encode(), count_only=True)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         tries = min(len(self.endpoints), 2)
