@@ -287,3 +287,21 @@ def test_defect10_kubectl_top_shows_the_control_plane_pods_and_node(cluster: Pat
     node = kubectl(cluster, "top", "node", NODE)
     assert node.returncode == 0, node.stderr
     assert node.stdout.splitlines()[1].split()[0] == NODE
+
+
+def test_defect10_a_deleted_control_plane_node_registers_again_with_its_pods(
+        cluster: Path) -> None:
+    name = f"etcd-{NODE}"
+    eventually(lambda: running_pod(cluster, name))
+    old_uid = get_json(cluster, "node", NODE)["metadata"]["uid"]
+    deleted = kubectl(cluster, "delete", "node", NODE)
+    assert deleted.returncode == 0, deleted.stderr
+
+    def back() -> Any:
+        node = get_json(cluster, "node", NODE)
+        pod = running_pod(cluster, name)
+        return node["metadata"]["uid"] != old_uid and pod and \
+            pod["metadata"]["ownerReferences"][0]["uid"] == node["metadata"]["uid"] and pod
+
+    eventually(back, timeout=40)
+    assert same_process(component(cluster, "etcd"))
