@@ -172,9 +172,14 @@ def _proc(new: str, privileged: bool) -> None:
 def _sys(new: str, privileged: bool) -> None:
     target = new + "/sys"
     _make(target, directory=True, mode=0o555)
-    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (0 if privileged else MS_RDONLY)
+    flags = MS_NOSUID | MS_NODEV | MS_NOEXEC
     try:
+        # sysfs has one superblock per network namespace, shared by the pod's containers:
+        # read-only is this mount's flag, never the superblock's (a privileged container
+        # of the pod still gets it writable)
         mount("sysfs", target, "sysfs", flags)
+        if not privileged:
+            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | flags)
     except OSError:
         _bind("/sys", target, read_only=not privileged)
 
