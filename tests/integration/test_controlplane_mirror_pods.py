@@ -306,3 +306,22 @@ def test_defect10_a_deleted_control_plane_node_registers_again_with_its_pods(
 
     eventually(back, timeout=40)
     assert same_process(component(cluster, "etcd"))
+
+
+def test_defect10_kubectl_logs_follow_streams_what_the_log_file_gets(cluster: Path) -> None:
+    name = f"kube-scheduler-{NODE}"
+    eventually(lambda: running_pod(cluster, name))
+    follow = subprocess.Popen(
+        ["kubectl", "--kubeconfig", str(cluster / "kubeconfig"), "logs", "-f", "-n",
+         "kube-system", name, "--tail", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(1.5)  # following
+        line = f'{{"msg": "written after the follow began {time.time()}"}}\n'
+        with open(component(cluster, "scheduler").log, "a") as log:
+            log.write(line)
+        assert follow.stdout is not None
+        assert follow.stdout.readline() == line
+    finally:
+        follow.kill()
+        follow.communicate(timeout=10)

@@ -117,14 +117,19 @@ def view_of(data_dir: Path, comp: Component) -> mirror.ProcessView:
 # -- logs -----------------------------------------------------------------------------------
 
 
-def _read(path: Path, tail_lines: int | None) -> str:
+def _read_to_end(path: Path, tail_lines: int | None) -> tuple[str, int]:
+    """The log (its last `tail_lines` lines), and the offset where it ended."""
     try:
-        with open(path, errors="replace") as f:
-            if tail_lines is None:
-                return f.read()
-            return "".join(deque(f, maxlen=max(0, tail_lines)))
+        with open(path, "rb") as f:
+            lines = f.readlines() if tail_lines is None else \
+                list(deque(f, maxlen=max(0, tail_lines)))
+            return b"".join(lines).decode(errors="replace"), f.tell()
     except FileNotFoundError:
-        return ""
+        return "", 0
+
+
+def _read(path: Path, tail_lines: int | None) -> str:
+    return _read_to_end(path, tail_lines)[0]
 
 
 def check_caller(context: grpc.aio.ServicerContext[Any, Any], *,
@@ -233,10 +238,9 @@ class ComponentLogs:
             await context.abort(code, details, trailing_metadata=trailer)
             return
         tail = req.get("tailLines")
-        first = _read(path, int(tail) if tail is not None else None)
+        first, offset = _read_to_end(path, int(tail) if tail is not None else None)
         if first:
             yield encode({"text": first})
-        offset = len(first.encode()) if tail is None else _size(path)
         while True:  # a component runs until `skiff down`: follow until the caller stops
             size = _size(path)
             if size < offset:  # truncated or replaced
@@ -573,10 +577,15 @@ async def run(settings: Settings, service: Service, usage: Usage) -> None:
             await service.ready()
             tasks = [asyncio.create_task(agent.heartbeat()),
                      asyncio.create_task(agent.run_pods())]
-            await service.stop.wait()
-            for task in tasks:
+            stop = asyncio.create_task(service.stop.wait())
+            # Crash-only: a loop that died ends the process, which the supervisor restarts.
+            done, _ = await asyncio.wait([stop, *tasks], return_when=asyncio.FIRST_COMPLETED)
+            for task in [stop, *tasks]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await asyncio.gather(stop, *tasks, return_exceptions=True)
+            for task in done:
+                if task is not stop:
+                    task.result()  # its exception, if any
     finally:
         for server in servers:
             await server.stop(1)
