@@ -66,3 +66,18 @@ def test_defect10_phase_and_restarts_follow_the_supervisor() -> None:
     assert [next(iter(s["containerStatuses"][0]["state"]))  # type: ignore[index]
             for s in (up, crashed, held)] == ["running", "waiting", "terminated"]
     assert mirror.status_fingerprint(up) != mirror.status_fingerprint(crashed)
+
+
+def test_defect10_a_running_component_failing_its_health_check_is_not_ready() -> None:
+    c = comp("apiserver")
+    pod = mirror.static_pod_of(c)
+    assert pod is not None
+    view = mirror.ProcessView(running=True, held_down=False, started_at="", restarts=0,
+                              healthy=False)
+    status = mirror.pod_status(pod, c, view, host_ip="127.0.0.1", start_time="",
+                               now="2026-01-01T00:00:01Z")
+    assert status["phase"] == "Running"
+    conditions = {c["type"]: c["status"] for c in status["conditions"]}
+    assert conditions["Ready"] == conditions["ContainersReady"] == "False"
+    assert status["containerStatuses"][0]["ready"] is False
+    assert status["containerStatuses"][0]["started"] is True

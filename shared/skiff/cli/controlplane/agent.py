@@ -42,7 +42,7 @@ import grpc
 import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.cli.controlplane import mirror
-from skiff.cli.localcluster import ClusterState, Component, same_process
+from skiff.cli.localcluster import ClusterState, Component, health_of, same_process
 from skiff.cli.supervisor import held_down, restartable
 from skiff.client import ApiClient
 from skiff.client.logs import SERVICE
@@ -107,11 +107,27 @@ def started_at(pid: int) -> str:
     return rfc3339(_BOOT + stat.start_ticks / _TICKS)
 
 
-def view_of(data_dir: Path, comp: Component) -> mirror.ProcessView:
+def view_of(data_dir: Path, comp: Component, *, healthy: bool = True
+            ) -> mirror.ProcessView:
     running = same_process(comp)
     return mirror.ProcessView(
         running=running, held_down=held_down(data_dir, comp) or not restartable(comp),
-        started_at=started_at(comp.pid) if running else "", restarts=comp.restarts)
+        started_at=started_at(comp.pid) if running else "", restarts=comp.restarts,
+        healthy=healthy)
+
+
+async def healthy(comp: Component) -> bool:
+    """The readiness probe: the component's health check as `skiff status` makes it
+    (an apiserver that cannot confirm its data is current is not ready). A `--netns`
+    component's recorded address is the gateway's, which the agent on its own host does
+    not reach: there the running process is taken as ready."""
+    if comp.netns or not same_process(comp):
+        return same_process(comp)
+    if not comp.health:  # etcd: its HTTP /health, a blocking call
+        result = await asyncio.to_thread(lambda: asyncio.run(health_of(comp)))
+    else:
+        result = await health_of(comp)
+    return result == "healthy"
 
 
 # -- logs -----------------------------------------------------------------------------------
@@ -505,6 +521,9 @@ class NodeAgent:
                          for h in ((state.netns or {}).get("hosts") or {}).values()}
         self.usage.sample([comp.pid for _, comp in mirror.static_pods(state.components)
                            if same_process(comp)])
+        components = [comp for _, comp in mirror.static_pods(state.components)]
+        health = dict(zip([c.name for c in components], await asyncio.gather(
+            *(healthy(c) for c in components)), strict=True))
         desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
         for pod, comp in mirror.static_pods(state.components):
             desired.setdefault(pod.node, []).append((pod, comp))
@@ -516,7 +535,8 @@ class NodeAgent:
                         if mirror.CONFIG_MIRROR in (p["metadata"].get("annotations") or {})}
             for pod, comp in desired.get(node, []):
                 try:
-                    await self._sync_one(pod, comp, existing.pop(pod.name, None), start_time)
+                    await self._sync_one(pod, comp, existing.pop(pod.name, None), start_time,
+                                         healthy=health.get(comp.name, True))
                 except ApiError as err:
                     log.warning("mirror pod sync failed", extra={
                         "pod": pod.name, "error": err.message})
@@ -531,7 +551,7 @@ class NodeAgent:
             log.info("mirror pod deleted", extra={"pod": meta["name"]})
 
     async def _sync_one(self, pod: mirror.StaticPod, comp: Component, current: Obj | None,
-                        start_time: str) -> None:
+                        start_time: str, *, healthy: bool = True) -> None:
         digest = pod.config_hash(comp)
         if current is not None:
             meta = current["metadata"]
@@ -546,7 +566,7 @@ class NodeAgent:
             current = await self.api.create(mirror.mirror_pod(
                 pod, comp, node_uid=self.uids[pod.node], seen=rfc3339_micro(time.time())))
             log.info("mirror pod created", extra={"pod": pod.name})
-        view = view_of(self.settings.data_dir, comp)
+        view = view_of(self.settings.data_dir, comp, healthy=healthy)
         status = mirror.pod_status(pod, comp, view, host_ip=self.settings.node_ip,
                                    start_time=start_time, now=now,
                                    previous=current.get("status"),

@@ -8,8 +8,9 @@ control-plane`), the kubelet's static-pod annotations (`kubernetes.io/config.sou
 `config.hash`, `config.seen`) plus `kubernetes.io/config.mirror` (the hash), and the Node as
 its controlling owner, as `pkg/kubelet/pod/mirror_client.go` does. Its status is the
 supervisor's view of the process (cli/supervisor.py): Running while the recorded process
-runs, CrashLoopBackOff while the supervisor waits to start it again, Failed while `skiff
-chaos stop` holds it down; `restartCount` is the supervisor's count of restarts.
+runs (Ready while its health check answers, as with kubeadm's readiness probes),
+CrashLoopBackOff while the supervisor waits to start it again, Failed while `skiff chaos
+stop` holds it down; `restartCount` is the supervisor's count of restarts.
 
 Pure functions of cluster.json's components; the node agent (`agent`) writes the results.
 """
@@ -124,6 +125,7 @@ class ProcessView:
     held_down: bool  # `skiff chaos stop`: it stays down until `skiff chaos start`
     started_at: str  # when the current process started (RFC 3339), "" if unknown
     restarts: int
+    healthy: bool = True  # its health check answers (the readiness probe kubeadm sets)
 
 
 def container_state(view: ProcessView) -> Obj:
@@ -150,7 +152,7 @@ def pod_status(pod: StaticPod, comp: Component, view: ProcessView, *, host_ip: s
     `pod_ip`: the component's own address when it runs on a network host of its own
     (`skiff up --netns`), else the Node's (a host-network pod)."""
     pod_ip = pod_ip or host_ip
-    ready = view.running
+    ready = view.running and view.healthy
     old = {c.get("type"): c for c in ((previous or {}).get("conditions") or [])}
 
     def condition(kind: str, status: bool) -> Obj:
