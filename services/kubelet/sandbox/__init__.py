@@ -2,9 +2,11 @@
 
 As root, each pod gets a network namespace with an address from its node's `podCIDR`,
 attached to a bridge that lives in Skiff's own "pod network" namespace (the host's
-namespace gets no address, route, bridge or veth), and a UTS hostname. Without root and
-CAP_SYS_ADMIN + CAP_NET_ADMIN (e.g. in an unprivileged container), or with
-`--sandbox=none`, pods share the node's network as before, and say so.
+namespace gets no address, route, bridge or veth), and a UTS hostname; each of its
+containers gets a root filesystem of its own (`rootfs`) and the identity and capabilities
+its `securityContext` asks for (`security`, SPEC AU8). Without root and CAP_SYS_ADMIN +
+CAP_NET_ADMIN (e.g. in an unprivileged container), or with `--sandbox=none`, pods share
+the node as before, and say so.
 """
 
 from skiff.kubelet.sandbox.manager import (
