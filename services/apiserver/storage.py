@@ -699,13 +699,20 @@ class EtcdStorage:
         return versions
 
     async def _history_of_deleted(self, key: str, head: int) -> builtins.list[KeyValue]:
-        versions: builtins.list[KeyValue] = []
+        """A deleted key's versions, from etcd's watch log: from revision 1, or from the
+        compaction point once etcd has compacted (aetcd says so when the watch is made or
+        with its first response)."""
         start = 1
-        try:
-            watch = await self._client.watch(key.encode(), start_revision=start)
-        except aetcd.exceptions.RevisionCompactedError as err:
-            watch = await self._client.watch(key.encode(),
-                                             start_revision=err.compacted_revision)
+        for _ in range(3):  # a compaction can land between two tries
+            try:
+                return await self._replay(key, start, head)
+            except aetcd.exceptions.RevisionCompactedError as err:
+                start = err.compacted_revision
+        return []
+
+    async def _replay(self, key: str, start: int, head: int) -> builtins.list[KeyValue]:
+        versions: builtins.list[KeyValue] = []
+        watch = await self._client.watch(key.encode(), start_revision=start)
         try:
             async def collect() -> None:
                 async for ev in watch:

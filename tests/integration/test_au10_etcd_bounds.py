@@ -249,3 +249,39 @@ async def test_au10_two_apiservers_compact_once_per_interval(tmp_path: Path) -> 
             # interval, not one per apiserver and interval.
             assert 3 <= got.version <= elapsed / interval + 2, (got.version, elapsed)
             assert await _compacted_revision(etcd) > 0
+
+
+async def test_au10_history_of_an_object_deleted_before_a_compaction_is_not_a_500(
+        tmp_path: Path) -> None:
+    """`skiff history` of a deleted object replays etcd's watch log; once etcd has compacted
+    that log (in any cluster older than the interval), the replay starts at the compaction
+    point: what is left, or NotFound — never an internal error."""
+    cluster = Cluster(tmp_path, apiserver_args=["--etcd-compaction-interval", "0.5s"])
+    try:
+        cluster.start()
+        async with ApiClient(cluster.api_target, retry_seconds=20) as api, \
+                aetcd.Client(port=cluster.etcd_port) as etcd:
+            cm = await api.create(_configmap("gone", 10))
+            first = int(cm["metadata"]["resourceVersion"])
+            cm["data"]["serial"] = "1"
+            await api.update(cm)
+            await api.delete("configmaps", "gone", "default")
+            for serial in range(40):  # revisions past the deletion, compacted behind
+                await api.create(_configmap(f"filler-{serial}", 10))
+                await asyncio.sleep(0.05)
+
+            async def compacted_past_first() -> bool:
+                return await _compacted_revision(etcd) > first + 3
+
+            deadline = time.monotonic() + 20
+            while not await compacted_past_first():
+                assert time.monotonic() < deadline, "etcd's log was never compacted"
+                await asyncio.sleep(0.2)
+            try:
+                versions = await api.history("configmaps", "gone", "default")
+            except ApiError as err:
+                assert err.reason == Reason.NOT_FOUND, err
+            else:
+                assert all(v["revision"] > first for v in versions)
+    finally:
+        cluster.stop()
