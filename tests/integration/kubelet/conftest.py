@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import select
 import signal
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterator
@@ -108,7 +110,61 @@ def node(shared_cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> I
 
 
 def recorder(path: Path, *flags: str) -> list[str]:
+    """The command of a signal recorder writing to `path`; its deaths are watched from here
+    (`watch_deaths`), since nothing inside a stopped container outlives it."""
+    watch_deaths(path)
     return [sys.executable, RECORDER, str(path), *flags]
+
+
+_WATCHED: set[Path] = set()
+
+
+def watch_deaths(path: Path, *, lifetime: float = 600.0) -> None:
+    """Append `dead <t>` to `path` when each process it recorded as `pid N` exits, timed by
+    a pidfd the kernel marks readable at the exit (the containers share the node's PID
+    namespace, so the recorded pid is this host's). A daemon thread, ended by `lifetime`."""
+    if path in _WATCHED:
+        return
+    _WATCHED.add(path)
+
+    def run() -> None:
+        deadline = time.monotonic() + lifetime
+        seen: set[int] = set()
+        pidfds: dict[int, int] = {}
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    lines = path.read_text().splitlines()
+                except FileNotFoundError:
+                    lines = []
+                for line in lines:
+                    words = line.split()
+                    if len(words) == 2 and words[0] == "pid" and int(words[1]) not in seen:
+                        pid = int(words[1])
+                        seen.add(pid)
+                        try:
+                            pidfds[os.pidfd_open(pid)] = pid
+                        except ProcessLookupError:
+                            _append_dead(path)
+                ready, _, _ = select.select(list(pidfds), [], [], 0.02) if pidfds else (
+                    [], [], [])
+                if not pidfds:
+                    time.sleep(0.02)
+                for fd in ready:
+                    _append_dead(path)
+                    os.close(fd)
+                    del pidfds[fd]
+        finally:
+            for fd in pidfds:
+                os.close(fd)
+            _WATCHED.discard(path)
+
+    threading.Thread(target=run, name=f"deaths:{path.name}", daemon=True).start()
+
+
+def _append_dead(path: Path) -> None:
+    with open(path, "a") as f:
+        f.write(f"dead {time.time()}\n")
 
 
 def events_of(path: Path) -> list[tuple[str, float]]:

@@ -7,25 +7,18 @@ resident, memory: pressure for the eviction tests that starts when the recorder 
 then `SIGTERM <t>` (or any catchable stop signal) as they arrive
 (with --linger it takes S seconds to exit after one; with --exit-on-term it appends
 `exiting <t>` just before it exits: nothing outside can see the exit earlier). SIGKILL
-cannot be caught, so a witness process in its own session (it survives the container's
-process-group kill) waits for this process's pipe to close and appends `dead <t>`, then
-exits.
+cannot be caught, so its death is recorded from outside the container: the test process
+watches the recorded pid (`kubelet/conftest.py`, a pidfd) and appends `dead <t>`. A witness
+inside the container cannot do it: when a container stops, every process of it dies, as on
+Kubernetes (the kubelet kills its cgroup).
 """
 
 from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import sys
 import time
-
-WITNESS = (
-    "import sys, time\n"
-    "sys.stdin.buffer.read()\n"
-    "with open(sys.argv[1], 'a') as f:\n"
-    "    f.write(f'dead {time.time()}\\n')\n"
-)
 
 
 def record(path: str, line: str) -> None:
@@ -42,8 +35,6 @@ def main() -> None:
     linger = float(sys.argv[sys.argv.index("--linger") + 1]) if "--linger" in sys.argv else 0.0
     hold_mib = int(sys.argv[sys.argv.index("--hold-mib") + 1]) if "--hold-mib" in sys.argv \
         else 0
-    witness = subprocess.Popen([sys.executable, "-c", WITNESS, path], stdin=subprocess.PIPE,
-                               start_new_session=True)
 
     def on_signal(signum: int, _frame: object) -> None:
         record(path, signal.Signals(signum).name)
@@ -59,7 +50,6 @@ def main() -> None:
         f.write(f"pid {os.getpid()}\n")
     record(path, "start")
     print("recorder started", flush=True)
-    del witness  # keep the pipe open until this process dies
     assert len(held) == hold_mib << 20
     while True:
         signal.pause()
