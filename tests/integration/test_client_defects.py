@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import urllib.error
 import urllib.request
@@ -199,11 +200,14 @@ async def test_defect7_skiff_label_never_fails_on_a_concurrent_status_write(
     pytest.param("False", False, id="python-False"), pytest.param("0", False, id="0"),
 ])
 def test_defect1_boolean_query_parameters_are_read_as_kubernetes_reads_them(
-        front: str, value: str, watching: bool) -> None:
+        front: str, core: client.CoreV1Api, value: str, watching: bool) -> None:
     """Every value but `false`/`0` (any case) is true: `?watch=True` (clients that format
     Python booleans) is a watch, not a list."""
+    with contextlib.suppress(ApiException):  # one object for every parameter case
+        core.create_namespaced_config_map("default", client.V1ConfigMap(
+            metadata=client.V1ObjectMeta(name="bool-watched"), data={"k": "v"}))
     url = (f"{front}/api/v1/namespaces/default/configmaps?watch={value}"
-           "&timeoutSeconds=1&fieldSelector=metadata.name%3Dsel-x")
+           "&timeoutSeconds=1&fieldSelector=metadata.name%3Dbool-watched")
     with urllib.request.urlopen(url, timeout=30) as answer:
         body = answer.read().decode()
     if watching:

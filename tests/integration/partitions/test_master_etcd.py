@@ -1,5 +1,5 @@
 """SPEC SC2, master–etcd partition: the apiserver is cut from etcd. Writes fail cleanly
-(ServiceUnavailable, nothing half-written), no controller acts on what it last saw (no pod
+(ServiceUnavailable or Timeout, nothing half-written), no controller acts on what it last saw (no pod
 deleted, no Fence), and the cluster recovers once the cut heals."""
 
 from __future__ import annotations
@@ -50,8 +50,11 @@ async def test_sc2_master_etcd_partition_fails_writes_cleanly_and_nobody_acts_on
                          credentials=cluster.admin) as once:
         with pytest.raises(ApiError) as failed:
             await once.create(namespace("during-the-cut"))
-    assert failed.value.reason == Reason.SERVICE_UNAVAILABLE, failed.value
-    assert "etcd" in failed.value.message
+    # etcd unreachable: ServiceUnavailable naming etcd, or (the write may have reached etcd
+    # before the cut) kube-apiserver's 504 Timeout, never a false success or Conflict
+    assert failed.value.reason in (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT), failed.value
+    if failed.value.reason == Reason.SERVICE_UNAVAILABLE:
+        assert "etcd" in failed.value.message
     # The cut outlasts grace + toleration + fencing delay: time enough for a controller to
     # evict or fence on what it last saw, if it acted on stale data.
     left = GRACE_SECONDS + TOLERATION_SECONDS + FENCING_DELAY + 1 - (time.monotonic() - cut_at)
