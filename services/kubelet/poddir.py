@@ -1,14 +1,14 @@
 """A pod's directory on the node: its working directory, emptyDir volumes, logs and state.
 
-A process cannot mount anything, so Skiff's volumes are directories: each `emptyDir` is
-`<root>/pods/<uid>/volumes/<name>`, exported to every container as the env var
-`SKIFF_VOLUME_<NAME>` (upper case, `-` → `_`), and each `volumeMount` becomes a symlink
-`<pod dir>/<mountPath without its leading />` → the volume. Containers run in the pod
-directory by default, so `mountPath: /data` is reachable as `data/`. `hostPath` volumes are
-symlinks to the host path. A `persistentVolumeClaim` volume is a symlink to its shared
-directory `<volume-root>/pvc-<claim uid>`, made only once the volume is attached to this
-node (see `volumes`). A `downwardAPI` volume's files are written when the directory is
-prepared. Container logs are `logs/<container>/<restartCount>.log`.
+Each volume is a directory `<root>/pods/<uid>/volumes/<name>` (secret and projected ones
+on a tmpfs of their own when the kubelet can mount): in a sandbox it is bind-mounted at its
+`mountPath` inside the container's own root (skiff.kubelet.sandbox); without one (shared-host
+mode) each `volumeMount` becomes a symlink `<pod dir>/<mountPath without its leading />` →
+the volume, and containers start in the pod directory, so `mountPath: /data` is reachable
+as `data/`. `hostPath` volumes are symlinks to the host path. A `persistentVolumeClaim`
+volume is a symlink to its shared directory `<volume-root>/pvc-<claim uid>`, made only once
+the volume is attached to this node (see `volumes`). A `downwardAPI` volume's files are
+written when the directory is prepared. Container logs are `logs/<container>/<restartCount>.log`.
 
 It also holds what Kubernetes computes from a pod for its containers: `container_env` (the
 `env` list: `value` with `$(VAR)` references, `valueFrom.fieldRef` and
@@ -41,10 +41,6 @@ __all__ = ["PRIVATE_DIR_MODE", "PodDir", "container_env", "downward_api_files",
 log = logging.getLogger(__name__)
 
 Obj = Mapping[str, Any]
-
-
-def _env_name(volume: str) -> str:
-    return "SKIFF_VOLUME_" + re.sub(r"[^A-Za-z0-9]", "_", volume).upper()
 
 
 # Kubernetes' /var/lib/kubelet/pods is 0750 root: a local user of the node cannot walk into
@@ -133,10 +129,6 @@ class PodDir:
             return self.path
         path = Path(wd)
         return path if path.is_absolute() else self.path / path
-
-    def volume_env(self, pod: Obj) -> dict[str, str]:
-        return {_env_name(v.get("name", "")): str(self.volume_path(v.get("name", "")))
-                for v in (pod.get("spec") or {}).get("volumes") or []}
 
     def remove(self) -> None:
         """Unmount the pod's in-memory volumes, then delete everything (a mounted volume

@@ -10,9 +10,9 @@ sources into the one directory with `defaultMode` (or an item's `mode`):
   waited for (a missing one is a CreateContainerConfigError) with the pod's configMap and
   secret volumes, by `configsources.refresh_config_volumes`.
 
-A process cannot mount, so the volume is the pod's volume directory, reachable through the
-`volumeMount` symlink (e.g. `var/run/secrets/kubernetes.io/serviceaccount`) in the pod
-directory and `SKIFF_VOLUME_<NAME>` (see `poddir`); in a sandbox it is bind-mounted there.
+The volume is the pod's volume directory (see `poddir`): bind-mounted at its `mountPath`
+in a sandbox, reachable through the `volumeMount` symlink (e.g.
+`var/run/secrets/kubernetes.io/serviceaccount`) in the pod directory without one.
 
 Tokens are requested again when 80% of their lifetime has passed (`refresh_due`), as the
 kubelet's token manager does.
