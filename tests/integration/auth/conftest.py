@@ -4,6 +4,7 @@ and by bearer token, and nobody at all."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,10 +66,12 @@ class SecureCluster:
         return issue_client(self.pki.directory, f"user-{name}", user=name, groups=groups)
 
 
-@pytest.fixture(scope="session")
-def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
-    root = tmp_path_factory.mktemp("secure")
-    pki = ensure_pki(root / "pki", nodes=NODES)
+@contextlib.contextmanager
+def start_secure_cluster(root: Path, *, nodes: tuple[str, ...] = NODES,
+                         apiserver_args: tuple[str, ...] = ()) -> Iterator[SecureCluster]:
+    """A TLS etcd and apiserver with the cluster PKI in `root` (tokens from TOKENS), as
+    `skiff up` secures them; `apiserver_args` add flags for one test module's needs."""
+    pki = ensure_pki(root / "pki", nodes=nodes)
     tokens = root / "tokens.csv"
     tokens.write_text(TOKENS)
     etcd_port, peer_port, api_port, http_port = (free_port() for _ in range(4))
@@ -79,7 +82,7 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
         "--http-port", str(http_port), "--etcd-retry-seconds", "2",
         *pki.apiserver_tls_args(), *pki.etcd_tls_args(), "--token-auth-file", str(tokens),
         # no controller-manager here to make each namespace's default ServiceAccount
-        "--disable-admission-plugins", "ServiceAccount",
+        "--disable-admission-plugins", "ServiceAccount", *apiserver_args,
     ], log_dir=root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
     try:
         etcd.start()
@@ -92,6 +95,12 @@ def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureC
     finally:
         apiserver.stop()
         etcd.stop()
+
+
+@pytest.fixture(scope="session")
+def secure_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
+    with start_secure_cluster(tmp_path_factory.mktemp("secure")) as cluster:
+        yield cluster
 
 
 @pytest.fixture

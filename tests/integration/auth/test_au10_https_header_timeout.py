@@ -12,15 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from skiff.cli.processes import (
-    etcd_process,
-    free_port,
-    service_process,
-    wait_etcd_healthy,
-    wait_grpc_healthy,
-)
-from skiff.pki import ensure_pki
-from tests.integration.auth.conftest import NODES, SecureCluster, etcd_tls_files
+from tests.integration.auth.conftest import SecureCluster, start_secure_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -29,29 +21,9 @@ HEADER_TIMEOUT = 1.0
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureCluster]:
-    root = tmp_path_factory.mktemp("au10-https")
-    pki = ensure_pki(root / "pki", nodes=NODES)
-    etcd_port, peer_port, api_port, http_port = (free_port() for _ in range(4))
-    tls = etcd_tls_files(pki)
-    etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port, tls=tls)
-    apiserver = service_process("apiserver", "skiff.apiserver", [
-        "--etcd-servers", f"https://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
-        "--http-port", str(http_port), "--etcd-retry-seconds", "2",
-        "--http-read-header-timeout", f"{HEADER_TIMEOUT}s",
-        *pki.apiserver_tls_args(), *pki.etcd_tls_args(),
-        "--disable-admission-plugins", "ServiceAccount",
-    ], log_dir=root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
-    try:
-        etcd.start()
-        wait_etcd_healthy(etcd, etcd_port, tls=tls)
-        apiserver.start()
-        secure = SecureCluster(root, pki, etcd, apiserver, etcd_port, api_port, http_port)
-        wait_grpc_healthy(apiserver, secure.api_target,
-                          credentials=secure.credentials(pki.admin))
+    with start_secure_cluster(tmp_path_factory.mktemp("au10-https"), apiserver_args=(
+            "--http-read-header-timeout", f"{HEADER_TIMEOUT}s")) as secure:
         yield secure
-    finally:
-        apiserver.stop()
-        etcd.stop()
 
 
 def _connect(cluster: SecureCluster) -> ssl.SSLSocket:

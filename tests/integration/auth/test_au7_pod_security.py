@@ -17,16 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.processes import (
-    etcd_process,
-    free_port,
-    service_process,
-    wait_etcd_healthy,
-    wait_grpc_healthy,
-)
-from skiff.client import Credentials
-from skiff.pki import CertPair, ClusterPki, ensure_pki, issue_client
-from tests.integration.auth.conftest import etcd_tls_files
+from skiff.pki import CertPair, ClusterPki, issue_client
+from tests.integration.auth.conftest import start_secure_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -82,29 +74,11 @@ class Cluster:
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     assert shutil.which("kubectl"), "kubectl is not installed"
     root = tmp_path_factory.mktemp("podsecurity")
-    pki = ensure_pki(root / "pki", nodes=("node-1",))
     config = root / "admission.yaml"
     config.write_text(ADMISSION_CONFIG)
-    etcd_port, peer_port, api_port, http_port = (free_port() for _ in range(4))
-    tls = etcd_tls_files(pki)
-    etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port, tls=tls)
-    apiserver = service_process("apiserver", "skiff.apiserver", [
-        "--etcd-servers", f"https://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
-        "--http-port", str(http_port), "--etcd-retry-seconds", "2",
-        *pki.apiserver_tls_args(), *pki.etcd_tls_args(),
-        "--disable-admission-plugins", "ServiceAccount",
-        "--admission-control-config-file", str(config),
-    ], log_dir=root / "logs", env={"SKIFF_LOG_FORMAT": "json"})
-    try:
-        etcd.start()
-        wait_etcd_healthy(etcd, etcd_port, tls=tls)
-        apiserver.start()
-        wait_grpc_healthy(apiserver, f"127.0.0.1:{api_port}", credentials=Credentials(
-            ca_file=str(pki.ca), cert_file=str(pki.admin.cert), key_file=str(pki.admin.key)))
-        yield Cluster(root, pki, f"https://127.0.0.1:{http_port}")
-    finally:
-        apiserver.stop()
-        etcd.stop()
+    with start_secure_cluster(root, nodes=("node-1",), apiserver_args=(
+            "--admission-control-config-file", str(config))) as secure:
+        yield Cluster(root, secure.pki, secure.https)
 
 
 @pytest.fixture(scope="module")
