@@ -1,6 +1,6 @@
 """SPEC SC2, master–etcd partition: the apiserver is cut from etcd. Writes fail cleanly
-(ServiceUnavailable or Timeout, nothing half-written), no controller acts on what it last saw (no pod
-deleted, no Fence), and the cluster recovers once the cut heals."""
+(ServiceUnavailable or Timeout, nothing half-written), no controller acts on what it last
+saw (no pod deleted, no Fence), and the cluster recovers once the cut heals."""
 
 from __future__ import annotations
 
