@@ -47,6 +47,8 @@ from skiff.kubelet.sandbox import (
     SandboxManager,
     sandbox_supported,
 )
+from skiff.kubelet.sandbox.landlock import NO_LANDLOCK_MESSAGE
+from skiff.kubelet.sandbox.landlock import abi_version as landlock_abi
 from skiff.kubelet.serviceproxy import ServiceProxy
 from skiff.kubelet.serving import KubeletTls, start_kubelet_server
 from skiff.kubelet.settings import (
@@ -76,6 +78,12 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
     if not sandbox_supported(settings.sandbox):
         log.warning(NOT_ISOLATED_MESSAGE, extra={"node": node_name})
         return None
+    abi = landlock_abi()
+    if abi < 1:  # AU8: said once, the sandboxes go on without it
+        log.warning(NO_LANDLOCK_MESSAGE, extra={"node": node_name})
+    else:
+        log.info("containers are confined by Landlock", extra={"node": node_name,
+                                                               "landlockABI": abi})
     return SandboxManager(api=api, node_name=node_name, network=PodNetwork(
         namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"),
         pod_cidr_wait=settings.pod_cidr_wait)

@@ -77,6 +77,7 @@ from skiff.kubelet.sandbox import (
     SandboxError,
     SandboxManager,
 )
+from skiff.kubelet.sandbox.landlock import plan_landlock
 from skiff.kubelet.sandbox.mounts import (
     BindMount,
     SubPathError,
@@ -609,7 +610,8 @@ class PodWorker:
                         working_dir=str(container.get("workingDir") or "/"),
                         read_only=security.read_only_root, privileged=security.privileged,
                         entries=system_entries())
-        return self.sandbox.for_container(root=root, security=security)
+        return self.sandbox.for_container(root=root, security=security,
+                                          landlock=plan_landlock(self.pod))
 
     def _container_refused(self, r: ContainerRecord) -> str | None:
         """AU8: why the kubelet will not create this container (its waiting reason is

@@ -3,8 +3,9 @@
 `Sandbox.enter()` runs in each container's child process before exec: it joins the pod's
 network namespace, gives the process a UTS namespace whose hostname is the pod's, builds
 the container's own root filesystem (`rootfs`) and becomes the container's user with its
-capabilities (`security`). `Sandbox.join(pid)` puts an exec'd command (probes, hooks) into
-a running container's namespaces, root and identity. A sandbox goes once the pod's last
+capabilities (`security`), confined by Landlock to that root (`landlock`).
+`Sandbox.join(pid)` puts an exec'd command (probes, hooks, `kubectl exec`) into a running
+container's namespaces, root, Landlock confinement and identity. A sandbox goes once the pod's last
 process is gone.
 """
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from skiff.api import ApiError
 from skiff.client import ApiClient
+from skiff.kubelet.sandbox.landlock import LandlockPlan, confine
 from skiff.kubelet.sandbox.linux import (
     CLONE_NEWNET,
     CLONE_NEWNS,
@@ -98,6 +100,8 @@ class Sandbox:
     security: SecurityPlan | None = None
     # `hostNetwork: true`: the node's network and hostname, but still its own root (AU8)
     host_network: bool = False
+    # AU8: the Landlock domain confining the container to its own root (None: no Landlock)
+    landlock: LandlockPlan | None = None
 
     @property
     def netns_path(self) -> str:
@@ -114,6 +118,8 @@ class Sandbox:
             socket.sethostname(self.hostname)
         if self.root is not None:
             build_root(self.root)
+            if self.landlock is not None:  # still root with CAP_SYS_ADMIN
+                confine(self.landlock)
         if self.security is not None:
             self.security.apply()
 
@@ -125,12 +131,14 @@ class Sandbox:
         setns_path(f"/proc/{pid}/ns/mnt", CLONE_NEWNS)
         if self.root is not None:
             os.chdir(self.root.working_dir)
+            if self.landlock is not None:  # a domain of its own, confined like the container
+                confine(self.landlock)
         if self.security is not None:
             self.security.apply()
 
-    def for_container(self, *, root: RootView | None,
-                      security: SecurityPlan | None) -> Sandbox:
-        return dataclasses.replace(self, root=root, security=security)
+    def for_container(self, *, root: RootView | None, security: SecurityPlan | None,
+                      landlock: LandlockPlan | None = None) -> Sandbox:
+        return dataclasses.replace(self, root=root, security=security, landlock=landlock)
 
     def socket(self) -> socket.socket:
         """A non-blocking TCP socket that lives in the pod's network namespace (made on a
