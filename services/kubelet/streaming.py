@@ -1,8 +1,10 @@
 """The kubelet's end of pods/exec (SPEC SB4): run a command inside a running container.
 
 The exec'd process gets the container's environment and working directory, joins the
-container's cgroup (AU8: it counts against the container's limits), and joins the
-pod's sandbox (its network and UTS namespaces) before exec, as `nsenter` would. With `tty`
+container's cgroup (AU8: it counts against the container's limits), and, in the child
+before exec, the container's sandbox as exec probes do (`Sandbox.join`): its network, UTS
+and mount namespaces (so its root), a Landlock domain confined to that root, then the
+container's user and capabilities. With `tty`
 it runs on a pseudo-terminal (resize sets its window size); otherwise stdout and stderr
 are kept apart. The answer ends with the exit code (128 + signal when killed by one).
 
@@ -34,7 +36,7 @@ from skiff.kubelet.attach import AttachLocator, attach_stream
 from skiff.kubelet.locate import first_located
 from skiff.kubelet.portforward import PortForwardService
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle
-from skiff.kubelet.runtime.process import base_environment, default_signals
+from skiff.kubelet.runtime.process import base_environment, child_setup, default_signals
 from skiff.rpc.codec import CodecError, decode_map, decoded_maps, encode
 from skiff.rpc.errors import to_grpc
 
@@ -128,30 +130,23 @@ class ExecService:
             async for message in attach_stream(*attached, requests):
                 yield message
             return
-        if config.sandbox is not None:
-            # nsenter(1) joins the pod's namespaces: no Python runs between fork and exec
-            # in this threaded process.
-            # (AU8: the container's own root and working directory, then its user and
-            # capabilities through setpriv(1), found in the container's /usr)
-            joined = ([f"--uts=/proc/{pid}/ns/uts", f"--mount=/proc/{pid}/ns/mnt",
-                       f"--wdns={config.working_dir}"] if pid else [])
-            security = config.sandbox.security
-            as_user = (["setpriv", *security.setpriv_args(), "--"]
-                       if pid and security is not None else [])
-            command = ["nsenter", f"--net={config.sandbox.netns_path}", *joined, "--",
-                       *as_user, *command]
+        # AU8: in the child before exec, as for exec probes and hooks: the container's
+        # cgroup, namespaces, root and working directory, a Landlock domain confined to
+        # that root, then its user and capabilities
+        setup = child_setup(config, pid=pid)
         own_root = config.sandbox is not None and config.sandbox.root is not None
         async for message in self._run(config, command, requests,
                                        stdin=bool(first.get("stdin")),
                                        tty=bool(first.get("tty")),
-                                       pty_pid=pid if own_root else None):
+                                       pty_pid=pid if own_root else None, setup=setup):
             yield message
 
     async def _run(self, config: ContainerConfig, command: list[str],
                    requests: AsyncIterator[bytes], *, stdin: bool,
-                   tty: bool, pty_pid: int | None = None) -> AsyncIterator[bytes]:
+                   tty: bool, pty_pid: int | None = None,
+                   setup: Callable[[], None] | None = None) -> AsyncIterator[bytes]:
         env = {**base_environment(), **config.env}
-        # AU8: in a container's own root, nsenter changes to its working directory
+        # AU8: in a container's own root, `setup` changes to its working directory
         cwd = None if config.sandbox is not None and config.sandbox.root is not None else str(
             config.working_dir)
         if tty:
@@ -194,16 +189,18 @@ class ExecService:
                     proc = subprocess.Popen(
                         ["setsid", "--ctty", *command], stdin=slave, stdout=slave,
                         stderr=slave, cwd=cwd, env=env,
-                        preexec_fn=default_signals(config.join_cgroup))
+                        preexec_fn=default_signals(setup))
                     os.close(slave)
                 else:
                     proc = subprocess.Popen(
                         command, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
                         stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                         cwd=cwd, env=env, start_new_session=True,
-                        preexec_fn=default_signals(config.join_cgroup))
-            except OSError as err:
-                yield encode({"stream": 2, "data": f"exec: {command[0]}: {err.strerror}\n"
+                        preexec_fn=default_signals(setup))
+            except (OSError, subprocess.SubprocessError) as err:
+                # a failed `setup` (the container went away under it) is a SubprocessError
+                reason = getattr(err, "strerror", None) or "cannot enter the container"
+                yield encode({"stream": 2, "data": f"exec: {command[0]}: {reason}\n"
                               .encode()})
                 yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
                 return

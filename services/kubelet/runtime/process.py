@@ -33,7 +33,7 @@ from skiff.kubelet.runtime.images import STANDIN_MODULE
 from skiff.kubelet.runtime.terminal import Terminal
 from skiff.procfs import ProcStat, container_group, read_stat
 
-__all__ = ["STANDARD_PATH", "ProcessRuntime", "base_environment"]
+__all__ = ["STANDARD_PATH", "ProcessRuntime", "base_environment", "child_setup"]
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ def default_signals(then: Callable[[], None] | None = None) -> Callable[[], None
     return setup
 
 
-def _child_setup(config: ContainerConfig, *, pid: int | None = None
+def child_setup(config: ContainerConfig, *, pid: int | None = None
                  ) -> Callable[[], None] | None:
     """After the signals: join the container's cgroup (AU8), then enter the sandbox (join
     running container `pid`'s namespaces and root when given)."""
@@ -140,7 +140,7 @@ class ProcessRuntime:
             Path(config.sandbox.root.mount_point).mkdir(parents=True, exist_ok=True)
         errors_read, errors_write = os.pipe()
         try:
-            enter = _reporting(_child_setup(config), errors_write)
+            enter = _reporting(child_setup(config), errors_write)
             try:
                 if config.tty:
                     return self._start_on_terminal(config, enter)
@@ -259,14 +259,14 @@ class ProcessRuntime:
                 proc = await asyncio.create_subprocess_exec(
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, cwd=cwd, env=env,
-                    preexec_fn=default_signals(_child_setup(config, pid=pid)), **kwargs)
+                    preexec_fn=default_signals(child_setup(config, pid=pid)), **kwargs)
             except (PermissionError, subprocess.SubprocessError):
                 # The container's group cannot be joined (another session): run in a
                 # session of its own, still in the container's namespaces and root.
                 proc = await asyncio.create_subprocess_exec(
                     *command, stdout=asyncio.subprocess.PIPE, stderr=subprocess.STDOUT,
                     stdin=subprocess.DEVNULL, cwd=cwd, env=env, start_new_session=True,
-                    preexec_fn=default_signals(_child_setup(config, pid=pid)))
+                    preexec_fn=default_signals(child_setup(config, pid=pid)))
         except (OSError, subprocess.SubprocessError) as err:
             return ExecResult(exit_code=126, output=f"exec {command!r} failed: {err}")
         try:

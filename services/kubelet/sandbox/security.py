@@ -6,10 +6,10 @@ Kubernetes' DetermineEffectiveSecurityContext): `runAsUser`/`runAsGroup`/
 sets start from containerd's default set with `capabilities.add`/`drop` applied (`ALL`
 first, as containerd does); `privileged` gives every capability; `allowPrivilegeEscalation:
 false` sets no_new_privs. `SecurityPlan.apply()` runs in the container's child before exec
-(after its root filesystem is built, which needs root); `setpriv_args()` says the same to
-setpriv(1) for `kubectl exec`. `run_as_non_root_error` is the kubelet's refusal of a uid-0
-container under `runAsNonRoot`, and `fs_group_volumes` gives volumes to the `fsGroup` as
-the kubelet's SetVolumeOwnership does.
+(after its root filesystem is built, which needs root), and in every process that enters
+a running container (`kubectl exec`, probes, hooks). `run_as_non_root_error` is the
+kubelet's refusal of a uid-0 container under `runAsNonRoot`, and `fs_group_volumes` gives
+volumes to the `fsGroup` as the kubelet's SetVolumeOwnership does.
 """
 
 from __future__ import annotations
@@ -122,23 +122,6 @@ class SecurityPlan:
                 prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_RAISE, cap)
         if self.no_new_privs:
             prctl(PR_SET_NO_NEW_PRIVS, 1)
-
-    def setpriv_args(self) -> list[str]:
-        """setpriv(1) options that give an exec'd process the same identity."""
-        last = _last_cap()
-        keep = ",".join(f"+{CAPABILITIES[c].lower()}" for c in range(last + 1)
-                        if c < len(CAPABILITIES) and self.capabilities & (1 << c))
-        caps = "-all" + ("," + keep if keep else "")
-        args = [f"--reuid={self.uid}", f"--regid={self.gid}",
-                f"--groups={','.join(map(str, self.groups))}" if self.groups
-                else "--clear-groups", f"--inh-caps={caps}", f"--bounding-set={caps}"]
-        ambient = ",".join(f"+{CAPABILITIES[c].lower()}" for c in range(last + 1)
-                           if c < len(CAPABILITIES) and self.ambient & (1 << c))
-        if ambient:
-            args.append(f"--ambient-caps=-all,{ambient}")
-        if self.no_new_privs:
-            args.append("--no-new-privs")
-        return args
 
 
 def _int(value: Any, default: int) -> int:
