@@ -55,14 +55,29 @@ async def _get(api: ApiClient, resource: str, namespace: str, name: str) -> Obj 
         raise
 
 
-def _values(obj: Obj, resource: str) -> dict[str, str]:
+def _decoded(value: Any, resource: str, key: str) -> bytes:
+    """A base64 value of a Secret's `data` or a ConfigMap's `binaryData`, as its bytes; one
+    that is not base64 (stored before the apiserver checked it) is a ConfigError, so the
+    pod gets a FailedMount/Failed event instead of a dead pod worker."""
+    try:
+        return base64.b64decode(str(value), validate=True)
+    except ValueError:  # binascii.Error
+        raise ConfigError(f"{resource} key {key}: illegal base64 data") from None
+
+
+def _bytes(obj: Obj, resource: str) -> dict[str, bytes]:
+    """Each key's content as the files of a volume hold it: the bytes, never re-decoded."""
     if resource == "secrets":
-        return {k: base64.b64decode(v).decode(errors="replace")
-                for k, v in (obj.get("data") or {}).items()}
-    values = dict(obj.get("data") or {})
+        return {k: _decoded(v, resource, k) for k, v in (obj.get("data") or {}).items()}
+    values = {k: str(v).encode() for k, v in (obj.get("data") or {}).items()}
     for k, v in (obj.get("binaryData") or {}).items():
-        values[k] = base64.b64decode(v).decode(errors="replace")
+        values[k] = _decoded(v, resource, k)
     return values
+
+
+def _values(obj: Obj, resource: str) -> dict[str, str]:
+    """Each key's content as an environment variable (text)."""
+    return {k: v.decode(errors="replace") for k, v in _bytes(obj, resource).items()}
 
 
 async def resolve_env(api: ApiClient, pod: Obj, container: Obj) -> tuple[
@@ -150,7 +165,7 @@ def config_volumes(pod: Obj) -> list[Obj]:
 
 
 def _volume_files(obj: Obj | None, resource: str, kind: str, name: str, source: Obj,
-                  mode: int) -> dict[str, tuple[str, int]]:
+                  mode: int) -> dict[str, tuple[str | bytes, int]]:
     """One ConfigMap/Secret's files in a volume: every key, or each `items` key at its
     `path` (and `mode`); a missing object or key is a ConfigError unless `optional`."""
     optional = bool(source.get("optional"))
@@ -158,11 +173,11 @@ def _volume_files(obj: Obj | None, resource: str, kind: str, name: str, source: 
         if optional:
             return {}
         raise ConfigError(f'{kind} "{name}" not found')
-    values = _values(obj, resource)
+    values = _bytes(obj, resource)
     items = source.get("items")
     if not items:
         return {k: (v, mode) for k, v in values.items()}
-    files: dict[str, tuple[str, int]] = {}
+    files: dict[str, tuple[str | bytes, int]] = {}
     for item in items:
         key = str(item.get("key", ""))
         if key not in values:
@@ -190,7 +205,7 @@ async def refresh_config_volumes(api: ApiClient, pod: Obj, volume_path: Any) -> 
         else:
             sources = _projected_sources(volume)
             mode = int(volume["projected"].get("defaultMode") or 0o644)
-        files: dict[str, tuple[str, int]] = {}
+        files: dict[str, tuple[str | bytes, int]] = {}
         for source, resource, kind, name in sources:
             obj = await _get(api, resource, namespace, name)
             try:
@@ -204,7 +219,7 @@ def write_config_volume(directory: Path, values: dict[str, str], items: Any, *,
                         mode: int = 0o644) -> None:
     """Make `directory` hold one file per key (or per `items` entry at its `path`), each
     replaced atomically; files of keys that are gone are removed."""
-    files: dict[str, tuple[str, int]] = {}
+    files: dict[str, tuple[str | bytes, int]] = {}
     if items:
         for item in items:
             if item.get("key") in values:
@@ -215,7 +230,7 @@ def write_config_volume(directory: Path, values: dict[str, str], items: Any, *,
     write_files(directory, files)
 
 
-def write_files(directory: Path, files: dict[str, tuple[str, int]]) -> None:
+def write_files(directory: Path, files: dict[str, tuple[str | bytes, int]]) -> None:
     """Make `directory` hold `files` (relative path → (content, mode)), each replaced
     atomically; files this wrote before that are no longer wanted are removed (others, such
     as a projected volume's token, are left alone)."""
@@ -225,7 +240,8 @@ def write_files(directory: Path, files: dict[str, tuple[str, int]]) -> None:
         if directory.resolve() not in target.resolve().parents:
             continue  # a path escaping the volume is ignored (validation refuses `..`)
         target.parent.mkdir(parents=True, exist_ok=True)
-        if target.exists() and target.read_text(errors="replace") == content:
+        data = content.encode() if isinstance(content, str) else content
+        if target.exists() and target.read_bytes() == data:
             continue
         write_file_atomic(target, content, file_mode)
     managed = directory / _MANAGED
