@@ -611,7 +611,8 @@ class PodWorker:
                         read_only=security.read_only_root, privileged=security.privileged,
                         entries=system_entries())
         return self.sandbox.for_container(root=root, security=security,
-                                          landlock=plan_landlock(self.pod))
+                                          landlock=plan_landlock(
+                                              self.pod, privileged=security.privileged))
 
     def _container_refused(self, r: ContainerRecord) -> str | None:
         """AU8: why the kubelet will not create this container (its waiting reason is

@@ -22,6 +22,9 @@ Landlock domain of its own:
   keeps them off the node's abstract sockets (a pod's own network namespace already holds
   only its own).
 
+A `privileged` container gets no domain: it has the node's devices and every capability,
+and it may mount filesystems, which no process in a Landlock domain may.
+
 The calls are ctypes on libc's `syscall`, as `linux` does for the other calls the `os`
 module lacks: the PyPI binding `landlock` (1.0.0.dev5, a pre-release) knows neither scopes
 nor ABI versions past 5. `confine` runs in a forked child before exec (no imports, no
@@ -121,10 +124,12 @@ class LandlockPlan:
                 | (SCOPE_ABSTRACT_UNIX_SOCKET if self.abstract_sockets else 0))
 
 
-def plan_landlock(pod: Obj) -> LandlockPlan | None:
-    """The pod's containers' confinement, or None when the kernel has no Landlock."""
+def plan_landlock(pod: Obj, *, privileged: bool) -> LandlockPlan | None:
+    """A container's confinement, or None: when the kernel has no Landlock, and for a
+    `privileged` container, which holds every capability and the node's devices anyway
+    and may mount filesystems, which a Landlock domain never may."""
     abi = abi_version()
-    if abi < 1:
+    if abi < 1 or privileged:
         return None
     spec = pod.get("spec") or {}
     return LandlockPlan(abi=abi, signals=spec.get("shareProcessNamespace") is not True,

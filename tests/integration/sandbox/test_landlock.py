@@ -165,3 +165,17 @@ async def test_au8_share_process_namespace_pods_still_cannot_read_another_pods_s
     attacker = await _finished(sb_api, other_namespace, "attacker")
     seen = _lines(_log(node.root, attacker["metadata"]["uid"], "main"))
     assert seen == {"found": "yes", "read": "refused", "cwd": "refused"}, seen
+
+
+async def test_au8_a_privileged_container_is_not_landlocked_and_mounts(
+        sb_api: ApiClient, sb_namespace: str, other_namespace: str,
+        sandbox_cluster: SandboxCluster) -> None:
+    """`privileged` holds the node anyway; a Landlock domain would forbid it mount(2)."""
+    node = sandbox_cluster.nodes[0]
+    body = _pod("privileged", sb_namespace, node.name, [_sh(
+        "main", "mkdir -p /tmp/m && mount -t tmpfs none /tmp/m && echo mount=done",
+        securityContext={"privileged": True})])
+    body["spec"]["restartPolicy"] = "Never"
+    await sb_api.create(body)
+    pod = await _finished(sb_api, sb_namespace, "privileged")
+    assert _lines(_log(node.root, pod["metadata"]["uid"], "main")) == {"mount": "done"}
