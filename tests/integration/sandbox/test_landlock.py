@@ -35,11 +35,14 @@ def _sh(name: str, script: str, *args: str, **extra: Any) -> Obj:
 
 def _attack(marker: str) -> str:
     """Find the victim's process by the marker in its command line (`[m]arker` keeps
-    pgrep off the attacker's own shell) and try its root, its cwd and a signal."""
+    pgrep off the attacker's own shell) and try its root, its cwd, its environment (which
+    holds its Secret too) and a signal."""
     pattern = f"[{marker[0]}]{marker[1:]}"
     return (f"pid=$(pgrep -f '{pattern}' | head -n 1); echo \"found=${{pid:+yes}}\"; "
             f'echo "read=$(cat /proc/$pid/root/secret/password 2>/dev/null || echo refused)";'
             f' ls /proc/$pid/cwd/ >/dev/null 2>&1 && echo cwd=listed || echo cwd=refused; '
+            f"grep -q PASSWORD= /proc/$pid/environ 2>/dev/null && echo environ=read || "
+            f"echo environ=refused; "
             f"kill -0 $pid 2>/dev/null && echo kill=sent || echo kill=refused")
 
 
@@ -74,6 +77,8 @@ async def _victim(api: ApiClient, ns: str, node: str, marker: str) -> Obj:
                       "stringData": {"password": SECRET}})
     body = _pod("victim", ns, node, [_sh(
         "main", _attack(marker) + "; while :; do sleep 1; done", marker,
+        env=[{"name": "PASSWORD", "valueFrom": {"secretKeyRef": {"name": "theirs",
+                                                                 "key": "password"}}}],
         volumeMounts=[{"name": "s", "mountPath": "/secret"}])])
     body["spec"]["volumes"] = [{"name": "s", "secret": {"secretName": "theirs"}}]
     await api.create(body)
@@ -116,10 +121,10 @@ async def test_au8_a_pod_cannot_read_another_pods_secret_through_proc(
     attacker = await _finished(sb_api, other_namespace, "attacker")
     seen = _lines(_log(node.root, attacker["metadata"]["uid"], "main"))
     assert seen == {"found": "yes", "read": "refused", "cwd": "refused",
-                    "kill": "refused"}, seen
+                    "environ": "refused", "kill": "refused"}, seen
     # within the victim itself the same paths work
     assert await _own_reads(sandbox_cluster, victim) == {
-        "found": "yes", "read": SECRET, "cwd": "listed", "kill": "sent"}
+        "found": "yes", "read": SECRET, "cwd": "listed", "environ": "read", "kill": "sent"}
 
 
 async def test_au8_kubectl_exec_is_confined_like_the_container(
@@ -137,7 +142,7 @@ async def test_au8_kubectl_exec_is_confined_like_the_container(
                                   "sh", "-c", _attack(marker))
     assert ran.returncode == 0, ran.stderr
     assert _lines(ran.stdout) == {"found": "yes", "read": "refused", "cwd": "refused",
-                                  "kill": "refused"}, ran.stdout
+                                  "environ": "refused", "kill": "refused"}, ran.stdout
     # an exec session in the victim reads the victim's files, /proc/self/root included
     own = sandbox_cluster.kubectl("exec", "-n", sb_namespace, "victim", "--", "sh", "-c",
                                   "cat /secret/password; echo; "
@@ -157,14 +162,16 @@ async def test_au8_share_process_namespace_pods_still_cannot_read_another_pods_s
     script = (f"pid=$(pgrep -f '{pattern}' | head -n 1); echo \"found=${{pid:+yes}}\"; "
               f'echo "read=$(cat /proc/$pid/root/secret/password 2>/dev/null || '
               f'echo refused)"; ls /proc/$pid/cwd/ >/dev/null 2>&1 && echo cwd=listed || '
-              f"echo cwd=refused")
+              f"echo cwd=refused; grep -q PASSWORD= /proc/$pid/environ 2>/dev/null && "
+              f"echo environ=read || echo environ=refused")
     body = _pod("attacker", other_namespace, node.name, [
         _sh("main", script), _sh("sidecar", "true")])
     body["spec"].update(restartPolicy="Never", shareProcessNamespace=True)
     await sb_api.create(body)
     attacker = await _finished(sb_api, other_namespace, "attacker")
     seen = _lines(_log(node.root, attacker["metadata"]["uid"], "main"))
-    assert seen == {"found": "yes", "read": "refused", "cwd": "refused"}, seen
+    assert seen == {"found": "yes", "read": "refused", "cwd": "refused",
+                    "environ": "refused"}, seen
 
 
 async def test_au8_a_privileged_container_is_not_landlocked_and_mounts(
