@@ -180,6 +180,11 @@ class ExecService:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(self.tty_size_wait):  # see skiff.tasks
                         size = await asyncio.shield(first_size)
+            else:
+                # The upgrade first, then the command, as the CRI streaming server does: a
+                # command that writes at once (an error on stderr) must not race kubectl
+                # 1.32's stream set-up, which drops frames that come before it
+                yield encode({"started": True})
             try:
                 if tty:
                     master, slave = _open_pty(pty_pid)
@@ -205,8 +210,6 @@ class ExecService:
                 yield encode({"exit": 126 if not isinstance(err, FileNotFoundError) else 127})
                 return
 
-            if not tty:
-                yield encode({"started": True})  # the apiserver upgrades the connection now
             readers: list[tuple[int, int]] = []  # (fd, stream number)
             if tty:
                 readers.append((master, 1))
