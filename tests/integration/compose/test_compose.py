@@ -26,7 +26,14 @@ from skiff.api import ApiError, Reason
 from skiff.cli import chaos
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
-from tests.integration.compose.conftest import ComposeProject, log, node_ready, run, wait_for
+from tests.integration.compose.conftest import (
+    COMPOSE_DIR,
+    ComposeProject,
+    log,
+    node_ready,
+    run,
+    wait_for,
+)
 
 # Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
 pytestmark = pytest.mark.xdist_group("docker")
@@ -238,3 +245,23 @@ def check_tls(project: ComposeProject) -> None:
                              ETCD_PROBE).stdout.strip()
     assert not by_node.startswith("HTTP/1.1 200"), by_node
     log(f"TLS: anonymous gRPC/HTTPS refused, kubectl as admin, etcd: {by_node!r} for a node")
+
+
+def test_defect12_make_compose_up_waits_for_a_healthy_cluster_and_exits_0(
+        compose_project: ComposeProject) -> None:
+    """The README's command itself: `make compose-up` builds, starts and waits, and a
+    one-shot service that exited 0 (the `pki` one) counts as done, not as unhealthy."""
+    env = {**compose_project.env(), "COMPOSE_PROJECT_NAME": compose_project.name,
+           "SKIFF_IMAGE": "skiff:compose-make-test", "PYTHON": sys.executable}
+    t0 = time.monotonic()
+    up = run(["make", "compose-up"], env=env, cwd=COMPOSE_DIR.parent.parent, timeout=900,
+             check=False)
+    log(f"make compose-up in {time.monotonic() - t0:.1f}s")
+    assert up.returncode == 0, up.stdout + up.stderr
+    assert "cluster up (TLS)" in up.stderr
+    assert "not healthy" not in up.stderr
+    pki = compose_project.pki_dir
+    nodes = run(["kubectl", "--kubeconfig", str(pki / "kubeconfig"), "get", "nodes",
+                 "-o", "json"], env=env)
+    assert [n["metadata"]["name"] for n in json.loads(nodes.stdout)["items"]
+            if n["metadata"]["name"].startswith("node-")] == ["node-1", "node-2", "node-3"]
