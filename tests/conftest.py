@@ -77,6 +77,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     _end_leftover_processes(session)
     base = session.config._tmp_path_factory.getbasetemp()  # type: ignore[attr-defined]
     _stop_private_engine(base)
+    _remove_node_cgroups(base)
     leftover = (_skiff_namespaces() - before) & _made_here(base)
     if leftover:
         from pyroute2 import netns
@@ -84,6 +85,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         for name in sorted(leftover):
             with contextlib.suppress(OSError):
                 netns.remove(name)
+
+
+def _remove_node_cgroups(base: Path) -> None:
+    """The cgroup trees this run's kubelets made (each records its node's directories in
+    `<root-dir>/cgroups`, as `skiff down` reads them): test clusters stop kubelets without
+    `skiff down`, and their empty node trees would stay in the host's hierarchies."""
+    from skiff.cgroupfs import RECORD_FILE, remove_recorded
+
+    roots = {path.parent for path in base.rglob(RECORD_FILE) if path.is_file()
+             and path.read_text().startswith("/sys/fs/cgroup/")}
+    remove_recorded(roots)
 
 
 ENGINE_STARTED = "docker-engine-started"  # written by the compose tests' engine fixture
