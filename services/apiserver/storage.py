@@ -64,6 +64,9 @@ _EPOCH_ATTEMPTS = 10
 _QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
                   "leader changed", "unhealthy cluster", "timed out waiting for read index")
 
+# What a live member answers while its raft group elects a leader.
+_ELECTION_ERRORS = ("leader changed", "no leader")
+
 # Range reads are paginated (`LIST_PAGE` keys a request), so no reply nears this; it only has
 # to hold one page of the largest objects (1.5 MiB each) and etcd's own request limit.
 _ETCD_MAX_MESSAGE = 256 * 1024 * 1024
@@ -182,6 +185,22 @@ async def _attempt(call: Callable[[], Awaitable[T]]) -> T:
         if task is None or task.cancelling():
             raise
         raise ClientClosed("the etcd client was closed during the call") from None
+
+
+async def _during_election(call: Callable[[], Awaitable[T]]) -> T:
+    """`_attempt(call)`, asked again (with a short backoff, until the caller's timeout) while
+    the member answers that its leader changed or that it has none yet: a member that
+    answers is alive, and an election ends within etcd's election timeout. Only a member
+    that stays silent or leaderless for its whole slot is left for the next one."""
+    delay = 0.05
+    while True:
+        try:
+            return await _attempt(call)
+        except etcdrpc.AioRpcError as err:
+            if not any(text in (err.details() or "") for text in _ELECTION_ERRORS):
+                raise
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.4)
 
 
 def _no_space(err: etcdrpc.AioRpcError) -> bool:
@@ -436,7 +455,7 @@ class EtcdStorage:
 
             try:
                 async with asyncio.timeout(limit):  # not wait_for: see skiff.tasks
-                    resp = await _attempt(call)
+                    resp = await _during_election(call)
                 return int(resp.header.revision)
             except ClientClosed:
                 closed += 1
