@@ -14,7 +14,7 @@ import abc
 import asyncio
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from skiff.api import ApiError
 from skiff.client import ApiClient, EventRecorder
@@ -25,8 +25,6 @@ from skiff.controller_manager.settings import ControllerManagerSettings
 from skiff.tasks import cancel_tasks
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 @dataclass

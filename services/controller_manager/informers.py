@@ -9,8 +9,8 @@ list + watch of them. Controllers ask for the informers they need while they are
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.client import (
     BY_NAMESPACE,
     BY_NODE_NAME,
@@ -20,8 +20,6 @@ from skiff.client import (
     index_by_node_name,
 )
 from skiff.client.informer import IndexFunc
-
-Obj = dict[str, Any]
 
 BY_CONTROLLER_UID = "controllerUID"
 NODE_LEASE_NAMESPACE = "kube-node-lease"

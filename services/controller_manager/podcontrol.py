@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING, EventRecorder, Informer, object_key
 from skiff.controller_manager.controller import Controller
 from skiff.controller_manager.expectations import Expectations, slow_start_batches
 from skiff.controller_manager.refmanager import orphan_owner_keys
 from skiff.controller_manager.workload import owner_key
-
-Obj = dict[str, Any]
 
 
 class PodControl:

@@ -16,10 +16,9 @@ from typing import Any
 from skiff.api import ApiError, Reason, get_condition, is_pod_terminal, is_terminating
 from skiff.api.pods import set_condition as set_condition
 from skiff.api.pods import tolerates as tolerates  # shared with the kubelet
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
-
-Obj = dict[str, Any]
 
 DISRUPTION_TARGET = "DisruptionTarget"
 NO_EXECUTE, NO_SCHEDULE = "NoExecute", "NoSchedule"

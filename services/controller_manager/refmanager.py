@@ -21,12 +21,11 @@ from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.selectors import LabelSelector, workload_selector
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, ApiClient, Informer, object_key
 from skiff.controller_manager.informers import controller_ref
 from skiff.controller_manager.workload import owner_reference
 from skiff.controller_manager.writes import try_update
-
-Obj = dict[str, Any]
 
 RESOURCE_OF_KIND = {"ReplicaSet": "replicasets", "Deployment": "deployments",
                     "ReplicationController": "replicationcontrollers",

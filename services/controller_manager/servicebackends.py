@@ -6,13 +6,10 @@ Service when it changes and when a pod it selects (before or after a change) doe
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.podutil import service_selects
-
-Obj = dict[str, Any]
 
 
 class ServiceBackendsController(Controller):

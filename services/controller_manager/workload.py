@@ -8,10 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.controller_manager.informers import controller_ref
-
-Obj = dict[str, Any]
 
 
 def owner_reference(owner: Mapping[str, Any]) -> Obj:

@@ -8,12 +8,9 @@ read again and retry). `try_update` names them once; any other error is the call
 
 from __future__ import annotations
 
-from typing import Any
-
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
-
-Obj = dict[str, Any]
 
 
 async def try_update(client: ApiClient, obj: Obj) -> tuple[bool, Obj | None]:

@@ -19,9 +19,9 @@ import asyncio
 import copy
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
 from skiff.client.workqueue import ShutDown, WorkQueue
 from skiff.clock import Clock, rfc3339
@@ -31,7 +31,6 @@ __all__ = ["FINALIZER", "FenceController"]
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 FINALIZER = "skiff.io/fence-agent"
 PENDING, FENCING, FENCED, FAILED, UNFENCING = (

@@ -31,12 +31,12 @@ import urllib.parse
 from pathlib import Path
 from typing import Any, Protocol
 
+from skiff.api.types import Obj
 from skiff.fence_agent.agent import FenceError
 
 __all__ = ["DEFAULT_DOCKER_HOST", "DockerEngine", "Transport", "UnixSocketTransport",
            "resolve_docker_host"]
 
-Obj = dict[str, Any]
 
 PROJECT_LABEL = "com.docker.compose.project"
 SERVICE_LABEL = "com.docker.compose.service"

@@ -19,15 +19,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.fence_agent.agent import FenceError, FenceStatus
 
 __all__ = ["StorageAgent"]
-
-Obj = dict[str, Any]
 
 
 class StorageAgent:

@@ -14,9 +14,8 @@ from typing import Any
 
 from skiff.api import ApiError, LabelSelector, is_terminating, parse_quantity
 from skiff.api.resources import Resource, pod_requests
+from skiff.api.types import ObjView
 from skiff.clock import parse_rfc3339
-
-Obj = Mapping[str, Any]
 
 PREEMPT_LOWER_PRIORITY = "PreemptLowerPriority"
 PREEMPT_NEVER = "Never"
@@ -118,7 +117,7 @@ class HostPort:
 DEFAULT_BIND_ALL_HOST_IP = "0.0.0.0"
 
 
-def _host_ports(spec: Obj) -> tuple[HostPort, ...]:
+def _host_ports(spec: ObjView) -> tuple[HostPort, ...]:
     """Kubernetes' `getContainerPorts`: the app containers' ports with a hostPort (for a
     hostNetwork pod the containerPort, as the API defaults hostPort to it)."""
     host_network = bool(spec.get("hostNetwork"))
@@ -138,7 +137,7 @@ def _host_ports(spec: Obj) -> tuple[HostPort, ...]:
 class PodInfo:
     """One version of a pod, parsed. `pod` is the informer's dict: never mutate it."""
 
-    pod: Obj
+    pod: ObjView
     key: str
     uid: str
     namespace: str
@@ -176,7 +175,7 @@ class PodInfo:
                     or self.preferred_affinity_terms or self.preferred_anti_affinity_terms)
 
     @classmethod
-    def from_pod(cls, pod: Obj) -> PodInfo:
+    def from_pod(cls, pod: ObjView) -> PodInfo:
         meta = pod.get("metadata") or {}
         spec = pod.get("spec") or {}
         status = pod.get("status") or {}
@@ -241,7 +240,7 @@ class Taint:
 class NodeFacts:
     """One version of a node, parsed. `node` is the informer's dict: never mutate it."""
 
-    node: Obj
+    node: ObjView
     name: str
     labels: Mapping[str, str]
     taints: tuple[Taint, ...]
@@ -252,7 +251,7 @@ class NodeFacts:
     images: Mapping[str, int] = field(default_factory=dict)
 
     @classmethod
-    def from_node(cls, node: Obj) -> NodeFacts:
+    def from_node(cls, node: ObjView) -> NodeFacts:
         meta = node.get("metadata") or {}
         spec = node.get("spec") or {}
         status = node.get("status") or {}

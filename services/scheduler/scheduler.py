@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason, is_pod_terminal
+from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.scheduler.algorithm import Algorithm, NoNodesAvailable
@@ -35,7 +36,6 @@ from skiff.tracing import start_span_from_object, tracer
 
 log = logging.getLogger("skiff.scheduler")
 
-Obj = dict[str, Any]
 
 POD_SCHEDULED = "PodScheduled"
 REASON_UNSCHEDULABLE = "Unschedulable"

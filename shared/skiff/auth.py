@@ -25,8 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from skiff.api.errors import ApiError, Reason
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 MASTERS_GROUP = "system:masters"
 NODES_GROUP = "system:nodes"

@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def state_path(pod_dir: Path) -> Path:

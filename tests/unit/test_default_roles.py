@@ -5,11 +5,11 @@ plus one RoleBinding, and a restarted apiserver corrects the roles an older Skif
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.apiserver.authz import (
     RbacAuthorizer,
     bootstrap_policy,
@@ -18,7 +18,6 @@ from skiff.apiserver.authz import (
 )
 from skiff.auth import Attributes, Decision, UserInfo
 
-Obj = dict[str, Any]
 NS = "team"
 SA = UserInfo("system:serviceaccount:team:bot", groups=("system:serviceaccounts",
                                                          "system:authenticated"))

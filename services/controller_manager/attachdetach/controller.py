@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.attachdetach.plan import (
     attachment,
@@ -39,9 +39,6 @@ from skiff.controller_manager.attachdetach.plan import (
 from skiff.controller_manager.controller import Controller, ControllerContext
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
-
 
 
 def multi_attach_message(volume: str) -> str:

@@ -16,9 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.controller_manager.podutil import creation_time
-
-Obj = dict[str, Any]
 
 EXCLUSIVE_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
 ATTACHER = "skiff.io/local"

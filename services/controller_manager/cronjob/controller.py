@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -24,7 +24,6 @@ from skiff.controller_manager.informers import controller_ref
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 NORMAL, WARNING = "Normal", "Warning"
 TOO_MANY_MISSED = 100
 

@@ -13,12 +13,10 @@ one Job whatever happens. Finished Jobs beyond `successfulJobsHistoryLimit` /
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api.cronjobs import SCHEDULED_ANNOTATION, latest_at_or_before, next_time
+from skiff.api.types import Obj
 from skiff.clock import parse_rfc3339, rfc3339
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

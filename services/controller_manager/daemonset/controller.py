@@ -12,9 +12,9 @@ tolerations (see `plan`) keep a pod on a node that goes not-ready or unreachable
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.daemonset import plan
@@ -35,7 +35,6 @@ from skiff.controller_manager.workload import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 KIND = "DaemonSet"
 
 

@@ -15,9 +15,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from skiff.api.names import object_hash
+from skiff.api.types import Obj
 from skiff.controller_manager.podutil import taints_of, tolerates
-
-Obj = dict[str, Any]
 
 REVISION_HASH_LABEL = "controller-revision-hash"
 

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.api.workloads import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 from skiff.client import BY_NAMESPACE, NORMAL, object_key
 from skiff.clock import parse_rfc3339, rfc3339
@@ -29,7 +29,6 @@ from skiff.controller_manager.workload import owner_reference
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 KIND = "Deployment"
 # Annotations of the Deployment that are not copied onto its ReplicaSets.
 _SKIP_ANNOTATIONS = {REVISION_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration",

@@ -13,9 +13,9 @@ import math
 from typing import Any
 
 from skiff.api.names import object_hash
+from skiff.api.types import Obj
 from skiff.api.workloads import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 
-Obj = dict[str, Any]
 
 def template_hash(template: Obj, collision_count: int = 0) -> str:
     """A short, label-safe hash of the pod template (FNV-1a 32 over a canonical form, the

@@ -17,10 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import is_terminating
+from skiff.api.types import Obj
 from skiff.clock import parse_rfc3339
 from skiff.controller_manager.podutil import is_pod_ready
-
-Obj = dict[str, Any]
 
 
 def scaled_value(value: int | str, total: int) -> int:

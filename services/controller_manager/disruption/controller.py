@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.disruption.budget import (
@@ -29,7 +29,6 @@ from skiff.controller_manager.podutil import set_condition
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 SCALABLE = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets",
             "ReplicationController": "replicationcontrollers"}
 

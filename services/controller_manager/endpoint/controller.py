@@ -16,16 +16,14 @@ when the Service goes. A Service without a selector keeps endpoints its user wri
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import object_key
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.endpointslice.controller import HEADLESS_LABEL
 from skiff.controller_manager.podutil import find_port, is_pod_ready
 from skiff.controller_manager.servicebackends import ServiceBackendsController
-
-Obj = dict[str, Any]
 
 OVER_CAPACITY = "endpoints.kubernetes.io/over-capacity"
 LEADER_ANNOTATION = "control-plane.alpha.kubernetes.io/leader"

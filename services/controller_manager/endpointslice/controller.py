@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.podutil import find_port, is_pod_ready
 from skiff.controller_manager.servicebackends import ServiceBackendsController
@@ -23,7 +23,6 @@ from skiff.controller_manager.workload import owner_reference
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
 MANAGED_BY_LABEL = "endpointslice.kubernetes.io/managed-by"

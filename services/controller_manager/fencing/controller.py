@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.fencing.cordon import cordoned, uncordoned
@@ -37,7 +37,6 @@ from skiff.controller_manager.podutil import DISRUPTION_TARGET, set_condition, u
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 FENCE_FINALIZER = "skiff.io/fence-agent"
 PENDING, FENCING, FENCED, FAILED = "Pending", "Fencing", "Fenced", "Failed"

@@ -15,11 +15,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.controller_manager.fencing.policy import UNFENCED_AT_ANNOTATION
 from skiff.controller_manager.podutil import NO_EXECUTE, has_taint, taints_of
-
-Obj = dict[str, Any]
 
 TAINT_FENCED = "skiff.io/fenced"
 CORDONED_ANNOTATION = "skiff.io/cordoned-by-fencing"

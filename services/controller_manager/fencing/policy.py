@@ -25,8 +25,6 @@ from skiff.api import LabelSelector, get_condition, is_pod_terminal
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.informers import controller_ref
 
-Obj = dict[str, Any]
-
 FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 FENCING_ANNOTATION = "skiff.io/fencing"
 UNFENCED_AT_ANNOTATION = "skiff.io/unfenced-at"

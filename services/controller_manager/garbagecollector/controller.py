@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.ownership import (
@@ -26,13 +25,13 @@ from skiff.api.ownership import (
     has_finalizer,
     owner_uids,
 )
+from skiff.api.types import Obj
 from skiff.client import Informer, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 # The namespaced kinds whose objects are owned by (or own) others.
 GC_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "deployments", "statefulsets",

@@ -35,9 +35,9 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.api.workloads import JOB_INDEX_ANNOTATION
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.clock import parse_rfc3339, rfc3339
@@ -58,7 +58,6 @@ from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 KIND = "Job"
 TRACKING_FINALIZER = "batch.kubernetes.io/job-tracking"
 INDEX_FAILURE_COUNT = "batch.kubernetes.io/job-index-failure-count"

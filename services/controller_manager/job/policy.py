@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def _exit_codes(pod: Mapping[str, Any], container: str | None) -> list[tuple[str, int]]:

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import KINDS, ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -22,7 +22,6 @@ from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 FINALIZER = "kubernetes"
 # Kinds whose objects live only for others (deleted last, after pods are gone).
 _LAST = ("events", "leases")

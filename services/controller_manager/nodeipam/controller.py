@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import WARNING
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.nodeipam.allocator import CidrSet, CidrSetFull
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 FULL_RETRY = 30.0
 

@@ -24,9 +24,9 @@ import copy
 import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.informers import NODE_LEASE_NAMESPACE
@@ -61,7 +61,6 @@ from skiff.controller_manager.podutil import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 NODE_EVICTION_PERIOD = 0.1  # Kubernetes' scheduler.NodeEvictionPeriod
 TAINT_CONFLICT_RETRIES = 5  # as client-go's UpdateTaintBackoff steps

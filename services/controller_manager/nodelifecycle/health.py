@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import get_condition
+from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.controller_manager.podutil import (
     NO_EXECUTE,
@@ -23,8 +24,6 @@ from skiff.controller_manager.podutil import (
     TAINT_UNREACHABLE,
     taints_of,
 )
-
-Obj = dict[str, Any]
 
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 LIFECYCLE_TAINT_KEYS = (TAINT_UNREACHABLE, TAINT_NOT_READY)

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from skiff.api import ApiError, Reason, is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NODE_NAME, NORMAL, object_key
 from skiff.clock import parse_rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -35,7 +36,6 @@ from skiff.controller_manager.podutil import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 REASON = "DeletionByTaintManager"
 MESSAGE = "Taint manager: deleting due to NoExecute taint"

@@ -21,8 +21,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-Obj = dict[str, Any]
-
 LABEL_ZONE = "topology.kubernetes.io/zone"
 LABEL_REGION = "topology.kubernetes.io/region"
 LABEL_ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"

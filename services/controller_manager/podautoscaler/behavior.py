@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-Obj = dict[str, Any]
-
 PODS_POLICY, PERCENT_POLICY = "Pods", "Percent"
 MAX_SELECT, MIN_SELECT, DISABLED_SELECT = "Max", "Min", "Disabled"
 # autoscaling/v2 defaults (pkg/apis/autoscaling/v2/defaults.go).

@@ -19,10 +19,10 @@ from __future__ import annotations
 import copy
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason
 from skiff.api.selectors import workload_selector
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -40,7 +40,6 @@ from skiff.controller_manager.podautoscaler.replicas import ReplicaCalculator
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 NORMAL, WARNING = "Normal", "Warning"
 ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED = "AbleToScale", "ScalingActive", "ScalingLimited"
 # The kinds with a scale subresource that Skiff serves, by (API group, kind).

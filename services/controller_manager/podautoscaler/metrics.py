@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from skiff.api import ApiError
 from skiff.api.quantity import canonical
+from skiff.api.types import Obj
 from skiff.controller_manager.podautoscaler.replicas import (
     MetricsError,
     ReplicaCalculator,
@@ -25,7 +25,6 @@ from skiff.controller_manager.podautoscaler.replicas import (
     resource_metrics,
 )
 
-Obj = dict[str, Any]
 FetchPodMetrics = Callable[[], Awaitable[list[Obj]]]
 
 DEFAULT_METRIC: Obj = {"type": "Resource", "resource": {

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import cpu_millis, get_condition
+from skiff.api.types import Obj
 from skiff.clock import parse_rfc3339
 from skiff.settings import parse_duration
-
-Obj = dict[str, Any]
 
 CPU = "cpu"
 # What PodMetrics carry when metrics-server leaves `window` out (its scrape period).
@@ -215,7 +214,6 @@ def metric_usage_ratio(metrics: Mapping[str, PodMetric], target_usage: int) -> t
     """(usage ratio, average milli-value) of plain per-pod values (`GetMetricUsageRatio`)."""
     usage = sum(m.value for m in metrics.values()) // len(metrics)
     return usage / target_usage, usage
-
 
 
 def _assume_usage(metrics: PodMetricsInfo, groups: PodGroups, ratio: float,

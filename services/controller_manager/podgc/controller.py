@@ -12,9 +12,9 @@ the node from the apiserver, never on the cache's word alone.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_pod_terminal
+from skiff.api.types import Obj
 from skiff.client import NORMAL
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.podgc.selection import (
@@ -29,7 +29,6 @@ from skiff.controller_manager.podutil import DISRUPTION_TARGET, set_condition, u
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 GC_KEY = "gc"
 REASON = "DeletionByPodGC"

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.controller_manager.podutil import (
     TAINT_OUT_OF_SERVICE,
     condition_status,
     creation_time,
     has_taint,
 )
-
-Obj = dict[str, Any]
 
 
 def _name(obj: Mapping[str, Any]) -> str:

@@ -12,9 +12,9 @@ selector are adopted, owned pods that no longer match are released.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from skiff.api import ApiError, is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -34,8 +34,6 @@ from skiff.controller_manager.workload import (
 )
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 class ReplicaSetController(Controller):

@@ -17,6 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from skiff.api.types import Obj
 from skiff.controller_manager.expectations import slow_start_batches as slow_start_batches
 from skiff.controller_manager.podutil import (
     creation_time,
@@ -24,8 +25,6 @@ from skiff.controller_manager.podutil import (
     is_pod_ready,
     ready_since,
 )
-
-Obj = dict[str, Any]
 
 BURST_REPLICAS = 500  # kube-controller-manager's burstReplicas
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}

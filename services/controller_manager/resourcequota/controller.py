@@ -14,15 +14,13 @@ from __future__ import annotations
 import copy
 import time
 from fractions import Fraction
-from typing import Any
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.quantity import canonical
 from skiff.api.quotas import COUNTED_KINDS, pod_counts, quota_covers, usage
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, Informer, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
-
-Obj = dict[str, Any]
 
 
 class ResourceQuotaController(Controller):

@@ -14,14 +14,13 @@ from __future__ import annotations
 import copy
 import logging
 from pathlib import Path
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.controller_manager.controller import Controller, ControllerContext
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 NAME = "kube-root-ca.crt"
 DESCRIPTION = ("Contains a CA bundle that can be used to verify the kube-apiserver when "
@@ -95,6 +94,5 @@ class RootCACertPublisher(Controller):
                                               "kubernetes.io/description": DESCRIPTION}
         await self.client.update(updated)
         return None
-
 
 

@@ -7,14 +7,13 @@ terminated is left alone (the apiserver refuses new content there anyway).
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.controller_manager.controller import Controller, ControllerContext
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 DEFAULT_SERVICE_ACCOUNTS = ("default",)
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import copy
 import logging
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.informers import BY_CONTROLLER_UID
@@ -50,7 +50,6 @@ from skiff.controller_manager.workload import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 KIND = "StatefulSet"
 POD_NAME_LABEL = "statefulset.kubernetes.io/pod-name"
 POD_INDEX_LABEL = "apps.kubernetes.io/pod-index"

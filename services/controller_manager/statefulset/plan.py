@@ -18,9 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
+from skiff.api.types import Obj
 from skiff.controller_manager.podutil import is_available, is_running_and_ready
-
-Obj = dict[str, Any]
 
 ORDERED_READY, PARALLEL = "OrderedReady", "Parallel"
 

@@ -22,11 +22,10 @@ from typing import Any
 
 from skiff.api import is_terminating
 from skiff.api.names import object_hash
+from skiff.api.types import Obj
 from skiff.controller_manager.podutil import is_running_and_ready
 from skiff.controller_manager.statefulset.plan import ordinal_of
 from skiff.controller_manager.workload import owner_reference
-
-Obj = dict[str, Any]
 
 REVISION_LABEL = "controller-revision-hash"
 

@@ -29,10 +29,10 @@ import copy
 import logging
 import shutil
 from pathlib import Path
-from typing import Any
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.accountkinds import DEFAULT_CLASS_ANNOTATION
+from skiff.api.types import Obj
 from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
 from skiff.client import NORMAL, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -50,7 +50,6 @@ from skiff.controller_manager.volumebinding.matching import (
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 BOUND = "Bound"
 RELEASED = "Released"

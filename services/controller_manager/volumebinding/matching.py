@@ -11,13 +11,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
 from skiff.api import LabelSelector, parse_quantity
 from skiff.api.accountkinds import is_default_class
-
-Obj = Mapping[str, Any]
+from skiff.api.types import ObjView
 
 LOCAL_PROVISIONER = "skiff.io/local"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
@@ -25,26 +24,26 @@ BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"
 
 
-def claim_class(claim: Obj) -> str:
+def claim_class(claim: ObjView) -> str:
     return str((claim.get("spec") or {}).get("storageClassName") or "")
 
 
-def volume_class(volume: Obj) -> str:
+def volume_class(volume: ObjView) -> str:
     return str((volume.get("spec") or {}).get("storageClassName") or "")
 
 
-def requested_bytes(claim: Obj) -> int:
+def requested_bytes(claim: ObjView) -> int:
     request = (((claim.get("spec") or {}).get("resources") or {}).get("requests") or {}).get(
         "storage", "0")
     return int(parse_quantity(str(request)))
 
 
-def capacity_bytes(volume: Obj) -> int:
+def capacity_bytes(volume: ObjView) -> int:
     return int(parse_quantity(str(((volume.get("spec") or {}).get("capacity") or {})
                                   .get("storage", "0"))))
 
 
-def is_claimed_by(volume: Obj, claim: Obj) -> bool:
+def is_claimed_by(volume: ObjView, claim: ObjView) -> bool:
     ref = (volume.get("spec") or {}).get("claimRef") or {}
     meta = claim.get("metadata") or {}
     return (ref.get("name") == meta.get("name")
@@ -52,7 +51,7 @@ def is_claimed_by(volume: Obj, claim: Obj) -> bool:
             and (not ref.get("uid") or ref.get("uid") == meta.get("uid")))
 
 
-def matches(volume: Obj, claim: Obj) -> bool:
+def matches(volume: ObjView, claim: ObjView) -> bool:
     spec, cspec = volume.get("spec") or {}, claim.get("spec") or {}
     if volume.get("metadata", {}).get("deletionTimestamp"):
         return False
@@ -72,9 +71,9 @@ def matches(volume: Obj, claim: Obj) -> bool:
     return True
 
 
-def find_matching_volume(claim: Obj, volumes: Iterable[Obj]) -> Obj | None:
+def find_matching_volume(claim: ObjView, volumes: Iterable[ObjView]) -> ObjView | None:
     """The volume to bind `claim` to, or None."""
-    best: Obj | None = None
+    best: ObjView | None = None
     for volume in volumes:
         ref = (volume.get("spec") or {}).get("claimRef")
         if ref:
@@ -89,7 +88,7 @@ def find_matching_volume(claim: Obj, volumes: Iterable[Obj]) -> Obj | None:
     return best
 
 
-def default_class(classes: Iterable[Obj]) -> Obj | None:
+def default_class(classes: Iterable[ObjView]) -> ObjView | None:
     """The default StorageClass; with several, the newest (as Kubernetes 1.28+)."""
     defaults = [c for c in classes if is_default_class(c)]
     defaults.sort(key=lambda c: (str(c["metadata"].get("creationTimestamp", "")),
@@ -97,14 +96,14 @@ def default_class(classes: Iterable[Obj]) -> Obj | None:
     return defaults[-1] if defaults else None
 
 
-def claim_ref(claim: Obj) -> dict[str, Any]:
+def claim_ref(claim: ObjView) -> dict[str, Any]:
     meta = claim["metadata"]
     return {"kind": "PersistentVolumeClaim", "apiVersion": "v1",
             "namespace": meta.get("namespace"), "name": meta["name"], "uid": meta.get("uid"),
             "resourceVersion": meta.get("resourceVersion")}
 
 
-def provisioned_volume(claim: Obj, storage_class: Obj) -> dict[str, Any]:
+def provisioned_volume(claim: ObjView, storage_class: ObjView) -> dict[str, Any]:
     """The PersistentVolume the local provisioner makes for `claim` (a directory under the
     nodes' volume root, named like the volume, as rancher's local-path provisioner)."""
     meta, spec = claim["metadata"], claim.get("spec") or {}

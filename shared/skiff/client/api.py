@@ -26,13 +26,13 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
+from skiff.api.types import Obj
 from skiff.client.credentials import Credentials
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, decode_maps, encode, from_grpc, method_path
 from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 _RETRYABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
 # Every write to these carries the leader epoch (see skiff.rpc.epoch), as do bindings and

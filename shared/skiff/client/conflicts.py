@@ -10,14 +10,13 @@ edit is redone on a fresh read, with client-go's backoff (DefaultRetry: 5 steps 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import tenacity
 
 from skiff.api import ApiError, Reason
 
 T = TypeVar("T")
-Obj = dict[str, Any]
 
 ATTEMPTS = 5
 

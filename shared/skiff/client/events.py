@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client.api import ApiClient
 from skiff.clock import Clock, RealClock, rfc3339, rfc3339_micro
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 NORMAL = "Normal"
 WARNING = "Warning"

@@ -14,14 +14,13 @@ import builtins
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client.api import ApiClient, WatchEvent
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 IndexFunc = Callable[[Obj], list[str]]
 
 BY_NAMESPACE = "namespace"

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client.api import ApiClient
 from skiff.clock import REAL_CLOCK, Clock, rfc3339_micro
 from skiff.rpc.epoch import LeaderEpoch
@@ -41,7 +42,6 @@ from skiff.tasks import cancel_tasks
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 JITTER_FACTOR = 1.2  # client-go's JitterFactor for the acquire loop
 

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from skiff.api import ApiError, Reason
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 class FakeApi:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.controller_manager.attachdetach import may_detach, plan_attach, volume_name
 from skiff.controller_manager.attachdetach.plan import (
     attachment,
@@ -14,8 +13,6 @@ from skiff.controller_manager.attachdetach.plan import (
     is_exclusive,
     pods_using,
 )
-
-Obj = dict[str, Any]
 
 CLAIM: Obj = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
               "metadata": {"name": "data-web-0", "namespace": "ns", "uid": "c1"},

@@ -4,18 +4,17 @@ away re-queues the volumes the node's pods use — not only attachments the node
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.settings import ControllerManagerSettings
-
-Obj = dict[str, Any]
 
 
 def claim(name: str, uid: str, mode: str = "ReadWriteOnce") -> Obj:

@@ -7,9 +7,10 @@ revision before it instead of re-applying the current template."""
 from __future__ import annotations
 
 import copy
-from typing import Any, cast
+from typing import cast
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
 from skiff.controller_manager.controller import ControllerContext
@@ -22,7 +23,6 @@ from skiff.controller_manager.statefulset import StatefulSetController
 from skiff.controller_manager.statefulset import revisions as sts_revisions
 from skiff.controller_manager.workload import owner_reference
 
-Obj = dict[str, Any]
 NS = "ns"
 
 

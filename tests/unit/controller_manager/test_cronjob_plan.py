@@ -7,11 +7,11 @@ from typing import Any
 import pytest
 
 from skiff.api.cronjobs import ScheduleError, next_time, times_between
+from skiff.api.types import Obj
 from skiff.api.validation import validate
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.cronjob import plan
 
-Obj = dict[str, Any]
 T0 = parse_rfc3339("2026-11-25T10:00:00Z")  # a Wednesday
 
 

@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.controller_manager.deployment import plan
-
-Obj = dict[str, Any]
 
 
 def deployment(replicas: int, surge: Any = "25%", unavailable: Any = "25%",

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.disruption.budget import compute, live_disruptions
-
-Obj = dict[str, Any]
 
 
 def healthy(n: int) -> list[Obj]:

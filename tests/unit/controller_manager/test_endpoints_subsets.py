@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from skiff.api.types import Obj
 from skiff.controller_manager.endpoint.controller import (
     MAX_ADDRESSES,
     _truncate,
     desired_subsets,
 )
 from skiff.controller_manager.endpointslice.controller import desired_slice
-
-Obj = dict[str, Any]
 
 
 def _pod(name: str, ip: str, *, ready: bool = True, port: int | None = None,

@@ -3,19 +3,16 @@ fencing cordon, as tables over a fake clock."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.fencing import TAINT_FENCED, FencingPolicy, cordoned, decide
 from skiff.controller_manager.fencing.cordon import CORDONED_ANNOTATION, uncordoned
 from skiff.controller_manager.fencing.policy import UNFENCED_AT_ANNOTATION, fence_agent, opts_in
 from skiff.controller_manager.settings import parse_settings
 from skiff.settings import SettingsError
-
-Obj = dict[str, Any]
 
 CLOCK = FakeClock()
 T0 = CLOCK.now()

@@ -4,16 +4,13 @@ fresh fencing delay once that disruption ends. Pure logic over a fake clock."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from skiff.api.testing import make_node
+from skiff.api.types import Obj
 from skiff.clock import FakeClock
 from skiff.controller_manager.fencing.safety import (
     ControlPlaneGuard,
     every_zone_fully_disrupted,
 )
-
-Obj = dict[str, Any]
 
 
 def node(name: str, ready: str | None, *, zone: str = "", exclude: bool = False) -> Obj:

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from skiff.api.types import Obj
 from skiff.controller_manager.daemonset import plan as daemon
 from skiff.controller_manager.job.policy import (
     format_indexes,
     match_failure_policy,
     parse_indexes,
 )
-
-Obj = dict[str, Any]
 
 POLICY = {"rules": [
     {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]},

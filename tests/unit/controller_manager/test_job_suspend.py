@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
@@ -18,7 +19,6 @@ from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.job import JobController
 from skiff.controller_manager.settings import ControllerManagerSettings
 
-Obj = dict[str, Any]
 NS = "ns"
 KEY = f"{NS}/batch"
 TRACKING = "batch.kubernetes.io/job-tracking"

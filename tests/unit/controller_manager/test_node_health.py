@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api import get_condition
 from skiff.api.testing import make_node
+from skiff.api.types import Obj
 from skiff.clock import FakeClock
 from skiff.controller_manager.nodelifecycle.health import (
     desired_no_schedule_taints,
@@ -18,7 +17,6 @@ from skiff.controller_manager.nodelifecycle.health import (
     with_no_execute,
 )
 
-Obj = dict[str, Any]
 GRACE, STARTUP = 50.0, 60.0
 
 

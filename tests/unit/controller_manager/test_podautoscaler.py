@@ -6,12 +6,13 @@ events between syncs."""
 from __future__ import annotations
 
 import copy
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
@@ -19,7 +20,6 @@ from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.podautoscaler import HorizontalController
 from skiff.controller_manager.settings import ControllerManagerSettings
 
-Obj = dict[str, Any]
 NS = "default"
 KEY = f"{NS}/web"
 CPU_ABOVE = "cpu resource utilization (percentage of request) above target"

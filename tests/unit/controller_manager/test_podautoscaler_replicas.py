@@ -4,11 +4,10 @@ stabilization windows and min/max bound the result."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.controller_manager.podautoscaler.behavior import (
     History,
@@ -24,7 +23,6 @@ from skiff.controller_manager.podautoscaler.replicas import (
     resource_metrics,
 )
 
-Obj = dict[str, Any]
 NOW = 1_795_000_000.0
 LONG_AGO = NOW - 3600
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from skiff.controller_manager.podgc.selection import (
     Quarantine,
     missing_nodes,
@@ -15,8 +14,6 @@ from skiff.controller_manager.podgc.selection import (
     select_terminated,
     select_unscheduled_terminating,
 )
-
-Obj = dict[str, Any]
 
 
 def _names(pods: list[Obj]) -> list[str]:

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import copy
 from types import SimpleNamespace
-from typing import Any, cast
+from typing import cast
 
+from skiff.api.types import Obj
 from skiff.client import Informer
 from skiff.client.informer import Indexer
 from skiff.controller_manager.refmanager import RefManager
 from tests.unit.controller_manager.fakes import FakeApi
-
-Obj = dict[str, Any]
 
 
 def _rs(uid: str) -> Obj:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.clock import parse_rfc3339
 from skiff.controller_manager.podutil import available_in, is_available
 from skiff.controller_manager.replicaset.plan import (
@@ -15,8 +14,6 @@ from skiff.controller_manager.replicaset.plan import (
     replica_diff,
     slow_start_batches,
 )
-
-Obj = dict[str, Any]
 
 
 def test_ps4_terminating_pods_do_not_count() -> None:

@@ -3,12 +3,9 @@ pod (and every replacement of it) mounts them."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.controller_manager.statefulset import stateful_pod
 from skiff.controller_manager.statefulset.controller import stateful_claims
-
-Obj = dict[str, Any]
 
 SET: Obj = {
     "apiVersion": "apps/v1", "kind": "StatefulSet",

@@ -3,15 +3,13 @@ identity."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.clock import parse_rfc3339
 from skiff.controller_manager.statefulset import Action, Verb, plan, stateful_pod
 
-Obj = dict[str, Any]
 C, D = Verb.CREATE, Verb.DELETE
 
 

@@ -10,6 +10,7 @@ from typing import Any, cast
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
@@ -17,7 +18,6 @@ from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.nodelifecycle import TaintEvictionController, eviction_time
 from skiff.controller_manager.settings import ControllerManagerSettings
 
-Obj = dict[str, Any]
 CLOCK = FakeClock()
 NOW = CLOCK.now()
 UNREACHABLE = "node.kubernetes.io/unreachable"

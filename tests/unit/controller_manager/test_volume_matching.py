@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from skiff.api.types import Obj
 from skiff.controller_manager.volumebinding.matching import (
     default_class,
     find_matching_volume,
     provisioned_volume,
 )
-
-Obj = dict[str, Any]
 
 
 def make_claim(size: str = "2Gi", *, cls: str | None = "manual",

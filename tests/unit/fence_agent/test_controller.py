@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import copy
-from typing import Any, cast
+from typing import cast
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient, EventRecorder
 from skiff.clock import FakeClock
 from skiff.fence_agent import FINALIZER, FenceController, FenceError, FenceStatus
-
-Obj = dict[str, Any]
 
 
 class FakeApi:

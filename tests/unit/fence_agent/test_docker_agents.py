@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.fence_agent.agent import FenceError
 from skiff.fence_agent.docker import (
     DockerEngine,
@@ -29,7 +30,6 @@ from skiff.fence_agent.power import DockerPowerAgent
 from skiff.fence_agent.settings import parse_settings
 from skiff.settings import SettingsError
 
-Obj = dict[str, Any]
 PROJECT = "skiff"
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from skiff.api import LabelSelector
 from skiff.api.testing import PodBuilder
+from skiff.api.types import Obj
 from skiff.scheduler.cache import Cache, NodeInfo
 from skiff.scheduler.config import Profile, parse_config
 from skiff.scheduler.framework import CycleState, Framework, NodeScore
@@ -17,8 +18,6 @@ from skiff.scheduler.framework.registry import Handle, build_framework
 from skiff.scheduler.plugins import in_tree_registry
 from skiff.scheduler.podinfo import NodeFacts, PodInfo
 from skiff.scheduler.queue import Nominator
-
-Obj = dict[str, Any]
 
 
 def build_cache(nodes: Sequence[Obj], pods: Sequence[Obj] = ()) -> Cache:

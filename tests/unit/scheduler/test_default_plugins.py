@@ -10,14 +10,13 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from skiff.scheduler.algorithm import Algorithm
 from skiff.scheduler.framework import CycleState, FitError
 from skiff.scheduler.plugins.imagelocality import calculate_priority
 from skiff.scheduler.plugins.nodeports import ERR_REASON
 from skiff.scheduler.podinfo import PodInfo
 from tests.unit.scheduler.helpers import filter_results, make_env, plugin, plugin_scores
-
-Obj = dict[str, Any]
 
 
 def _with_ports(name: str, *ports: dict[str, Any], node: str = "",

@@ -5,11 +5,10 @@ namespaceSelector, the first pod of a self-affine group, and preemption's AddPod
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from skiff.scheduler.framework import CycleState
 from skiff.scheduler.plugins.interpodaffinity.filtering import (
     ERR_REASON_AFFINITY_RULES_NOT_MATCH as AFFINITY,
@@ -22,8 +21,6 @@ from skiff.scheduler.plugins.interpodaffinity.filtering import (
 )
 from skiff.scheduler.podinfo import PodInfo
 from tests.unit.scheduler.helpers import affinity_pod, filter_results, make_env, plugin
-
-Obj = dict[str, Any]
 
 
 def _in(key: str, *values: str) -> Obj:

@@ -5,18 +5,16 @@ kept it away leaves; unrelated pod changes leave it waiting."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from skiff.clock import FakeClock
 from skiff.scheduler.framework import ClusterEvent
 from skiff.scheduler.podinfo import PodInfo
 from skiff.scheduler.queue import QueuedPodInfo, SchedulingQueue
 from tests.unit.scheduler.helpers import affinity_pod, make_env
 
-Obj = dict[str, Any]
 DB = {"matchLabels": {"app": "db"}}
 ADD, UPDATE, DELETE = (ClusterEvent.ASSIGNED_POD_ADD, ClusterEvent.ASSIGNED_POD_UPDATE,
                        ClusterEvent.ASSIGNED_POD_DELETE)

@@ -5,14 +5,11 @@ incoming pod, the existing pods' preferred terms and required affinity
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.testing import make_node, make_pod
+from skiff.api.types import Obj
 from tests.unit.scheduler.helpers import affinity_pod, make_env, plugin_scores
-
-Obj = dict[str, Any]
 
 S1 = {"security": "S1"}
 S2 = {"security": "S2"}
