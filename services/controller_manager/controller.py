@@ -18,7 +18,8 @@ from typing import ClassVar
 
 from skiff.api import ApiError
 from skiff.client import ApiClient, EventRecorder
-from skiff.client.workqueue import ShutDown, WorkQueue
+from skiff.client.worker import run_worker
+from skiff.client.workqueue import WorkQueue
 from skiff.clock import REAL_CLOCK, Clock
 from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.settings import ControllerManagerSettings
@@ -98,22 +99,10 @@ class Controller(abc.ABC):
             await self.clock.sleep(period)
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                key = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                after = await self.reconcile(key)
-            except Exception as err:
-                log.warning("reconcile failed; requeueing with backoff",
-                            extra={"controller": self.name, "key": key, "error": str(err),
-                                   "requeues": self.queue.num_requeues(key)},
-                            exc_info=not isinstance(err, ApiError))
-                self.queue.add_rate_limited(key)
-            else:
-                self.queue.forget(key)
-                if after is not None:
-                    self.queue.add_after(key, max(after, 0.0))
-            finally:
-                self.queue.done(key)
+        await run_worker(self.queue, self.reconcile, on_error=self._requeueing)
+
+    def _requeueing(self, key: str, err: Exception) -> None:
+        log.warning("reconcile failed; requeueing with backoff",
+                    extra={"controller": self.name, "key": key, "error": str(err),
+                           "requeues": self.queue.num_requeues(key)},
+                    exc_info=not isinstance(err, ApiError))

@@ -23,7 +23,8 @@ from collections.abc import Mapping
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
-from skiff.client.workqueue import ShutDown, WorkQueue
+from skiff.client.worker import run_worker
+from skiff.client.workqueue import WorkQueue
 from skiff.clock import Clock, rfc3339
 from skiff.fence_agent.agent import FenceAgent, FenceError
 
@@ -80,23 +81,14 @@ class FenceController:
         await self.informer.wait_synced()
 
     async def _worker(self) -> None:
-        while True:
-            try:
-                name = await self.queue.get()
-            except ShutDown:
-                return
-            try:
-                await self.reconcile(name)
-                self.queue.forget(name)
-            except (ApiError, FenceError) as err:
-                log.warning("reconciling fence failed; retrying", extra={
-                    "fence": name, "error": getattr(err, "message", str(err))})
-                self.queue.add_rate_limited(name)
-            except Exception:
-                log.exception("reconciling fence failed", extra={"fence": name})
-                self.queue.add_rate_limited(name)
-            finally:
-                self.queue.done(name)
+        await run_worker(self.queue, self.reconcile, on_error=self._retrying)
+
+    def _retrying(self, name: str, err: Exception) -> None:
+        if isinstance(err, ApiError | FenceError):
+            log.warning("reconciling fence failed; retrying", extra={
+                "fence": name, "error": getattr(err, "message", str(err))})
+        else:
+            log.error("reconciling fence failed", extra={"fence": name}, exc_info=err)
 
     # -- one Fence -------------------------------------------------------------------------
 
