@@ -24,16 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api.pods import tolerates
 from skiff.api.resources import Resource, is_extended_resource_name, pod_requests
+from skiff.api.types import Obj
 from skiff.kubelet.eviction import is_critical_pod
 from skiff.kubelet.status import qos_class
 
 __all__ = ["Admission", "Rejection"]
-
-Obj = dict[str, Any]
 
 _MEMORY_PRESSURE_TAINT = {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
 

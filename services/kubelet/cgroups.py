@@ -36,9 +36,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from skiff.api.quantity import bytes_, cpu_millis
+from skiff.api.types import Obj
 from skiff.cgroupfs import record_node_dirs, remove_tree
 
 __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "Usage",
@@ -46,8 +46,6 @@ __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "U
            "cpu_shares", "cpu_weight", "detect"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 CGROUP_MOUNT = Path("/sys/fs/cgroup")
 PARENT = "skiff"

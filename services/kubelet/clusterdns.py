@@ -28,7 +28,7 @@ from __future__ import annotations
 import builtins
 import ipaddress
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import dns.name
 import dns.rcode
@@ -37,9 +37,9 @@ import dns.rdatatype
 import dns.rrset
 from dns.rdatatype import RdataType
 
-__all__ = ["SCHEMA_VERSION", "Answer", "ClusterRecords", "slice_service_key"]
+from skiff.api.types import Obj
 
-Obj = dict[str, Any]
+__all__ = ["SCHEMA_VERSION", "Answer", "ClusterRecords", "slice_service_key"]
 
 SCHEMA_VERSION = "1.1.0"
 REVERSE_ZONE = dns.name.from_text("in-addr.arpa.")

@@ -1,4 +1,4 @@
-"""ConfigMaps and Secrets in a pod (issue 16): `env.valueFrom`, `envFrom`, and volumes.
+"""ConfigMaps and Secrets in a pod: `env.valueFrom`, `envFrom`, and volumes.
 
 Before a container starts the kubelet reads the ConfigMaps and Secrets it names (Kubernetes'
 `makeEnvironmentVariables`): `envFrom` sources first (with `prefix`), then `env` entries
@@ -14,7 +14,7 @@ so updates to the object reach the files (as the kubelet's volume manager does).
 the one directory (`projected.defaultMode`, each item's `mode`), next to the token,
 `kube-root-ca.crt` and downwardAPI files that `projected.write_projected_volumes` writes. A
 missing object or an `items` key it lacks, unless `optional`, is a ConfigError. The sandbox
-(issue 18) mounts the same directory at the container's `mountPath`.
+mounts the same directory at the container's `mountPath`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.kubelet.poddir import resource_field_value, write_file_atomic
-
-Obj = dict[str, Any]
 
 _MANAGED = ".skiff-keys"  # the keys written last time, so removed keys are removed
 

@@ -15,13 +15,11 @@ rules (pkg/kubelet/network/dns) are followed so a manifest's expectations hold:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.api.validation import MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_PATHS
 
 __all__ = ["MISSING_CLUSTER_DNS", "ResolvConf", "parse_resolv_conf", "pod_resolv_conf"]
-
-Obj = dict[str, Any]
 
 MISSING_CLUSTER_DNS = ("kubelet does not have ClusterDNS IP configured and cannot create Pod "
                        'using "ClusterFirst" policy. Falling back to "Default" policy.')

@@ -10,21 +10,20 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ssl
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from skiff.api.types import ObjView
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime
 from skiff.kubelet.sandbox import Sandbox
 
 __all__ = ["POD_IP", "HandlerResult", "run_handler"]
 
 POD_IP = "127.0.0.1"
-
-Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -36,7 +35,7 @@ class HandlerResult:
     output: str | None = None
 
 
-def _port(value: Any, container: Obj) -> int:
+def _port(value: Any, container: ObjView) -> int:
     if isinstance(value, int):
         return value
     text = str(value)
@@ -65,7 +64,7 @@ async def _open(host: str, port: int, sandbox: Sandbox | None, *,
                                          server_hostname=host if ssl else None)
 
 
-async def _http_get(spec: Obj, container: Obj, timeout: float,
+async def _http_get(spec: ObjView, container: ObjView, timeout: float,
                     sandbox: Sandbox | None = None) -> HandlerResult:
     host = spec.get("host") or (sandbox.ip if sandbox else POD_IP)
     port = _port(spec.get("port"), container)
@@ -102,7 +101,7 @@ async def _http_get(spec: Obj, container: Obj, timeout: float,
         return await go()
 
 
-async def _tcp(spec: Obj, container: Obj, timeout: float,
+async def _tcp(spec: ObjView, container: ObjView, timeout: float,
                sandbox: Sandbox | None = None) -> HandlerResult:
     host = spec.get("host") or (sandbox.ip if sandbox else POD_IP)
     port = _port(spec.get("port"), container)
@@ -151,7 +150,7 @@ async def _relay(host: str, port: int, sandbox: Sandbox) -> AsyncIterator[str]:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def _grpc(spec: Obj, container: Obj, timeout: float,
+async def _grpc(spec: ObjView, container: ObjView, timeout: float,
                 sandbox: Sandbox | None = None) -> HandlerResult:
     port = _port(spec.get("port"), container)
     async with contextlib.AsyncExitStack() as stack:
@@ -172,7 +171,7 @@ async def _grpc(spec: Obj, container: Obj, timeout: float,
                                 f"{health_pb2.HealthCheckResponse.ServingStatus.Name(resp.status)})")
 
 
-async def run_handler(handler: Obj, *, container: Obj, runtime: ContainerRuntime,
+async def run_handler(handler: ObjView, *, container: ObjView, runtime: ContainerRuntime,
                       handle: ContainerHandle | None, config: ContainerConfig,
                       timeout: float) -> HandlerResult:
     """Run one probe or hook handler; errors and timeouts are failures, never exceptions."""

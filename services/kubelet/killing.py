@@ -15,9 +15,9 @@ import contextlib
 import logging
 import signal as signals
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
 
+from skiff.api.types import ObjView
 from skiff.kubelet.records import SIDECAR, ContainerRecord
 from skiff.kubelet.runtime import ContainerRuntime
 from skiff.kubelet.termination import KillReason, grace_after_prestop, kill_grace_period
@@ -26,7 +26,6 @@ __all__ = ["TerminationOrdering", "kill_container"]
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 PreStop = Callable[[ContainerRecord, float], Awaitable[None]]
 
 # After SIGKILL a process group is gone within milliseconds; this only bounds a stuck one.
@@ -65,7 +64,7 @@ class TerminationOrdering:
             event.set()
 
 
-async def kill_container(record: ContainerRecord, *, pod: Obj, runtime: ContainerRuntime,
+async def kill_container(record: ContainerRecord, *, pod: ObjView, runtime: ContainerRuntime,
                          reason: KillReason, stop_signal: int, run_pre_stop: PreStop,
                          override: int | None = None,
                          ordering: TerminationOrdering | None = None,

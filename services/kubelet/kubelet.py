@@ -15,9 +15,9 @@ import logging
 import random
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.kubelet.admission import Admission, Rejection
 from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
 from skiff.kubelet.poddir import PodDir
@@ -29,8 +29,6 @@ from skiff.tasks import cancel_tasks
 __all__ = ["Kubelet"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 WORKER_BACKOFF_JITTER = 0.5  # Kubernetes' workerBackOffPeriodJitterFactor

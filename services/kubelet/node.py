@@ -17,10 +17,10 @@ import platform
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import skiff
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import Clock, rfc3339, rfc3339_micro
 from skiff.kubelet.settings import KubeletSettings
@@ -28,8 +28,6 @@ from skiff.kubelet.settings import KubeletSettings
 __all__ = ["NodeAgent", "node_arch", "system_info"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 LEASE_NAMESPACE = "kube-node-lease"
 

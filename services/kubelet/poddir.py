@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.quantity import parse_quantity
+from skiff.api.types import ObjView
 from skiff.kubelet.sandbox import linux
 
 __all__ = ["PRIVATE_DIR_MODE", "PodDir", "container_env", "downward_api_files",
@@ -39,8 +40,6 @@ __all__ = ["PRIVATE_DIR_MODE", "PodDir", "container_env", "downward_api_files",
            "write_file_atomic"]
 
 log = logging.getLogger(__name__)
-
-Obj = Mapping[str, Any]
 
 
 # Kubernetes' /var/lib/kubelet/pods is 0750 root: a local user of the node cannot walk into
@@ -70,7 +69,7 @@ class PodDir:
     def log_path(self, container: str, restart_count: int) -> Path:
         return self.path / "logs" / container / f"{restart_count}.log"
 
-    def prepare(self, pod: Obj) -> None:
+    def prepare(self, pod: ObjView) -> None:
         """Create the directory, the volumes and the mount symlinks (idempotent)."""
         for directory in (self.path.parent, self.path, self.path / "volumes"):
             private_dir(directory)
@@ -105,7 +104,7 @@ class PodDir:
                 link.parent.mkdir(parents=True, exist_ok=True)
                 link.symlink_to(self.volume_path(str(mount.get("name", ""))))
 
-    def _write_downward_api(self, volume: Obj, pod: Obj) -> None:
+    def _write_downward_api(self, volume: ObjView, pod: ObjView) -> None:
         """A downwardAPI volume's files at pod start; a sandboxed container's are written
         again as it starts (the pod worker), so changed labels reach it."""
         node_name = str((pod.get("spec") or {}).get("nodeName") or "")
@@ -123,7 +122,7 @@ class PodDir:
             link.unlink()
         link.symlink_to(target)
 
-    def working_dir(self, container: Obj) -> Path:
+    def working_dir(self, container: ObjView) -> Path:
         wd = container.get("workingDir")
         if not wd:
             return self.path
@@ -198,7 +197,7 @@ def node_allocatable() -> dict[str, str]:
 _LIMITED_BY_NODE = ("cpu", "memory", "ephemeral-storage")
 
 
-def resource_field_value(pod: Obj, container: Obj | None, ref: Obj, *,
+def resource_field_value(pod: ObjView, container: ObjView | None, ref: ObjView, *,
                          allocatable: Mapping[str, str] | None = None) -> str:
     """A `resourceFieldRef`'s value (Kubernetes' downward API): the container's request or
     limit of `resource` divided by `divisor` (default 1), rounded up to a whole number —
@@ -246,7 +245,7 @@ def resource_field_value(pod: Obj, container: Obj | None, ref: Obj, *,
     return str(math.ceil(amount / unit))
 
 
-def field_ref_value(pod: Obj, path: str, node_name: str, *,
+def field_ref_value(pod: ObjView, path: str, node_name: str, *,
                     pod_ip: str = "127.0.0.1") -> str:
     """A `fieldRef`'s value (env, downwardAPI and projected volumes): the pod's name,
     namespace, uid, node, service account, IPs, and one label or annotation by `['key']`."""
@@ -265,7 +264,7 @@ def field_ref_value(pod: Obj, path: str, node_name: str, *,
     return ""
 
 
-def container_env(pod: Obj, container: Obj, *, node_name: str, base: Mapping[str, str],
+def container_env(pod: ObjView, container: ObjView, *, node_name: str, base: Mapping[str, str],
                   allocatable: Mapping[str, str] | None = None) -> dict[str, str]:
     """`env` in order, over `base`: `value` with its `$(VAR)` references expanded from the
     variables before it (`expand_references`), `valueFrom.fieldRef`, and
@@ -295,7 +294,7 @@ def container_env(pod: Obj, container: Obj, *, node_name: str, base: Mapping[str
     return env
 
 
-def downward_api_files(pod: Obj, items: Any, default_mode: int,
+def downward_api_files(pod: ObjView, items: Any, default_mode: int,
                        field_value: Callable[[str], str], *,
                        allocatable: Mapping[str, str] | None = None) -> list[
                            tuple[str, str, int]]:
@@ -346,7 +345,7 @@ def write_file_atomic(path: Path, data: str | bytes, mode: int) -> None:
     os.replace(tmp, path)
 
 
-def write_downward_api(directory: Path, volume: Obj, pod: Obj,
+def write_downward_api(directory: Path, volume: ObjView, pod: ObjView,
                        field_value: Callable[[str], str], *,
                        allocatable: Mapping[str, str] | None = None) -> None:
     """A downwardAPI volume's `items` as files (`downward_api_files`; fieldRefs other than

@@ -23,21 +23,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from skiff.api.errors import ApiError
+from skiff.api.types import ObjView
 from skiff.client import ApiClient
 from skiff.kubelet.poddir import downward_api_files, field_ref_value, write_file_atomic
 
 log = logging.getLogger(__name__)
 
-Obj = Mapping[str, Any]
 
-
-async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
+async def write_projected_volumes(pod: ObjView, volume_dir: Path, api: ApiClient, *,
                                   root_ca_file: str = "") -> float | None:
     """Fill every projected volume of `pod`; returns when its tokens need refreshing (unix
     time), or None when it has none. Raises ApiError when a token cannot be had."""
@@ -90,7 +87,7 @@ async def write_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
 RETRY_SECONDS = 5.0
 
 
-async def keep_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
+async def keep_projected_volumes(pod: ObjView, volume_dir: Path, api: ApiClient, *,
                                  root_ca_file: str, first_due: float) -> None:
     """Refresh the pod's tokens at 80% of their lifetime until cancelled (with the pod)."""
     due: float | None = first_due
@@ -107,7 +104,7 @@ async def keep_projected_volumes(pod: Obj, volume_dir: Path, api: ApiClient, *,
             due = time.time() + RETRY_SECONDS
 
 
-def has_projected_volumes(pod: Obj) -> bool:
+def has_projected_volumes(pod: ObjView) -> bool:
     return any(isinstance(v.get("projected"), dict)
                for v in (pod.get("spec") or {}).get("volumes") or [])
 

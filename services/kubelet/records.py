@@ -10,16 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.kubelet.runtime import ContainerHandle
 from skiff.podstate import load_state as load_state
 from skiff.podstate import write_state
 
 __all__ = ["APP", "EPHEMERAL", "INIT", "SIDECAR", "ContainerRecord", "ephemeral_records",
            "load_state", "save_state"]
-
-Obj = dict[str, Any]
 
 INIT, SIDECAR, APP = "init", "sidecar", "app"
 # added to a running pod (`kubectl debug`): started once, never restarted, not ready

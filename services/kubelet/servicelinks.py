@@ -10,11 +10,9 @@ Services that exist when the container starts are listed (as in Kubernetes).
 
 from __future__ import annotations
 
-from typing import Any
+from skiff.api.types import Obj
 
 __all__ = ["service_env"]
-
-Obj = dict[str, Any]
 
 MASTER_NAMESPACE = "default"
 MASTER_SERVICE = "kubernetes"

@@ -37,10 +37,10 @@ import ipaddress
 import logging
 import random
 import socket
-from typing import Any
 
 from pyroute2 import IPRoute, NetlinkError, netns
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.client.informer import Informer
 from skiff.kubelet.clusterdns import (
@@ -61,7 +61,6 @@ __all__ = ["ServiceProxy", "service_ports"]
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Key = tuple[str, int]  # (cluster IP, port)
 
 

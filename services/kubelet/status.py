@@ -9,16 +9,14 @@ own conditions set through the status subresource). The kubelet never reports Un
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from skiff.api.quantity import bytes_, cpu_millis
+from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord
 
 __all__ = ["KUBELET_CONDITIONS", "container_status", "merge_conditions", "pod_phase",
            "qos_class", "ready_conditions"]
-
-Obj = dict[str, Any]
 
 KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "ContainersReady", "Ready")
 _PHASE_ORDER = {"Pending": 0, "Running": 1, "Succeeded": 2, "Failed": 2}

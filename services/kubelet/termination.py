@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from skiff.api.types import ObjView
 
 __all__ = [
     "DEFAULT_TERMINATION_MESSAGE_PATH",
@@ -34,8 +35,6 @@ __all__ = [
     "termination_message",
     "termination_message_path",
 ]
-
-Obj = Mapping[str, Any]
 
 # kuberuntime's minimumGracePeriodInSeconds: "always give containers a minimal shutdown
 # window to avoid unnecessary SIGKILLs" (GT6).
@@ -75,7 +74,7 @@ def _int_or_none(value: Any) -> int | None:
         return None
 
 
-def container_grace_period(pod: Obj, container: Obj, reason: KillReason) -> int:
+def container_grace_period(pod: ObjView, container: ObjView, reason: KillReason) -> int:
     """GT4: the period a container kill starts from (before preStop and the minimum).
 
     `deletionGracePeriodSeconds` if the pod is being deleted; else the spec's
@@ -100,7 +99,7 @@ def container_grace_period(pod: Obj, container: Obj, reason: KillReason) -> int:
     return period
 
 
-def kill_grace_period(pod: Obj, container: Obj, reason: KillReason, *,
+def kill_grace_period(pod: ObjView, container: ObjView, reason: KillReason, *,
                       override: int | None = None) -> int:
     """GT4 + GT6 (Kubernetes ≥ 1.28 `killContainer`): the period a container kill starts
     from. A gracePeriodOverride (the pod worker's effective period, or an eviction's)
@@ -120,7 +119,7 @@ def grace_after_prestop(period: float, prestop_seconds: float) -> float:
     return max(period - prestop_seconds, float(MINIMUM_GRACE_PERIOD_SECONDS))
 
 
-def effective_grace_period(pod: Obj, *, current: int = 0,
+def effective_grace_period(pod: ObjView, *, current: int = 0,
                            override: int | None = None) -> int:
     """GT7 (`calculateEffectiveGracePeriod`): the pod-level period of a termination.
 
@@ -143,7 +142,7 @@ def effective_grace_period(pod: Obj, *, current: int = 0,
     return max(period, 1)
 
 
-def termination_message_path(container: Obj) -> str | None:
+def termination_message_path(container: ObjView) -> str | None:
     """Where the container writes its termination message (absolute), or None when it
     has none; a container not defaulted by the apiserver gets the API's default path."""
     path = container.get("terminationMessagePath", DEFAULT_TERMINATION_MESSAGE_PATH)
@@ -152,7 +151,7 @@ def termination_message_path(container: Obj) -> str | None:
     return path
 
 
-def falls_back_to_logs(container: Obj, exit_code: int, reason: str) -> bool:
+def falls_back_to_logs(container: ObjView, exit_code: int, reason: str) -> bool:
     """`FallbackToLogsOnError` applies to a failed container that did run (kuberuntime
     skips a container that could not even start: it has no log)."""
     return (container.get("terminationMessagePolicy") == "FallbackToLogsOnError"

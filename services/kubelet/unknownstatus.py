@@ -13,14 +13,11 @@ whether it runs again; the restart it was counted for is not counted a second ti
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.kubelet.records import ContainerRecord
 
 __all__ = ["LOST_EXIT_CODE", "LOST_REASON", "count_restart", "mark_lost"]
-
-Obj = dict[str, Any]
 
 LOST_REASON = "ContainerStatusUnknown"
 LOST_EXIT_CODE = 137  # as if SIGKILLed: the container did not end on its own

@@ -14,21 +14,18 @@ attachment disappears or moves is killed: it lost its storage (the storage fence
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import ObjView
 from skiff.client import ApiClient, Informer
 
 __all__ = ["PodVolumes", "VolumeManager", "VolumeReadiness", "attachment_problem",
            "claim_volumes", "volume_name"]
 
-Obj = Mapping[str, Any]
 
-
-def claim_volumes(pod: Obj) -> dict[str, str]:
+def claim_volumes(pod: ObjView) -> dict[str, str]:
     """The pod's PVC volumes: volume name → claim name."""
     out: dict[str, str] = {}
     for volume in (pod.get("spec") or {}).get("volumes") or []:
@@ -44,7 +41,7 @@ def volume_name(claim_uid: str) -> str:
     return f"pvc-{claim_uid}"
 
 
-def attachment_problem(attachment: Obj | None, *, volume: str, node_name: str) -> str | None:
+def attachment_problem(attachment: ObjView | None, *, volume: str, node_name: str) -> str | None:
     """Why `volume` may not be used on `node_name` now, or None when it may."""
     waiting = f"waiting for volume {volume} to be attached to this node"
     if attachment is None:
@@ -74,14 +71,14 @@ class VolumeManager:
         self.volume_root = volume_root
         self.informer = Informer(api, "volumeattachments")
 
-    def for_pod(self, pod: Obj) -> PodVolumes:
+    def for_pod(self, pod: ObjView) -> PodVolumes:
         return PodVolumes(manager=self, pod=pod)
 
 
 class PodVolumes:
     """One pod's claims; the claim UIDs are looked up once (a pod's claim cannot change)."""
 
-    def __init__(self, *, manager: VolumeManager, pod: Obj) -> None:
+    def __init__(self, *, manager: VolumeManager, pod: ObjView) -> None:
         self.manager = manager
         meta = pod.get("metadata") or {}
         self.namespace = str(meta.get("namespace") or "default")

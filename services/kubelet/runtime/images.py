@@ -1,4 +1,4 @@
-"""Images without a command: what the kubelet runs for `image: nginx` (issue 16).
+"""Images without a command: what the kubelet runs for `image: nginx`.
 
 Skiff runs a container as a local process and never pulls an image, so a container that
 names only an image (nearly every real manifest) needs a command from somewhere. The rule,
@@ -30,14 +30,13 @@ import json
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 import yaml
 
+from skiff.api.types import Obj
 from skiff.kubelet.poddir import expand_references
 from skiff.settings import SettingsError
 
-Obj = dict[str, Any]
 ImageCommands = Mapping[str, list[str]]
 
 STANDIN_MODULE = "skiff.kubelet.runtime.standin"

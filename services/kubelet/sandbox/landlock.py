@@ -40,9 +40,9 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["NO_LANDLOCK_MESSAGE", "LandlockPlan", "abi_version", "confine", "plan_landlock"]
+from skiff.api.types import Obj
 
-Obj = dict[str, Any]
+__all__ = ["NO_LANDLOCK_MESSAGE", "LandlockPlan", "abi_version", "confine", "plan_landlock"]
 
 NO_LANDLOCK_MESSAGE = (
     "the kernel has no Landlock (older than 5.13, or Landlock not among its enabled LSMs): "

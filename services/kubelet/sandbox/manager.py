@@ -19,9 +19,9 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api import ApiError
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.kubelet.sandbox.landlock import LandlockPlan, confine
 from skiff.kubelet.sandbox.linux import (
@@ -37,8 +37,6 @@ from skiff.kubelet.sandbox.security import SecurityPlan
 
 __all__ = ["NOT_ISOLATED_MESSAGE", "NO_POD_CIDR_MESSAGE", "Sandbox", "SandboxError",
            "SandboxManager", "sandbox_supported"]
-
-Obj = dict[str, Any]
 
 NO_POD_CIDR_MESSAGE = (
     "Node {node} has no spec.podCIDR (the controller-manager's nodeipam controller assigns "

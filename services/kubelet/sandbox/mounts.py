@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.quantity import bytes_
+from skiff.api.types import Obj
 from skiff.kubelet.sandbox.linux import (
     mount,
     umount,
@@ -24,8 +25,6 @@ from skiff.kubelet.sandbox.linux import (
 
 __all__ = ["BindMount", "SubPathError", "etc_host_mounts", "mount_memory_volumes",
            "plan_mounts", "unmount_memory_volumes"]
-
-Obj = dict[str, Any]
 
 
 @dataclass(frozen=True)

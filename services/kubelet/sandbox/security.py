@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skiff.api.types import Obj
 from skiff.kubelet.sandbox.linux import capset, prctl
 
 __all__ = ["DEFAULT_CAPABILITIES", "SecurityPlan", "effective_security_context",
            "fs_group_volumes", "open_empty_dirs", "plan_security", "run_as_non_root_error"]
-
-Obj = dict[str, Any]
 
 CAPABILITIES = ("CHOWN", "DAC_OVERRIDE", "DAC_READ_SEARCH", "FOWNER", "FSETID", "KILL",
                 "SETGID", "SETUID", "SETPCAP", "LINUX_IMMUTABLE", "NET_BIND_SERVICE",

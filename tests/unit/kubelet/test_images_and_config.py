@@ -1,4 +1,4 @@
-"""Images without a command and ConfigMap volume files (issue 16)."""
+"""Images without a command and ConfigMap volume files."""
 
 from __future__ import annotations
 
