@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from skiff.client import ApiClient
+from skiff.client import ApiClient, Client
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.leaderelection import (
@@ -69,7 +69,7 @@ class ControllerManager:
             if leading.done() and not leading.cancelled() and leading.exception():
                 raise RuntimeError("the controllers failed") from leading.exception()
 
-    async def run_controllers(self, client: ApiClient) -> None:
+    async def run_controllers(self, client: Client) -> None:
         """Build fresh informers and controllers and run them until cancelled."""
         informers = SharedInformers(client)
         context = ControllerContext(client=client, informers=informers,

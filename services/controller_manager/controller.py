@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from skiff.api import ApiError
-from skiff.client import ApiClient, EventRecorder
+from skiff.client import Client, EventRecorder
 from skiff.client.worker import run_worker
 from skiff.client.workqueue import WorkQueue
 from skiff.clock import REAL_CLOCK, Clock
@@ -32,7 +32,7 @@ log = logging.getLogger(__name__)
 class ControllerContext:
     """What a controller is built from: the API, shared informers, settings, a clock."""
 
-    client: ApiClient
+    client: Client
     informers: SharedInformers
     settings: ControllerManagerSettings
     clock: Clock = REAL_CLOCK

@@ -14,7 +14,7 @@ from skiff.api.types import Obj
 from skiff.client import (
     BY_NAMESPACE,
     BY_NODE_NAME,
-    ApiClient,
+    Client,
     Informer,
     index_by_namespace,
     index_by_node_name,
@@ -41,7 +41,7 @@ def index_by_controller_uid(obj: Obj) -> list[str]:
 class SharedInformers:
     """Lazily built informers keyed by (resource, namespace); `run()` runs them all."""
 
-    def __init__(self, client: ApiClient) -> None:
+    def __init__(self, client: Client) -> None:
         self._client = client
         self._informers: dict[tuple[str, str | None], Informer] = {}
         self._started = False

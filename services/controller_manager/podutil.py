@@ -17,7 +17,7 @@ from skiff.api import ApiError, Reason, get_condition, is_pod_terminal, is_termi
 from skiff.api.pods import set_condition as set_condition
 from skiff.api.pods import tolerates as tolerates  # shared with the kubelet
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.clock import parse_rfc3339
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -73,7 +73,7 @@ def creation_time(obj: Mapping[str, Any]) -> float:
     return parse_rfc3339(stamp) if stamp else 0.0
 
 
-async def update_pod_status(client: ApiClient, pod: Mapping[str, Any],
+async def update_pod_status(client: Client, pod: Mapping[str, Any],
                             mutate: Callable[[Obj], bool], *, attempts: int = 3) -> Obj | None:
     """Apply `mutate` to a copy of `pod` and write its status; on Conflict read the pod
     again and retry. Returns the stored pod, or None when it is gone or its UID changed.

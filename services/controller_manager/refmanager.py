@@ -22,7 +22,7 @@ from typing import Any
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.selectors import LabelSelector, workload_selector
 from skiff.api.types import Obj
-from skiff.client import BY_NAMESPACE, ApiClient, Informer, object_key
+from skiff.client import BY_NAMESPACE, Client, Informer, object_key
 from skiff.controller_manager.informers import controller_ref
 from skiff.controller_manager.workload import owner_reference
 from skiff.controller_manager.writes import try_update
@@ -64,7 +64,7 @@ def _owner_gone(owners: Informer, obj: Obj, ref: Mapping[str, Any]) -> bool:
 class RefManager:
     """Claims the objects of `resource` for one owner (one instance per reconcile)."""
 
-    def __init__(self, client: ApiClient, owner: Obj, resource: str, *,
+    def __init__(self, client: Client, owner: Obj, resource: str, *,
                  finalizers: tuple[str, ...] = (),
                  member: Callable[[Obj], bool] | None = None) -> None:
         self.client = client
@@ -196,7 +196,7 @@ class RefManager:
             raise
 
 
-async def claim_revisions(client: ApiClient, owner: Obj, revisions: Informer) -> list[Obj]:
+async def claim_revisions(client: Client, owner: Obj, revisions: Informer) -> list[Obj]:
     """`claimHistory` of the DaemonSet and StatefulSet controllers: the owner's
     ControllerRevisions, after adopting orphans its selector matches (those a
     `--cascade=orphan` deletion of an earlier set with that selector left behind)."""
@@ -207,7 +207,7 @@ async def claim_revisions(client: ApiClient, owner: Obj, revisions: Informer) ->
     return await RefManager(client, owner, "controllerrevisions").claim(candidates)
 
 
-async def make_revision_newest(client: ApiClient, revision: Obj, owned: list[Obj]) -> Obj:
+async def make_revision_newest(client: Client, revision: Obj, owned: list[Obj]) -> Obj:
     """Controller history's roll back (the StatefulSet controller's `UpdateControllerRevision`
     to `nextRevision`, the DaemonSet controller's `constructHistory`): when the template goes
     back to an earlier ControllerRevision, that revision is renumbered after every other one

@@ -9,7 +9,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.controller_manager.informers import controller_ref
 
 
@@ -50,7 +50,7 @@ def owned_pods(pods: list[Obj], owner: Mapping[str, Any]) -> list[Obj]:
     return [p for p in pods if p["metadata"].get("namespace") == ns]
 
 
-async def write_status_if_changed(client: ApiClient, owner: Mapping[str, Any],
+async def write_status_if_changed(client: Client, owner: Mapping[str, Any],
                                   status: Obj) -> None:
     """Merge `status` into the workload's status and write it, unless nothing changed or the
     object is already gone (ReplicaSet and StatefulSet status alike). A value of None

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 
 
-async def try_update(client: ApiClient, obj: Obj) -> tuple[bool, Obj | None]:
+async def try_update(client: Client, obj: Obj) -> tuple[bool, Obj | None]:
     """(True, written object) once written; (True, None) if the object is gone; (False,
     None) on a Conflict, to be read again and retried. Other errors raise."""
     try:

@@ -8,7 +8,7 @@ import logging
 import sys
 from pathlib import Path
 
-from skiff.client import ApiClient, EventRecorder
+from skiff.client import ApiClient, Client, EventRecorder
 from skiff.clock import REAL_CLOCK
 from skiff.fence_agent.agent import FenceAgent, FenceError
 from skiff.fence_agent.controller import FenceController
@@ -25,7 +25,7 @@ __all__ = ["build_agents", "check_engine", "main", "run_fence_agent"]
 log = logging.getLogger(__name__)
 
 
-def build_agents(settings: FenceAgentSettings, api: ApiClient) -> dict[str, FenceAgent]:
+def build_agents(settings: FenceAgentSettings, api: Client) -> dict[str, FenceAgent]:
     """The agents of this mode, by the names `spec.agent` uses."""
     storage = StorageAgent(api=api, confirm_timeout=settings.confirm_timeout)
     if settings.mode == "docker":

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
+from skiff.client import NORMAL, WARNING, Client, EventRecorder, Informer
 from skiff.client.worker import run_worker
 from skiff.client.workqueue import WorkQueue
 from skiff.clock import Clock, rfc3339
@@ -39,7 +39,7 @@ PENDING, FENCING, FENCED, FAILED, UNFENCING = (
 
 
 class FenceController:
-    def __init__(self, *, api: ApiClient, agents: Mapping[str, FenceAgent],
+    def __init__(self, *, api: Client, agents: Mapping[str, FenceAgent],
                  recorder: EventRecorder, clock: Clock, resync_period: float = 5.0,
                  workers: int = 4) -> None:
         self.api = api

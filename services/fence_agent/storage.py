@@ -22,14 +22,14 @@ import time
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.fence_agent.agent import FenceError, FenceStatus
 
 __all__ = ["StorageAgent"]
 
 
 class StorageAgent:
-    def __init__(self, *, api: ApiClient, confirm_timeout: float = 10.0) -> None:
+    def __init__(self, *, api: Client, confirm_timeout: float = 10.0) -> None:
         self.api = api
         self.confirm_timeout = confirm_timeout
 

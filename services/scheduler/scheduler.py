@@ -19,7 +19,7 @@ from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason, is_pod_terminal
 from skiff.api.types import Obj
-from skiff.client import NORMAL, WARNING, ApiClient, EventRecorder, Informer
+from skiff.client import NORMAL, WARNING, Client, EventRecorder, Informer
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.scheduler.algorithm import Algorithm, NoNodesAvailable
 from skiff.scheduler.cache import Cache
@@ -72,7 +72,7 @@ def _set_condition(status: Obj, condition: Mapping[str, str], now: float) -> boo
 class Scheduler:
     """`await Scheduler(...).run(stop)`; everything it reads comes from its informers."""
 
-    def __init__(self, *, client: ApiClient, settings: SchedulerSettings,
+    def __init__(self, *, client: Client, settings: SchedulerSettings,
                  config: SchedulerConfiguration, clock: Clock = REAL_CLOCK,
                  rng: random.Random | None = None) -> None:
         self.client = client

@@ -1,6 +1,8 @@
-"""How components reach the apiserver: the API client, informers, and the workqueue."""
+"""How components reach the apiserver: the `Client` protocol and its gRPC implementation
+(`ApiClient`; an in-memory one for tests in `skiff.client.fake`), informers, the workqueue
+and the controller worker loop."""
 
-from skiff.client.api import ApiClient, WatchEvent
+from skiff.client.api import ApiClient
 from skiff.client.credentials import Credentials
 from skiff.client.events import NORMAL, WARNING, EventRecorder
 from skiff.client.informer import (
@@ -12,10 +14,11 @@ from skiff.client.informer import (
     index_by_node_name,
     object_key,
 )
+from skiff.client.interface import Client, WatchEvent
 from skiff.client.logs import pod_logs
 
 __all__ = [
-    "ApiClient", "Credentials", "WatchEvent", "EventRecorder", "NORMAL", "WARNING", "BY_NAMESPACE",
-    "BY_NODE_NAME", "Indexer", "Informer",
-    "index_by_namespace", "index_by_node_name", "object_key", "pod_logs",
+    "BY_NAMESPACE", "BY_NODE_NAME", "NORMAL", "WARNING", "ApiClient", "Client", "Credentials",
+    "EventRecorder", "Indexer", "Informer", "WatchEvent", "index_by_namespace",
+    "index_by_node_name", "object_key", "pod_logs",
 ]

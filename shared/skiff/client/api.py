@@ -18,8 +18,7 @@ import builtins
 import logging
 import random
 from collections.abc import AsyncGenerator
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import grpc
 import tenacity
@@ -28,6 +27,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup
 from skiff.api.types import Obj
 from skiff.client.credentials import Credentials
+from skiff.client.interface import Client, WatchEvent
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, decode_maps, encode, from_grpc, method_path
 from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
@@ -48,16 +48,6 @@ def parse_targets(target: str) -> list[str]:
     if not targets:
         raise ValueError(f"no apiserver address in {target!r} (want HOST:PORT[,HOST:PORT...])")
     return targets
-
-
-@dataclass(frozen=True)
-class WatchEvent:
-    type: str  # ADDED | MODIFIED | DELETED | BOOKMARK
-    object: Obj
-
-    @property
-    def resource_version(self) -> str:
-        return str(self.object.get("metadata", {}).get("resourceVersion", ""))
 
 
 def _namespace_for(resource: str, namespace: str | None) -> str | None:
@@ -405,3 +395,8 @@ class ApiClient:
             raise replaced from None
         finally:
             call.cancel()
+
+
+if TYPE_CHECKING:
+    # mypy checks here that the real client has every verb of the protocol, as declared.
+    _SATISFIES_CLIENT: type[Client] = ApiClient

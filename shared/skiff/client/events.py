@@ -13,7 +13,7 @@ import uuid
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client.api import ApiClient
+from skiff.client.interface import Client
 from skiff.clock import Clock, RealClock, rfc3339, rfc3339_micro
 
 log = logging.getLogger(__name__)
@@ -24,7 +24,7 @@ WARNING = "Warning"
 
 
 class EventRecorder:
-    def __init__(self, client: ApiClient, *, component: str, host: str = "",
+    def __init__(self, client: Client, *, component: str, host: str = "",
                  clock: Clock | None = None) -> None:
         self.client = client
         self.component = component

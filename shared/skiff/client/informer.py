@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client.api import ApiClient, WatchEvent
+from skiff.client.interface import Client, WatchEvent
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class _Handler:
 class Informer:
     """List + watch one resource into an `Indexer`; `run()` until cancelled."""
 
-    def __init__(self, client: ApiClient, resource: str, *, namespace: str | None = None,
+    def __init__(self, client: Client, resource: str, *, namespace: str | None = None,
                  label_selector: str = "", field_selector: str = "",
                  indexers: dict[str, IndexFunc] | None = None,
                  resync_period: float | None = None, backoff_initial: float = 0.1,

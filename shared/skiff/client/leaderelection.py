@@ -36,6 +36,7 @@ from typing import Any
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.client.api import ApiClient
+from skiff.client.interface import Client
 from skiff.clock import REAL_CLOCK, Clock, rfc3339_micro
 from skiff.rpc.epoch import LeaderEpoch
 from skiff.tasks import cancel_tasks
@@ -114,8 +115,8 @@ class LeaderElector:
     `client` reads and writes the Lease; each term's epoch is set on it and on every client
     in `fenced` (the ones the leader's controllers write with)."""
 
-    def __init__(self, *, client: ApiClient, config: LeaderElectionConfig,
-                 clock: Clock = REAL_CLOCK, fenced: Sequence[ApiClient] = ()) -> None:
+    def __init__(self, *, client: Client, config: LeaderElectionConfig,
+                 clock: Clock = REAL_CLOCK, fenced: Sequence[Client] = ()) -> None:
         self.client = client
         self.fenced = [client, *(f for f in fenced if f is not client)]
         self.config = config

@@ -15,8 +15,8 @@ from typing import Any
 import grpc
 
 from skiff.api.errors import ApiError, Reason
-from skiff.client.api import ApiClient
 from skiff.client.credentials import Credentials
+from skiff.client.interface import Client
 from skiff.client.kubelet import KubeletTarget, kubelet_channel
 from skiff.rpc.codec import decode_map, encode
 from skiff.rpc.errors import from_grpc
@@ -88,12 +88,12 @@ def kubelet_endpoint(node: dict[str, Any]) -> KubeletTarget:
     return KubeletTarget(f"{address}:{port}", node.get("metadata", {}).get("name", ""))
 
 
-async def kubelet_target(api: ApiClient, node_name: str) -> str:
+async def kubelet_target(api: Client, node_name: str) -> str:
     """host:port of the log service of the kubelet on `node_name`."""
     return kubelet_endpoint(await api.get("nodes", node_name))
 
 
-async def pod_logs(api: ApiClient, name: str, namespace: str | None = None, *,
+async def pod_logs(api: Client, name: str, namespace: str | None = None, *,
                    container: str | None = None, tail_lines: int | None = None,
                    previous: bool = False, follow: bool = False) -> AsyncIterator[str]:
     """A pod's container log as text pieces: all of it (one piece), or with `follow=True`
