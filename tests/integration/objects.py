@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def pod(name: str, namespace: str, *, node: str | None = None, grace: int | None = None,

@@ -22,6 +22,7 @@ import aetcd.rpc as etcdrpc
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli import resources
 from skiff.cli.processes import free_port, wait_grpc_healthy
 from skiff.client import ApiClient
@@ -30,7 +31,6 @@ from tests.integration.twoapiservers import two_apiservers
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 MiB = 1024 * 1024
 NO_SPACE = "etcdserver: mvcc: database space exceeded"
 

@@ -4,15 +4,12 @@ Namespace", "Configure Minimum and Maximum CPU Constraints for a Namespace")."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.objects import pod
-
-Obj = dict[str, Any]
 
 
 def _limit_range(name: str, namespace: str, *items: Obj) -> Obj:

@@ -21,6 +21,7 @@ import aetcd
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli.localcluster import write_kubeconfig
 from skiff.cli.processes import free_port
 from skiff.client import ApiClient, Informer
@@ -30,7 +31,6 @@ from tests.integration.objects import pod
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 PODS = 50_000
 NAMESPACE = "default"
 

@@ -22,8 +22,6 @@ from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
 from tests.integration.waiting import wait_for
 
-Obj = dict[str, Any]
-
 
 async def _collect(api: ApiClient, namespace: str, rv: str, count: int,
                    timeout: float = 20.0, **kw: Any) -> list[WatchEvent]:

@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
-
-Obj = dict[str, Any]
 
 
 async def wait_for(check: Callable[[], Awaitable[Any]], *, timeout: float = 20.0,

@@ -15,10 +15,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.auth.conftest import SecureCluster
 
-Obj = dict[str, object]
 RBAC = "rbac.authorization.k8s.io/v1"
 
 

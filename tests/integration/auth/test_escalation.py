@@ -17,17 +17,16 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.auth.conftest import SecureCluster
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 BOB_TOKEN = "token-bob"
 NOT_HELD = ('user "bob" (groups=["developers" "system:authenticated"]) is attempting to '

@@ -19,18 +19,18 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.pki import CertPair
 from tests.integration.auth.conftest import SecureCluster
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 RBAC = "rbac.authorization.k8s.io/v1"
 

@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import grpc
@@ -25,6 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.certtoken import CertificateTokens
 from skiff.client import ApiClient
 from skiff.pki import CertPair
@@ -33,7 +33,6 @@ from tests.integration.auth.conftest import SecureCluster
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 NAMESPACE = "default"
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli import chaos
 from skiff.client import ApiClient
 from skiff.rpc.epoch import LeaderEpoch
@@ -65,7 +66,6 @@ OVERRIDE = {"services": {
     "fence-agent": {"environment": {"SKIFF_FENCE_AGENT_RESYNC_PERIOD": "2s"}},
     **{node: {"environment": {"SKIFF_KUBELET_NODE_LEASE_DURATION_SECONDS": "4"}}
        for node in NODES}}}
-Obj = dict[str, Any]
 
 
 class HaProject(ComposeProject):
@@ -172,7 +172,7 @@ def _member_revision(project: HaProject, service: str) -> int:
 _ETCD_LOG = """
 import asyncio, json, sys
 from skiff.api.kinds import REGISTRY_PREFIX
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.etcdtls import etcd_tls
 
 async def main(member, ns, since, upto):

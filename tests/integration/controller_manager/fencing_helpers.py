@@ -8,14 +8,12 @@ import asyncio
 import contextlib
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import rfc3339
 from tests.integration.controller_manager.kubelet_double import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 # Node monitor grace 2 s, fencing delay 2 s: a cut node is fenced ~4–5 s after its last renew.
 FENCING = ["--node-monitor-grace-period", "2s", "--fencing-delay", "2s",

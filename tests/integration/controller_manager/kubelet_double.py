@@ -8,17 +8,15 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable
-from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import rfc3339, rfc3339_micro
 from tests.integration.waiting import events as events
 from tests.integration.waiting import get_or_none as get_or_none
 from tests.integration.waiting import recorded as recorded
 from tests.integration.waiting import wait_for as wait_for
-
-Obj = dict[str, Any]
 
 
 def ready_condition(status: str = "True") -> Obj:

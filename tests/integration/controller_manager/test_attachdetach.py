@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.fencing_helpers import agent_sets_phase, remove_fence
@@ -17,8 +18,6 @@ from tests.integration.controller_manager.kubelet_double import (
     recorded,
     wait_for,
 )
-
-Obj = dict[str, object]
 
 
 def _pod(name: str, namespace: str, claim: str) -> Obj:

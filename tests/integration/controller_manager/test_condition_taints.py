@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import KubeletDouble, wait_for
 
-Obj = dict[str, Any]
 MEMORY = "node.kubernetes.io/memory-pressure"
 UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 

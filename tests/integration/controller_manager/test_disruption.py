@@ -6,13 +6,12 @@ from __future__ import annotations
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import KubeletDouble, wait_for
 from tests.integration.controller_manager.workloads import replica_set
 from tests.integration.objects import pdb
-
-Obj = dict[str, object]
 
 
 async def _status(api: ApiClient, namespace: str) -> Obj:

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import rfc3339
 from tests.integration.controller_manager.conftest import StartControllerManager
@@ -23,8 +24,6 @@ from tests.integration.controller_manager.kubelet_double import (
 )
 from tests.integration.controller_manager.workloads import replica_set
 from tests.integration.objects import pod
-
-Obj = dict[str, Any]
 
 
 def budget(namespace: str, selector: Obj, **spec: Any) -> Obj:

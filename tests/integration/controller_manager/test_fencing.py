@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
 from tests.integration.cluster import Cluster
@@ -37,7 +38,6 @@ from tests.integration.controller_manager.kubelet_double import (
 )
 from tests.integration.controller_manager.workloads import stateful_set
 
-Obj = dict[str, object]
 TAINT_FENCED = "skiff.io/fenced"
 
 

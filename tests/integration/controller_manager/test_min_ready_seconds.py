@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import KubeletDouble, wait_for
 from tests.integration.controller_manager.workloads import replica_set, stateful_set
 
-Obj = dict[str, Any]
 MIN_READY = 5
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.controller_manager.conftest import StartControllerManager
 from tests.integration.controller_manager.kubelet_double import (
@@ -16,8 +17,6 @@ from tests.integration.controller_manager.kubelet_double import (
     wait_for,
 )
 from tests.integration.controller_manager.workloads import replica_set, stateful_set
-
-Obj = dict[str, object]
 
 
 async def _pods(api: ApiClient, namespace: str, app: str) -> list[Obj]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def _template(app: str, unreachable_toleration: int | None) -> Obj:

@@ -10,11 +10,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli.localcluster import ClusterState, Component
 from skiff.cli.processes import Process
 from skiff.client import ApiClient
@@ -23,8 +23,6 @@ from skiff.fence_agent.localnode import cmdline
 from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import Node, _kill_leftovers, wait_until
-
-Obj = dict[str, Any]
 
 
 @pytest.fixture(scope="module")

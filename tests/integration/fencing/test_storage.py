@@ -5,8 +5,8 @@ attachments. The tests play the attach/detach controller (they write VolumeAttac
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.cli.processes import Process
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
@@ -26,8 +26,6 @@ from tests.integration.kubelet.conftest import (
     wait_until,
 )
 from tests.integration.waiting import recorded
-
-Obj = dict[str, Any]
 
 
 async def make_claim(api: ApiClient, namespace: str, name: str) -> str:

@@ -3,13 +3,10 @@ kubelet, whose pod writes to an RWO claim, and waits on its pod and its attachme
 
 from __future__ import annotations
 
-from typing import Any
-
 from skiff.api import get_condition
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.waiting import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 # The controllers the scenario needs, the fencing controller left out (issue 20).
 CONTROLLERS = "statefulset,attachdetach,persistentvolume-binder"

@@ -13,16 +13,15 @@ import ssl
 import time
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
-from skiff.apiserver.storage import EtcdStorage
+from skiff.api.types import Obj
+from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
 from skiff.etcdtls import EtcdTls
 
-Obj = dict[str, Any]
 Seen = tuple[str, str, int]  # (event type, object name, resourceVersion)
 UNAVAILABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT, Reason.INTERNAL_ERROR)
 

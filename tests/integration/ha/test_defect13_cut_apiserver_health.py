@@ -26,13 +26,13 @@ import shutil
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
@@ -40,7 +40,6 @@ from tests.integration.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
-Obj = dict[str, Any]
 CHECK_INTERVAL = 1.0  # --watch-quorum-check-interval
 READYCHECK_TIMEOUT = 2.0  # --etcd-readycheck-timeout (kube-apiserver's default)
 BOUND = CHECK_INTERVAL + READYCHECK_TIMEOUT

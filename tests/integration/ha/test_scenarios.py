@@ -20,11 +20,11 @@ import ipaddress
 import time
 import uuid
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
@@ -55,7 +55,6 @@ from tests.integration.partitions.conftest import (
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(420)]
 
-Obj = dict[str, Any]
 ELECTION = ["--leader-elect-lease-duration", "3s", "--leader-elect-renew-deadline", "2s",
             "--leader-elect-retry-period", "500ms"]
 CM_LEASE = ("leases", "skiff-controller-manager", "kube-system")

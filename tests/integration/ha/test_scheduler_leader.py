@@ -4,14 +4,11 @@ standby takes over from a frozen leader, and no pod is bound twice or lost."""
 from __future__ import annotations
 
 import signal
-from typing import Any
 
 from skiff.api.testing import make_node, make_pod
 from skiff.client import ApiClient
 from tests.integration.ha.conftest import HaCluster
 from tests.integration.waiting import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 # Compressed Kubernetes timings (15 s / 10 s / 2 s by default).
 ELECTION = ["--leader-elect-lease-duration", "4", "--leader-elect-renew-deadline", "3",

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.cgroupfs import remove_recorded
 from skiff.cli.processes import Process
 from skiff.client import ApiClient
@@ -28,8 +29,6 @@ from skiff.kubelet.records import load_state
 from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster
 from tests.integration.waiting import recorded
-
-Obj = dict[str, Any]
 
 RECORDER = str(Path(__file__).with_name("signal_recorder.py"))
 

@@ -12,10 +12,10 @@ import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.cgroupfs import RECORD_FILE
 from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
@@ -36,7 +36,6 @@ from tests.integration.kubelet.test_container_logs import numbers, read_any
 
 pytestmark = pytest.mark.integration  # as root, as CI runs: cgroups need it
 
-Obj = dict[str, Any]
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.kubelet.conftest import (
     Node,
@@ -19,7 +19,6 @@ from tests.integration.kubelet.conftest import (
     wait_until,
 )
 
-Obj = dict[str, Any]
 CONDITIONS = ("PodScheduled", "PodReadyToStartContainers", "Initialized", "ContainersReady",
               "Ready")
 

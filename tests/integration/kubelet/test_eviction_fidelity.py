@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
@@ -22,8 +21,6 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
-
-Obj = dict[str, Any]
 
 # 1 GiB of node memory and a threshold 4 MiB below it: one Python process's RSS is enough.
 _PRESSURE = "memory.available<1020Mi"

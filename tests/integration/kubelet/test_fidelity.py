@@ -14,8 +14,8 @@ import os
 import signal
 import time
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
@@ -34,8 +34,6 @@ from tests.integration.kubelet.conftest import (
     wait_phase,
     wait_until,
 )
-
-Obj = dict[str, Any]
 
 
 def _times(path: Path) -> list[float]:

@@ -6,8 +6,7 @@ p_<ns>(<uid>)" each time the kubelet declines a restart during CrashLoopBackOff.
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.kubelet.conftest import (
     Node,
@@ -17,8 +16,6 @@ from tests.integration.kubelet.conftest import (
     wait_until,
 )
 from tests.integration.waiting import events
-
-Obj = dict[str, Any]
 
 
 async def _counted(api: ApiClient, namespace: str, reason: str, prefix: str,

@@ -5,8 +5,7 @@ shows Completed, not Init:Error)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.kubelet.conftest import (
     Node,
@@ -15,8 +14,6 @@ from tests.integration.kubelet.conftest import (
     pod_manifest,
     wait_until,
 )
-
-Obj = dict[str, Any]
 
 
 async def test_lc5_job_pod_with_a_sidecar_ends_initialized_pod_completed(

@@ -8,8 +8,8 @@ log."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.kubelet.conftest import (
     Node,
@@ -21,8 +21,6 @@ from tests.integration.kubelet.conftest import (
 )
 from tests.integration.sandbox import conftest as sandbox
 from tests.integration.sandbox.conftest import SandboxCluster
-
-Obj = dict[str, Any]
 
 # The sandbox package's cluster (node IPAM, kubelets as root): only a sandboxed container has
 # a mount namespace in which its terminationMessagePath can be a file of its own.

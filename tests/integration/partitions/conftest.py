@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 import pytest
 
 from skiff.api import ApiError, Reason, get_condition
+from skiff.api.types import Obj
 from skiff.checker import heartbeat as heartbeat_module
 from skiff.checker.report import overlaps, parse_lines
 from skiff.cli.netns import NetnsCluster, ns_exec
@@ -30,7 +31,6 @@ from skiff.procfs import read_stat
 from tests.integration.waiting import get_or_none as get_or_none
 from tests.integration.waiting import wait_for as wait_for
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
 NAMESPACE = "default"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
 from tests.integration.partitions.conftest import (
@@ -28,7 +28,6 @@ from tests.integration.partitions.conftest import (
 )
 
 Connect = Callable[[NetnsCluster], Awaitable[ApiClient]]
-Obj = dict[str, Any]
 LEASE = ("leases", "skiff-controller-manager", "kube-system")
 
 

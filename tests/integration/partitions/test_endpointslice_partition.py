@@ -4,7 +4,6 @@ partition (nftables, not a stopped kubelet) and takes it back after the cut heal
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
@@ -16,7 +15,6 @@ from tests.integration.partitions.conftest import (
     wait_for,
 )
 
-Obj = dict[str, Any]
 Connect = Callable[[NetnsCluster], Awaitable[ApiClient]]
 APP = "ep-backend"
 

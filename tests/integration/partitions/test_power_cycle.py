@@ -16,8 +16,8 @@ import signal
 import subprocess
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
 from skiff.fence_agent import FINALIZER
@@ -34,7 +34,6 @@ from tests.integration.partitions.conftest import (
 )
 
 Connect = Callable[[NetnsCluster], Awaitable[ApiClient]]
-Obj = dict[str, Any]
 
 # A bare pod that tolerates its node's outage for good (only the restart is under test,
 # not eviction), on node-1.

@@ -15,11 +15,10 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import stream
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster
 from tests.integration.sandbox.test_pod_network import SERVER, _pod, _ready, _server
-
-Obj = dict[str, Any]
 
 
 def _shell(name: str = "main", **extra: Any) -> Obj:

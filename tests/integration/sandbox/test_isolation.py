@@ -20,12 +20,11 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster
 from tests.integration.sandbox.test_pod_network import _log, _pod, _ready
 from tests.integration.waiting import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 
 def _sh(name: str, script: str, **extra: Any) -> Obj:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.kubelet.sandbox.landlock import abi_version
 from tests.integration.sandbox.conftest import SandboxCluster
@@ -24,7 +25,6 @@ from tests.integration.waiting import get_or_none, wait_for
 
 pytestmark = pytest.mark.integration
 
-Obj = dict[str, Any]
 SECRET = "hunter2-landlock"
 
 

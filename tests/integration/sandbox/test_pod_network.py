@@ -7,13 +7,11 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster, skiff_namespaces, veths
 from tests.integration.waiting import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 SERVER = """
 import http.server, socket

@@ -5,14 +5,11 @@ PID namespace, so this holds for every pod (see README, "Pod sandboxes")."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.sandbox.conftest import SandboxCluster
 from tests.integration.sandbox.test_pod_network import _pod
 from tests.integration.waiting import get_or_none, wait_for
-
-Obj = dict[str, Any]
 
 
 async def test_sb1_share_process_namespace_a_sidecar_signals_the_main_container(

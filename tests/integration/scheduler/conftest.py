@@ -6,17 +6,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.testing import make_node
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
 from tests.integration.waiting import wait_for as wait_for
 
-Obj = dict[str, Any]
 StartScheduler = Callable[..., None]
 
 

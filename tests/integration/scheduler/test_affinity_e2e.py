@@ -8,9 +8,8 @@ Most tests register Nodes; the last runs real kubelets with hollow nodes."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from skiff.api import get_condition
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.objects import priority_class
 from tests.integration.scheduler.conftest import (
@@ -24,7 +23,6 @@ from tests.integration.scheduler.conftest import (
 )
 from tests.unit.scheduler.helpers import affinity_pod
 
-Obj = dict[str, Any]
 HOST = "kubernetes.io/hostname"
 ZONE = "topology.kubernetes.io/zone"
 WEB = {"matchLabels": {"app": "web"}}

@@ -11,6 +11,7 @@ from typing import Any
 
 from skiff.api import get_condition
 from skiff.api.testing import DO_NOT_SCHEDULE, PREFER_NO_SCHEDULE, make_pod
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
 from tests.integration.objects import priority_class
@@ -22,8 +23,6 @@ from tests.integration.scheduler.conftest import (
     wait_for,
 )
 from tests.integration.waiting import recorded
-
-Obj = dict[str, Any]
 
 
 def _pod(name: str, *, cpu: str | None = None, labels: dict[str, str] | None = None,

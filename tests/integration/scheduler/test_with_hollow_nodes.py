@@ -14,6 +14,7 @@ from typing import Any
 
 from skiff.api import get_condition
 from skiff.api.testing import DO_NOT_SCHEDULE, make_pod
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.objects import pdb, priority_class
 from tests.integration.scheduler.conftest import (
@@ -27,7 +28,6 @@ from tests.integration.scheduler.conftest import (
 )
 from tests.integration.waiting import recorded
 
-Obj = dict[str, Any]
 ZONE = "topology.kubernetes.io/zone"
 
 

@@ -5,12 +5,10 @@ owned pod whose labels stop matching."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _ready, _wait
-
-Obj = dict[str, Any]
 
 RS = """apiVersion: apps/v1
 kind: ReplicaSet

@@ -6,10 +6,9 @@ import json
 import time
 from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.waiting import until
 from tests.integration.workloads.conftest import Kube
-
-Obj = dict[str, Any]
 
 
 def _items(kube: Kube, *args: str) -> list[Obj]:

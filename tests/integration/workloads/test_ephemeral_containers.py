@@ -11,10 +11,9 @@ import json
 import os
 from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _ready, _wait
-
-Obj = dict[str, Any]
 
 
 def _pod(kube: Kube, ns: str, name: str) -> Obj:

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _wait
-
-Obj = dict[str, Any]
 
 JOB = """apiVersion: batch/v1
 kind: Job

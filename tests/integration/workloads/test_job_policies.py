@@ -5,13 +5,12 @@ The controller-manager runs with `--job-pod-failure-backoff 1s`."""
 from __future__ import annotations
 
 import datetime
-from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _wait
 from tests.integration.workloads.test_job import _conditions, _job
 
-Obj = dict[str, Any]
 TRACKING = "batch.kubernetes.io/job-tracking"
 BASE = 1.0  # --job-pod-failure-backoff of the fixture
 

@@ -5,12 +5,10 @@ documentation's "Configure Memory and CPU Quotas for a Namespace" example."""
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _wait
-
-Obj = dict[str, Any]
 
 QUOTA = """apiVersion: v1
 kind: ResourceQuota

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import json
-from typing import Any
 
+from skiff.api.types import Obj
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _ready, _wait
-
-Obj = dict[str, Any]
 
 MANIFEST = """apiVersion: apps/v1
 kind: StatefulSet

@@ -8,8 +8,7 @@ from typing import Any
 import pytest
 
 from skiff.api import apply_defaults, validate
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def pv(**spec: Any) -> Obj:

@@ -14,9 +14,8 @@ from skiff.api import autoscaling
 from skiff.api.defaults import apply_defaults
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.tables import columns_for
+from skiff.api.types import Obj
 from skiff.api.validation import validate
-
-Obj = dict[str, Any]
 
 
 def hpa(**spec: Any) -> Obj:

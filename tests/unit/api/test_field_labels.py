@@ -10,10 +10,9 @@ import pytest
 
 from skiff.api import ApiError, FieldSelector, Reason
 from skiff.api.fieldlabels import field_labels
+from skiff.api.types import Obj
 from skiff.apiserver.registry import Registry
-from skiff.apiserver.storage import KeyValue
-
-Obj = dict[str, Any]
+from skiff.apiserver.storage.values import KeyValue
 
 POD: Obj = {"metadata": {"name": "web-1", "namespace": "team", "labels": {"app": "web"}},
             "spec": {"nodeName": "n1", "restartPolicy": "Always",

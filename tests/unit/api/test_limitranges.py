@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api.defaults import apply_defaults
 from skiff.api.quantity import canonical
+from skiff.api.types import Obj
 from skiff.api.validation import validate
-
-Obj = dict[str, Any]
 
 
 def _lr(*items: Obj) -> Obj:

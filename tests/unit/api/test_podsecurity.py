@@ -20,8 +20,7 @@ from skiff.api.podsecurity import (
     policy_from_labels,
     significant_pod_update,
 )
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 LATEST_RESTRICTED = LevelVersion(RESTRICTED)
 LATEST_BASELINE = LevelVersion(BASELINE)

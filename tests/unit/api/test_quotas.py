@@ -8,9 +8,9 @@ from typing import Any
 
 from skiff.api import lookup
 from skiff.api.quotas import pretty, quota_covers, usage
+from skiff.api.types import Obj
 from skiff.apiserver.quota import missing_requests
 
-Obj = dict[str, Any]
 POD = lookup("pods")
 
 

@@ -5,13 +5,11 @@ and its selector read as a LabelSelector by the controller and the scale subreso
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from skiff.api import validate
 from skiff.api.defaults import apply_defaults
 from skiff.api.selectors import LabelSelector, workload_selector
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 RC: Obj = {"apiVersion": "v1", "kind": "ReplicationController",
            "metadata": {"name": "nginx", "namespace": "default"},

@@ -7,8 +7,7 @@ from typing import Any
 import pytest
 
 from skiff.api import apply_defaults, prune_unknown_fields, validate
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 
 def _fence(**spec: Any) -> Obj:

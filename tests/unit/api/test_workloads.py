@@ -6,8 +6,7 @@ from typing import Any
 
 from skiff.api import apply_defaults, tables, validate
 from skiff.api.ownership import FOREGROUND_FINALIZER, ORPHAN_FINALIZER, propagation_finalizer
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 TEMPLATE = {"metadata": {"labels": {"app": "web"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}}

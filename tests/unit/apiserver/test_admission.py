@@ -4,12 +4,11 @@ admission's preemptionPolicy check (plugin/pkg/admission/priority)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.testing import make_pod
+from skiff.api.types import Obj
 from skiff.apiserver.admission import (
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,
@@ -17,8 +16,6 @@ from skiff.apiserver.admission import (
     admit_default_tolerations,
     admit_priority,
 )
-
-Obj = dict[str, Any]
 
 
 def _defaulted_keys(*tolerations: Obj) -> list[str]:

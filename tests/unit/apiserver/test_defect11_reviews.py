@@ -5,15 +5,13 @@ The real apiserver is driven in tests/integration/auth/test_defect11_reviews.py.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
+from skiff.api.types import Obj
 from skiff.apiserver.reviews import TokenReviewer
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.auth import Attributes, RbacRules, UserInfo
 
-Obj = dict[str, Any]
 ISSUER = "https://kubernetes.default.svc.cluster.local"
 SA: Obj = {"metadata": {"name": "robot", "namespace": "team", "uid": "sa-uid"}}
 

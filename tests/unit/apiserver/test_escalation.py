@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from skiff.api.kinds import lookup
+from skiff.api.types import Obj
 from skiff.apiserver.authz import bootstrap_policy
 from skiff.apiserver.escalation import (
     AGGREGATION_RULE_MESSAGE,
@@ -23,7 +24,6 @@ from skiff.apiserver.escalation import (
 )
 from skiff.auth import RbacRules, UserInfo
 
-Obj = dict[str, Any]
 RBAC = "rbac.authorization.k8s.io"
 BOB = UserInfo("bob", groups=("developers", "system:authenticated"))
 

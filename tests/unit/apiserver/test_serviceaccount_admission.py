@@ -8,9 +8,8 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.apiserver.serviceaccounts import TOKEN_MOUNT_PATH, admit_service_account
-
-Obj = dict[str, Any]
 
 
 def make_pod(**spec: Any) -> Obj:

@@ -3,11 +3,8 @@ and messages, as pure logic."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.kubelet.admission import Admission
-
-Obj = dict[str, Any]
 
 NODE = {"cpu": "2", "memory": "1Gi", "pods": "3"}
 

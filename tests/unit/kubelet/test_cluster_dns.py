@@ -19,13 +19,12 @@ import dns.rcode
 import dns.rdatatype
 import pytest
 
+from skiff.api.types import Obj
 from skiff.cli.processes import free_port
 from skiff.client.informer import Indexer
 from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
 from skiff.kubelet.dnsserver import DNSServer
 from skiff.kubelet.serviceproxy import service_ports
-
-Obj = dict[str, Any]
 
 
 def svc(name: str, ns: str = "default", *, ip: str = "10.96.0.50", ports: list[Obj] | None = None,

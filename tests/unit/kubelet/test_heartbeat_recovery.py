@@ -7,14 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import copy
-from typing import Any, cast
+from typing import cast
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
 from skiff.kubelet.node import NodeAgent
-
-Obj = dict[str, Any]
 
 
 class Heartbeats:

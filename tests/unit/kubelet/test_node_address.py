@@ -9,14 +9,13 @@ from typing import Any, cast
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.cli.netns import Host, NetnsCluster, Topology
 from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
 from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.settings import parse_settings
-
-Obj = dict[str, Any]
 
 
 class FakeNodes:

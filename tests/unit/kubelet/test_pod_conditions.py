@@ -5,12 +5,9 @@ PodFailed."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from skiff.api.types import Obj
 from skiff.kubelet.records import APP, INIT, SIDECAR, ContainerRecord
 from skiff.kubelet.status import ready_conditions
-
-Obj = dict[str, Any]
 
 
 def _terminated(spec: Obj, kind: str, code: int, *, restarts: int = 0) -> ContainerRecord:

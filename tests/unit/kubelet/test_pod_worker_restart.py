@@ -11,10 +11,9 @@ from typing import Any
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.kubelet import kubelet as kubelet_module
 from skiff.kubelet.kubelet import Kubelet
-
-Obj = dict[str, Any]
 
 BACKOFF = 0.2
 
