@@ -27,7 +27,6 @@ from skiff.apiserver import replicas
 from skiff.apiserver.admission import AdmissionConfig
 from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
-from skiff.apiserver.compaction import Compactor
 from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.healthz import HealthChecks
@@ -40,10 +39,12 @@ from skiff.apiserver.podsecurity import load_admission_config
 from skiff.apiserver.registry import Registry, RegistryConfig
 from skiff.apiserver.satoken import DEFAULT_ISSUER, BoundObjects, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
-from skiff.apiserver.storage import NO_SPACE, EtcdStorage
+from skiff.apiserver.storage.compaction import Compactor
+from skiff.apiserver.storage.etcd import EtcdStorage
+from skiff.apiserver.storage.values import NO_SPACE
+from skiff.apiserver.storage.watchcache import WatchCache
 from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.supervise import supervised
-from skiff.apiserver.watchcache import WatchCache
 from skiff.certtoken import MAX_LIFETIME_SECONDS
 from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls

@@ -32,7 +32,7 @@ from skiff.api.errors import ApiError, FieldError, Reason, invalid
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
 from skiff.apiserver import holds
 from skiff.apiserver.holds import HoldRepair
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "SERVICE_IP_PREFIX", "ServiceIPRepair", "ServiceIPs",
            "kubernetes_service_ip"]
@@ -106,7 +106,7 @@ def keep_on_update(old: Obj, new: Obj) -> None:
 class ServiceIPs:
     """The allocator: one etcd key per address, created with a compare-and-swap."""
 
-    def __init__(self, storage: EtcdStorage, cidr: str = DEFAULT_SERVICE_CIDR) -> None:
+    def __init__(self, storage: Storage, cidr: str = DEFAULT_SERVICE_CIDR) -> None:
         self.storage = storage
         try:
             self.network = ipaddress.IPv4Network(cidr, strict=False)

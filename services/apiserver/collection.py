@@ -16,8 +16,8 @@ from skiff.api import ApiError
 from skiff.api.kinds import lookup
 from skiff.apiserver import decoding
 from skiff.apiserver.registry import Registry
+from skiff.apiserver.storage.watchcache import WatchEvent
 from skiff.apiserver.versions import VersionView
-from skiff.apiserver.watchcache import WatchEvent
 
 T = TypeVar("T")
 Obj = dict[str, Any]

@@ -20,7 +20,7 @@ from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason
 from skiff.api.kinds import lookup, storage_prefix
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["HoldRepair", "claim", "held", "invalid_service", "release", "release_held"]
 
@@ -34,13 +34,13 @@ def invalid_service(service: Obj, errors: list[FieldError]) -> ApiError:
     return ApiError.invalid("Service", str(service["metadata"].get("name", "")), errors)
 
 
-async def held(storage: EtcdStorage, prefix: str) -> set[str]:
+async def held(storage: Storage, prefix: str) -> set[str]:
     """Every value held under `prefix` (the key's last part)."""
     kvs, _ = await storage.list(prefix)
     return {kv.key.removeprefix(prefix) for kv in kvs}
 
 
-async def claim(storage: EtcdStorage, key: str, kind: str, service: Obj) -> bool:
+async def claim(storage: Storage, key: str, kind: str, service: Obj) -> bool:
     """Hold `key` for `service` (create it only if absent); False if another holds it."""
     meta = service["metadata"]
     try:
@@ -54,7 +54,7 @@ async def claim(storage: EtcdStorage, key: str, kind: str, service: Obj) -> bool
     return True
 
 
-async def release(storage: EtcdStorage, key: str) -> None:
+async def release(storage: Storage, key: str) -> None:
     """Free `key` as it is now (one changed meanwhile is left to the repair loop)."""
     kv, _ = await storage.get(key)
     if kv is not None:
@@ -62,7 +62,7 @@ async def release(storage: EtcdStorage, key: str) -> None:
             await storage.delete(key, expected_revision=kv.mod_revision)
 
 
-async def release_held(storage: EtcdStorage, key: str, service: Obj) -> None:
+async def release_held(storage: Storage, key: str, service: Obj) -> None:
     """Delete the hold at `key` if `service` (by uid) holds it; a hold changed meanwhile is
     left to the repair loop."""
     uid = str((service.get("metadata") or {}).get("uid", ""))
@@ -78,7 +78,7 @@ class HoldRepair(abc.ABC):
     prefix: str
     what: str  # for the logs: "service IPs", "node ports"
 
-    def __init__(self, storage: EtcdStorage, *, interval: float = 30.0) -> None:
+    def __init__(self, storage: Storage, *, interval: float = 30.0) -> None:
         self.storage = storage
         self.interval = interval
         self._suspects: dict[str, int] = {}

@@ -35,7 +35,7 @@ from typing import Any
 from skiff.api.errors import ApiError, Reason, invalid
 from skiff.apiserver import holds
 from skiff.apiserver.holds import HoldRepair
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["DEFAULT_NODE_PORT_RANGE", "NODE_PORT_PREFIX", "NodePortRepair", "NodePorts",
            "PortRange", "prepare_update"]
@@ -228,7 +228,7 @@ def _pick(span: PortRange, taken: set[int]) -> int | None:
 class NodePorts:
     """The allocator: one etcd key per node port, created with a compare-and-swap."""
 
-    def __init__(self, storage: EtcdStorage, port_range: str = DEFAULT_NODE_PORT_RANGE
+    def __init__(self, storage: Storage, port_range: str = DEFAULT_NODE_PORT_RANGE
                  ) -> None:
         self.storage = storage
         self.range = PortRange.parse(port_range)

@@ -43,8 +43,8 @@ from skiff.api.podsecurity import (
     significant_pod_update,
 )
 from skiff.apiserver.authz import current_user
-from skiff.apiserver.lookups import Lookup
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.lookups import Lookup
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class PodSecurityAdmission:
     Forbidden/Invalid error."""
 
     def __init__(self, *, config: PodSecurityConfig, namespaces: Lookup,
-                 storage: EtcdStorage,
+                 storage: Storage,
                  max_pods_to_check: int = NAMESPACE_MAX_PODS_TO_CHECK,
                  pod_check_timeout: float = NAMESPACE_POD_CHECK_TIMEOUT) -> None:
         self.config = config

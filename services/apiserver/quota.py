@@ -23,9 +23,9 @@ from skiff.api import ApiError, Reason, lookup
 from skiff.api.kinds import KindInfo, storage_key
 from skiff.api.quantity import canonical, parse_quantity
 from skiff.api.quotas import COUNTED_KINDS, binary_keys, pretty, quota_covers, usage
-from skiff.apiserver.lookups import Lookup
-from skiff.apiserver.storage import EtcdStorage
-from skiff.apiserver.watchcache import WatchCache
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.lookups import Lookup
+from skiff.apiserver.storage.watchcache import WatchCache
 
 Obj = dict[str, Any]
 
@@ -58,7 +58,7 @@ def missing_requests(pod: Obj, limited: set[str]) -> str:
 
 
 class QuotaAdmission:
-    def __init__(self, storage: EtcdStorage, cache: WatchCache) -> None:
+    def __init__(self, storage: Storage, cache: WatchCache) -> None:
         self.storage = storage
         self.quotas = Lookup("resourcequotas", storage, cache)
         self._info = lookup("resourcequotas")

@@ -45,14 +45,15 @@ from skiff.apiserver import admission, clusterip, graceful, limitranger, nodepor
 from skiff.apiserver import apply as field_managers
 from skiff.apiserver.authz import node_restriction
 from skiff.apiserver.escalation import EscalationCheck
-from skiff.apiserver.lookups import Lookup
 from skiff.apiserver.podsecurity import PodSecurityAdmission
 from skiff.apiserver.quota import QuotaAdmission
 from skiff.apiserver.scope import request_namespace
 from skiff.apiserver.serviceaccounts import admit_service_account
-from skiff.apiserver.storage import LIST_PAGE, EtcdStorage, KeyValue, LeaderFenced
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.lookups import Lookup
+from skiff.apiserver.storage.values import LIST_PAGE, KeyValue, LeaderFenced
+from skiff.apiserver.storage.watchcache import BATCH_LIMIT, WatchCache, WatchEvent, WatchRequest
 from skiff.apiserver.storageclasses import admit_default_storage_class
-from skiff.apiserver.watchcache import BATCH_LIMIT, WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, decode_map, encode
 from skiff.tracing import inject_into_object
@@ -141,7 +142,7 @@ def _has_spec_change(old: Obj, new: Obj) -> bool:
 
 
 class Registry:
-    def __init__(self, storage: EtcdStorage, cache: WatchCache, *,
+    def __init__(self, storage: Storage, cache: WatchCache, *,
                  config: RegistryConfig | None = None, clock: Clock | None = None) -> None:
         self.storage = storage
         self.cache = cache

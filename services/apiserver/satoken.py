@@ -43,13 +43,13 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from skiff.api import ApiError
-from skiff.apiserver.lookups import Lookup
+from skiff.apiserver.storage.lookups import Lookup
 from skiff.auth import UserInfo
 from skiff.clock import parse_rfc3339
 
 if TYPE_CHECKING:
-    from skiff.apiserver.storage import EtcdStorage
-    from skiff.apiserver.watchcache import WatchCache
+    from skiff.apiserver.storage.interface import Storage
+    from skiff.apiserver.storage.watchcache import WatchCache
 
 log = logging.getLogger(__name__)
 
@@ -283,7 +283,7 @@ class BoundObjects:
     a live read when the copy does not have the object. Secrets and nodes, which few
     tokens name, are read live. `run()` keeps the pod copy current."""
 
-    def __init__(self, storage: EtcdStorage, cache: WatchCache, *,
+    def __init__(self, storage: Storage, cache: WatchCache, *,
                  service_accounts: Lookup | None = None) -> None:
         self._lookups = {
             "serviceaccounts": service_accounts or Lookup("serviceaccounts", storage, cache),

@@ -25,7 +25,7 @@ from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
 from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.scope import request_namespace
-from skiff.apiserver.storage import leader_epoch
+from skiff.apiserver.storage.fencing import leader_epoch
 from skiff.apiserver.tokenrequest import create_token
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,

@@ -20,7 +20,7 @@ from skiff.api.errors import FieldError
 from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
 from skiff.apiserver.registry import Registry, Result
-from skiff.apiserver.watchcache import WatchEvent
+from skiff.apiserver.storage.watchcache import WatchEvent
 
 Obj = dict[str, Any]
 Convert = Callable[[Obj], Obj]

@@ -22,7 +22,7 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import HTTP_CODES
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]

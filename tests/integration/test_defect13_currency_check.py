@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.apiserver.storage import EtcdStorage
-from skiff.apiserver.watchcache import WatchCache
+from skiff.apiserver.storage.etcd import EtcdStorage
+from skiff.apiserver.storage.watchcache import WatchCache
 from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
 from skiff.tasks import cancel_tasks
 from tests.integration.blackhole import Blackhole

@@ -14,7 +14,7 @@ import aetcd
 import pytest
 
 from skiff.api import ApiError
-from skiff.apiserver.storage import encode_value
+from skiff.apiserver.storage.values import encode_value
 from skiff.client import ApiClient
 from tests.integration.twoapiservers import TwoApiservers, clients_of, two_apiservers
 from tests.integration.waiting import wait_for

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.storage import EtcdStorage, RawEvent, leader_epoch
+from skiff.apiserver.storage.etcd import EtcdStorage
+from skiff.apiserver.storage.fencing import leader_epoch
+from skiff.apiserver.storage.values import RawEvent
 from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
 from skiff.rpc.epoch import LeaderEpoch
 

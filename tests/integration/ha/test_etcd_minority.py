@@ -11,7 +11,7 @@ import uuid
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.storage import MAY_STILL_BE_PROCESSING
+from skiff.apiserver.storage.values import MAY_STILL_BE_PROCESSING
 from skiff.client import ApiClient, Informer
 from tests.integration.ha.conftest import HaCluster
 from tests.integration.waiting import freeze, get_or_none, wait_for

@@ -12,8 +12,8 @@ from typing import cast
 import pytest
 
 from skiff.api.errors import ApiError
-from skiff.apiserver.compaction import Compactor
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.compaction import Compactor
+from skiff.apiserver.storage.etcd import EtcdStorage
 
 
 class FakeEtcd:

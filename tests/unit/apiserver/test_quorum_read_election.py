@@ -18,7 +18,7 @@ import pytest
 from grpc.aio import AioRpcError, Metadata
 
 from skiff.api.errors import ApiError
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.etcd import EtcdStorage
 
 
 def _rpc_error(details: str) -> AioRpcError:

@@ -8,7 +8,7 @@ import asyncio
 import pytest
 
 from skiff.api.errors import ApiError, Reason
-from skiff.apiserver.storage import NO_SPACE
+from skiff.apiserver.storage.values import NO_SPACE
 from skiff.apiserver.supervise import supervised
 
 

@@ -8,8 +8,8 @@ import pytest
 
 from skiff.api import lookup
 from skiff.api.testing import make_pod
-from skiff.apiserver.storage import RawEvent
-from skiff.apiserver.watchcache import WatchRequest, translate
+from skiff.apiserver.storage.values import RawEvent
+from skiff.apiserver.storage.watchcache import WatchRequest, translate
 
 WEB = make_pod("p").label("app", "web").obj()
 DB = make_pod("p").label("app", "db").obj()
@@ -77,7 +77,7 @@ def test_as5_a_watch_without_selector_sees_what_a_matching_selector_sees(
 
 
 def test_as5_a_watch_without_selector_does_not_decode_the_previous_value() -> None:
-    from skiff.apiserver.storage import encode_value
+    from skiff.apiserver.storage.values import encode_value
 
     raw = RawEvent(6, KEY, "PUT", None, None, False, value=encode_value(WEB),
                    prev_value=b"\xc1 not msgpack")  # decoding it would fail

@@ -17,8 +17,8 @@ from typing import Any
 
 from skiff.api import ApiError, lookup
 from skiff.api.kinds import storage_prefix
-from skiff.apiserver.storage import EtcdStorage
-from skiff.apiserver.watchcache import WatchCache, WatchRequest
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.watchcache import WatchCache, WatchRequest
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,7 @@ class Lookup:
     """name (`namespace/name` when namespaced) → object for one resource, kept current from
     the watch cache."""
 
-    def __init__(self, resource: str, storage: EtcdStorage, cache: WatchCache) -> None:
+    def __init__(self, resource: str, storage: Storage, cache: WatchCache) -> None:
         self.info = lookup(resource)
         self._storage = storage
         self._cache = cache

@@ -20,7 +20,7 @@ import asyncio
 import logging
 
 from skiff.api.errors import ApiError, Reason
-from skiff.apiserver.storage import EtcdStorage
+from skiff.apiserver.storage.etcd import EtcdStorage
 
 __all__ = ["Compactor"]
 

@@ -1,10 +1,9 @@
 """etcd v3 storage (SPEC AS3–AS6): the apiserver is the only etcd client.
 
 Every write is one etcd transaction whose compare is on `mod_revision`, so a stale
-resourceVersion is a Conflict and a create of an existing key is AlreadyExists. Values are
-msgpack; `metadata.resourceVersion` is never stored, it is the `mod_revision` on read.
-Reads `at` a past revision and an object's history come straight from etcd's MVCC log.
-Transport failures (etcd down) surface as ServiceUnavailable after bounded retries.
+resourceVersion is a Conflict and a create of an existing key is AlreadyExists. Reads `at` a
+past revision and an object's history come straight from etcd's MVCC log. Transport failures
+(etcd down) surface as ServiceUnavailable after bounded retries (retry.py).
 
 A write's outcome can be unknown: etcd did not answer in time, or the connection broke
 (UNAVAILABLE, or the client closed under the call by another request's failover) after the
@@ -13,13 +12,6 @@ fail), but a compare that then fails may have failed on this very write: such a 
 answered as kube-apiserver answers a write it cannot confirm, 504 Timeout "the server was
 unable to return a response in the time allotted, but may still be processing the
 request", never a Conflict or AlreadyExists for a write that happened.
-
-Bounds (SPEC AU10): a read or watch at a revision etcd has compacted is 410 Expired with
-Kubernetes' messages ("The resourceVersion for the provided list is too old."); a write
-refused by etcd's space quota (its NOSPACE alarm) is a 500 Status carrying etcd's message,
-"etcdserver: mvcc: database space exceeded", as kube-apiserver answers, while reads and
-deletes go on working. `compact_cas` is the compare-and-swap on `compact_rev_key` that lets
-several apiservers share one compaction per interval (see compaction.py).
 
 Leader fencing (Skiff's addition, see skiff.rpc.epoch): while `leader_epoch` is set for the
 request, every transaction first reads the Lease it names, refuses (403 Forbidden) unless the
@@ -32,10 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import builtins
-import contextvars
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import aetcd
@@ -47,202 +37,42 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
+from skiff.api.types import Obj
+from skiff.apiserver.storage.fencing import EPOCH_ATTEMPTS, leader_epoch, lease_key, lease_term
+from skiff.apiserver.storage.retry import (
+    ClientClosed,
+    call_once,
+    during_election,
+    no_space,
+    transient,
+)
+from skiff.apiserver.storage.values import (
+    COMPACT_REV_KEY,
+    EXPIRED_GET,
+    EXPIRED_LIST,
+    EXPIRED_WATCH,
+    LIST_PAGE,
+    KeyValue,
+    LeaderFenced,
+    ListPage,
+    RawEvent,
+    ambiguous_write_error,
+    decode_value,
+    encode_value,
+    no_space_error,
+)
 from skiff.etcdtls import EtcdTls, TlsEtcdClient
-from skiff.rpc import codec
 from skiff.rpc.epoch import LeaderEpoch
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Obj = dict[str, Any]
-
-# The fencing token of the request being served (set by the gRPC front), or None.
-leader_epoch: contextvars.ContextVar[LeaderEpoch | None] = contextvars.ContextVar(
-    "leader_epoch", default=None)
-_EPOCH_ATTEMPTS = 10
-# What etcd answers, with a code aetcd does not map, when it cannot reach a quorum in time.
-_QUORUM_ERRORS = ("context deadline exceeded", "request timed out", "no leader",
-                  "leader changed", "unhealthy cluster", "timed out waiting for read index")
-
-# What a live member answers while its raft group elects a leader.
-_ELECTION_ERRORS = ("leader changed", "no leader")
 
 # Range reads are paginated (`LIST_PAGE` keys a request), so no reply nears this; it only has
 # to hold one page of the largest objects (1.5 MiB each) and etcd's own request limit.
 _ETCD_MAX_MESSAGE = 256 * 1024 * 1024
-LIST_PAGE = 500
-
-# Kubernetes' message for a 504 Timeout (apimachinery's generic 504 answer): a write whose
-# outcome this apiserver cannot know.
-MAY_STILL_BE_PROCESSING = ("the server was unable to return a response in the time "
-                           "allotted, but may still be processing the request")
-
-# Kubernetes' answers for a read or watch at a compacted revision (etcd3/errors.go).
-EXPIRED_LIST = "The resourceVersion for the provided list is too old."
-EXPIRED_WATCH = "The resourceVersion for the provided watch is too old."
-# A read of one object at a past revision is Skiff's (`skiff get --at-revision`): the
-# same answer, naming the get.
-EXPIRED_GET = "The resourceVersion for the provided get is too old."
-# etcd's own message for a write refused by its space quota, which kube-apiserver passes on.
-NO_SPACE = "etcdserver: mvcc: database space exceeded"
-# The key whose version counts the compactions of all apiservers (Kubernetes' name).
-COMPACT_REV_KEY = b"compact_rev_key"
-
-_TRANSIENT = (
-    aetcd.exceptions.ConnectionFailedError,
-    aetcd.exceptions.ConnectionTimeoutError,
-    aetcd.exceptions.InternalError,
-)
 
 
-@dataclass(frozen=True)
-class KeyValue:
-    key: str
-    obj: Obj | None  # None for a deletion
-    mod_revision: int
-    create_revision: int
-
-
-@dataclass(frozen=True)
-class ListPage:
-    items: list[KeyValue]
-    revision: int  # the revision every page of this list is read at
-    more: bool
-    next_key: bytes  # where the next page starts (empty when there is none)
-    remaining: int  # keys in the range after this page
-
-
-class RawEvent:
-    """One etcd change under /registry/. The values are decoded when first read (`obj`,
-    `prev`): the watch cache sees every change of every kind, and most are read by no
-    watcher (Events, Leases) or only by some (a previous value matters to selectors)."""
-
-    __slots__ = ("revision", "key", "type", "created", "wire", "_obj", "_prev", "_value",
-                 "_prev_value", "_prev_revision")
-
-    def __init__(self, revision: int, key: str, type: str, obj: Obj | None,  # noqa: A002
-                 prev: Obj | None, created: bool, *, value: bytes | None = None,
-                 prev_value: bytes | None = None, prev_revision: int = 0) -> None:
-        self.revision = revision
-        self.key = key
-        self.type = type  # "PUT" | "DELETE"
-        self.created = created  # PUT that created the key
-        # Encoded watch messages of this event by type, shared by every watcher that gets
-        # the same object (one encode per event instead of one per watcher).
-        self.wire: dict[str, bytes] = {}
-        self._obj, self._prev = obj, prev
-        self._value, self._prev_value, self._prev_revision = value, prev_value, prev_revision
-
-    @property
-    def obj(self) -> Obj | None:
-        """The new value (None on DELETE)."""
-        if self._value is not None:
-            self._obj, self._value = decode_value(self._value, self.revision), None
-        return self._obj
-
-    @property
-    def has_prev(self) -> bool:
-        """Whether the previous value is known, without decoding it."""
-        return self._prev_value is not None or self._prev is not None
-
-    @property
-    def prev(self) -> Obj | None:
-        """The previous value when etcd still has it."""
-        if self._prev_value is not None:
-            self._prev = decode_value(self._prev_value, self._prev_revision)
-            self._prev_value = None
-        return self._prev
-
-    def __repr__(self) -> str:
-        return f"RawEvent({self.revision}, {self.key!r}, {self.type!r})"
-
-
-def _transient(err: BaseException) -> bool:
-    if isinstance(err, _TRANSIENT):
-        return True
-    return isinstance(err, aetcd.exceptions.ClientError) and any(
-        text in str(err) for text in _QUORUM_ERRORS)
-
-
-def ambiguous_write_error() -> ApiError:
-    """A write that may or may not have been committed (see the module doc)."""
-    return ApiError(Reason.TIMEOUT, MAY_STILL_BE_PROCESSING)
-
-
-class ClientClosed(aetcd.exceptions.ConnectionFailedError):  # type: ignore[misc]
-    """The etcd client was closed under a call (another request's failover): grpc.aio
-    cancels the calls of a closed channel, which the caller sees as CancelledError."""
-
-
-async def _attempt(call: Callable[[], Awaitable[T]]) -> T:
-    """`call()`, with a CancelledError that nobody asked this task for (the channel was
-    closed under the call) turned into a transient `ClientClosed`: a real cancellation
-    still ends the caller, a closed client is retried on the next one."""
-    try:
-        return await call()
-    except asyncio.CancelledError:
-        task = asyncio.current_task()
-        if task is None or task.cancelling():
-            raise
-        raise ClientClosed("the etcd client was closed during the call") from None
-
-
-async def _during_election(call: Callable[[], Awaitable[T]]) -> T:
-    """`_attempt(call)`, asked again (with a short backoff, until the caller's timeout) while
-    the member answers that its leader changed or that it has none yet: a member that
-    answers is alive, and an election ends within etcd's election timeout. Only a member
-    that stays silent or leaderless for its whole slot is left for the next one."""
-    delay = 0.05
-    while True:
-        try:
-            return await _attempt(call)
-        except etcdrpc.AioRpcError as err:
-            if not any(text in (err.details() or "") for text in _ELECTION_ERRORS):
-                raise
-        await asyncio.sleep(delay)
-        delay = min(delay * 2, 0.4)
-
-
-def _no_space(err: etcdrpc.AioRpcError) -> bool:
-    """etcd refused a write because its database reached `--quota-backend-bytes`."""
-    details = err.details() or ""
-    return (err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
-            or "database space exceeded" in details or "no space" in details)
-
-
-def no_space_error() -> ApiError:
-    """What a write gets while etcd's NOSPACE alarm is raised: kube-apiserver's 500 with
-    etcd's message (reads and deletes still work; an operator compacts, defragments and
-    disarms the alarm)."""
-    return ApiError(Reason.INTERNAL_ERROR, NO_SPACE)
-
-
-def decode_value(value: bytes, mod_revision: int) -> Obj:
-    obj = codec.decode_map(value)
-    obj.setdefault("metadata", {})["resourceVersion"] = str(mod_revision)
-    return obj
-
-
-def encode_value(obj: Obj) -> bytes:
-    meta = obj.get("metadata", {})
-    if "resourceVersion" in meta:
-        obj = {**obj, "metadata": {k: v for k, v in meta.items() if k != "resourceVersion"}}
-    return codec.encode(obj)
-
-
-def _lease_key(epoch: LeaderEpoch) -> str:
-    return f"{REGISTRY_PREFIX}leases/{epoch.namespace}/{epoch.name}"
-
-
-def _lease_term(lease: Obj | None) -> tuple[str, int]:
-    """A Lease's (holderIdentity, leaseTransitions): what a leader epoch names."""
-    spec = (lease or {}).get("spec") or {}
-    return str(spec.get("holderIdentity") or ""), int(spec.get("leaseTransitions") or 0)
-
-
-class LeaderFenced(ApiError):
-    """A deposed leader's write, refused by its epoch (SPEC CP4): a Conflict that retrying
-    cannot cure, so the registry passes it on instead of re-reading and trying again."""
 
 
 class EtcdStorage:
@@ -310,9 +140,9 @@ class EtcdStorage:
         # call has failed in a way worth retrying.
         client = self._client
         try:
-            return await _attempt(call)
+            return await call_once(call)
         except aetcd.exceptions.ClientError as err:
-            if not _transient(err):
+            if not transient(err):
                 raise
             if not isinstance(err, ClientClosed):  # (already replaced)
                 self._failover(client)
@@ -321,7 +151,7 @@ class EtcdStorage:
     async def _retry_loop(self, call: Callable[[], Awaitable[T]]) -> T:
         try:
             async for attempt in tenacity.AsyncRetrying(
-                retry=tenacity.retry_if_exception(_transient),
+                retry=tenacity.retry_if_exception(transient),
                 wait=tenacity.wait_exponential(multiplier=0.05, max=1.0),
                 stop=tenacity.stop_after_delay(self._retry_seconds),
                 reraise=True,
@@ -329,16 +159,16 @@ class EtcdStorage:
                 with attempt:
                     client = self._client
                     try:
-                        return await _attempt(call)
+                        return await call_once(call)
                     except aetcd.exceptions.ClientError as err:
-                        if _transient(err) and not isinstance(err, ClientClosed):
+                        if transient(err) and not isinstance(err, ClientClosed):
                             self._failover(client)
                         raise
         except aetcd.exceptions.ConnectionTimeoutError:
             raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(
                 f"did not answer within {self._timeout:g}s")) from None
         except aetcd.exceptions.ClientError as err:
-            if not _transient(err):
+            if not transient(err):
                 raise
             raise ApiError(Reason.SERVICE_UNAVAILABLE,
                            self._unavailable(f"is unavailable ({err or 'no connection'})")
@@ -455,7 +285,7 @@ class EtcdStorage:
 
             try:
                 async with asyncio.timeout(limit):  # not wait_for: see skiff.tasks
-                    resp = await _during_election(call)
+                    resp = await during_election(call)
                 return int(resp.header.revision)
             except ClientClosed:
                 closed += 1
@@ -476,21 +306,21 @@ class EtcdStorage:
         epoch = leader_epoch.get()
         if epoch is None:
             return await self._txn_once(compare, success)
-        lease_name = _lease_key(epoch)
-        lease_key = lease_name.encode()
+        lease_name = lease_key(epoch)
+        lease_bytes = lease_name.encode()
         tx = self._client.transactions
         # First try: the Lease as the watch cache last saw it, when it names this term.
         # Only a suggestion: the txn's compare on its mod_revision makes the write fail if
         # the Lease has changed since, and a cached Lease naming another holder is never a
         # reason to refuse (the cache may lag), so both fall back to a fresh read.
         suggested = self._cached_epoch(epoch, lease_name)
-        for _ in range(_EPOCH_ATTEMPTS):
+        for _ in range(EPOCH_ATTEMPTS):
             if suggested is not None:
                 lease_revision, suggested = suggested, None
             else:
                 lease_revision = await self._check_epoch(epoch)
             ok, revision = await self._txn_once(
-                [*compare, tx.mod(lease_key) == lease_revision], success)
+                [*compare, tx.mod(lease_bytes) == lease_revision], success)
             if ok:
                 return ok, revision
             lease, _ = await self.get(lease_name)
@@ -500,10 +330,10 @@ class EtcdStorage:
         raise ApiError(Reason.CONFLICT,
                        f"{epoch.describe()} kept changing during the write; retry")
 
-    def _cached_epoch(self, epoch: LeaderEpoch, lease_key: str) -> int | None:
+    def _cached_epoch(self, epoch: LeaderEpoch, key: str) -> int | None:
         """The cached Lease's mod_revision if it names `epoch`'s holder and term."""
-        raw = self.recent(lease_key) if self.recent is not None else None
-        if raw is None or raw.obj is None or _lease_term(raw.obj) != (epoch.holder,
+        raw = self.recent(key) if self.recent is not None else None
+        if raw is None or raw.obj is None or lease_term(raw.obj) != (epoch.holder,
                                                                        epoch.transitions):
             return None
         return raw.revision
@@ -511,8 +341,8 @@ class EtcdStorage:
     async def _check_epoch(self, epoch: LeaderEpoch) -> int:
         """The Lease's mod_revision if it still names this leader's term, else Conflict: a
         failed precondition, as a uid or resourceVersion precondition is (SPEC CP4)."""
-        lease, _ = await self.get(_lease_key(epoch))
-        holder, transitions = _lease_term(lease.obj if lease is not None else None)
+        lease, _ = await self.get(lease_key(epoch))
+        holder, transitions = lease_term(lease.obj if lease is not None else None)
         if lease is None or holder != epoch.holder or transitions != epoch.transitions:
             now = (f"held by {holder!r} with leaseTransitions {transitions}" if holder else
                    f"held by nobody (leaseTransitions {transitions})" if lease is not None
@@ -550,7 +380,7 @@ class EtcdStorage:
                     log.warning("etcd transaction outcome unknown", extra={
                         "etcd": endpoint, "error": f"no answer within {self._timeout:g}s"})
                     raise ambiguous_write_error() from None
-                if _no_space(err):
+                if no_space(err):
                     raise no_space_error() from None
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError. The transaction may have
@@ -636,7 +466,7 @@ class EtcdStorage:
             try:
                 resp = await client.kvstub.Txn(request, timeout=self._timeout)
             except etcdrpc.AioRpcError as err:
-                if _no_space(err):
+                if no_space(err):
                     raise no_space_error() from None
                 aetcd.exceptions._handle_exception(err)
                 raise

@@ -49,7 +49,8 @@ import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key, storage_prefix
-from skiff.apiserver.storage import EtcdStorage, RawEvent
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.values import RawEvent
 from skiff.rpc import encode
 
 log = logging.getLogger(__name__)
@@ -162,7 +163,7 @@ class _Subscriber:
 class WatchCache:
     """Keeps one etcd watch on /registry/ and a window of recent events."""
 
-    def __init__(self, storage: EtcdStorage, *, capacity: int = 50_000,
+    def __init__(self, storage: Storage, *, capacity: int = 50_000,
                  bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
                  quorum_check_interval: float = 5.0, quorum_check_timeout: float = 2.0,
                  on_currency: Callable[[bool], Awaitable[None]] | None = None) -> None:
