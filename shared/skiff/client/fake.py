@@ -1,0 +1,384 @@
+"""An in-memory `Client` for unit tests (client-go's `fake.Clientset`).
+
+`FakeClient` keeps objects by resource, namespace and name with resourceVersions from one
+counter, and answers as the apiserver does where controllers depend on it: NotFound,
+AlreadyExists, Conflict on a stale resourceVersion or a failed delete precondition; update
+keeps the status of kinds with a status subresource and `update_status` changes only the
+status; a delete of an object with finalizers (or of a scheduled pod with a grace period)
+marks it terminating, and it goes once its finalizers are gone; `generateName`; label and
+field selectors on list and watch; a watch that replays from a resourceVersion, then
+follows. Every call is recorded in `actions` (the verb, what it named, what it sent), and
+a reactor (`prepend_reactor`) can answer a verb instead of the store or fail it, as
+client-go's `PrependReactor`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import copy
+import itertools
+from collections.abc import AsyncGenerator, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from skiff.api import KINDS, ApiError, FieldSelector, LabelSelector, lookup
+from skiff.api.types import Obj
+from skiff.client.credentials import Credentials
+from skiff.client.interface import Client, WatchEvent
+from skiff.clock import REAL_CLOCK, Clock, rfc3339
+from skiff.rpc.epoch import LeaderEpoch
+
+__all__ = ["Action", "FakeClient", "Reactor"]
+
+Key = tuple[str, str | None, str]  # resource, namespace (None if cluster-scoped), name
+
+
+@dataclass(frozen=True)
+class Action:
+    """One call: `verb` is the method's name ("create", "update_status", "bind", ...)."""
+
+    verb: str
+    resource: str
+    namespace: str | None = None
+    name: str = ""
+    object: Obj | None = None  # a copy of what was sent (create, update, bind, ...)
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+# Answers an action instead of the store (returns the reply), fails it (raises), or lets the
+# store answer (returns None).
+Reactor = Callable[[Action], Obj | None]
+
+
+@dataclass(frozen=True)
+class _Event:
+    revision: int
+    resource: str
+    type: str
+    object: Obj
+
+
+class FakeClient:
+    """`FakeClient(pod, node, ...)`: a store holding those objects; see the module doc."""
+
+    def __init__(self, *objects: Obj, clock: Clock = REAL_CLOCK) -> None:
+        self.clock = clock
+        self.credentials = Credentials()
+        self.leader_epoch: LeaderEpoch | None = None
+        self.actions: list[Action] = []
+        self.metrics: list[Obj] = []  # PodMetrics that `pod_metrics` answers from
+        self.reconnects = 0
+        self._objects: dict[Key, Obj] = {}
+        self._revision = 0
+        self._log: list[_Event] = []
+        self._reactors: list[tuple[str, str, Reactor]] = []
+        self._names = itertools.count(1)
+        self._changed = asyncio.Event()
+        self.add(*objects)
+
+    # -- what tests use besides the Client verbs -------------------------------------------
+
+    def add(self, *objects: Obj) -> list[Obj]:
+        """Store objects as they are (no action recorded); returns the stored copies."""
+        return [self._put(self._key_of(obj), copy.deepcopy(obj), "ADDED") for obj in objects]
+
+    def stored(self, resource: str, name: str, namespace: str | None = None) -> Obj | None:
+        """The stored object itself (not a copy), or None."""
+        return self._objects.get(self._key(resource, namespace, name))
+
+    def objects(self, resource: str, namespace: str | None = None) -> builtins.list[Obj]:
+        """The stored objects of a resource (in one namespace if given), in creation order."""
+        return [obj for (res, ns, _), obj in self._objects.items()
+                if res == resource and (namespace is None or ns == namespace)]
+
+    def prepend_reactor(self, verb: str, resource: str, reactor: Reactor) -> None:
+        """Let `reactor` see `verb` calls on `resource` first ("*" matches any)."""
+        self._reactors.insert(0, (verb, resource, reactor))
+
+    def calls(self, verb: str, resource: str = "*") -> builtins.list[Action]:
+        """The recorded actions of one verb (on one resource)."""
+        return [a for a in self.actions
+                if a.verb == verb and resource in ("*", a.resource)]
+
+    # -- the Client protocol ---------------------------------------------------------------
+
+    @property
+    def generation(self) -> int:
+        return self.reconnects
+
+    async def reconnect(self, *, generation: int | None = None) -> None:
+        if generation is None or generation == self.reconnects:
+            self.reconnects += 1
+
+    async def create(self, obj: Obj, *, namespace: str | None = None,
+                     field_validation: str = "Warn") -> Obj:
+        info = lookup(str(obj.get("kind", "")))
+        body = copy.deepcopy(obj)
+        meta = body.setdefault("metadata", {})
+        if info.namespaced:
+            meta["namespace"] = namespace or meta.get("namespace") or "default"
+        if not meta.get("name") and meta.get("generateName"):
+            meta["name"] = f"{meta['generateName']}{next(self._names):05x}"
+        action = Action("create", info.resource, meta.get("namespace"),
+                        str(meta.get("name", "")), copy.deepcopy(body))
+        if (reply := self._react(action)) is not None:
+            return reply
+        key = self._key_of(body)
+        if key in self._objects:
+            raise ApiError.already_exists(info.resource, key[2])
+        meta.setdefault("uid", f"uid-{next(self._names)}")
+        meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
+        return copy.deepcopy(self._put(key, body, "ADDED"))
+
+    async def get(self, resource: str, name: str, namespace: str | None = None, *,
+                  revision: int = 0) -> Obj:
+        action = Action("get", resource, namespace, name)
+        if (reply := self._react(action)) is not None:
+            return reply
+        return copy.deepcopy(self._current(resource, namespace, name))
+
+    async def list(self, resource: str, namespace: str | None = None, *,
+                   label_selector: str = "", field_selector: str = "",
+                   revision: int = 0, limit: int = 0, continue_token: str = "") -> Obj:
+        action = Action("list", resource, namespace, options={
+            "label_selector": label_selector, "field_selector": field_selector})
+        if (reply := self._react(action)) is not None:
+            return reply
+        info = lookup(resource)
+        matches = self._matcher(info.kind, label_selector, field_selector)
+        ns = namespace if info.namespaced else None
+        items = [copy.deepcopy(o) for o in self.objects(info.resource, ns) if matches(o)]
+        return {"apiVersion": info.api_version, "kind": f"{info.kind}List",
+                "metadata": {"resourceVersion": str(self._revision)}, "items": items}
+
+    async def list_pages(self, resource: str, namespace: str | None = None, *,
+                         label_selector: str = "", field_selector: str = "",
+                         page_size: int = 500) -> Obj:
+        return await self.list(resource, namespace, label_selector=label_selector,
+                               field_selector=field_selector)
+
+    async def update(self, obj: Obj, *, field_validation: str = "Warn") -> Obj:
+        return await self._write("update", obj)
+
+    async def update_status(self, obj: Obj) -> Obj:
+        return await self._write("update_status", obj)
+
+    async def delete(self, resource: str, name: str, namespace: str | None = None, *,
+                     grace_period_seconds: int | None = None, uid: str | None = None,
+                     resource_version: str | None = None,
+                     propagation_policy: str | None = None) -> Obj:
+        action = Action("delete", resource, namespace, name, options={
+            "grace_period_seconds": grace_period_seconds, "uid": uid,
+            "resource_version": resource_version, "propagation_policy": propagation_policy})
+        if (reply := self._react(action)) is not None:
+            return reply
+        current = self._current(resource, namespace, name)
+        meta = current["metadata"]
+        for given, have, what in ((uid, meta.get("uid"), "UID"),
+                                  (resource_version, meta.get("resourceVersion"),
+                                   "ResourceVersion")):
+            if given and given != have:
+                raise ApiError.conflict(resource, name, f"Precondition failed: {what} in "
+                                        f"precondition: {given}, {what} in object meta: {have}")
+        graceful = (resource == "pods" and current.get("spec", {}).get("nodeName")
+                    and grace_period_seconds != 0)
+        if not meta.get("finalizers") and not graceful:
+            self._remove(self._key_of(current))
+            return {"object": copy.deepcopy(current), "deleted": True}
+        if not meta.get("deletionTimestamp"):
+            body = copy.deepcopy(current)
+            body["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
+            if graceful:
+                grace = grace_period_seconds if grace_period_seconds is not None else \
+                    current["spec"].get("terminationGracePeriodSeconds", 30)
+                body["metadata"]["deletionGracePeriodSeconds"] = grace
+            current = self._put(self._key_of(body), body, "MODIFIED")
+        return {"object": copy.deepcopy(current), "deleted": False}
+
+    async def bind(self, namespace: str, name: str, node_name: str, *,
+                   uid: str | None = None) -> Obj:
+        binding: Obj = {"apiVersion": "v1", "kind": "Binding",
+                        "metadata": {"name": name, "namespace": namespace},
+                        "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
+        action = Action("bind", "pods", namespace, name, binding, {"uid": uid})
+        if (reply := self._react(action)) is not None:
+            return reply
+        pod = copy.deepcopy(self._current("pods", namespace, name))
+        if uid and pod["metadata"].get("uid") != uid:
+            raise ApiError.conflict("pods", name, "the pod's UID does not match the binding")
+        if pod["spec"].get("nodeName"):
+            raise ApiError.conflict("pods/binding", name, f"pod {name} is already assigned "
+                                    f'to node "{pod["spec"]["nodeName"]}"')
+        pod["spec"]["nodeName"] = node_name
+        return copy.deepcopy(self._put(self._key_of(pod), pod, "MODIFIED"))
+
+    async def evict(self, namespace: str, name: str, *,
+                    grace_period_seconds: int | None = None) -> Obj:
+        action = Action("evict", "pods", namespace, name,
+                        options={"grace_period_seconds": grace_period_seconds})
+        if (reply := self._react(action)) is not None:
+            return reply
+        return await self.delete("pods", name, namespace,
+                                 grace_period_seconds=grace_period_seconds)
+
+    async def history(self, resource: str, name: str,
+                      namespace: str | None = None) -> builtins.list[Obj]:
+        if (reply := self._react(Action("history", resource, namespace, name))) is not None:
+            return list(reply["items"])
+        key = self._key(resource, namespace, name)
+        return [{"revision": e.revision, "type": e.type, "object": copy.deepcopy(e.object)}
+                for e in self._log if self._key_of(e.object) == key]
+
+    async def create_token(self, namespace: str, name: str, request: Obj) -> Obj:
+        action = Action("create_token", "serviceaccounts", namespace, name,
+                        copy.deepcopy(request))
+        if (reply := self._react(action)) is not None:
+            return reply
+        self._current("serviceaccounts", namespace, name)
+        seconds = int(request.get("spec", {}).get("expirationSeconds") or 3600)
+        return {**copy.deepcopy(request), "status": {
+            "token": f"token-{namespace}-{name}-{next(self._names)}",
+            "expirationTimestamp": rfc3339(self.clock.now() + seconds)}}
+
+    async def pod_metrics(self, namespace: str, *,
+                          label_selector: str = "") -> builtins.list[Obj]:
+        action = Action("pod_metrics", "pods", namespace,
+                        options={"label_selector": label_selector})
+        if (reply := self._react(action)) is not None:
+            return list(reply["items"])
+        selector = LabelSelector.parse(label_selector)
+        return [copy.deepcopy(m) for m in self.metrics
+                if m["metadata"].get("namespace") == namespace
+                and selector.matches(m["metadata"].get("labels") or {})]
+
+    async def discovery(self) -> builtins.list[Obj]:
+        return [{"kind": k.kind, "apiVersion": k.api_version, "name": k.resource,
+                 "namespaced": k.namespaced, "shortNames": list(k.short_names)}
+                for k in KINDS]
+
+    async def watch(self, resource: str, namespace: str | None = None, *,
+                    resource_version: str = "", label_selector: str = "",
+                    field_selector: str = "", name: str = "",
+                    allow_bookmarks: bool = True,
+                    timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
+        self.actions.append(Action("watch", resource, namespace, name, options={
+            "resource_version": resource_version, "label_selector": label_selector,
+            "field_selector": field_selector}))
+        info = lookup(resource)
+        matches = self._matcher(info.kind, label_selector, field_selector)
+        ns = namespace if info.namespaced else None
+
+        def wanted(obj: Obj) -> bool:
+            meta = obj["metadata"]
+            return ((ns is None or meta.get("namespace") == ns)
+                    and (not name or meta.get("name") == name) and matches(obj))
+
+        if resource_version in ("", "0"):  # the current state first, as synthetic ADDEDs
+            for obj in self.objects(info.resource, ns):
+                if wanted(obj):
+                    yield WatchEvent("ADDED", copy.deepcopy(obj))
+            since = self._revision
+        else:
+            since = int(resource_version)
+        async with asyncio.timeout(timeout_seconds):
+            while True:
+                event = next((e for e in self._log if e.revision > since), None)
+                if event is None:
+                    self._changed.clear()
+                    await self._changed.wait()
+                    continue
+                since = event.revision
+                if event.resource == info.resource and wanted(event.object):
+                    yield WatchEvent(event.type, copy.deepcopy(event.object))
+
+    # -- the store -------------------------------------------------------------------------
+
+    def _react(self, action: Action) -> Obj | None:
+        self.actions.append(action)
+        for verb, resource, reactor in self._reactors:
+            if verb in ("*", action.verb) and resource in ("*", action.resource):
+                reply = reactor(action)
+                if reply is not None:
+                    return reply
+        return None
+
+    @staticmethod
+    def _key(resource: str, namespace: str | None, name: str) -> Key:
+        info = lookup(resource)
+        return info.resource, (namespace or "default") if info.namespaced else None, name
+
+    def _key_of(self, obj: Obj) -> Key:
+        meta = obj.get("metadata", {})
+        return self._key(lookup(str(obj.get("kind", ""))).resource, meta.get("namespace"),
+                         str(meta.get("name", "")))
+
+    def _current(self, resource: str, namespace: str | None, name: str) -> Obj:
+        obj = self._objects.get(self._key(resource, namespace, name))
+        if obj is None:
+            raise ApiError.not_found(lookup(resource).resource, name)
+        return obj
+
+    def _matcher(self, kind: str, label_selector: str,
+                 field_selector: str) -> Callable[[Obj], bool]:
+        labels = LabelSelector.parse(label_selector)
+        fields = FieldSelector.parse(field_selector, kind=kind)
+        return lambda obj: (labels.matches(obj["metadata"].get("labels") or {})
+                            and fields.matches(obj))
+
+    async def _write(self, verb: str, obj: Obj) -> Obj:
+        info = lookup(str(obj.get("kind", "")))
+        meta = obj.get("metadata", {})
+        action = Action(verb, info.resource, meta.get("namespace"), str(meta.get("name", "")),
+                        copy.deepcopy(obj))
+        if (reply := self._react(action)) is not None:
+            return reply
+        current = self._current(info.resource, meta.get("namespace"), str(meta.get("name")))
+        sent = meta.get("resourceVersion")
+        if sent and sent != current["metadata"].get("resourceVersion"):
+            raise ApiError.conflict(info.resource, str(meta.get("name")), "the object has "
+                                    "been modified; please apply your changes to the latest "
+                                    "version and try again")
+        if verb == "update_status":
+            body = {**copy.deepcopy(current), "status": copy.deepcopy(obj.get("status", {}))}
+        else:
+            body = copy.deepcopy(obj)
+            if info.has_status:
+                body.pop("status", None)
+                if "status" in current:
+                    body["status"] = copy.deepcopy(current["status"])
+            for kept in ("uid", "creationTimestamp", "deletionTimestamp",
+                         "deletionGracePeriodSeconds"):
+                if kept in current["metadata"]:
+                    body["metadata"][kept] = current["metadata"][kept]
+        key = self._key_of(body)
+        gone = body["metadata"].get("deletionTimestamp") and not body["metadata"].get(
+            "finalizers") and body["metadata"].get("deletionGracePeriodSeconds", 0) == 0
+        if gone:  # the last finalizer went (a pod that is not still stopping)
+            self._remove(key)
+            return copy.deepcopy(body)
+        return copy.deepcopy(self._put(key, body, "MODIFIED"))
+
+    def _put(self, key: Key, obj: Obj, type_: str) -> Obj:
+        """Store `obj` (owned by the store from now on) at the next revision."""
+        self._revision += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self._revision)
+        self._objects[key] = obj
+        self._record(key[0], type_, obj)
+        return obj
+
+    def _remove(self, key: Key) -> None:
+        obj = self._objects.pop(key)
+        self._revision += 1
+        gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._revision)}}
+        self._record(key[0], "DELETED", gone)
+
+    def _record(self, resource: str, type_: str, obj: Obj) -> None:
+        self._log.append(_Event(self._revision, resource, type_, copy.deepcopy(obj)))
+        self._changed.set()
+
+
+
+if TYPE_CHECKING:
+    # mypy checks here that the fake has every verb of the protocol, as declared.
+    _SATISFIES_CLIENT: type[Client] = FakeClient
