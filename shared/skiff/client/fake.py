@@ -29,7 +29,7 @@ from skiff.client.interface import Client, WatchEvent
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.rpc.epoch import LeaderEpoch
 
-__all__ = ["Action", "FakeClient", "Reactor"]
+__all__ = ["Action", "FakeClient", "FakeStore", "Reactor", "fail_with"]
 
 Key = tuple[str, str | None, str]  # resource, namespace (None if cluster-scoped), name
 
@@ -59,22 +59,31 @@ class _Event:
     object: Obj
 
 
-class FakeClient:
-    """`FakeClient(pod, node, ...)`: a store holding those objects; see the module doc."""
+class FakeStore:
+    """The apiserver's state: what one or more `FakeClient`s read and write."""
 
-    def __init__(self, *objects: Obj, clock: Clock = REAL_CLOCK) -> None:
+    def __init__(self) -> None:
+        self.objects: dict[Key, Obj] = {}
+        self.revision = 0
+        self.log: list[_Event] = []  # every change, for watches and history
+        self.changed = asyncio.Event()
+        self.names = itertools.count(1)
+
+
+class FakeClient:
+    """`FakeClient(pod, node, ...)`: a store holding those objects; see the module doc.
+    `FakeClient(store=other.store)` is a second client of the same apiserver state."""
+
+    def __init__(self, *objects: Obj, clock: Clock = REAL_CLOCK,
+                 store: FakeStore | None = None) -> None:
         self.clock = clock
+        self.store = store if store is not None else FakeStore()
         self.credentials = Credentials()
         self.leader_epoch: LeaderEpoch | None = None
         self.actions: list[Action] = []
         self.metrics: list[Obj] = []  # PodMetrics that `pod_metrics` answers from
         self.reconnects = 0
-        self._objects: dict[Key, Obj] = {}
-        self._revision = 0
-        self._log: list[_Event] = []
         self._reactors: list[tuple[str, str, Reactor]] = []
-        self._names = itertools.count(1)
-        self._changed = asyncio.Event()
         self.add(*objects)
 
     # -- what tests use besides the Client verbs -------------------------------------------
@@ -85,11 +94,11 @@ class FakeClient:
 
     def stored(self, resource: str, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object itself (not a copy), or None."""
-        return self._objects.get(self._key(resource, namespace, name))
+        return self.store.objects.get(self._key(resource, namespace, name))
 
     def objects(self, resource: str, namespace: str | None = None) -> builtins.list[Obj]:
         """The stored objects of a resource (in one namespace if given), in creation order."""
-        return [obj for (res, ns, _), obj in self._objects.items()
+        return [obj for (res, ns, _), obj in self.store.objects.items()
                 if res == resource and (namespace is None or ns == namespace)]
 
     def prepend_reactor(self, verb: str, resource: str, reactor: Reactor) -> None:
@@ -119,15 +128,15 @@ class FakeClient:
         if info.namespaced:
             meta["namespace"] = namespace or meta.get("namespace") or "default"
         if not meta.get("name") and meta.get("generateName"):
-            meta["name"] = f"{meta['generateName']}{next(self._names):05x}"
+            meta["name"] = f"{meta['generateName']}{next(self.store.names):05x}"
         action = Action("create", info.resource, meta.get("namespace"),
                         str(meta.get("name", "")), copy.deepcopy(body))
         if (reply := self._react(action)) is not None:
             return reply
         key = self._key_of(body)
-        if key in self._objects:
+        if key in self.store.objects:
             raise ApiError.already_exists(info.resource, key[2])
-        meta.setdefault("uid", f"uid-{next(self._names)}")
+        meta.setdefault("uid", f"uid-{next(self.store.names)}")
         meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
         return copy.deepcopy(self._put(key, body, "ADDED"))
 
@@ -150,7 +159,7 @@ class FakeClient:
         ns = namespace if info.namespaced else None
         items = [copy.deepcopy(o) for o in self.objects(info.resource, ns) if matches(o)]
         return {"apiVersion": info.api_version, "kind": f"{info.kind}List",
-                "metadata": {"resourceVersion": str(self._revision)}, "items": items}
+                "metadata": {"resourceVersion": str(self.store.revision)}, "items": items}
 
     async def list_pages(self, resource: str, namespace: str | None = None, *,
                          label_selector: str = "", field_selector: str = "",
@@ -228,7 +237,7 @@ class FakeClient:
             return list(reply["items"])
         key = self._key(resource, namespace, name)
         return [{"revision": e.revision, "type": e.type, "object": copy.deepcopy(e.object)}
-                for e in self._log if self._key_of(e.object) == key]
+                for e in self.store.log if self._key_of(e.object) == key]
 
     async def create_token(self, namespace: str, name: str, request: Obj) -> Obj:
         action = Action("create_token", "serviceaccounts", namespace, name,
@@ -238,7 +247,7 @@ class FakeClient:
         self._current("serviceaccounts", namespace, name)
         seconds = int(request.get("spec", {}).get("expirationSeconds") or 3600)
         return {**copy.deepcopy(request), "status": {
-            "token": f"token-{namespace}-{name}-{next(self._names)}",
+            "token": f"token-{namespace}-{name}-{next(self.store.names)}",
             "expirationTimestamp": rfc3339(self.clock.now() + seconds)}}
 
     async def pod_metrics(self, namespace: str, *,
@@ -278,15 +287,15 @@ class FakeClient:
             for obj in self.objects(info.resource, ns):
                 if wanted(obj):
                     yield WatchEvent("ADDED", copy.deepcopy(obj))
-            since = self._revision
+            since = self.store.revision
         else:
             since = int(resource_version)
         async with asyncio.timeout(timeout_seconds):
             while True:
-                event = next((e for e in self._log if e.revision > since), None)
+                event = next((e for e in self.store.log if e.revision > since), None)
                 if event is None:
-                    self._changed.clear()
-                    await self._changed.wait()
+                    self.store.changed.clear()
+                    await self.store.changed.wait()
                     continue
                 since = event.revision
                 if event.resource == info.resource and wanted(event.object):
@@ -314,7 +323,7 @@ class FakeClient:
                          str(meta.get("name", "")))
 
     def _current(self, resource: str, namespace: str | None, name: str) -> Obj:
-        obj = self._objects.get(self._key(resource, namespace, name))
+        obj = self.store.objects.get(self._key(resource, namespace, name))
         if obj is None:
             raise ApiError.not_found(lookup(resource).resource, name)
         return obj
@@ -361,22 +370,30 @@ class FakeClient:
 
     def _put(self, key: Key, obj: Obj, type_: str) -> Obj:
         """Store `obj` (owned by the store from now on) at the next revision."""
-        self._revision += 1
-        obj.setdefault("metadata", {})["resourceVersion"] = str(self._revision)
-        self._objects[key] = obj
+        self.store.revision += 1
+        obj.setdefault("metadata", {})["resourceVersion"] = str(self.store.revision)
+        self.store.objects[key] = obj
         self._record(key[0], type_, obj)
         return obj
 
     def _remove(self, key: Key) -> None:
-        obj = self._objects.pop(key)
-        self._revision += 1
-        gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self._revision)}}
+        obj = self.store.objects.pop(key)
+        self.store.revision += 1
+        gone = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.store.revision)}}
         self._record(key[0], "DELETED", gone)
 
     def _record(self, resource: str, type_: str, obj: Obj) -> None:
-        self._log.append(_Event(self._revision, resource, type_, copy.deepcopy(obj)))
-        self._changed.set()
+        self.store.log.append(_Event(self.store.revision, resource, type_, copy.deepcopy(obj)))
+        self.store.changed.set()
 
+
+
+def fail_with(error: ApiError) -> Reactor:
+    """A reactor that fails every call it sees with `error` (an apiserver that is down:
+    `fail_with(ApiError(Reason.SERVICE_UNAVAILABLE, ...))`)."""
+    def react(_action: Action) -> Obj | None:
+        raise error
+    return react
 
 
 if TYPE_CHECKING:

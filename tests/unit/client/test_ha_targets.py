@@ -1,18 +1,15 @@
-"""Issue 11: the comma-separated apiserver list and the leader epoch's wire form."""
+"""The comma-separated apiserver list and the leader epoch's wire form."""
 
 from __future__ import annotations
-
-from typing import cast
 
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.client import ApiClient
 from skiff.client.api import parse_targets
+from skiff.client.fake import FakeClient
 from skiff.client.leaderelection import LeaderElectionConfig, LeaderElector
 from skiff.clock import FakeClock
 from skiff.rpc.epoch import LeaderEpoch
-from tests.unit.controller_manager.fakes import FakeApi
 
 
 def test_issue11_target_list_accepts_commas_spaces_and_schemes() -> None:
@@ -41,13 +38,13 @@ def test_issue11_malformed_leader_epoch_is_a_bad_request_naming_the_header(bad: 
 async def test_issue11_each_term_sets_the_clients_epoch_and_a_lost_term_keeps_it() -> None:
     """The epoch names the Lease, the holder and its leaseTransitions; a deposed leader's
     client keeps its stale epoch (so its late writes are refused), never none."""
-    api_a, api_b, clock = FakeApi(), FakeApi(), FakeClock()
-    api_b.objects = api_a.objects  # one apiserver state, two clients
+    api_a, clock = FakeClient(), FakeClock()
+    api_b = FakeClient(store=api_a.store)  # one apiserver state, two clients
 
-    def elector(api: FakeApi, identity: str) -> LeaderElector:
+    def elector(api: FakeClient, identity: str) -> LeaderElector:
         config = LeaderElectionConfig(namespace="kube-system", name="kube-scheduler",
                                       identity=identity)
-        return LeaderElector(client=cast(ApiClient, api), clock=clock, config=config)
+        return LeaderElector(client=api, clock=clock, config=config)
 
     a, b = elector(api_a, "a"), elector(api_b, "b")
     assert await a.try_acquire_or_renew()
@@ -61,6 +58,5 @@ async def test_issue11_each_term_sets_the_clients_epoch_and_a_lost_term_keeps_it
     assert _epoch(api_a) == LeaderEpoch("kube-system", "kube-scheduler", "a", 0)
 
 
-def _epoch(api: FakeApi) -> LeaderEpoch | None:
-    epoch: LeaderEpoch | None = getattr(api, "leader_epoch", None)
-    return epoch
+def _epoch(api: FakeClient) -> LeaderEpoch | None:
+    return api.leader_epoch

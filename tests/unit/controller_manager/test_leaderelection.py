@@ -1,13 +1,14 @@
-"""Leader election on a Lease (client-go semantics), on a fake clock and fake API."""
+"""Leader election on a Lease (client-go semantics), on a fake clock and the in-memory API."""
 
 from __future__ import annotations
 
 import asyncio
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from skiff.client import ApiClient
+from skiff.api import ApiError, Reason
+from skiff.client.fake import FakeClient, fail_with
 from skiff.clock import FakeClock
 from skiff.controller_manager.leaderelection import (
     LeaderElectionConfig,
@@ -15,7 +16,6 @@ from skiff.controller_manager.leaderelection import (
     LeaderElector,
     held_by_other,
 )
-from tests.unit.controller_manager.fakes import FakeApi
 
 
 @pytest.mark.parametrize(("holder", "observed_at", "now", "expected"), [
@@ -30,17 +30,23 @@ def test_held_by_other(holder: str, observed_at: float, now: float, expected: bo
     assert held_by_other(record, identity="me", observed_at=observed_at, now=now) is expected
 
 
-def _elector(api: FakeApi, clock: FakeClock, identity: str) -> LeaderElector:
+def _elector(api: FakeClient, clock: FakeClock, identity: str) -> LeaderElector:
     config = LeaderElectionConfig(namespace="kube-system", name="cm", identity=identity)
-    return LeaderElector(client=cast(ApiClient, api), config=config, clock=clock)
+    return LeaderElector(client=api, config=config, clock=clock)
 
 
-def _holder(api: FakeApi) -> Any:
-    return api.objects[("leases", "kube-system", "cm")]["spec"]["holderIdentity"]
+def _lease(api: FakeClient) -> Any:
+    lease = api.stored("leases", "cm", "kube-system")
+    assert lease is not None
+    return lease
+
+
+def _holder(api: FakeClient) -> Any:
+    return _lease(api)["spec"]["holderIdentity"]
 
 
 async def test_only_one_candidate_wins_and_the_other_takes_over_after_the_lease() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = FakeClient(), FakeClock()
     a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()
@@ -52,13 +58,13 @@ async def test_only_one_candidate_wins_and_the_other_takes_over_after_the_lease(
     assert not await b.try_acquire_or_renew()
     clock.advance(0.2)
     assert await b.try_acquire_or_renew()
-    spec = api.objects[("leases", "kube-system", "cm")]["spec"]
+    spec = _lease(api)["spec"]
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("b", 1)
     assert not await a.try_acquire_or_renew()  # a is not the holder any more
 
 
 async def test_release_lets_the_standby_take_over_at_once() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = FakeClient(), FakeClock()
     a, b = _elector(api, clock, "a"), _elector(api, clock, "b")
     assert await a.try_acquire_or_renew()
     assert not await b.try_acquire_or_renew()
@@ -79,7 +85,7 @@ async def _settle() -> None:
 
 
 async def test_leading_stops_when_the_lease_cannot_be_renewed() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = FakeClient(), FakeClock()
     elector = _elector(api, clock, "a")
     stop = asyncio.Event()
     started, cancelled = asyncio.Event(), asyncio.Event()
@@ -98,7 +104,9 @@ async def test_leading_stops_when_the_lease_cannot_be_renewed() -> None:
         clock.advance(2)
         await _settle()
     assert not cancelled.is_set()
-    api.unavailable = True  # last renewal at 6 s; the renew deadline is 10 s
+    # the apiserver goes away: the last renewal was at 6 s; the renew deadline is 10 s
+    api.prepend_reactor("*", "*", fail_with(ApiError(Reason.SERVICE_UNAVAILABLE,
+                                                      "apiserver unavailable")))
     for _ in range(4):
         clock.advance(2)
         await _settle()
@@ -112,7 +120,7 @@ async def test_leading_stops_when_the_lease_cannot_be_renewed() -> None:
 
 
 async def test_stop_releases_the_lease() -> None:
-    api, clock = FakeApi(), FakeClock()
+    api, clock = FakeClient(), FakeClock()
     elector = _elector(api, clock, "a")
     stop = asyncio.Event()
 

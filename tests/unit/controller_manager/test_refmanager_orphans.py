@@ -4,14 +4,11 @@
 from __future__ import annotations
 
 import copy
-from types import SimpleNamespace
-from typing import cast
 
 from skiff.api.types import Obj
 from skiff.client import Informer
-from skiff.client.informer import Indexer
+from skiff.client.fake import FakeClient
 from skiff.controller_manager.refmanager import RefManager
-from tests.unit.controller_manager.fakes import FakeApi
 
 
 def _rs(uid: str) -> Obj:
@@ -30,32 +27,33 @@ def _pod(name: str, owner_uid: str | None) -> Obj:
 
 
 def _owners(*sets: Obj) -> Informer:
-    store = Indexer()
+    """A ReplicaSet informer whose cache holds `sets`."""
+    owners = Informer(FakeClient(), "replicasets")
     for rs in sets:
-        store.put(rs)
-    return cast(Informer, SimpleNamespace(store=store))
+        owners.store.put(rs)
+    return owners
 
 
 async def test_wl7_pods_cached_under_a_deleted_owner_are_reread_and_found_orphaned() -> None:
-    api = FakeApi()
+    api = FakeClient()
     cached = [_pod("a", "old-uid"), _pod("b", "old-uid"), _pod("c", None)]
     for pod in cached:  # the apiserver already has them orphaned
         fresh = copy.deepcopy(pod)
         fresh["metadata"].pop("ownerReferences", None)
-        api.objects[("pods", "ns", pod["metadata"]["name"])] = fresh
-    refs = RefManager(api, _rs("new-uid"), "pods")  # type: ignore[arg-type]
+        api.add(fresh)
+    refs = RefManager(api, _rs("new-uid"), "pods")
     found = await refs.orphans(cached, _owners(_rs("new-uid")))
     assert sorted(p["metadata"]["name"] for p in found) == ["a", "b", "c"]
     assert all("ownerReferences" not in p["metadata"] for p in found)
 
 
 async def test_wl7_pods_of_a_live_owner_or_still_owned_are_not_orphans() -> None:
-    api = FakeApi()
+    api = FakeClient()
     live = _rs("other-uid") | {"metadata": {"name": "keep-other", "namespace": "ns",
                                             "uid": "other-uid"}}
     mine = _pod("m", "other-uid")
     mine["metadata"]["ownerReferences"][0]["name"] = "keep-other"
     still = _pod("s", "old-uid")  # the apiserver still has the old owner's reference
-    api.objects[("pods", "ns", "s")] = copy.deepcopy(still)
-    refs = RefManager(api, _rs("new-uid"), "pods")  # type: ignore[arg-type]
+    api.add(still)
+    refs = RefManager(api, _rs("new-uid"), "pods")
     assert await refs.orphans([mine, still], _owners(_rs("new-uid"), live)) == []
