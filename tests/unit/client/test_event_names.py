@@ -5,43 +5,39 @@ before its Scheduled when the names were random)."""
 from __future__ import annotations
 
 import re
-from typing import Any, cast
 
-from skiff.api import ApiError, Reason
-from skiff.client import ApiClient, EventRecorder
+from skiff.client import EventRecorder
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock
 
 
-class CreatingApi:
-    def __init__(self) -> None:
-        self.names: list[str] = []
-
-    async def create(self, obj: dict[str, Any]) -> dict[str, Any]:
-        name = obj["metadata"]["name"]
-        if name in self.names:
-            raise ApiError(Reason.ALREADY_EXISTS, f'events "{name}" already exists')
-        self.names.append(name)
-        return obj
+def event_names(api: FakeClient) -> list[str]:
+    """The names of the Events created, in the order they were created."""
+    return [str(a.object["metadata"]["name"]) for a in api.calls("create", "events")
+            if a.object is not None]
 
 
 async def test_event_names_follow_the_time_they_were_recorded() -> None:
-    api, clock = CreatingApi(), FakeClock(start=1_790_000_000.0)
-    recorder = EventRecorder(cast(ApiClient, api), component="kubelet", clock=clock)
+    api, clock = FakeClient(), FakeClock(start=1_790_000_000.0)
+    recorder = EventRecorder(api, component="kubelet", clock=clock)
     pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p1", "uid": "u1"}}
     for i in range(12):
         await recorder.event(pod, "Normal", f"Reason{i}", f"message {i}")
         if i % 3 == 0:
             clock.advance(0.25)
-    assert len(api.names) == 12
-    assert all(re.fullmatch(r"p1\.[0-9a-f]{16}", n) for n in api.names), api.names
-    assert sorted(api.names) == api.names  # etcd's key order is the order of events
-    assert api.names[0] == f"p1.{int(1_790_000_000.0 * 1e9):x}"
+    names = event_names(api)
+    assert len(names) == 12
+    assert all(re.fullmatch(r"p1\.[0-9a-f]{16}", n) for n in names), names
+    assert sorted(names) == names  # etcd's key order is the order of events
+    assert names[0] == f"p1.{int(1_790_000_000.0 * 1e9):x}"
 
 
 async def test_a_name_taken_by_another_process_still_records_the_event() -> None:
-    api, clock = CreatingApi(), FakeClock(start=1_790_000_000.0)
+    api, clock = FakeClient(), FakeClock(start=1_790_000_000.0)
     pod = {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "p1", "uid": "u1"}}
     for component in ("kubelet", "default-scheduler"):  # two recorders, the same instant
-        recorder = EventRecorder(cast(ApiClient, api), component=component, clock=clock)
+        recorder = EventRecorder(api, component=component, clock=clock)
         await recorder.event(pod, "Normal", component, "same instant")
-    assert len(set(api.names)) == 2
+    names = event_names(api)
+    assert len(names) == 3  # the second name was taken: created again under another
+    assert len({e["metadata"]["name"] for e in api.objects("events")}) == 2

@@ -1,15 +1,13 @@
-"""Issue 20 (SPEC SC1/FN3): what the attach/detach controller re-queues. A Fence that goes
+"""SPEC SC1/FN3: what the attach/detach controller re-queues. A Fence that goes
 away re-queues the volumes the node's pods use — not only attachments the node still holds
 — and the periodic resync re-queues every exclusive volume, so no event is load-bearing."""
 
 from __future__ import annotations
 
-from typing import cast
-
 import pytest
 
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock
 from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.controller import ControllerContext
@@ -30,7 +28,7 @@ def pod(name: str, node: str, claim_name: str) -> Obj:
 
 @pytest.fixture
 def controller() -> AttachDetachController:
-    client = cast(ApiClient, None)
+    client = FakeClient()
     context = ControllerContext(client=client, informers=SharedInformers(client),
                                 settings=ControllerManagerSettings(), clock=FakeClock())
     ctl = AttachDetachController(context=context)

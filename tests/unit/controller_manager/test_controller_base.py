@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import cast
 
 import pytest
 
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.informers import SharedInformers
@@ -45,7 +44,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def context(clock: FakeClock) -> ControllerContext:
-    client = cast(ApiClient, None)
+    client = FakeClient()
     return ControllerContext(client=client, informers=SharedInformers(client),
                              settings=ControllerManagerSettings(), clock=clock)
 
