@@ -3,21 +3,26 @@
 `cut()` stops forwarding bytes on every open connection but never closes or resets them
 (a partition drops packets; no RST arrives), and refuses nothing. `heal()` forwards again
 for connections made from then on; the cut ones stay dead, as TCP state across a long
-partition usually is. Only 127.0.0.1 is involved.
+partition usually is. `drop_answers()` is a failure after the commit: requests on the open
+connections still reach the server, its answers are dropped, and a moment later those
+connections break; new connections work normally. Only 127.0.0.1 is involved.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
-from skiff.cli.processes import free_port
+from skiff.cluster.processes import free_port
 
 
 @dataclass(eq=False)
 class _Link:
-    cut: bool = False
+    cut: bool = False  # nothing flows either way
+    dropping_answers: bool = False  # requests flow, answers do not
     writers: list[asyncio.StreamWriter] = field(default_factory=list)
 
 
@@ -55,6 +60,27 @@ class Blackhole:
     def heal(self) -> None:
         """New connections flow again; the cut ones stay silent forever."""
 
+    def drop_answers(self, *, hold: float = 0.5) -> None:
+        """The open connections still carry requests but drop every answer, and `hold`
+        seconds later they are aborted (a network failure after the server committed)."""
+        links = list(self._links)
+        for link in links:
+            link.dropping_answers = True
+
+        async def abort() -> None:
+            await asyncio.sleep(hold)
+            for link in links:
+                for w in link.writers:
+                    w.transport.abort()
+                self._links.discard(link)
+
+        self._spawn(abort())
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro, name="grpc-blackhole")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
@@ -63,16 +89,15 @@ class Blackhole:
             return
         link = _Link(writers=[writer, up_writer])
         self._links.add(link)
-        for src, dst in ((reader, up_writer), (up_reader, writer)):
-            task = asyncio.create_task(self._pump(link, src, dst), name="grpc-blackhole")
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+        self._spawn(self._pump(link, reader, up_writer, answers=False))
+        self._spawn(self._pump(link, up_reader, writer, answers=True))
 
     @staticmethod
-    async def _pump(link: _Link, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(ConnectionError, asyncio.CancelledError):
+    async def _pump(link: _Link, src: asyncio.StreamReader, dst: asyncio.StreamWriter, *,
+                    answers: bool) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
             while data := await src.read(65536):
-                if link.cut:
+                if link.cut or (answers and link.dropping_answers):
                     continue  # dropped on the floor, like packets across a partition
                 dst.write(data)
                 await dst.drain()

@@ -20,9 +20,10 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
+from tests.integration.rawsocket import read_until_closed
 
 pytestmark = pytest.mark.integration
 
@@ -199,24 +200,12 @@ def test_au10_yaml_nested_deeply_is_400_exceeded_max_depth_without_traceback(
     watch.assert_no_traceback()
 
 
-def _read_until_closed(sock: socket.socket, limit: float) -> tuple[bytes, float]:
-    """Everything the server sends until it closes the connection (or `limit` passes)."""
-    started, data = time.monotonic(), b""
-    sock.settimeout(limit)
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except TimeoutError:
-        return data, float("inf")
-    return data, time.monotonic() - started
-
-
 def test_au10_slow_header_client_is_disconnected_after_the_header_timeout(
         front: tuple[Cluster, int]) -> None:
     _, port = front
     with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
         sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\n")  # the headers never end
-        data, seconds = _read_until_closed(sock, 10 * HEADER_TIMEOUT)
+        data, seconds = read_until_closed(sock, 10 * HEADER_TIMEOUT)
     assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
 
     # a keep-alive connection: the first request is answered, a slow second one is cut
@@ -225,7 +214,7 @@ def test_au10_slow_header_client_is_disconnected_after_the_header_timeout(
         assert sock.recv(65536).startswith(b"HTTP/1.1 200")
         time.sleep(HEADER_TIMEOUT + 0.5)  # idle between requests is not the header timeout
         sock.sendall(b"GET /version HTTP/1.1\r\n")
-        data, seconds = _read_until_closed(sock, 10 * HEADER_TIMEOUT)
+        data, seconds = read_until_closed(sock, 10 * HEADER_TIMEOUT)
     assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
 
     # a client that sends its headers in time is served
@@ -239,7 +228,7 @@ def test_au10_long_request_line_is_414_status(front: tuple[Cluster, int]) -> Non
     with LogWatch(cluster) as watch, socket.create_connection(("127.0.0.1", port),
                                                               timeout=10) as sock:
         sock.sendall(b"GET " + path + b" HTTP/1.1\r\nHost: x\r\n\r\n")
-        data, _ = _read_until_closed(sock, 10)
+        data, _ = read_until_closed(sock, 10)
     head, _, body = data.partition(b"\r\n\r\n")
     assert head.split(b" ", 2)[1] == b"414", head
     status = status_of(body)

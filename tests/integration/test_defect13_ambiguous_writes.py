@@ -3,19 +3,16 @@ answered as one, as kube-apiserver answers it: 504 Timeout "the server was unabl
 a response in the time allotted, but may still be processing the request", never a Conflict
 or AlreadyExists for a write that happened.
 
-Real etcd behind a loopback TCP proxy that lets a transaction through but swallows etcd's
-answer and then breaks the connection (a network failure after the commit): the apiserver's
-etcd client sees UNAVAILABLE, retries the transaction, and its compare fails on the very
-write the first attempt committed. Before the fix the client was told AlreadyExists (create)
-or Conflict (update, delete).
+Real etcd behind a loopback TCP proxy (`Blackhole.drop_answers`) that lets a transaction
+through but swallows etcd's answer and then breaks the connection (a network failure after
+the commit): the apiserver's etcd client sees UNAVAILABLE, retries the transaction, and its
+compare fails on the very write the first attempt committed. Before the fix the client was
+told AlreadyExists (create) or Conflict (update, delete).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -23,84 +20,14 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.errors import HTTP_CODES
 from skiff.apiserver.storage.etcd import EtcdStorage
-from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
+from skiff.cluster.processes import Process, etcd_process, free_port, wait_etcd_healthy
+from tests.integration.blackhole import Blackhole
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
 KEY = "/registry/configmaps/default/ambiguous"
 MESSAGE = ("the server was unable to return a response in the time allotted, but may still "
            "be processing the request")
-
-
-@dataclass(eq=False)
-class _Link:
-    writers: list[asyncio.StreamWriter] = field(default_factory=list)
-    dropping: bool = False
-
-
-class AnswerDropper:
-    """A TCP proxy to etcd on 127.0.0.1. `break_after_commit()`: requests on the open
-    connections still reach etcd, etcd's answers are dropped, and `hold` seconds later
-    those connections are aborted; new connections work normally."""
-
-    def __init__(self, target_port: int) -> None:
-        self.target_port = target_port
-        self.port = free_port()
-        self._links: set[_Link] = set()
-        self._server: asyncio.Server | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
-
-    async def __aenter__(self) -> AnswerDropper:
-        self._server = await asyncio.start_server(self._accept, "127.0.0.1", self.port)
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        for link in self._links:
-            for w in link.writers:
-                w.transport.abort()
-        with contextlib.suppress(Exception):
-            await self._server.wait_closed()
-
-    def break_after_commit(self, hold: float = 0.5) -> None:
-        links = list(self._links)
-        for link in links:
-            link.dropping = True
-
-        async def abort() -> None:
-            await asyncio.sleep(hold)
-            for link in links:
-                for w in link.writers:
-                    w.transport.abort()
-                self._links.discard(link)
-
-        self._spawn(abort())
-
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _accept(self, reader: asyncio.StreamReader,
-                      writer: asyncio.StreamWriter) -> None:
-        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
-        link = _Link([writer, up_writer])
-        self._links.add(link)
-        self._spawn(self._pipe(reader, up_writer, link, answers=False))
-        self._spawn(self._pipe(up_reader, writer, link, answers=True))
-
-    @staticmethod
-    async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    link: _Link, *, answers: bool) -> None:
-        with contextlib.suppress(OSError, ConnectionError):
-            while data := await reader.read(65536):
-                if answers and link.dropping:
-                    continue  # etcd's answer never arrives
-                writer.write(data)
-                await writer.drain()
 
 
 @pytest.fixture
@@ -116,9 +43,9 @@ def etcd(tmp_path: Path) -> Iterator[int]:
 
 
 @pytest.fixture
-async def proxied(etcd: int) -> AsyncIterator[tuple[EtcdStorage, AnswerDropper, EtcdStorage]]:
+async def proxied(etcd: int) -> AsyncIterator[tuple[EtcdStorage, Blackhole, EtcdStorage]]:
     """(storage through the proxy, the proxy, storage straight to etcd)."""
-    async with AnswerDropper(etcd) as proxy:
+    async with Blackhole(etcd) as proxy:
         through = EtcdStorage(f"http://127.0.0.1:{proxy.port}", request_timeout=3,
                               retry_seconds=10)
         direct = EtcdStorage(f"http://127.0.0.1:{etcd}", request_timeout=3, retry_seconds=3)
@@ -145,11 +72,11 @@ def _assert_timeout(err: ApiError) -> None:
 
 
 async def test_defect13_a_write_whose_commit_is_unknown_after_unavailable_is_a_timeout(
-        proxied: tuple[EtcdStorage, AnswerDropper, EtcdStorage]) -> None:
+        proxied: tuple[EtcdStorage, Blackhole, EtcdStorage]) -> None:
     storage, proxy, direct = proxied
 
     # create: committed, answer lost, retried -> not AlreadyExists
-    proxy.break_after_commit()
+    proxy.drop_answers()
     with pytest.raises(ApiError) as created:
         await storage.create(KEY, _cm("1"))
     _assert_timeout(created.value)
@@ -158,7 +85,7 @@ async def test_defect13_a_write_whose_commit_is_unknown_after_unavailable_is_a_t
     assert stored.obj["data"] == {"v": "1"}, "the write the client was told timed out happened"
 
     # update: committed, answer lost, retried -> not Conflict
-    proxy.break_after_commit()
+    proxy.drop_answers()
     with pytest.raises(ApiError) as updated:
         await storage.update(KEY, _cm("2"), expected_revision=stored.mod_revision)
     _assert_timeout(updated.value)
@@ -166,7 +93,7 @@ async def test_defect13_a_write_whose_commit_is_unknown_after_unavailable_is_a_t
     assert stored is not None and stored.obj is not None and stored.obj["data"] == {"v": "2"}
 
     # delete: committed, answer lost, retried -> not Conflict
-    proxy.break_after_commit()
+    proxy.drop_answers()
     with pytest.raises(ApiError) as deleted:
         await storage.delete(KEY, expected_revision=stored.mod_revision)
     _assert_timeout(deleted.value)

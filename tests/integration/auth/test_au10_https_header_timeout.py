@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import socket
 import ssl
-import time
 from collections.abc import Iterator
 
 import pytest
 
 from tests.integration.auth.conftest import SecureCluster, start_secure_cluster
+from tests.integration.rawsocket import read_until_closed
 
 pytestmark = pytest.mark.integration
 
@@ -33,31 +33,18 @@ def _connect(cluster: SecureCluster) -> ssl.SSLSocket:
     return context.wrap_socket(raw, server_hostname="127.0.0.1")
 
 
-def _seconds_until_closed(sock: ssl.SSLSocket, limit: float) -> tuple[bytes, float]:
-    started, data = time.monotonic(), b""
-    sock.settimeout(limit)
-    try:
-        while chunk := sock.recv(65536):
-            data += chunk
-    except TimeoutError:
-        return data, float("inf")
-    except (ConnectionResetError, ssl.SSLError):
-        pass  # closed without a TLS close_notify: closed all the same
-    return data, time.monotonic() - started
-
-
 def test_au10_https_slow_header_client_is_disconnected_after_the_header_timeout(
         cluster: SecureCluster) -> None:
     with _connect(cluster) as sock:
         sock.sendall(b"GET /version HTTP/1.1\r\nHost: x\r\nAccept: */*\r\n")  # never ends
-        data, seconds = _seconds_until_closed(sock, 10 * HEADER_TIMEOUT)
+        data, seconds = read_until_closed(sock, 10 * HEADER_TIMEOUT)
     assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
 
 
 def test_au10_https_silent_client_is_disconnected_after_the_header_timeout(
         cluster: SecureCluster) -> None:
     with _connect(cluster) as sock:  # TLS done, then nothing
-        data, seconds = _seconds_until_closed(sock, 10 * HEADER_TIMEOUT)
+        data, seconds = read_until_closed(sock, 10 * HEADER_TIMEOUT)
     assert data == b"" and seconds < HEADER_TIMEOUT + 2.0, (data, seconds)
 
 
