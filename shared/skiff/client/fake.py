@@ -89,8 +89,11 @@ class FakeClient:
     # -- what tests use besides the Client verbs -------------------------------------------
 
     def add(self, *objects: Obj) -> list[Obj]:
-        """Store objects as they are (no action recorded); returns the stored copies."""
-        return [self._put(self._key_of(obj), copy.deepcopy(obj), "ADDED") for obj in objects]
+        """Store objects as they are, or in place of the stored ones (no action recorded);
+        returns what is stored (with its new resourceVersion)."""
+        return [self._put(key, copy.deepcopy(obj),
+                          "MODIFIED" if key in self.store.objects else "ADDED")
+                for obj in objects for key in [self._key_of(obj)]]
 
     def stored(self, resource: str, name: str, namespace: str | None = None) -> Obj | None:
         """The stored object itself (not a copy), or None."""

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Sequence
-from typing import Any, cast
 
 import pytest
 
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
@@ -22,39 +21,6 @@ from skiff.controller_manager.settings import ControllerManagerSettings
 NS = "ns"
 KEY = f"{NS}/batch"
 TRACKING = "batch.kubernetes.io/job-tracking"
-
-
-class FakeCluster:
-    """The verbs the Job controller uses, recording pods created and deleted, events and
-    the last status written."""
-
-    def __init__(self) -> None:
-        self.created_pods: list[Obj] = []
-        self.deleted_pods: list[str] = []
-        self.events: list[tuple[str, str]] = []
-        self.status: Obj | None = None
-
-    async def create(self, obj: Obj) -> Obj:
-        if obj.get("kind") == "Event":
-            self.events.append((obj["reason"], obj["message"]))
-        else:
-            created = copy.deepcopy(obj)
-            created["metadata"]["name"] = f"{obj['metadata'].get('generateName', '')}x"
-            self.created_pods.append(created)
-            return created
-        return copy.deepcopy(obj)
-
-    async def update(self, obj: Obj) -> Obj:
-        return copy.deepcopy(obj)
-
-    async def update_status(self, obj: Obj) -> Obj:
-        self.status = copy.deepcopy(obj["status"])
-        return copy.deepcopy(obj)
-
-    async def delete(self, resource: str, name: str, namespace: str | None = None,
-                     **_: Any) -> Obj:
-        self.deleted_pods.append(name)
-        return {}
 
 
 def job(*, suspend: bool, status: Obj | None = None, deadline: int | None = None,
@@ -81,29 +47,47 @@ def running_pod(name: str, index: int | None = None) -> Obj:
                                       "name": "batch", "uid": "j-1", "controller": True}]}
     if index is not None:
         meta["annotations"] = {"batch.kubernetes.io/job-completion-index": str(index)}
-    return {"metadata": meta, "spec": {"nodeName": "node-1"},
-            "status": {"phase": "Running"}}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta,
+            "spec": {"nodeName": "node-1"}, "status": {"phase": "Running"}}
 
 
 class Harness:
+    """The Job controller over FakeClient; reads back the pods it created and deleted, the
+    events it recorded and the status it wrote."""
+
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.api = FakeCluster()
-        client = cast(ApiClient, self.api)
+        self.api = FakeClient(clock=self.clock)
         self.ctl = JobController(context=ControllerContext(
-            client=client, informers=SharedInformers(client),
+            client=self.api, informers=SharedInformers(self.api),
             settings=ControllerManagerSettings(), clock=self.clock))
 
     async def sync(self, the_job: Obj, pods: Sequence[Obj] = ()) -> Obj:
         """One sync of `the_job`; returns the status it wrote (or the one it had)."""
-        self.ctl.jobs.store.put(the_job)
-        for pod in pods:
-            self.ctl.pods.store.put(pod)
-        self.api.status = None
+        for obj in (the_job, *pods):  # the apiserver and the informers agree
+            stored = self.api.add(obj)[0]
+            informer = self.ctl.jobs if obj is the_job else self.ctl.pods
+            informer.store.put(copy.deepcopy(stored))
+        before = len(self.api.actions)
         self.ctl.expectations.forget(KEY)
         await self.ctl.reconcile(KEY)
-        written: Obj = the_job["status"] if self.api.status is None else self.api.status
-        return written
+        written = [a.object for a in self.api.actions[before:]
+                   if a.verb == "update_status" and a.resource == "jobs" and a.object]
+        status: Obj = written[-1]["status"] if written else the_job["status"]
+        return status
+
+    @property
+    def created_pods(self) -> list[Obj]:
+        return [a.object for a in self.api.calls("create", "pods") if a.object is not None]
+
+    @property
+    def deleted_pods(self) -> list[str]:
+        return [a.name for a in self.api.calls("delete", "pods")]
+
+    @property
+    def events(self) -> list[tuple[str, str]]:
+        return [(a.object["reason"], a.object["message"])
+                for a in self.api.calls("create", "events") if a.object is not None]
 
 
 def suspended_condition(status: Obj) -> Obj | None:
@@ -119,21 +103,21 @@ async def test_wl4_suspending_a_job_deletes_its_pods_and_sets_suspended(indexed:
     status = await h.sync(job(suspend=True, status=started, indexed=indexed),
                           [running_pod("batch-a", 0 if indexed else None),
                            running_pod("batch-b", 1 if indexed else None)])
-    assert sorted(h.api.deleted_pods) == ["batch-a", "batch-b"]
+    assert sorted(h.deleted_pods) == ["batch-a", "batch-b"]
     cond = suspended_condition(status)
     assert cond is not None
     assert (cond["status"], cond["reason"], cond["message"]) == (
         "True", "JobSuspended", "Job suspended")
     assert cond["lastTransitionTime"] == rfc3339(h.clock.now())
-    assert ("Suspended", "Job suspended") in h.api.events
-    assert h.api.created_pods == []
+    assert ("Suspended", "Job suspended") in h.events
+    assert h.created_pods == []
 
 
 async def test_wl4_job_created_suspended_has_no_start_time_and_runs_nothing() -> None:
     h = Harness()
     status = await h.sync(job(suspend=True))
     assert "startTime" not in status
-    assert h.api.created_pods == []
+    assert h.created_pods == []
     cond = suspended_condition(status)
     assert cond is not None and cond["status"] == "True"
 
@@ -144,7 +128,7 @@ async def test_wl4_suspended_condition_is_written_once() -> None:
     h.clock.advance(10)
     again = await h.sync(job(suspend=True, status=first))
     assert suspended_condition(again) == suspended_condition(first)
-    assert h.api.events.count(("Suspended", "Job suspended")) == 1
+    assert h.events.count(("Suspended", "Job suspended")) == 1
 
 
 async def test_wl4_resuming_sets_suspended_false_and_resets_start_time() -> None:
@@ -157,15 +141,15 @@ async def test_wl4_resuming_sets_suspended_false_and_resets_start_time() -> None
     assert (cond["status"], cond["reason"], cond["message"]) == (
         "False", "JobResumed", "Job resumed")
     assert status["startTime"] == rfc3339(h.clock.now())
-    assert ("Resumed", "Job resumed") in h.api.events
-    assert len(h.api.created_pods) == 2
+    assert ("Resumed", "Job resumed") in h.events
+    assert len(h.created_pods) == 2
 
 
 async def test_wl4_never_suspended_job_has_no_suspended_condition() -> None:
     h = Harness()
     status = await h.sync(job(suspend=False))
     assert suspended_condition(status) is None
-    assert not any(reason == "Resumed" for reason, _ in h.api.events)
+    assert not any(reason == "Resumed" for reason, _ in h.events)
 
 
 async def test_wl4_deadline_does_not_run_while_suspended_and_restarts_on_resume() -> None:
