@@ -1,4 +1,4 @@
-"""The HorizontalPodAutoscaler controller on a fake clock against an in-memory API
+"""The HorizontalPodAutoscaler controller on a fake clock against the in-memory API
 (Kubernetes' horizontal_test.go): it rescales the target, says why in events and
 conditions, writes status only when it changed, and remembers recommendations and scale
 events between syncs."""
@@ -10,10 +10,10 @@ from typing import cast
 
 import pytest
 
-from skiff.api import ApiError, Reason, lookup
+from skiff.api import ApiError, Reason
 from skiff.api.testing import make_pod
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import Action, FakeClient, Reactor, fail_with
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
@@ -25,65 +25,20 @@ KEY = f"{NS}/web"
 CPU_ABOVE = "cpu resource utilization (percentage of request) above target"
 
 
-class FakeCluster:
-    """get / update / update_status / create (events) / pod_metrics, with resourceVersion
-    conflicts, and a record of every write."""
+def conflicting(api: FakeClient, resource: str, times: int) -> Reactor:
+    """The next `times` updates of a `resource` fail with Conflict, as if someone else (a
+    status update) wrote it just before."""
+    left = [times]
 
-    def __init__(self) -> None:
-        self.objects: dict[tuple[str, str, str], Obj] = {}
-        self.revision = 0
-        self.metrics: list[Obj] = []
-        self.metrics_error: ApiError | None = None
-        self.metrics_calls = 0
-        self.events: list[Obj] = []
-        self.updates: list[Obj] = []
-        self.status_updates: list[Obj] = []
-        self.conflicts = 0  # the next N updates of a target fail with Conflict
-
-    def put(self, obj: Obj) -> Obj:
-        self.revision += 1
-        stored = copy.deepcopy(obj)
-        stored["metadata"]["resourceVersion"] = str(self.revision)
-        meta = stored["metadata"]
-        self.objects[(lookup(stored["kind"]).resource, meta["namespace"], meta["name"])] = stored
-        return copy.deepcopy(stored)
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
-        obj = self.objects.get((resource, namespace or "", name))
-        if obj is None:
-            raise ApiError(Reason.NOT_FOUND, f'{resource} "{name}" not found')
-        return copy.deepcopy(obj)
-
-    async def update(self, obj: Obj) -> Obj:
-        if obj["kind"] == "Event":
-            return copy.deepcopy(obj)
-        meta = obj["metadata"]
-        current = self.objects[(lookup(obj["kind"]).resource, meta["namespace"], meta["name"])]
-        if self.conflicts:
-            self.conflicts -= 1
-            self.put(current)  # someone else wrote it meanwhile (a status update)
-            raise ApiError(Reason.CONFLICT, "the object has been modified")
-        if current["metadata"]["resourceVersion"] != meta.get("resourceVersion"):
-            raise ApiError(Reason.CONFLICT, "the object has been modified")
-        self.updates.append(copy.deepcopy(obj))
-        return self.put(obj)
-
-    async def update_status(self, obj: Obj) -> Obj:
-        self.status_updates.append(copy.deepcopy(obj["status"]))
-        return copy.deepcopy(obj)
-
-    async def create(self, obj: Obj) -> Obj:
-        self.events.append(obj)
-        return copy.deepcopy(obj)
-
-    async def pod_metrics(self, namespace: str, *, label_selector: str = "") -> list[Obj]:
-        self.metrics_calls += 1
-        if self.metrics_error is not None:
-            raise self.metrics_error
-        return copy.deepcopy(self.metrics)
-
-    def event_log(self) -> list[tuple[str, str, str]]:
-        return [(e["type"], e["reason"], e["message"]) for e in self.events]
+    def react(action: Action) -> Obj | None:
+        if not left[0]:
+            return None
+        left[0] -= 1
+        current = api.stored(resource, action.name, action.namespace)
+        assert current is not None
+        api.add(current)
+        raise ApiError(Reason.CONFLICT, "the object has been modified")
+    return react
 
 
 def deployment(replicas: int, *, kind: str = "Deployment") -> Obj:
@@ -111,18 +66,17 @@ def hpa(*, min_replicas: int = 1, max_replicas: int = 10, target: int = 50,
 class Harness:
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.api = FakeCluster()
-        client = cast(ApiClient, self.api)
+        self.api = FakeClient(clock=self.clock)
         self.ctl = HorizontalController(context=ControllerContext(
-            client=client, informers=SharedInformers(client),
+            client=self.api, informers=SharedInformers(self.api),
             settings=ControllerManagerSettings(), clock=self.clock))
 
     def given(self, autoscaler: Obj, replicas: int, usage_milli: list[int], *,
               target_kind: str = "Deployment") -> None:
         """An HPA, its target at `replicas`, and one Running, Ready pod (request 1 cpu)
         per entry of `usage_milli` with that much cpu used."""
-        self.ctl.hpas.store.put(autoscaler)
-        self.api.put(deployment(replicas, kind=target_kind))
+        self.ctl.hpas.store.put(copy.deepcopy(self.api.add(autoscaler)[0]))
+        self.api.add(deployment(replicas, kind=target_kind))
         self.set_usage(usage_milli)
 
     def set_usage(self, usage_milli: list[int]) -> None:
@@ -136,24 +90,46 @@ class Harness:
                    .condition("Ready").start_time(started).obj())
             self.ctl.pods.store.put(pod)
             self.api.metrics.append({
-                "metadata": {"name": f"web-{i}", "namespace": NS},
+                "metadata": {"name": f"web-{i}", "namespace": NS, "labels": {"app": "web"}},
                 "timestamp": rfc3339(self.clock.now() - 5), "window": "10s",
                 "containers": [{"name": "c", "usage": {"cpu": f"{milli}m"}}]})
 
     async def sync(self) -> float | None:
         after = await self.ctl.reconcile(KEY)
-        stored = self.ctl.hpas.store.get(KEY)
-        if stored is not None and self.api.status_updates:  # the informer sees our write
-            self.ctl.hpas.store.put({**stored, "status": self.api.status_updates[-1]})
+        stored = self.api.stored("horizontalpodautoscalers", "web", NS)
+        if stored is not None:  # the informer sees our write
+            self.ctl.hpas.store.put(copy.deepcopy(stored))
         return after
+
+    def target(self, resource: str = "deployments") -> Obj:
+        stored = self.api.stored(resource, "web", NS)
+        assert stored is not None
+        return stored
 
     @property
     def target_replicas(self) -> int:
-        return int(self.api.objects[("deployments", NS, "web")]["spec"]["replicas"])
+        return int(self.target()["spec"]["replicas"])
 
     @property
     def status(self) -> Obj:
         return cast(Obj, (self.ctl.hpas.store.get(KEY) or {}).get("status") or {})
+
+    @property
+    def updates(self) -> list[Action]:
+        """The updates of the target (the scale writes)."""
+        return [a for a in self.api.calls("update") if a.resource != "events"]
+
+    @property
+    def status_updates(self) -> list[Action]:
+        return self.api.calls("update_status", "horizontalpodautoscalers")
+
+    @property
+    def metrics_calls(self) -> int:
+        return len(self.api.calls("pod_metrics"))
+
+    def event_log(self) -> list[tuple[str, str, str]]:
+        return [(e["type"], e["reason"], e["message"])
+                for e in (a.object for a in self.api.calls("create", "events")) if e]
 
     def condition(self, type_: str) -> tuple[str, str, str]:
         cond = next(c for c in self.status["conditions"] if c["type"] == type_)
@@ -169,7 +145,7 @@ async def test_scale_up_rescales_the_target_and_reports_why(h: Harness) -> None:
     h.given(hpa(target=30), 3, [300, 500, 700])
     assert await h.sync() == 15.0  # --horizontal-pod-autoscaler-sync-period
     assert h.target_replicas == 5
-    assert h.api.event_log() == [("Normal", "SuccessfulRescale",
+    assert h.event_log() == [("Normal", "SuccessfulRescale",
                                   f"New size: 5; reason: {CPU_ABOVE}")]
     assert h.status == {
         "currentReplicas": 3, "desiredReplicas": 5, "lastScaleTime": rfc3339(h.clock.now()),
@@ -191,14 +167,14 @@ async def test_scale_up_rescales_the_target_and_reports_why(h: Harness) -> None:
 async def test_within_tolerance_nothing_changes_and_status_is_written_once(h: Harness) -> None:
     h.given(hpa(target=50), 3, [520, 540, 560])
     await h.sync()
-    assert h.api.updates == [] and h.api.events == []
+    assert h.updates == [] and h.event_log() == []
     assert (h.status["currentReplicas"], h.status["desiredReplicas"]) == (3, 3)
     assert h.condition("AbleToScale") == ("True", "ReadyForNewScale",
                                           "recommended size matches current size")
     assert "lastScaleTime" not in h.status
     h.clock.advance(15)
     await h.sync()
-    assert len(h.api.status_updates) == 1  # unchanged: not written again
+    assert len(h.status_updates) == 1  # unchanged: not written again
 
 
 async def test_scale_down_waits_for_the_stabilization_window(h: Harness) -> None:
@@ -215,7 +191,7 @@ async def test_scale_down_waits_for_the_stabilization_window(h: Harness) -> None
     h.clock.advance(286)  # the 4s recommended first fall out of the 300 s window
     await h.sync()
     assert h.target_replicas == 1
-    assert h.api.event_log()[-1] == ("Normal", "SuccessfulRescale",
+    assert h.event_log()[-1] == ("Normal", "SuccessfulRescale",
                                      "New size: 1; reason: All metrics below target")
 
 
@@ -228,7 +204,7 @@ async def test_scale_up_is_limited_by_the_behavior_policy(h: Harness) -> None:
     assert h.condition("ScalingLimited") == (
         "True", "ScaleUpLimit",
         "the desired replica count is increasing faster than the maximum scale rate")
-    h.api.objects[("deployments", NS, "web")]["status"]["replicas"] = 3
+    h.target()["status"]["replicas"] = 3
     h.set_usage([1000, 1000, 1000])
     h.clock.advance(30)
     await h.sync()
@@ -266,15 +242,15 @@ async def test_target_outside_min_max_is_brought_back_without_metrics(
         reason: str) -> None:
     h.given(hpa(min_replicas=min_max[0], max_replicas=min_max[1]), replicas, [500])
     await h.sync()
-    assert h.target_replicas == expected and h.api.metrics_calls == 0
-    assert h.api.event_log() == [("Normal", "SuccessfulRescale",
+    assert h.target_replicas == expected and h.metrics_calls == 0
+    assert h.event_log() == [("Normal", "SuccessfulRescale",
                                   f"New size: {expected}; reason: {reason}")]
 
 
 async def test_target_at_zero_replicas_disables_scaling(h: Harness) -> None:
     h.given(hpa(), 0, [900])
     await h.sync()
-    assert h.api.updates == [] and h.api.metrics_calls == 0
+    assert h.updates == [] and h.metrics_calls == 0
     assert h.condition("ScalingActive") == (
         "False", "ScalingDisabled",
         "scaling is disabled since the replica count of the target is zero")
@@ -284,13 +260,14 @@ async def test_target_at_zero_replicas_disables_scaling(h: Harness) -> None:
 async def test_unavailable_metrics_stop_scaling_and_keep_the_desired_count(h: Harness) -> None:
     h.given(hpa(target=30), 3, [300, 500, 700])
     await h.sync()
-    h.api.objects[("deployments", NS, "web")]["spec"]["replicas"] = 5
-    h.api.metrics_error = ApiError(Reason.SERVICE_UNAVAILABLE, "no kubelet answered")
+    h.target()["spec"]["replicas"] = 5
+    h.api.prepend_reactor("pod_metrics", "pods", fail_with(
+        ApiError(Reason.SERVICE_UNAVAILABLE, "no kubelet answered")))
     h.clock.advance(15)
     await h.sync()
     inner = ("failed to get cpu utilization: unable to get metrics for resource cpu: unable "
              "to fetch metrics from resource metrics API: no kubelet answered")
-    assert h.api.event_log()[1:] == [
+    assert h.event_log()[1:] == [
         ("Warning", "FailedGetResourceMetric", inner),
         ("Warning", "FailedComputeMetricsReplicas", "invalid metrics (1 invalid out of 1), "
          f"first error is: failed to get cpu resource metric value: {inner}")]
@@ -315,7 +292,7 @@ async def test_unsupported_target_kind_is_failed_get_scale(h: Harness) -> None:
     h.given(hpa(kind="DaemonSet"), 3, [500])
     await h.sync()
     message = 'no matches for kind "DaemonSet" in group "apps"'
-    assert h.api.event_log() == [("Warning", "FailedGetScale", message)]
+    assert h.event_log() == [("Warning", "FailedGetScale", message)]
     assert h.condition("AbleToScale") == (
         "False", "FailedGetScale",
         f"the HPA controller was unable to get the target's current scale: {message}")
@@ -324,19 +301,19 @@ async def test_unsupported_target_kind_is_failed_get_scale(h: Harness) -> None:
 async def test_statefulset_target_is_scaled(h: Harness) -> None:
     h.given(hpa(kind="StatefulSet", target=30), 3, [300, 500, 700], target_kind="StatefulSet")
     await h.sync()
-    assert h.api.objects[("statefulsets", NS, "web")]["spec"]["replicas"] == 5
+    assert h.target("statefulsets")["spec"]["replicas"] == 5
 
 
 async def test_WL1_replication_controller_target_is_scaled_by_its_label_map(h: Harness) -> None:
     """A ReplicationController's selector is a plain label map, not a LabelSelector."""
     h.given(hpa(kind="ReplicationController", api_version="v1", target=30), 3,
             [300, 500, 700], target_kind="Deployment")
-    h.api.put({"apiVersion": "v1", "kind": "ReplicationController",
+    h.api.add({"apiVersion": "v1", "kind": "ReplicationController",
                "metadata": {"name": "web", "namespace": NS, "uid": "rc-1"},
                "spec": {"replicas": 3, "selector": {"app": "web"}},
                "status": {"replicas": 3}})
     await h.sync()
-    assert h.api.objects[("replicationcontrollers", NS, "web")]["spec"]["replicas"] == 5
+    assert h.target("replicationcontrollers")["spec"]["replicas"] == 5
     assert h.status["currentReplicas"] == 3
 
 
@@ -348,7 +325,7 @@ async def test_pods_metric_without_custom_metrics_api_does_not_block_a_scale_up(
     h.given(hpa(metrics=[pods_metric, cpu]), 3, [300, 500, 700])
     await h.sync()
     assert h.target_replicas == 5
-    assert h.api.event_log()[0] == (
+    assert h.event_log()[0] == (
         "Warning", "FailedGetPodsMetric",
         "unable to get metric qps: unable to fetch metrics from custom metrics API: no custom "
         "metrics API (custom.metrics.k8s.io) registered")
@@ -367,20 +344,17 @@ async def test_a_failed_metric_blocks_a_scale_down(h: Harness) -> None:
 
 async def test_conflicting_target_update_is_retried(h: Harness) -> None:
     h.given(hpa(target=30), 3, [300, 500, 700])
-    h.api.conflicts = 2
+    h.api.prepend_reactor("update", "deployments", conflicting(h.api, "deployments", 2))
     await h.sync()
-    assert h.target_replicas == 5 and len(h.api.updates) == 1
+    assert h.target_replicas == 5 and len(h.updates) == 3  # two conflicts, then written
 
 
 async def test_failed_rescale_is_reported(h: Harness) -> None:
     h.given(hpa(target=30), 3, [300, 500, 700])
 
-    async def refuse(obj: Obj) -> Obj:
-        raise ApiError(Reason.FORBIDDEN, "not allowed")
-
-    h.api.update = refuse  # type: ignore[method-assign]
+    h.api.prepend_reactor("update", "*", fail_with(ApiError(Reason.FORBIDDEN, "not allowed")))
     await h.sync()
-    assert h.api.event_log() == [("Warning", "FailedRescale",
+    assert h.event_log() == [("Warning", "FailedRescale",
                                   f"New size: 5; reason: {CPU_ABOVE}; error: not allowed")]
     assert h.condition("AbleToScale") == (
         "False", "FailedUpdateScale",
@@ -392,7 +366,7 @@ async def test_condition_transition_time_moves_only_when_its_status_does(h: Harn
     h.given(hpa(target=30), 3, [300, 500, 700])
     await h.sync()
     first = rfc3339(h.clock.now())
-    h.api.objects[("deployments", NS, "web")]["spec"]["replicas"] = 5
+    h.target()["spec"]["replicas"] = 5
     h.set_usage([100] * 5)
     h.clock.advance(15)
     await h.sync()
