@@ -62,11 +62,11 @@ def test_ps4_ordinals_start() -> None:
 
 
 def test_ps4_stateful_pod_identity() -> None:
-    sts = {"apiVersion": "apps/v1", "kind": "StatefulSet",
-           "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
-           "spec": {"serviceName": "svc", "template": {
-               "metadata": {"labels": {"app": "web"}},
-               "spec": {"containers": [{"name": "c"}]}}}}
+    sts: Obj = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                "metadata": {"name": "web", "namespace": "ns", "uid": "u1"},
+                "spec": {"serviceName": "svc", "template": {
+                    "metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c"}]}}}}
     pod = stateful_pod(sts, 3)
     assert pod["metadata"]["name"] == "web-3"
     assert pod["metadata"]["labels"] == {"app": "web",
