@@ -18,10 +18,12 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config, watch
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
+from skiff.api.types import Obj
 from skiff.client import ApiClient
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
+from tests.integration.officialclient import labels_of, name_of
 
 POD = """apiVersion: v1
 kind: Pod
@@ -40,7 +42,7 @@ class Api:
         return subprocess.run(["kubectl", "--kubeconfig", str(self.config), *args],
                               input=stdin, capture_output=True, text=True, timeout=60)
 
-    def get(self, name: str) -> dict[str, object]:
+    def get(self, name: str) -> Obj:
         result = self.kubectl("get", "pod", name, "-o", "json")
         assert result.returncode == 0, result.stderr
         return dict(json.loads(result.stdout))
@@ -78,11 +80,11 @@ def test_AX1_kubectl_patch_type_json_adds_a_label(api: Api, core: client.CoreV1A
     patched = api.kubectl("patch", "pod", "jp", "--type=json", "-p",
                           '[{"op":"add","path":"/metadata/labels/tier","value":"front"}]')
     assert patched.returncode == 0, patched.stderr
-    assert api.get("jp")["metadata"]["labels"] == {"app": "jp", "tier": "front"}  # type: ignore[index]
+    assert api.get("jp")["metadata"]["labels"] == {"app": "jp", "tier": "front"}
     # the official client sends a list body as application/json-patch+json
     core.patch_namespaced_pod("jp", "default", [
         {"op": "replace", "path": "/metadata/labels/tier", "value": "back"}])
-    assert core.read_namespaced_pod("jp", "default").metadata.labels["tier"] == "back"
+    assert labels_of(core.read_namespaced_pod("jp", "default"))["tier"] == "back"
 
 
 def test_AX1_server_side_apply_creates_updates_and_reports_a_conflict(api: Api) -> None:
@@ -96,7 +98,7 @@ def test_AX1_server_side_apply_creates_updates_and_reports_a_conflict(api: Api) 
                                            image="busybox"))
     assert updated.returncode == 0, updated.stderr
     pod = api.get("ssa")
-    assert pod["metadata"]["labels"]["tier"] == "b"  # type: ignore[index]
+    assert pod["metadata"]["labels"]["tier"] == "b"
     shown = api.kubectl("get", "pod", "ssa", "-o", "yaml", "--show-managed-fields")
     assert "manager: alice" in shown.stdout and "operation: Apply" in shown.stdout
     conflict = api.kubectl("apply", "--server-side", "--field-manager=bob", "-f", "-",
@@ -108,13 +110,13 @@ def test_AX1_server_side_apply_creates_updates_and_reports_a_conflict(api: Api) 
                          "-f", "-", stdin=POD.format(name="ssa", app="ssa", extra=", tier: c",
                                                      image="busybox"))
     assert forced.returncode == 0, forced.stderr
-    assert api.get("ssa")["metadata"]["labels"]["tier"] == "c"  # type: ignore[index]
+    assert api.get("ssa")["metadata"]["labels"]["tier"] == "c"
 
 
 def test_AX2_kubectl_diff_and_server_dry_run_store_nothing(api: Api) -> None:
     assert api.kubectl("apply", "-f", "-", stdin=POD.format(
         name="dr", app="dr", extra="", image="busybox")).returncode == 0
-    before = api.get("dr")["metadata"]["resourceVersion"]  # type: ignore[index]
+    before = api.get("dr")["metadata"]["resourceVersion"]
     changed = POD.format(name="dr", app="dr", extra=", tier: new", image="busybox")
     diff = api.kubectl("diff", "-f", "-", stdin=changed)
     assert diff.returncode == 1, diff.stderr  # 1: differences found
@@ -127,9 +129,9 @@ def test_AX2_kubectl_diff_and_server_dry_run_store_nothing(api: Api) -> None:
     deleted = api.kubectl("delete", "pod", "dr", "--dry-run=server")
     assert deleted.returncode == 0, deleted.stderr
     after = api.get("dr")
-    assert after["metadata"]["resourceVersion"] == before  # type: ignore[index]
-    assert "tier" not in after["metadata"]["labels"]  # type: ignore[index]
-    assert "deletionTimestamp" not in after["metadata"]  # type: ignore[operator]
+    assert after["metadata"]["resourceVersion"] == before
+    assert "tier" not in after["metadata"]["labels"]
+    assert "deletionTimestamp" not in after["metadata"]
     assert api.kubectl("get", "pod", "dr-new").returncode != 0
 
 
@@ -147,7 +149,7 @@ def test_AX2_deletecollection_with_label_selector_deletes_only_matching(
         assert api.kubectl("create", "-f", "-", stdin=POD.format(
             name=name, app=app, extra="", image="busybox")).returncode == 0
     core.delete_collection_namespaced_pod("default", label_selector="app=doomed")
-    left = {p.metadata.name for p in core.list_namespaced_pod("default").items}
+    left = {name_of(p) for p in core.list_namespaced_pod("default").items}
     assert "dc-c" in left and not {"dc-a", "dc-b"} & left
 
 

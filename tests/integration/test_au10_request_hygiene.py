@@ -87,7 +87,7 @@ class LogWatch:
 
 
 def status_of(body: bytes) -> dict[str, Any]:
-    status = json.loads(body)
+    status: dict[str, Any] = json.loads(body)
     assert status["kind"] == "Status", status
     return status
 

@@ -14,12 +14,13 @@ from typing import Any
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiException
 
 from skiff.cli import resources
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
+from tests.integration.officialclient import meta, name_of, present
 
 pytestmark = pytest.mark.integration
 
@@ -75,9 +76,9 @@ def test_defect3_a_field_selector_with_an_empty_term_is_read_as_kubernetes_reads
     core.create_namespaced_config_map("default", client.V1ConfigMap(
         metadata=client.V1ObjectMeta(name="sel-y"), data={"k": "v"}))
     listed = core.list_namespaced_config_map("default", field_selector="metadata.name=sel-x,")
-    assert [cm.metadata.name for cm in listed.items] == ["sel-x"]
+    assert [name_of(cm) for cm in listed.items] == ["sel-x"]
     both = core.list_namespaced_config_map("default", field_selector=",metadata.name!=sel-y,,")
-    assert "sel-x" in [cm.metadata.name for cm in both.items]
+    assert "sel-x" in [name_of(cm) for cm in both.items]
 
 
 def test_defect2_a_resource_version_that_is_not_a_revision_is_dropped_on_create(
@@ -85,12 +86,13 @@ def test_defect2_a_resource_version_that_is_not_a_revision_is_dropped_on_create(
     for name, version in (("rv-word", "v1"), ("rv-zero", "0")):
         made = core.create_namespaced_config_map("default", client.V1ConfigMap(
             metadata=client.V1ObjectMeta(name=name, resource_version=version)))
-        assert made.metadata.resource_version not in (None, "", version)
+        assert meta(made).resource_version not in (None, "", version)
     with pytest.raises(ApiException) as err:
         core.create_namespaced_config_map("default", client.V1ConfigMap(
             metadata=client.V1ObjectMeta(name="rv-real", resource_version="12")))
     assert err.value.status == 400
-    assert "resourceVersion should not be set on objects to be created" in err.value.body
+    assert "resourceVersion should not be set on objects to be created" in present(
+        err.value.body)
 
 
 def test_defect4_secret_data_in_wrapped_base64_is_accepted_and_served_canonical(
@@ -98,9 +100,9 @@ def test_defect4_secret_data_in_wrapped_base64_is_accepted_and_served_canonical(
     made = core.create_namespaced_secret("default", client.V1Secret(
         metadata=client.V1ObjectMeta(name="tls-wrapped"), type="kubernetes.io/tls",
         data={"tls.crt": WRAPPED, "tls.key": WRAPPED}))
-    assert base64.b64decode(made.data["tls.crt"]) == PEM
+    assert base64.b64decode(present(made.data)["tls.crt"]) == PEM
     read = core.read_namespaced_secret("tls-wrapped", "default")
-    assert read.data["tls.crt"] == base64.b64encode(PEM).decode()
+    assert present(read.data)["tls.crt"] == base64.b64encode(PEM).decode()
 
 
 @pytest.mark.parametrize(("kind", "path", "field"), [

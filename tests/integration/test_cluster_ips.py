@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 from skiff.api import ApiError
-from skiff.cli.processes import free_port
+from skiff.api.types import Obj
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.twoapiservers import TwoApiservers, clients_of, two_apiservers
 from tests.integration.waiting import wait_for
 
@@ -40,8 +41,8 @@ async def clients(two: TwoApiservers) -> AsyncIterator[tuple[ApiClient, ApiClien
         yield both
 
 
-def service(name: str, namespace: str = "default", cluster_ip: str | None = None) -> dict:
-    spec: dict = {"ports": [{"name": "http", "port": 80, "targetPort": 8080}],
+def service(name: str, namespace: str = "default", cluster_ip: str | None = None) -> Obj:
+    spec: Obj = {"ports": [{"name": "http", "port": 80, "targetPort": 8080}],
                   "selector": {"app": name}}
     if cluster_ip is not None:
         spec["clusterIP"] = cluster_ip
@@ -133,13 +134,14 @@ async def test_ax7_kubernetes_service_lists_every_live_apiserver(
 
 
 async def _get(api: ApiClient, resource: str, name: str,
-               namespace: str = "default") -> dict | None:
+               namespace: str = "default") -> Obj | None:
     try:
         return await api.get(resource, name, namespace=namespace)
     except ApiError:
         return None
 
 
-async def _equal(check, wanted: set) -> bool:  # type: ignore[no-untyped-def]
+async def _equal(check: Callable[[], Awaitable[set[tuple[str, int]]]],
+                 wanted: set[tuple[str, int]]) -> bool:
     return await check() == wanted
 

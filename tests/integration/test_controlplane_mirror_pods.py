@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from skiff.cli.localcluster import ClusterState, pid_alive, same_process
+from skiff.cluster.state import ClusterState, pid_alive, same_process
 from tests.integration.skiffcli import skiff
 
 pytestmark = pytest.mark.integration
@@ -235,16 +235,20 @@ def test_defect10_the_official_client_reads_the_control_plane_node_and_pods(
         cluster: Path) -> None:
     from kubernetes import client, config
 
+    from tests.integration.officialclient import labels_of, present
+
     eventually(lambda: running_pod(cluster, f"etcd-{NODE}"))
     api = config.new_client_from_config(config_file=str(cluster / "kubeconfig"))
     core = client.CoreV1Api(api)
     try:
         node = core.read_node(NODE)  # every nodeInfo field the client requires
-        assert node.status.node_info.boot_id and node.status.node_info.machine_id
+        info = present(present(node.status).node_info)
+        assert info.boot_id and info.machine_id
         pods = core.list_namespaced_pod("kube-system",
                                         label_selector="tier=control-plane").items
-        assert {p.metadata.labels["component"] for p in pods} == set(COMPONENTS.values())
-        assert all(p.status.container_statuses[0].restart_count >= 0 for p in pods)
+        assert {labels_of(p)["component"] for p in pods} == set(COMPONENTS.values())
+        assert all(present(present(p.status).container_statuses)[0].restart_count >= 0
+                   for p in pods)
     finally:
         api.close()
 

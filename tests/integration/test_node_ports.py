@@ -14,6 +14,7 @@ import aetcd
 import pytest
 
 from skiff.api import ApiError
+from skiff.api.types import Obj
 from skiff.apiserver.storage.values import encode_value
 from skiff.client import ApiClient
 from tests.integration.twoapiservers import TwoApiservers, clients_of, two_apiservers
@@ -37,8 +38,8 @@ async def clients(two: TwoApiservers) -> AsyncIterator[tuple[ApiClient, ApiClien
 
 
 def service(name: str, *, type_: str = "NodePort", node_port: int | None = None,
-            **spec: object) -> dict:
-    port: dict = {"name": "http", "port": 80, "targetPort": 8080}
+            **spec: object) -> Obj:
+    port: Obj = {"name": "http", "port": 80, "targetPort": 8080}
     if node_port is not None:
         port["nodePort"] = node_port
     return {"apiVersion": "v1", "kind": "Service",
@@ -46,7 +47,7 @@ def service(name: str, *, type_: str = "NodePort", node_port: int | None = None,
             "spec": {"type": type_, "ports": [port], "selector": {"app": name}, **spec}}
 
 
-def node_port(svc: dict) -> int:
+def node_port(svc: Obj) -> int:
     return int(svc["spec"]["ports"][0]["nodePort"])
 
 
@@ -130,7 +131,7 @@ async def test_ax7_repair_frees_node_ports_and_cluster_ips_no_service_holds(
         await etcd.put(b"/skiff/serviceips/10.96.0.77", encode_value(
             {"kind": "IPAddress", "service": "default/gone", "uid": "dead"}))
 
-    async def created() -> dict | None:
+    async def created() -> Obj | None:
         try:
             return await a.create(service("late", node_port=30107, clusterIP="10.96.0.77"))
         except ApiError as err:

@@ -9,7 +9,7 @@ import ssl
 import urllib.error
 import urllib.request
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -86,19 +86,19 @@ async def test_AU3_namespaced_role_allows_pods_there_and_403_elsewhere(
     assert err.value.reason == Reason.NOT_FOUND
 
 
-async def _eventually_allowed(make: object, attempts: int = 40) -> dict[str, object]:
+async def _eventually_allowed(make: Callable[[], Awaitable[Obj]], attempts: int = 40) -> Obj:
     """RBAC changes reach the authorizer within its refresh interval (1s), as Kubernetes'
     informers do: retry a Forbidden a bounded number of times."""
     import asyncio
 
     for _ in range(attempts):
         try:
-            return await make()  # type: ignore[operator, no-any-return]
+            return await make()
         except ApiError as err:
             if err.reason != Reason.FORBIDDEN:
                 raise
             await asyncio.sleep(0.25)
-    return await make()  # type: ignore[operator, no-any-return]
+    return await make()
 
 
 async def test_AU3_bearer_token_user_with_group_binding_over_https(

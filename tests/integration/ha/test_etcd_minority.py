@@ -209,7 +209,7 @@ async def test_issue11_watches_on_an_etcd_minority_are_closed_not_left_looking_c
                         await resume.aclose()
             except (ApiError, TimeoutError):
                 return False
-            return ev.object["metadata"]["name"] == "after"
+            return bool(ev.object["metadata"]["name"] == "after")
 
         await wait_for(write_after, timeout=60, interval=0.5, what="writes again")
         await wait_for(resumed, timeout=60, interval=1, what="watches served again")
