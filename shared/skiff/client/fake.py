@@ -18,9 +18,9 @@ import asyncio
 import builtins
 import copy
 import itertools
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from skiff.api import KINDS, ApiError, FieldSelector, LabelSelector, lookup
 from skiff.api.types import Obj
@@ -29,14 +29,17 @@ from skiff.client.interface import Client, WatchEvent
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
 from skiff.rpc.epoch import LeaderEpoch
 
-__all__ = ["Action", "FakeClient", "FakeStore", "Reactor", "fail_with"]
+__all__ = ["Action", "FakeClient", "FakeStore", "Reactor", "conflicting", "fail_with"]
 
+P = ParamSpec("P")
+R = TypeVar("R")
 Key = tuple[str, str | None, str]  # resource, namespace (None if cluster-scoped), name
 
 
-@dataclass(frozen=True)
+@dataclass
 class Action:
-    """One call: `verb` is the method's name ("create", "update_status", "bind", ...)."""
+    """One call: `verb` is the method's name ("create", "update_status", "bind", ...);
+    `error` is what it failed with, if it did."""
 
     verb: str
     resource: str
@@ -44,11 +47,26 @@ class Action:
     name: str = ""
     object: Obj | None = None  # a copy of what was sent (create, update, bind, ...)
     options: dict[str, Any] = field(default_factory=dict)
+    error: ApiError | None = None
 
 
 # Answers an action instead of the store (returns the reply), fails it (raises), or lets the
 # store answer (returns None).
 Reactor = Callable[[Action], Obj | None]
+
+
+def _noting_errors(verb: Callable[Concatenate[FakeClient, P], Coroutine[Any, Any, R]]
+                   ) -> Callable[Concatenate[FakeClient, P], Coroutine[Any, Any, R]]:
+    """Set the recorded action's `error` when the verb fails."""
+    async def noted(self: FakeClient, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        first = len(self.actions)
+        try:
+            return await verb(self, *args, **kwargs)
+        except ApiError as err:
+            if len(self.actions) > first:
+                self.actions[first].error = err
+            raise
+    return noted
 
 
 @dataclass(frozen=True)
@@ -108,10 +126,13 @@ class FakeClient:
         """Let `reactor` see `verb` calls on `resource` first ("*" matches any)."""
         self._reactors.insert(0, (verb, resource, reactor))
 
-    def calls(self, verb: str, resource: str = "*") -> builtins.list[Action]:
-        """The recorded actions of one verb (on one resource)."""
+    def calls(self, verb: str, resource: str = "*", *,
+              failed: bool | None = None) -> builtins.list[Action]:
+        """The recorded actions of one verb (on one resource; only those that failed, or
+        only those that did not)."""
         return [a for a in self.actions
-                if a.verb == verb and resource in ("*", a.resource)]
+                if a.verb == verb and resource in ("*", a.resource)
+                and (failed is None or failed == (a.error is not None))]
 
     # -- the Client protocol ---------------------------------------------------------------
 
@@ -123,6 +144,7 @@ class FakeClient:
         if generation is None or generation == self.reconnects:
             self.reconnects += 1
 
+    @_noting_errors
     async def create(self, obj: Obj, *, namespace: str | None = None,
                      field_validation: str = "Warn") -> Obj:
         info = lookup(str(obj.get("kind", "")))
@@ -143,6 +165,7 @@ class FakeClient:
         meta.setdefault("creationTimestamp", rfc3339(self.clock.now()))
         return copy.deepcopy(self._put(key, body, "ADDED"))
 
+    @_noting_errors
     async def get(self, resource: str, name: str, namespace: str | None = None, *,
                   revision: int = 0) -> Obj:
         action = Action("get", resource, namespace, name)
@@ -150,6 +173,7 @@ class FakeClient:
             return reply
         return copy.deepcopy(self._current(resource, namespace, name))
 
+    @_noting_errors
     async def list(self, resource: str, namespace: str | None = None, *,
                    label_selector: str = "", field_selector: str = "",
                    revision: int = 0, limit: int = 0, continue_token: str = "") -> Obj:
@@ -170,12 +194,15 @@ class FakeClient:
         return await self.list(resource, namespace, label_selector=label_selector,
                                field_selector=field_selector)
 
+    @_noting_errors
     async def update(self, obj: Obj, *, field_validation: str = "Warn") -> Obj:
         return await self._write("update", obj)
 
+    @_noting_errors
     async def update_status(self, obj: Obj) -> Obj:
         return await self._write("update_status", obj)
 
+    @_noting_errors
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
                      grace_period_seconds: int | None = None, uid: str | None = None,
                      resource_version: str | None = None,
@@ -208,6 +235,7 @@ class FakeClient:
             current = self._put(self._key_of(body), body, "MODIFIED")
         return {"object": copy.deepcopy(current), "deleted": False}
 
+    @_noting_errors
     async def bind(self, namespace: str, name: str, node_name: str, *,
                    uid: str | None = None) -> Obj:
         binding: Obj = {"apiVersion": "v1", "kind": "Binding",
@@ -225,6 +253,7 @@ class FakeClient:
         pod["spec"]["nodeName"] = node_name
         return copy.deepcopy(self._put(self._key_of(pod), pod, "MODIFIED"))
 
+    @_noting_errors
     async def evict(self, namespace: str, name: str, *,
                     grace_period_seconds: int | None = None) -> Obj:
         action = Action("evict", "pods", namespace, name,
@@ -234,6 +263,7 @@ class FakeClient:
         return await self.delete("pods", name, namespace,
                                  grace_period_seconds=grace_period_seconds)
 
+    @_noting_errors
     async def history(self, resource: str, name: str,
                       namespace: str | None = None) -> builtins.list[Obj]:
         if (reply := self._react(Action("history", resource, namespace, name))) is not None:
@@ -242,6 +272,7 @@ class FakeClient:
         return [{"revision": e.revision, "type": e.type, "object": copy.deepcopy(e.object)}
                 for e in self.store.log if self._key_of(e.object) == key]
 
+    @_noting_errors
     async def create_token(self, namespace: str, name: str, request: Obj) -> Obj:
         action = Action("create_token", "serviceaccounts", namespace, name,
                         copy.deepcopy(request))
@@ -253,6 +284,7 @@ class FakeClient:
             "token": f"token-{namespace}-{name}-{next(self.store.names)}",
             "expirationTimestamp": rfc3339(self.clock.now() + seconds)}}
 
+    @_noting_errors
     async def pod_metrics(self, namespace: str, *,
                           label_selector: str = "") -> builtins.list[Obj]:
         action = Action("pod_metrics", "pods", namespace,
@@ -398,6 +430,24 @@ def fail_with(error: ApiError) -> Reactor:
         raise error
     return react
 
+
+
+def conflicting(client: FakeClient, *, times: int = 1) -> Reactor:
+    """A reactor: the next `times` writes it sees fail with Conflict, as if someone else
+    wrote the object just before (its stored resourceVersion moves on)."""
+    left = [times]
+
+    def react(action: Action) -> Obj | None:
+        if not left[0]:
+            return None
+        left[0] -= 1
+        current = client.stored(action.resource, action.name, action.namespace)
+        if current is not None:
+            client.add(current)
+        raise ApiError.conflict(action.resource, action.name, "the object has been modified; "
+                                "please apply your changes to the latest version and try "
+                                "again")
+    return react
 
 if TYPE_CHECKING:
     # mypy checks here that the fake has every verb of the protocol, as declared.

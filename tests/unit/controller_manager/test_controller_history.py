@@ -7,11 +7,9 @@ revision before it instead of re-applying the current template."""
 from __future__ import annotations
 
 import copy
-from typing import cast
 
-from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient, conflicting
 from skiff.clock import FakeClock
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.daemonset import DaemonSetController
@@ -26,51 +24,26 @@ from skiff.controller_manager.workload import owner_reference
 NS = "ns"
 
 
-class FakeRevisions:
-    """ControllerRevisions by name with resourceVersion compare-and-swap; records writes."""
+def put(api: FakeClient, revision: Obj) -> Obj:
+    """Store a ControllerRevision as the apiserver has it; returns a copy."""
+    revision = copy.deepcopy(revision)
+    revision["metadata"].setdefault("uid", f"uid-{revision['metadata']['name']}")
+    return copy.deepcopy(api.add(revision)[0])
 
-    def __init__(self) -> None:
-        self.objects: dict[str, Obj] = {}
-        self.rv = 0
-        self.updates: list[tuple[str, int]] = []
-        self.conflicts = 0  # the next N updates fail as if someone else wrote first
 
-    def put(self, obj: Obj) -> Obj:
-        self.rv += 1
-        stored = copy.deepcopy(obj)
-        stored["metadata"]["resourceVersion"] = str(self.rv)
-        stored["metadata"].setdefault("uid", f"uid-{stored['metadata']['name']}")
-        self.objects[stored["metadata"]["name"]] = stored
-        return copy.deepcopy(stored)
+def stored_revisions(api: FakeClient) -> list[Obj]:
+    return copy.deepcopy(api.objects("controllerrevisions"))
 
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
-        if resource != "controllerrevisions" or name not in self.objects:
-            raise ApiError(Reason.NOT_FOUND, f'{resource} "{name}" not found')
-        return copy.deepcopy(self.objects[name])
 
-    async def create(self, obj: Obj) -> Obj:
-        if obj.get("kind") == "ControllerRevision":
-            if obj["metadata"]["name"] in self.objects:
-                raise ApiError(Reason.ALREADY_EXISTS, "exists")
-            return self.put(obj)
-        return copy.deepcopy(obj)  # events
+def numbers(api: FakeClient) -> dict[str, int]:
+    """Each stored ControllerRevision's number, by name."""
+    return {r["metadata"]["name"]: int(r["revision"]) for r in stored_revisions(api)}
 
-    async def update(self, obj: Obj) -> Obj:
-        name = obj["metadata"]["name"]
-        current = self.objects.get(name)
-        if current is None:
-            raise ApiError(Reason.NOT_FOUND, "gone")
-        if self.conflicts:
-            self.conflicts -= 1
-            self.put(current)
-            raise ApiError(Reason.CONFLICT, "the object has been modified")
-        if current["metadata"]["resourceVersion"] != obj["metadata"].get("resourceVersion"):
-            raise ApiError(Reason.CONFLICT, "the object has been modified")
-        self.updates.append((name, int(obj["revision"])))
-        return self.put(obj)
 
-    def numbers(self) -> dict[str, int]:
-        return {name: int(r["revision"]) for name, r in self.objects.items()}
+def renumbered(api: FakeClient) -> list[tuple[str, int]]:
+    """The ControllerRevisions written (and not refused), with their new numbers."""
+    return [(a.name, int(a.object["revision"]))
+            for a in api.calls("update", "controllerrevisions", failed=False) if a.object]
 
 
 def template(image: str) -> Obj:
@@ -99,19 +72,18 @@ def previous_revision(revisions: dict[str, int]) -> str:
 
 class StatefulSetHarness:
     def __init__(self) -> None:
-        self.api = FakeRevisions()
-        client = cast(ApiClient, self.api)
+        self.api = FakeClient()
         self.ctl = StatefulSetController(context=ControllerContext(
-            client=client, informers=SharedInformers(client),
+            client=self.api, informers=SharedInformers(self.api),
             settings=ControllerManagerSettings(), clock=FakeClock()))
 
     def given(self, image: str, number: int) -> str:
-        stored = self.api.put(sts_revisions.new_revision(workload("StatefulSet", image),
+        stored = put(self.api, sts_revisions.new_revision(workload("StatefulSet", image),
                                                          number))
         return str(stored["metadata"]["name"])
 
     async def sync(self, image: str) -> Obj:
-        cache(self.ctl, list(self.api.objects.values()))
+        cache(self.ctl, stored_revisions(self.api))
         update, _ = await self.ctl.sync_revisions(workload("StatefulSet", image), [])
         return update
 
@@ -121,11 +93,11 @@ async def test_wl2_rollout_undo_makes_the_restored_revision_newest() -> None:
     v1, v2 = h.given("web:1", 1), h.given("web:2", 2)
     update = await h.sync("web:1")  # first undo: back to revision 1's template
     assert update["metadata"]["name"] == v1
-    assert h.api.numbers() == {v1: 3, v2: 2}
-    assert previous_revision(h.api.numbers()) == v2  # so a second undo goes to web:2
+    assert numbers(h.api) == {v1: 3, v2: 2}
+    assert previous_revision(numbers(h.api)) == v2  # so a second undo goes to web:2
     update = await h.sync("web:2")
     assert update["metadata"]["name"] == v2
-    assert h.api.numbers() == {v1: 3, v2: 4}
+    assert numbers(h.api) == {v1: 3, v2: 4}
 
 
 async def test_wl2_newest_revision_is_not_renumbered() -> None:
@@ -134,19 +106,19 @@ async def test_wl2_newest_revision_is_not_renumbered() -> None:
     v2 = h.given("web:2", 2)
     update = await h.sync("web:2")
     assert update["metadata"]["name"] == v2
-    assert h.api.updates == []
+    assert renumbered(h.api) == []
 
 
 async def test_wl2_stale_cache_does_not_renumber_twice() -> None:
     h = StatefulSetHarness()
     v1, v2 = h.given("web:1", 1), h.given("web:2", 2)
-    stale = list(h.api.objects.values())
+    stale = stored_revisions(h.api)
     await h.sync("web:1")
     cache(h.ctl, stale)  # the informer has not seen the renumbering yet
     update, _ = await h.ctl.sync_revisions(workload("StatefulSet", "web:1"), [])
     assert int(update["revision"]) == 3
-    assert h.api.numbers() == {v1: 3, v2: 2}
-    assert h.api.updates == [(v1, 3)]
+    assert numbers(h.api) == {v1: 3, v2: 2}
+    assert renumbered(h.api) == [(v1, 3)]
 
 
 def test_wl2_revision_data_replaces_the_whole_template() -> None:
@@ -158,16 +130,15 @@ def test_wl2_revision_data_replaces_the_whole_template() -> None:
 
 class DaemonSetHarness:
     def __init__(self) -> None:
-        self.api = FakeRevisions()
-        client = cast(ApiClient, self.api)
+        self.api = FakeClient()
         self.ctl = DaemonSetController(context=ControllerContext(
-            client=client, informers=SharedInformers(client),
+            client=self.api, informers=SharedInformers(self.api),
             settings=ControllerManagerSettings(), clock=FakeClock()))
 
     async def sync(self, image: str) -> str:
         ds = workload("DaemonSet", image)
         pod_hash = ds_plan.template_hash(ds["spec"]["template"])
-        cache(self.ctl, list(self.api.objects.values()))
+        cache(self.ctl, stored_revisions(self.api))
         await self.ctl.ensure_revision(ds, pod_hash)
         return f"web-{pod_hash}"
 
@@ -176,36 +147,36 @@ async def test_wl3_rollout_undo_makes_the_restored_revision_newest() -> None:
     h = DaemonSetHarness()
     v1 = await h.sync("web:1")
     v2 = await h.sync("web:2")
-    assert h.api.numbers() == {v1: 1, v2: 2}
+    assert numbers(h.api) == {v1: 1, v2: 2}
     assert await h.sync("web:1") == v1  # first undo
-    assert h.api.numbers() == {v1: 3, v2: 2}
-    assert previous_revision(h.api.numbers()) == v2
+    assert numbers(h.api) == {v1: 3, v2: 2}
+    assert previous_revision(numbers(h.api)) == v2
     await h.sync("web:2")  # second undo
-    assert h.api.numbers() == {v1: 3, v2: 4}
+    assert numbers(h.api) == {v1: 3, v2: 4}
     await h.sync("web:2")  # nothing changed: no write
-    assert h.api.updates == [(v1, 3), (v2, 4)]
+    assert renumbered(h.api) == [(v1, 3), (v2, 4)]
 
 
 async def test_make_revision_newest_retries_a_conflict() -> None:
-    api = FakeRevisions()
+    api = FakeClient()
     sts = workload("StatefulSet", "web:1")
-    old = api.put({**sts_revisions.new_revision(sts, 1),
+    old = put(api, {**sts_revisions.new_revision(sts, 1),
                    "metadata": {"name": "web-a", "namespace": NS,
                                 "ownerReferences": [owner_reference(sts)]}})
-    other = api.put({**sts_revisions.new_revision(sts, 5),
+    other = put(api, {**sts_revisions.new_revision(sts, 5),
                      "metadata": {"name": "web-b", "namespace": NS}})
-    api.conflicts = 1
-    stored = await make_revision_newest(cast(ApiClient, api), old, [old, other])
+    api.prepend_reactor("update", "controllerrevisions", conflicting(api))
+    stored = await make_revision_newest(api, old, [old, other])
     assert int(stored["revision"]) == 6
-    assert api.numbers() == {"web-a": 6, "web-b": 5}
+    assert numbers(api) == {"web-a": 6, "web-b": 5}
 
 
 async def test_make_revision_newest_leaves_the_newest_alone() -> None:
-    api = FakeRevisions()
+    api = FakeClient()
     sts = workload("StatefulSet", "web:1")
-    newest = api.put({**sts_revisions.new_revision(sts, 6),
+    newest = put(api, {**sts_revisions.new_revision(sts, 6),
                       "metadata": {"name": "web-a", "namespace": NS}})
-    other = api.put({**sts_revisions.new_revision(sts, 5),
+    other = put(api, {**sts_revisions.new_revision(sts, 5),
                      "metadata": {"name": "web-b", "namespace": NS}})
-    assert await make_revision_newest(cast(ApiClient, api), newest, [newest, other]) == newest
-    assert api.updates == []
+    assert await make_revision_newest(api, newest, [newest, other]) == newest
+    assert renumbered(api) == []

@@ -13,7 +13,7 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.testing import make_pod
 from skiff.api.types import Obj
-from skiff.client.fake import Action, FakeClient, Reactor, fail_with
+from skiff.client.fake import Action, FakeClient, conflicting, fail_with
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
@@ -23,22 +23,6 @@ from skiff.controller_manager.settings import ControllerManagerSettings
 NS = "default"
 KEY = f"{NS}/web"
 CPU_ABOVE = "cpu resource utilization (percentage of request) above target"
-
-
-def conflicting(api: FakeClient, resource: str, times: int) -> Reactor:
-    """The next `times` updates of a `resource` fail with Conflict, as if someone else (a
-    status update) wrote it just before."""
-    left = [times]
-
-    def react(action: Action) -> Obj | None:
-        if not left[0]:
-            return None
-        left[0] -= 1
-        current = api.stored(resource, action.name, action.namespace)
-        assert current is not None
-        api.add(current)
-        raise ApiError(Reason.CONFLICT, "the object has been modified")
-    return react
 
 
 def deployment(replicas: int, *, kind: str = "Deployment") -> Obj:
@@ -344,7 +328,7 @@ async def test_a_failed_metric_blocks_a_scale_down(h: Harness) -> None:
 
 async def test_conflicting_target_update_is_retried(h: Harness) -> None:
     h.given(hpa(target=30), 3, [300, 500, 700])
-    h.api.prepend_reactor("update", "deployments", conflicting(h.api, "deployments", 2))
+    h.api.prepend_reactor("update", "deployments", conflicting(h.api, times=2))
     await h.sync()
     assert h.target_replicas == 5 and len(h.updates) == 3  # two conflicts, then written
 
