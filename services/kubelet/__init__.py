@@ -25,7 +25,8 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 from skiff.kubelet.kubelet import Kubelet  # noqa: E402
 from skiff.kubelet.logs import LogService, fetch_logs  # noqa: E402
 from skiff.kubelet.node import NodeAgent  # noqa: E402
-from skiff.kubelet.pod_worker import PodEnvironment, PodWorker  # noqa: E402
+from skiff.kubelet.pod_environment import PodEnvironment  # noqa: E402
+from skiff.kubelet.pod_worker import PodWorker  # noqa: E402
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ContainerRuntime  # noqa: E402
 from skiff.kubelet.runtime.fake import FakeRuntime  # noqa: E402
 from skiff.kubelet.runtime.process import ProcessRuntime  # noqa: E402

@@ -34,7 +34,7 @@ from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogRotation, LogService, running_logs
 from skiff.kubelet.metrics import ResourceMetrics, running_containers
 from skiff.kubelet.node import NodeAgent, heartbeat_client
-from skiff.kubelet.pod_worker import PodEnvironment
+from skiff.kubelet.pod_environment import PodEnvironment
 from skiff.kubelet.poddir import private_dir
 from skiff.kubelet.projected import kubernetes_service_env
 from skiff.kubelet.runtime import ContainerRuntime
@@ -114,7 +114,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                       streams: ExecService | None = None, *, kubelet_port: int = 0) -> None:
     """`kubelet_port`: the port of logs, exec and metrics the Node publishes (default:
     the health port, which serves them in the insecure mode)."""
-    runtime: ContainerRuntime = FakeRuntime() if settings.runtime == "fake" else ProcessRuntime()
+    fake = FakeRuntime() if settings.runtime == "fake" else None  # one for all hollow nodes
     root = Path(settings.root_dir)
     private_dir(root)  # pods, volumes and claims below it are no local user's (AU11)
     names = settings.node_names()
@@ -133,6 +133,10 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         for name in names:
             cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name,
                                    root=root / name if len(names) > 1 else root)
+            sandboxes = sandbox_manager(settings, api=api, node_name=name,
+                                        root=root / name if len(names) > 1 else root)
+            # SB1: the process runtime makes this node's pod sandboxes (when it may)
+            runtime: ContainerRuntime = fake or ProcessRuntime(sandboxes=sandboxes)
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
                 runtime=runtime, root_dir=root / name if len(names) > 1 else root,
@@ -143,8 +147,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 base_env={**base_environment(),
                           **kubernetes_service_env(settings.kube_api_address)},
                 volumes=volumes, root_ca_file=settings.root_ca_file,
-                sandboxes=sandbox_manager(settings, api=api, node_name=name,
-                                          root=root / name if len(names) > 1 else root),
+                mount_volumes=sandboxes is not None,
                 image_commands=image_commands,
                 allocatable={"cpu": capacity["cpu"], "memory": capacity["memory"]},
                 cluster_dns=tuple(settings.cluster_dns_addresses()),

@@ -6,6 +6,10 @@ subtracted, abandoned when the period ends (GT5) → wait for this container's t
 after the main containers, in reverse order, GT9) → the 2 s minimum, applied last (GT6) →
 stop signal → SIGKILL to the whole process group when the remaining period ends → wait
 until it is gone. This is the order of Kubernetes ≥ 1.28 `killContainer`.
+
+`ContainerKiller` kills one pod's containers that way, running their preStop hooks inside
+the container (kuberuntime's executePreStopHook); `kill_leftovers` makes sure no process of
+a pod outlives it before its sandbox goes (PS1).
 """
 
 from __future__ import annotations
@@ -16,13 +20,23 @@ import logging
 import signal as signals
 import time
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from skiff.api.types import ObjView
+from skiff.client import WARNING
+from skiff.kubelet.handlers import run_handler
+from skiff.kubelet.pod_events import EventSink
 from skiff.kubelet.records import SIDECAR, ContainerRecord
-from skiff.kubelet.runtime import ContainerRuntime
-from skiff.kubelet.termination import KillReason, grace_after_prestop, kill_grace_period
+from skiff.kubelet.runtime import ContainerConfig, ContainerRuntime
+from skiff.kubelet.runtime.process import signal_number
+from skiff.kubelet.termination import (
+    PRESTOP_EXTENSION_SECONDS,
+    KillReason,
+    grace_after_prestop,
+    kill_grace_period,
+)
 
-__all__ = ["TerminationOrdering", "kill_container"]
+__all__ = ["ContainerKiller", "TerminationOrdering", "kill_container", "kill_leftovers"]
 
 log = logging.getLogger(__name__)
 
@@ -108,3 +122,73 @@ async def kill_container(record: ContainerRecord, *, pod: ObjView, runtime: Cont
         record.killing = False
         if ordering is not None:
             ordering.exited(record.name)
+
+
+class ContainerKiller:
+    """Kills one pod's containers (`kill_container`), their preStop hooks run with
+    `exec_config(r)`. `pre_stop_started`: containers whose hook already ran in this
+    termination (a restarted kill does not run it again); `keep(task)`: a hook left
+    running past its period (bounded by its own timeout) is kept by the pod worker."""
+
+    def __init__(self, *, runtime: ContainerRuntime, uid: str, pod: Callable[[], ObjView],
+                 exec_config: Callable[[ContainerRecord], ContainerConfig],
+                 event: EventSink, keep: Callable[[asyncio.Task[Any]], None]) -> None:
+        self._runtime = runtime
+        self._uid = uid
+        self._pod = pod
+        self._exec_config = exec_config
+        self._event = event
+        self._keep = keep
+        self.pre_stop_started: set[str] = set()
+
+    async def kill(self, r: ContainerRecord, reason: KillReason, *,
+                   override: int | None = None, ordering: TerminationOrdering | None = None,
+                   skip_pre_stop: bool = False) -> None:
+        stop = signal_number((r.spec.get("lifecycle") or {}).get("stopSignal"))
+        await kill_container(r, pod=self._pod(), runtime=self._runtime, reason=reason,
+                             stop_signal=stop, run_pre_stop=self._run_pre_stop,
+                             override=override, ordering=ordering,
+                             skip_pre_stop=skip_pre_stop)
+
+    async def _run_pre_stop(self, r: ContainerRecord, grace: float) -> None:
+        """GT5: run preStop for at most the period; a failing or hanging hook is logged and
+        abandoned (never retried) so termination goes on."""
+        hook = r.spec["lifecycle"]["preStop"]
+        self.pre_stop_started.add(r.name)
+        task = asyncio.create_task(run_handler(
+            hook, container=r.spec, runtime=self._runtime, handle=r.handle,
+            config=self._exec_config(r),
+            timeout=grace + PRESTOP_EXTENSION_SECONDS),
+            name=f"pre-stop:{r.name}:{self._uid}")
+        try:
+            done, _ = await asyncio.wait({task}, timeout=grace)
+        except asyncio.CancelledError:
+            # Termination restarts with a shorter period: the hook runs on, bounded by its
+            # own timeout, and is not started again.
+            self._keep(task)
+            raise
+        if not done:
+            self._event(WARNING, "FailedPreStopHook",
+                        f"PreStop hook for container {r.name} did not finish within the "
+                        f"grace period ({grace:g}s); continuing termination")
+            self._keep(task)
+            return
+        result = task.result()
+        if not result.success:
+            self._event(WARNING, "FailedPreStopHook",
+                        f"PreStop hook for container {r.name} failed: {result.message}")
+
+
+async def kill_leftovers(records: Sequence[ContainerRecord], runtime: ContainerRuntime) -> None:
+    """PS1: return once no process of the pod's containers is left, SIGKILLing any that
+    is (a process its container's main process left behind), with a growing pause."""
+    delay = 0.05
+    while True:
+        alive = [r for r in records if r.handle is not None and not runtime.gone(r.handle)]
+        if not alive:
+            return
+        for r in alive:
+            assert r.handle is not None
+            runtime.signal(r.handle, signals.SIGKILL)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)

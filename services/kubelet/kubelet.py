@@ -19,7 +19,8 @@ from pathlib import Path
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.kubelet.admission import Admission, Rejection
-from skiff.kubelet.pod_worker import PodEnvironment, PodWorker
+from skiff.kubelet.pod_environment import PodEnvironment
+from skiff.kubelet.pod_worker import PodWorker
 from skiff.kubelet.poddir import PodDir
 from skiff.kubelet.records import load_state
 from skiff.kubelet.runtime import ContainerConfig, ContainerHandle

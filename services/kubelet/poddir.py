@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from skiff.api.quantity import parse_quantity
+from skiff.api.quantity import bytes_, parse_quantity
 from skiff.api.types import ObjView
 from skiff.kubelet.sandbox import linux
 
@@ -128,6 +128,22 @@ class PodDir:
             return self.path
         path = Path(wd)
         return path if path.is_absolute() else self.path / path
+
+    def mount_memory_volumes(self, pod: ObjView) -> None:
+        """emptyDir `medium: Memory`: a tmpfs (of `sizeLimit`) on the volume's directory, in
+        the node's mount namespace under the kubelet's root dir, so every container of the
+        pod binds it; undone by `unmount_volumes` when the pod's sandbox goes."""
+        for volume in (pod.get("spec") or {}).get("volumes") or []:
+            empty = volume.get("emptyDir")
+            if not isinstance(empty, dict) or empty.get("medium") != "Memory":
+                continue
+            path = self.volume_path(str(volume["name"]))
+            path.mkdir(parents=True, exist_ok=True)
+            if os.path.ismount(path):
+                continue
+            size = empty.get("sizeLimit")
+            options = f"size={bytes_(str(size))}" if size else None
+            linux.mount("tmpfs", str(path), "tmpfs", 0, options)
 
     def remove(self) -> None:
         """Unmount the pod's in-memory volumes, then delete everything (a mounted volume

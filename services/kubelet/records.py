@@ -83,6 +83,19 @@ class ContainerRecord:
     def has_run(self) -> bool:
         return self.attempts > 0
 
+    def should_restart(self, policy: str) -> bool:
+        """Its last attempt ended and the pod's restartPolicy (or a changed definition)
+        starts it again."""
+        if self.running or not self.has_run():
+            return False
+        return self.redefined or policy == "Always" or (policy == "OnFailure"
+                                                        and self.exit_code != 0)
+
+    def retire_termination(self) -> None:
+        """LC2: lastState holds the latest termination, once state moves on from it."""
+        if self.state.get("terminated"):
+            self.last_state = {"terminated": self.state["terminated"]}
+
 
 def save_state(pod_dir: Path, *, pod: Obj, records: list[ContainerRecord]) -> None:
     """Atomically write what a restarted kubelet needs to re-adopt the pod's processes."""

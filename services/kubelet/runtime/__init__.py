@@ -1,8 +1,12 @@
-"""The `ContainerRuntime` seam: what the kubelet needs from whatever runs containers.
+"""The `ContainerRuntime` seam: what the kubelet needs from whatever runs pods.
 
-Skiff's containers are not images: the default `ProcessRuntime` runs a container's
-`command` + `args` as a local process in its own process group; `FakeRuntime` runs nothing
-(hollow nodes for scale tests). Pod workers only talk to this protocol.
+Shaped like CRI's RuntimeService: a pod sandbox step first (`run_pod_sandbox`: the pod's
+namespaces, its address and hostname; `stop_pod_sandbox` / `remove_pod_sandbox` once its
+last process is gone), then containers started in it. Skiff's containers are not images:
+the default `ProcessRuntime` runs a container's `command` + `args` as a local process in
+its own process group, inside the pod's sandbox when it may make one; `FakeRuntime` runs
+nothing (hollow nodes for scale tests) and only records its sandboxes. Pod workers only
+talk to this protocol.
 """
 
 from __future__ import annotations
@@ -11,12 +15,41 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Protocol
+from typing import IO, Protocol
 
-if TYPE_CHECKING:
-    from skiff.kubelet.sandbox import Sandbox
+from skiff.api.types import Obj
+from skiff.kubelet.sandbox import Sandbox
 
-__all__ = ["ContainerConfig", "ContainerHandle", "ContainerRuntime", "ExecResult"]
+__all__ = ["ContainerConfig", "ContainerHandle", "ContainerRuntime", "ExecResult",
+           "PodSandbox", "PodSandboxConfig"]
+
+
+@dataclass(frozen=True)
+class PodSandboxConfig:
+    """CRI's PodSandboxConfig: the pod a sandbox is made for."""
+
+    pod: Obj
+    # PIDs of the pod's containers a restarted kubelet re-adopted: their namespaces are
+    # the pod's, so the sandbox is theirs
+    holders: tuple[int, ...] = ()
+
+    @property
+    def uid(self) -> str:
+        return str(self.pod["metadata"]["uid"])
+
+    @property
+    def host_network(self) -> bool:
+        return bool((self.pod.get("spec") or {}).get("hostNetwork"))
+
+
+@dataclass(frozen=True)
+class PodSandbox:
+    """What `run_pod_sandbox` made: the pod's sandbox, or None when the pod shares the
+    node (`not_isolated` then says why, for the pod's SandboxNotIsolated event; empty for
+    a `hostNetwork` pod, which asked to)."""
+
+    sandbox: Sandbox | None
+    not_isolated: str = ""
 
 
 @dataclass(frozen=True)
@@ -76,6 +109,20 @@ class ExecResult:
 
 
 class ContainerRuntime(Protocol):
+    async def run_pod_sandbox(self, config: PodSandboxConfig) -> PodSandbox:
+        """Make the pod's sandbox (idempotent: the same pod gets its sandbox again);
+        raises sandbox.SandboxError while it cannot be made yet (retried)."""
+        ...
+
+    async def stop_pod_sandbox(self, pod_uid: str) -> None:
+        """Reclaim the sandbox's network (its namespace and address) once the pod's last
+        process is gone; idempotent, also for a sandbox an earlier kubelet made."""
+        ...
+
+    async def remove_pod_sandbox(self, pod_uid: str) -> None:
+        """Forget the stopped sandbox; idempotent."""
+        ...
+
     async def start(self, config: ContainerConfig) -> ContainerHandle:
         """Start the container; raises OSError (e.g. command not found) when it cannot."""
         ...

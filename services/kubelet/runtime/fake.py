@@ -3,7 +3,9 @@
 Containers "run" on a schedule read from their command, so scale tests still see pods
 start, complete and fail: `["sleep", "N"]` exits 0 after N seconds, `["true"]` exits 0 and
 `["false"]` exits 1 at once; anything else runs until it is signalled. The stop signal ends
-a container at once (exit 128 + signal); there are no processes, logs or memory.
+a container at once (exit 128 + signal); there are no processes, logs or memory. Pod
+sandboxes are only recorded (`sandboxes`: pod UID → READY / NOTREADY, as CRI's sandbox
+states): a hollow node's pods share its (pretend) network, as they are told.
 """
 
 from __future__ import annotations
@@ -12,7 +14,14 @@ import asyncio
 import itertools
 import time
 
-from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
+from skiff.kubelet.runtime import (
+    ContainerConfig,
+    ContainerHandle,
+    ExecResult,
+    PodSandbox,
+    PodSandboxConfig,
+)
+from skiff.kubelet.sandbox import NOT_ISOLATED_MESSAGE
 
 __all__ = ["FakeRuntime"]
 
@@ -35,6 +44,18 @@ class FakeRuntime:
     def __init__(self) -> None:
         self._ids = itertools.count(1)
         self._timers: dict[int, asyncio.TimerHandle] = {}
+        self.sandboxes: dict[str, str] = {}
+
+    async def run_pod_sandbox(self, config: PodSandboxConfig) -> PodSandbox:
+        self.sandboxes[config.uid] = "READY"
+        return PodSandbox(None, "" if config.host_network else NOT_ISOLATED_MESSAGE)
+
+    async def stop_pod_sandbox(self, pod_uid: str) -> None:
+        if pod_uid in self.sandboxes:
+            self.sandboxes[pod_uid] = "NOTREADY"
+
+    async def remove_pod_sandbox(self, pod_uid: str) -> None:
+        self.sandboxes.pop(pod_uid, None)
 
     async def start(self, config: ContainerConfig) -> ContainerHandle:
         loop = asyncio.get_running_loop()

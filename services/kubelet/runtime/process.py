@@ -13,6 +13,12 @@ directory inside its own root (`sandbox.rootfs`); the stand-in then runs on the 
 /usr/bin/python3 from its source, as the kubelet's own Python is not in the container.
 Why a sandboxed container could not be made (a mount, a missing working directory) comes
 back from the child through a pipe, as the container's StartError message.
+
+The pod sandbox step (SPEC SB1) is the runtime's: given a `SandboxManager` (as root with
+the capabilities namespaces need) each pod gets its network namespace, address and
+hostname before its first container, and loses them once its last process is gone; a
+`hostNetwork` pod keeps the node's network but still gets a root of its own. Without a
+manager, pods share the node and are told so.
 """
 
 from __future__ import annotations
@@ -22,15 +28,29 @@ import contextlib
 import logging
 import os
 import signal as signals
+import socket
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
-from skiff.kubelet.runtime import ContainerConfig, ContainerHandle, ExecResult
+from skiff.kubelet.handlers import POD_IP
+from skiff.kubelet.runtime import (
+    ContainerConfig,
+    ContainerHandle,
+    ExecResult,
+    PodSandbox,
+    PodSandboxConfig,
+)
 from skiff.kubelet.runtime.images import STANDIN_MODULE
 from skiff.kubelet.runtime.terminal import Terminal
+from skiff.kubelet.sandbox import (
+    NO_POD_CIDR_MESSAGE,
+    NOT_ISOLATED_MESSAGE,
+    Sandbox,
+    SandboxManager,
+)
 from skiff.procfs import ProcStat, container_group, read_stat
 
 __all__ = ["STANDARD_PATH", "ProcessRuntime", "base_environment", "child_setup"]
@@ -128,8 +148,32 @@ def child_setup(config: ContainerConfig, *, pid: int | None = None
 
 
 class ProcessRuntime:
-    def __init__(self) -> None:
+    """`sandboxes`: the node's pod sandboxes (None: pods share the node's network)."""
+
+    def __init__(self, *, sandboxes: SandboxManager | None = None) -> None:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._sandboxes = sandboxes
+        self._host_network: set[str] = set()  # pods on the node's network: nothing to undo
+
+    async def run_pod_sandbox(self, config: PodSandboxConfig) -> PodSandbox:
+        if self._sandboxes is None:
+            return PodSandbox(None, "" if config.host_network else NOT_ISOLATED_MESSAGE)
+        if config.host_network:  # AU8: the node's network, but a root of its own
+            self._host_network.add(config.uid)
+            return PodSandbox(Sandbox(uid=config.uid, ip=POD_IP,
+                                      hostname=socket.gethostname(), host_network=True))
+        sandbox = await self._sandboxes.ensure(config.pod, holders=config.holders)
+        if sandbox is None:
+            return PodSandbox(None, NO_POD_CIDR_MESSAGE.format(
+                node=self._sandboxes.node_name))
+        return PodSandbox(sandbox)
+
+    async def stop_pod_sandbox(self, pod_uid: str) -> None:
+        if self._sandboxes is not None and pod_uid not in self._host_network:
+            await self._sandboxes.remove(pod_uid)
+
+    async def remove_pod_sandbox(self, pod_uid: str) -> None:
+        self._host_network.discard(pod_uid)
 
     async def start(self, config: ContainerConfig) -> ContainerHandle:
         if not config.command:

@@ -5,8 +5,8 @@ Every container of a sandboxed pod gets its own mount namespace and root filesys
 — with `subPath` and `readOnly` honoured — before the command runs. All containers of a
 pod bind the same volume directories, so they share their contents. A `subPath` that
 resolves outside its volume (`..`, an absolute path, a symlink on the way) is refused, as
-the kubelet refuses it. Also here: the kubelet-managed /etc/hosts, and emptyDir `medium:
-Memory` tmpfs mounts.
+the kubelet refuses it. Also here: the kubelet-managed /etc/hosts. (The volume
+directories themselves, and their tmpfs mounts, are the pod directory's: `poddir`.)
 """
 
 from __future__ import annotations
@@ -16,15 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from skiff.api.quantity import bytes_
 from skiff.api.types import Obj
-from skiff.kubelet.sandbox.linux import (
-    mount,
-    umount,
-)
 
-__all__ = ["BindMount", "SubPathError", "etc_host_mounts", "mount_memory_volumes",
-           "plan_mounts", "unmount_memory_volumes"]
+__all__ = ["BindMount", "SubPathError", "etc_host_mounts", "plan_mounts"]
 
 
 @dataclass(frozen=True)
@@ -129,29 +123,3 @@ def etc_host_mounts(pod_dir: Path, pod: Obj, container: Obj, *, ip: str, hostnam
             path.chmod(0o644)
         mounts.append(BindMount(str(path), target))
     return tuple(mounts)
-
-
-def mount_memory_volumes(pod: Obj, volume_dir: Any) -> None:
-    """emptyDir `medium: Memory`: a tmpfs (of `sizeLimit`) on the volume's directory, in
-    the node's mount namespace under the kubelet's root dir, so every container binds it."""
-    for volume in (pod.get("spec") or {}).get("volumes") or []:
-        empty = volume.get("emptyDir")
-        if not isinstance(empty, dict) or empty.get("medium") != "Memory":
-            continue
-        path = Path(volume_dir(str(volume["name"])))
-        path.mkdir(parents=True, exist_ok=True)
-        if os.path.ismount(path):
-            continue
-        size = empty.get("sizeLimit")
-        options = f"size={bytes_(str(size))}" if size else None
-        mount("tmpfs", str(path), "tmpfs", 0, options)
-
-
-def unmount_memory_volumes(pod_dir: Path) -> None:
-    """Undo `mount_memory_volumes` once the pod's processes are gone."""
-    volumes = pod_dir / "volumes"
-    if not volumes.is_dir():
-        return
-    for path in volumes.iterdir():
-        if not path.is_symlink() and os.path.ismount(path):
-            umount(str(path))
