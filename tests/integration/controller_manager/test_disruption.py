@@ -32,7 +32,7 @@ async def test_as8_pdb_status_lets_one_eviction_through_then_refuses(
             return items if len(items) == 3 else None
 
         for p in await wait_for(three, timeout=10, what="3 pods"):
-            await kubelet.run_pod(namespace, str(p["metadata"]["name"]))  # type: ignore[index]
+            await kubelet.run_pod(namespace, str(p["metadata"]["name"]))
 
         async def allowed(n: int) -> Obj | None:
             status = await _status(api, namespace)
@@ -43,7 +43,7 @@ async def test_as8_pdb_status_lets_one_eviction_through_then_refuses(
         assert (status["desiredHealthy"], status["expectedPods"]) == (2, 3)
         assert status["observedGeneration"] == 1
 
-        names = sorted(str(p["metadata"]["name"])  # type: ignore[index]
+        names = sorted(str(p["metadata"]["name"])
                        for p in (await api.list("pods", namespace))["items"])
         await api.evict(namespace, names[0])
         with pytest.raises(ApiError) as refused:

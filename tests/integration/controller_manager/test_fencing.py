@@ -14,6 +14,7 @@ import pytest
 from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 from tests.integration.controller_manager.conftest import (
     StartControllerManager,
@@ -52,7 +53,8 @@ async def fences(api: ApiClient) -> AsyncIterator[list[str]]:
 
 async def _ready_status(api: ApiClient, node: str) -> str:
     obj = await api.get("nodes", node)
-    ready = next((c for c in obj["status"].get("conditions", []) if c["type"] == "Ready"), {})
+    ready: Obj = next((c for c in obj["status"].get("conditions", []) if c["type"] == "Ready"),
+                      {})
     return str(ready.get("status"))
 
 
@@ -288,7 +290,7 @@ async def _terminating(api: ApiClient, name: str) -> bool:
 async def test_fencing_is_idempotent_across_a_controller_manager_restart_mid_fence(
         api: ApiClient, namespace: str, shared_cluster: Cluster, fences: list[str]) -> None:
     lease = f"cm-{uuid.uuid4().hex[:8]}"
-    started = []
+    started: list[Process] = []
     try:
         first = start_controller_manager(shared_cluster, started, *FENCING, lease=lease,
                                          name=f"{lease}-a")

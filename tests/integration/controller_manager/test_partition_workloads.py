@@ -84,17 +84,17 @@ async def test_ps4_replicaset_replaces_a_pod_as_soon_as_it_starts_terminating(
             return pods if len(pods) == 1 else None
 
         [first] = await wait_for(one_pod, timeout=10, what="the ReplicaSet's pod")
-        old_name = str(first["metadata"]["name"])  # type: ignore[index]
+        old_name = str(first["metadata"]["name"])
         assert old_name.startswith("front-")
         await away.run_pod(namespace, old_name)
         await away.cut()
 
         async def replacement() -> Obj | None:
             pods = await _pods(api, namespace, "front")
-            return next((p for p in pods if p["metadata"]["name"] != old_name), None)  # type: ignore[index]
+            return next((p for p in pods if p["metadata"]["name"] != old_name), None)
 
         new = await wait_for(replacement, timeout=15, what="a replacement pod")
-        new_name = str(new["metadata"]["name"])  # type: ignore[index]
+        new_name = str(new["metadata"]["name"])
         await other.run_pod(namespace, new_name)
         old = await api.get("pods", old_name, namespace)
         running = await api.get("pods", new_name, namespace)

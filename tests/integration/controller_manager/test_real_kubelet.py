@@ -28,7 +28,7 @@ async def test_ps2_sigstopped_kubelet_pods_stay_terminating_until_it_returns(
     try:
         async def node_ready() -> bool:
             n = await get_or_none(api, "nodes", node)
-            return bool(n) and (get_condition(n, "Ready") or {}).get("status") == "True"
+            return n is not None and (get_condition(n, "Ready") or {}).get("status") == "True"
 
         await wait_for(node_ready, timeout=20, what="the kubelet's node to be Ready")
         controller_manager()
@@ -38,7 +38,7 @@ async def test_ps2_sigstopped_kubelet_pods_stay_terminating_until_it_returns(
 
         async def running() -> bool:
             p = await api.get("pods", "app", namespace)
-            return p["status"].get("phase") == "Running"
+            return bool(p["status"].get("phase") == "Running")
 
         await wait_for(running, timeout=20, what="the pod to run on the kubelet")
 

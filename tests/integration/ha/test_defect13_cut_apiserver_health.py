@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import shutil
 import time
@@ -33,9 +34,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.topology import HA
 from tests.integration.waiting import wait_for
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
@@ -50,15 +52,15 @@ NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 @pytest.fixture(scope="module")
-def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHaCluster]:
+def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
     missing = [t for t in ("ip", "nft", "etcd") if shutil.which(t) is None]
     if os.geteuid() != 0 or missing:  # never skip: say why the machine cannot run it
         pytest.fail(f"defect 13 needs real network cuts (root, ip, nft, etcd): "
                     f"euid {os.geteuid()}, missing {missing}", pytrace=False)
-    cluster = NetnsHaCluster(tmp_path_factory.mktemp("d13") / "cluster", nodes=0,
-                             fence_agent=False, extra_args={"apiserver": [
-                                 "--watch-quorum-check-interval", f"{CHECK_INTERVAL:g}s",
-                                 "--watch-bookmark-interval", "1s"]})
+    cluster = NetnsCluster(tmp_path_factory.mktemp("d13") / "cluster", topology=HA, nodes=0,
+                           fence_agent=False, extra_args={"apiserver": [
+                               "--watch-quorum-check-interval", f"{CHECK_INTERVAL:g}s",
+                               "--watch-bookmark-interval", "1s"]})
     try:
         cluster.start(echo=lambda _line: None)
         yield cluster
@@ -130,7 +132,7 @@ async def _load(client: ApiClient, ns: str, stop: asyncio.Event) -> None:
 
 
 async def test_defect13_a_cut_apiserver_closes_watches_and_reports_not_serving_under_load(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     api1 = ha.component("apiserver-1").address
     creds = ha.admin
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=creds) as api, \
@@ -185,7 +187,7 @@ async def test_defect13_a_cut_apiserver_closes_watches_and_reports_not_serving_u
                                what=f"apiserver-1 SERVING after heal {cut + 1}")
                 made = await api.create(_config_map(f"after-{cut}", ns))
                 rv = int(made["metadata"]["resourceVersion"])
-                await wait_for(lambda rv=rv: _all_at(watchers, rv), timeout=30,
+                await wait_for(functools.partial(_all_at, watchers, rv), timeout=30,
                                what=f"the watches on apiserver-1 to see a write after heal "
                                     f"{cut + 1}")
         finally:

@@ -24,8 +24,9 @@ from skiff.api import ApiError, Reason, get_condition
 from skiff.api.types import Obj
 from skiff.checker import heartbeat as heartbeat_module
 from skiff.checker.report import overlaps, parse_lines
-from skiff.cli.netns import NetnsCluster, ns_exec
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.netns.commands import ns_exec
 from skiff.kubelet.sandbox.network import pod_netns_name
 from skiff.procfs import read_stat
 from tests.integration.waiting import get_or_none as get_or_none
@@ -134,8 +135,8 @@ except OSError:
 async def reaches(cluster: NetnsCluster, src: str, dst: str, *, timeout: float = 2.0) -> bool:
     """Whether a TCP SYN from host `src` to host `dst` gets any answer (a refused connection
     counts: it proves the packets flow). A cut drops them, so the connect times out."""
-    assert cluster.topology is not None
-    here, there = cluster.topology.host(src), cluster.topology.host(dst)
+    assert cluster.network is not None
+    here, there = cluster.network.host(src), cluster.network.host(dst)
     proc = await asyncio.create_subprocess_exec(
         *ns_exec(here.netns, [sys.executable, "-c", _PROBE, there.ip, str(timeout)]),
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
@@ -232,8 +233,9 @@ async def running_db(api: ApiClient, *, other_than: str = "", timeout: float = 3
         if pod["metadata"].get("deletionTimestamp"):
             return None
         return pod if pod.get("status", {}).get("phase") == "Running" else None
-    return await wait_for(check, timeout=timeout, what="db-0 Running"
-                          + (f" with a UID other than {other_than}" if other_than else ""))
+    running: Obj = await wait_for(check, timeout=timeout, what="db-0 Running" + (
+        f" with a UID other than {other_than}" if other_than else ""))
+    return running
 
 
 async def start_db_on(api: ApiClient, cluster: NetnsCluster, node: str) -> Obj:

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 
 from skiff.api import get_condition
 from skiff.checker.report import time_to_first_heartbeat
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
 from tests.integration.partitions.conftest import (
     FENCING_DELAY,
     GRACE_SECONDS,
@@ -61,7 +61,7 @@ async def test_sc2_master_node_partition_with_power_fencing_moves_the_pet_once(
         return fence if fence and (fence.get("status") or {}).get("phase") == "Fenced" else None
 
     fence = await wait_for(fenced, timeout=FENCING_DELAY + 15, what="Fence node-1 Fenced")
-    assert fence["spec"]["agent"] == "power"  # type: ignore[index]
+    assert fence["spec"]["agent"] == "power"
     # The agent confirmed: the kubelet and the pet's process are really dead.
     assert not alive(kubelet.pid) and not alive(old_pid)
 

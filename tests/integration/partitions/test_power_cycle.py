@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -18,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from skiff.api.types import Obj
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
 from skiff.fence_agent import FINALIZER
 from skiff.kubelet.records import load_state
 from skiff.kubelet.sandbox.network import pod_netns_name
@@ -159,7 +160,7 @@ async def test_defect8_a_sandbox_left_from_before_a_kubelet_crash_is_reused_or_r
 
     crashed = cluster.kill("kubelet-node-1")
     for pid in kill_pod_groups(root):
-        await wait_for(lambda pid=pid: _now(not alive(pid)), timeout=5, what=f"{pid} gone")
+        await wait_for(functools.partial(_gone, pid), timeout=5, what=f"{pid} gone")
     assert not alive(crashed)
     # What the crash left: the sandbox's /run/netns entry (its mount died with the kubelet's
     # mount namespace) and the pod's address in the node's IPAM.
@@ -174,9 +175,10 @@ async def test_defect8_a_sandbox_left_from_before_a_kubelet_crash_is_reused_or_r
     assert WORKER_FAILED not in kubelet_log(cluster)
 
 
-async def _now(value: bool) -> bool:
+async def _gone(pid: int) -> bool:
+    gone = not alive(pid)
     await asyncio.sleep(0)
-    return value
+    return gone
 
 
 async def test_defect8_a_kubelet_crash_keeps_a_running_pods_sandbox_and_ip(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from tests.integration.workloads.conftest import Kube
 from tests.integration.workloads.test_deployment import _items, _ready, _wait
@@ -62,7 +63,7 @@ def test_ps4_replication_controller_of_the_documentation(kube: Kube) -> None:
     # a relative PodDisruptionBudget finds its scale through the ReplicationController
     kube("create", "pdb", "nginx", "-n", ns, "--selector=app=nginx", "--max-unavailable=50%")
 
-    def budget() -> dict:
+    def budget() -> dict[str, Any]:
         pdb = json.loads(kube("get", "pdb", "nginx", "-n", ns, "-o", "json").stdout)
         return dict(pdb.get("status") or {})
 
