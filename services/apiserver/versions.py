@@ -15,8 +15,10 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from skiff.api import ApiError, autoscaling, eventsv1
+from skiff.api import ApiError
 from skiff.api.errors import FieldError
+from skiff.api.groups import autoscaling
+from skiff.api.groups import events as eventsv1
 from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
 from skiff.apiserver.registry import Registry, Result

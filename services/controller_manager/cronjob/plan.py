@@ -14,8 +14,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from skiff.api.cronjobs import SCHEDULED_ANNOTATION, latest_at_or_before, next_time
+from skiff.api.cronschedule import latest_at_or_before, next_time
 from skiff.api.types import Obj
+from skiff.api.wellknown import CRONJOB_SCHEDULED_ANNOTATION
 from skiff.clock import parse_rfc3339, rfc3339
 
 
@@ -60,7 +61,7 @@ def job_from_template(cj: Obj, scheduled: float) -> Obj:
     tmeta = template.get("metadata") or {}
     meta = cj["metadata"]
     annotations = dict(tmeta.get("annotations") or {})
-    annotations[SCHEDULED_ANNOTATION] = rfc3339(scheduled)
+    annotations[CRONJOB_SCHEDULED_ANNOTATION] = rfc3339(scheduled)
     job_meta: Obj = {"name": job_name(cj, scheduled), "namespace": meta.get("namespace"),
                      "annotations": annotations,
                      "ownerReferences": [{"apiVersion": "batch/v1", "kind": "CronJob",

@@ -18,7 +18,7 @@ import logging
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.api.workloads import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
+from skiff.api.wellknown import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 from skiff.client import BY_NAMESPACE, NORMAL, object_key
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext

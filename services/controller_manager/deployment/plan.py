@@ -14,7 +14,7 @@ from typing import Any
 
 from skiff.api.names import object_hash
 from skiff.api.types import Obj
-from skiff.api.workloads import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
+from skiff.api.wellknown import POD_TEMPLATE_HASH_LABEL, REVISION_ANNOTATION
 
 
 def template_hash(template: Obj, collision_count: int = 0) -> str:

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.types import Obj
-from skiff.api.workloads import JOB_INDEX_ANNOTATION
+from skiff.api.wellknown import JOB_INDEX_ANNOTATION
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext

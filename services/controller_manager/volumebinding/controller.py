@@ -31,9 +31,9 @@ import shutil
 from pathlib import Path
 
 from skiff.api import ApiError, Reason, is_terminating
-from skiff.api.accountkinds import DEFAULT_CLASS_ANNOTATION
 from skiff.api.types import Obj
 from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
+from skiff.api.wellknown import DEFAULT_CLASS_ANNOTATION
 from skiff.client import NORMAL, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.volumebinding.matching import (

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from skiff.api import LabelSelector, parse_quantity
-from skiff.api.accountkinds import is_default_class
+from skiff.api.groups.storage import is_default_class
 from skiff.api.types import ObjView
 
 LOCAL_PROVISIONER = "skiff.io/local"

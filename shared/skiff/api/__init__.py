@@ -19,9 +19,6 @@ from skiff.api.selectors import (
     validate_labels,
 )
 from skiff.api.validation import validate
-from skiff.api.workloads import register as _register_workload_kinds
-
-_register_workload_kinds()
 
 __all__ = [
     "KINDS",

@@ -1,4 +1,4 @@
-"""ResourceQuota (v1): its rules, `kubectl get` columns, and what an object uses of a quota.
+"""What an object uses of a ResourceQuota (its validation and columns: groups.core).
 
 The apiserver's quota admission and the controller-manager's resourcequota controller must
 count the same way, so the evaluators live here (pkg/quota/v1/evaluator/core): a pod that
@@ -15,18 +15,15 @@ object uses `count/<resource>[.<group>]` and, for core kinds, its plain name (`s
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
-from skiff.api.errors import FieldError, invalid, not_supported
 from skiff.api.kinds import KindInfo
 from skiff.api.quantity import canonical, parse_quantity
 from skiff.api.resources import binary_amounts, pod_amounts
 from skiff.clock import parse_rfc3339
 
-Obj = dict[str, Any]
-Column = tuple[str, Callable[[Obj], str]]
 Usage = dict[str, Fraction]
 
 SCOPES = ["BestEffort", "CrossNamespacePodAffinity", "NotBestEffort", "NotTerminating",
@@ -156,42 +153,3 @@ def pretty(amounts: Mapping[str, Any], binary: set[str] | None = None) -> str:
     return ",".join(
         f"{k}={canonical(v, binary=k in (binary or set())) if isinstance(v, Fraction) else v}"
         for k, v in sorted(amounts.items()))
-
-
-def _validate_resource_quota(obj: Mapping[str, Any],
-                             old: Mapping[str, Any] | None) -> list[FieldError]:
-    errors: list[FieldError] = []
-    spec = obj.get("spec") or {}
-    for key, amount in (spec.get("hard") or {}).items():
-        try:
-            if parse_quantity(amount) < 0:
-                errors.append(invalid(f"spec.hard[{key}]", amount,
-                                      "must be greater than or equal to 0"))
-        except ValueError as exc:
-            errors.append(invalid(f"spec.hard[{key}]", amount, str(exc)))
-    for i, scope in enumerate(spec.get("scopes") or []):
-        if scope not in SCOPES:
-            errors.append(not_supported(f"spec.scopes[{i}]", scope, SCOPES))
-    return errors
-
-
-VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None],
-                                list[FieldError]]] = {
-    "ResourceQuota": _validate_resource_quota}
-
-
-def _usage_column(part: str) -> Callable[[Obj], str]:
-    """kubectl's REQUEST / LIMIT columns: `used/hard` of each resource, limits.* apart."""
-    def column(quota: Obj) -> str:
-        status = quota.get("status") or {}
-        hard, used = status.get("hard") or {}, status.get("used") or {}
-        keys = sorted(k for k in hard if k.startswith("limits.") == (part == "limit"))
-        return ", ".join(f"{k}: {used.get(k, '0')}/{hard[k]}" for k in keys)
-    return column
-
-
-def columns(meta: Callable[[str], Callable[[Obj], str]],
-            age: Callable[[Obj], str]) -> dict[str, list[Column]]:
-    return {"ResourceQuota": [("NAME", meta("name")), ("AGE", age),
-                              ("REQUEST", _usage_column("request")),
-                              ("LIMIT", _usage_column("limit"))]}

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from skiff.api import autoscaling
 from skiff.api.defaults import apply_defaults
+from skiff.api.groups import autoscaling
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.tables import columns_for
 from skiff.api.types import Obj

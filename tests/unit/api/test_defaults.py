@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from skiff.api import apply_defaults
-from skiff.api.defaults import image_pull_policy
+from skiff.api.groups.core.podtemplate import image_pull_policy
 from skiff.api.testing import make_pod
 
 

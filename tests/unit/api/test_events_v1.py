@@ -3,7 +3,7 @@ create rules of that version, and its field labels."""
 
 from __future__ import annotations
 
-from skiff.api.eventsv1 import V1, to_core, to_v1, validate_create
+from skiff.api.groups.events import V1, to_core, to_v1, validate_create
 from skiff.api.selectors import FieldSelector
 
 CORE = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "d"},

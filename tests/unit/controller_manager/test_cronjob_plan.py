@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from skiff.api.cronjobs import ScheduleError, next_time, times_between
+from skiff.api.cronschedule import ScheduleError, next_time, times_between
 from skiff.api.types import Obj
 from skiff.api.validation import validate
 from skiff.clock import parse_rfc3339, rfc3339

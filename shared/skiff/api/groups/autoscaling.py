@@ -12,15 +12,15 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, TypeGuard
 
+from skiff.api.columns import age, meta, spec_of
 from skiff.api.errors import FieldError, forbidden, invalid, not_supported, required
+from skiff.api.fieldschema import CONDITIONS, OBJECT_META, TOP, fields
+from skiff.api.grouprules import GroupRules
 from skiff.api.quantity import parse_quantity
-
-Obj = dict[str, Any]
-VObj = Mapping[str, Any]
-Column = tuple[str, Callable[[Obj], str]]
+from skiff.api.types import Obj, ObjView
 
 V1, V2 = "autoscaling/v1", "autoscaling/v2"
 DEFAULT_CPU_UTILIZATION = 80
@@ -249,7 +249,7 @@ def _validate_rules(rules: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_hpa(obj: VObj, old: VObj | None) -> list[FieldError]:
+def _validate_hpa(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, Mapping):
         return [required("spec")]
@@ -280,11 +280,6 @@ def _validate_hpa(obj: VObj, old: VObj | None) -> list[FieldError]:
             errors.append(invalid(f"status.{key}", value,
                                   "must be greater than or equal to 0"))
     return errors
-
-
-VALIDATORS: dict[str, Callable[[VObj, VObj | None], list[FieldError]]] = {
-    "HorizontalPodAutoscaler": _validate_hpa}
-DEFAULTERS: dict[str, Callable[[Obj], None]] = {"HorizontalPodAutoscaler": _default_hpa}
 
 
 # --- kubectl get hpa ------------------------------------------------------------------------
@@ -335,22 +330,35 @@ def targets(hpa: Obj) -> str:
     return ", ".join(shown)
 
 
-def columns(meta: Callable[[str], Callable[[Obj], str]],
-            age_of: Callable[[Any], str]) -> dict[str, list[Column]]:
-    """kubectl's HorizontalPodAutoscaler printer."""
-    def spec(o: Obj) -> Obj:
-        return dict(o.get("spec") or {})
+def _reference(o: Obj) -> str:
+    ref = spec_of(o).get("scaleTargetRef") or {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
 
-    def reference(o: Obj) -> str:
-        ref = spec(o).get("scaleTargetRef") or {}
-        return f"{ref.get('kind', '')}/{ref.get('name', '')}"
 
-    return {"HorizontalPodAutoscaler": [
-        ("NAME", meta("name")), ("REFERENCE", reference), ("TARGETS", targets),
-        ("MINPODS", lambda o: str(spec(o).get("minReplicas", "<unset>"))),
-        ("MAXPODS", lambda o: str(spec(o).get("maxReplicas", 0))),
+RULES = GroupRules(
+    defaulters={"HorizontalPodAutoscaler": _default_hpa},
+    validators={"HorizontalPodAutoscaler": _validate_hpa},
+    # kubectl's HorizontalPodAutoscaler printer
+    columns={"HorizontalPodAutoscaler": [
+        ("NAME", meta("name")), ("REFERENCE", _reference), ("TARGETS", targets),
+        ("MINPODS", lambda o: str(spec_of(o).get("minReplicas", "<unset>"))),
+        ("MAXPODS", lambda o: str(spec_of(o).get("maxReplicas", 0))),
         ("REPLICAS", lambda o: str((o.get("status") or {}).get("currentReplicas", 0))),
-        ("AGE", lambda o: age_of(o["metadata"].get("creationTimestamp")))]}
+        ("AGE", lambda o: age(o["metadata"].get("creationTimestamp")))]},
+    schemas={"HorizontalPodAutoscaler": fields(
+        *TOP, metadata=OBJECT_META,
+        spec=fields("minReplicas", "maxReplicas", "metrics", "behavior",
+                    scaleTargetRef=fields("apiVersion", "kind", "name")),
+        status=fields("observedGeneration", "lastScaleTime", "currentReplicas",
+                      "desiredReplicas", "currentMetrics", conditions=CONDITIONS))},
+    # a request in autoscaling/v1 is pruned against that version's fields before conversion
+    version_schemas={(V1, "HorizontalPodAutoscaler"): fields(
+        *TOP, metadata=OBJECT_META,
+        spec=fields("minReplicas", "maxReplicas", "targetCPUUtilizationPercentage",
+                    scaleTargetRef=fields("apiVersion", "kind", "name")),
+        status=fields("observedGeneration", "lastScaleTime", "currentReplicas",
+                      "desiredReplicas", "currentCPUUtilizationPercentage"))},
+)
 
 
 # --- v1 <-> v2 ------------------------------------------------------------------------------
@@ -557,5 +565,5 @@ def _list(notes: Obj, key: str) -> list[Obj]:
 
 
 __all__ = ["BEHAVIOR_ANNOTATION", "CONDITIONS_ANNOTATION", "CURRENT_METRICS_ANNOTATION",
-           "DEFAULTERS", "METRICS_ANNOTATION", "V1", "V2", "VALIDATORS", "ConversionError",
-           "columns", "scale_down_rules", "scale_up_rules", "targets", "to_v1", "to_v2"]
+           "METRICS_ANNOTATION", "RULES", "V1", "V2", "ConversionError",
+           "scale_down_rules", "scale_up_rules", "targets", "to_v1", "to_v2"]

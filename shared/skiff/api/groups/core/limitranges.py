@@ -12,15 +12,16 @@ of at least 1.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from fractions import Fraction
 from typing import Any
 
+from skiff.api.columns import meta
 from skiff.api.errors import FieldError, forbidden, invalid, not_supported, required
+from skiff.api.fieldschema import OBJECT_META, TOP, ListOf, fields
+from skiff.api.grouprules import GroupRules
 from skiff.api.quantity import parse_quantity
-
-Obj = dict[str, Any]
-Column = tuple[str, Callable[[Obj], str]]
+from skiff.api.types import Obj
 
 LIMIT_TYPES = ["Container", "PersistentVolumeClaim", "Pod"]
 _AMOUNTS = ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")
@@ -129,12 +130,11 @@ def _ordering(item: Mapping[str, Any], parsed: dict[str, dict[str, Fraction]],
     return errors
 
 
-VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None],
-                                list[FieldError]]] = {"LimitRange": _validate_limit_range}
-DEFAULTERS: dict[str, Callable[[Obj], None]] = {"LimitRange": _default_limit_range}
-
-
-def columns(meta: Callable[[str], Callable[[Obj], str]]) -> dict[str, list[Column]]:
-    """kubectl's LimitRange printer: its name and creation time."""
-    return {"LimitRange": [("NAME", meta("name")),
-                           ("CREATED AT", meta("creationTimestamp"))]}
+RULES = GroupRules(
+    defaulters={"LimitRange": _default_limit_range},
+    validators={"LimitRange": _validate_limit_range},
+    # kubectl's LimitRange printer: its name and creation time
+    columns={"LimitRange": [("NAME", meta("name")), ("CREATED AT", meta("creationTimestamp"))]},
+    schemas={"LimitRange": fields(*TOP, metadata=OBJECT_META, spec=fields(limits=ListOf(fields(
+        "type", "max", "min", "default", "defaultRequest", "maxLimitRequestRatio"))))},
+)

@@ -1,4 +1,5 @@
-"""Validation of the four RBAC kinds (rbac.authorization.k8s.io/v1, SPEC AU3).
+"""The rbac.authorization.k8s.io/v1 group (SPEC AU3): validation and kubectl's columns of
+Roles, ClusterRoles, RoleBindings and ClusterRoleBindings.
 
 Role and ClusterRole hold `rules` (PolicyRules); RoleBinding and ClusterRoleBinding bind
 `subjects` to a `roleRef`. Evaluation lives in `skiff.auth`; this is only their shape.
@@ -6,25 +7,16 @@ Role and ClusterRole hold `rules` (PolicyRules); RoleBinding and ClusterRoleBind
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
+from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError, invalid, not_supported, required
-
-Obj = Mapping[str, Any]
+from skiff.api.fieldchecks import string_list
+from skiff.api.grouprules import GroupRules
+from skiff.api.types import Obj, ObjView
 
 _SUBJECT_KINDS = ["Group", "ServiceAccount", "User"]
 
 
-def _strings(value: Any, path: str) -> list[FieldError]:
-    if value is None:
-        return []
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        return [invalid(path, value, "must be a list of strings")]
-    return []
-
-
-def _validate_rules(obj: Obj) -> list[FieldError]:
+def _validate_rules(obj: ObjView) -> list[FieldError]:
     rules = obj.get("rules")
     if rules is None:
         return []
@@ -37,7 +29,7 @@ def _validate_rules(obj: Obj) -> list[FieldError]:
             errors.append(invalid(path, rule, "must be a PolicyRule"))
             continue
         for key in ("verbs", "apiGroups", "resources", "resourceNames", "nonResourceURLs"):
-            errors += _strings(rule.get(key), f"{path}.{key}")
+            errors += string_list(rule.get(key), f"{path}.{key}")
         if not rule.get("verbs"):
             errors.append(required(f"{path}.verbs", "verbs must contain at least one value"))
         if rule.get("nonResourceURLs") and obj.get("kind") == "Role":
@@ -49,11 +41,11 @@ def _validate_rules(obj: Obj) -> list[FieldError]:
     return errors
 
 
-def validate_role(obj: Obj, old: Obj | None) -> list[FieldError]:
+def validate_role(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     return _validate_rules(obj)
 
 
-def validate_binding(obj: Obj, old: Obj | None) -> list[FieldError]:
+def validate_binding(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     errors: list[FieldError] = []
     ref = obj.get("roleRef")
     allowed = ["ClusterRole"] if obj.get("kind") == "ClusterRoleBinding" \
@@ -80,3 +72,38 @@ def validate_binding(obj: Obj, old: Obj | None) -> list[FieldError]:
         if not subject.get("name"):
             errors.append(required(f"{path}.name"))
     return errors
+
+
+def _role_ref(o: Obj) -> str:
+    ref = o.get("roleRef") or {}
+    return f"{ref.get('kind', '')}/{ref.get('name', '')}"
+
+
+def _subjects(o: Obj, kind: str) -> str:
+    """A binding's subjects of one kind, as kubectl lists them (`ns/name` for accounts)."""
+    names = [f"{s.get('namespace', '')}/{s.get('name', '')}" if kind == "ServiceAccount"
+             else str(s.get("name", "")) for s in o.get("subjects") or []
+             if s.get("kind") == kind]
+    return ", ".join(names)
+
+
+RULES = GroupRules(
+    validators={"Role": validate_role, "ClusterRole": validate_role,
+                "RoleBinding": validate_binding, "ClusterRoleBinding": validate_binding},
+    columns={
+        "Role": [("NAME", meta("name")), ("CREATED AT", meta("creationTimestamp"))],
+        "ClusterRole": [("NAME", meta("name")), ("CREATED AT", meta("creationTimestamp"))],
+        "RoleBinding": [("NAME", meta("name")), ("ROLE", lambda o: _role_ref(o)),
+                        ("AGE", age_column)],
+        "ClusterRoleBinding": [("NAME", meta("name")), ("ROLE", lambda o: _role_ref(o)),
+                               ("AGE", age_column)],
+    },
+    wide={
+        "RoleBinding": [("USERS", lambda o: _subjects(o, "User")),
+                        ("GROUPS", lambda o: _subjects(o, "Group")),
+                        ("SERVICEACCOUNTS", lambda o: _subjects(o, "ServiceAccount"))],
+        "ClusterRoleBinding": [("USERS", lambda o: _subjects(o, "User")),
+                               ("GROUPS", lambda o: _subjects(o, "Group")),
+                               ("SERVICEACCOUNTS", lambda o: _subjects(o, "ServiceAccount"))],
+    },
+)

@@ -1,38 +1,27 @@
-"""ServiceAccount, PersistentVolume and StorageClass (SPEC AX3, AX4): their validation,
-defaults and `kubectl get` columns, kept apart from the older kinds so that adding them is
-one hook line in each of `validation`, `defaults` and `tables`.
-"""
+"""PersistentVolumes and PersistentVolumeClaims (core/v1, SPEC AX4): their defaults,
+validation, kubectl's columns and known fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
+from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError, invalid, not_supported, required
+from skiff.api.fieldchecks import as_dict, as_list, immutable
+from skiff.api.fielddefaults import child, set_default
+from skiff.api.fieldschema import CONDITION, OBJECT_META, TOP, ListOf, fields
+from skiff.api.grouprules import GroupRules
 from skiff.api.quantity import parse_quantity
+from skiff.api.types import Obj, ObjView
 
-Obj = dict[str, Any]
-
-ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
+PV_ACCESS_MODES = ["ReadOnlyMany", "ReadWriteMany", "ReadWriteOnce", "ReadWriteOncePod"]
 RECLAIM_POLICIES = ["Delete", "Recycle", "Retain"]
-BINDING_MODES = ["Immediate", "WaitForFirstConsumer"]
 PV_PHASES = ["Available", "Bound", "Failed", "Pending", "Released"]
-DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
 # Kubernetes' in-tree volume sources a PV may name; Skiff's local attacher serves hostPath
 # and local (a directory on the node) and treats the others as opaque.
 PV_SOURCES = ("hostPath", "local", "csi", "nfs", "iscsi", "fc", "gcePersistentDisk",
               "awsElasticBlockStore", "azureDisk", "cephfs", "rbd")
-
-
-def _validate_service_account(
-        obj: Mapping[str, Any],
-        old: Mapping[str, Any] | None) -> list[FieldError]:
-    errors: list[FieldError] = []
-    for key in ("secrets", "imagePullSecrets"):
-        value = obj.get(key)
-        if value is not None and not isinstance(value, list):
-            errors.append(invalid(key, value, "must be a list"))
-    return errors
 
 
 def _validate_persistent_volume(
@@ -47,8 +36,8 @@ def _validate_persistent_volume(
         errors.append(required("spec.accessModes"))
     else:
         for i, mode in enumerate(modes):
-            if mode not in ACCESS_MODES:
-                errors.append(not_supported(f"spec.accessModes[{i}]", mode, ACCESS_MODES))
+            if mode not in PV_ACCESS_MODES:
+                errors.append(not_supported(f"spec.accessModes[{i}]", mode, PV_ACCESS_MODES))
     storage = (spec.get("capacity") or {}).get("storage") \
         if isinstance(spec.get("capacity"), dict) else None
     if storage is None:
@@ -78,31 +67,24 @@ def _validate_persistent_volume(
     return errors
 
 
-def _validate_storage_class(
-        obj: Mapping[str, Any],
-        old: Mapping[str, Any] | None) -> list[FieldError]:
-    errors: list[FieldError] = []
-    if not obj.get("provisioner"):
-        errors.append(required("provisioner"))
-    policy = obj.get("reclaimPolicy")
-    if policy is not None and policy not in ("Delete", "Retain"):
-        errors.append(not_supported("reclaimPolicy", policy, ["Delete", "Retain"]))
-    mode = obj.get("volumeBindingMode")
-    if mode is not None and mode not in BINDING_MODES:
-        errors.append(not_supported("volumeBindingMode", mode, BINDING_MODES))
+ACCESS_MODES = ["ReadWriteOnce", "ReadOnlyMany", "ReadWriteMany", "ReadWriteOncePod"]
+
+
+def _validate_pvc(obj: ObjView, old: ObjView | None) -> list[FieldError]:
+    spec, errors = as_dict(obj.get("spec"), "spec")
+    modes, errs = as_list(spec.get("accessModes"), "spec.accessModes")
+    errors += errs
+    if not modes:
+        errors.append(required("spec.accessModes", "at least 1 access mode is required"))
+    for i, mode in enumerate(modes):
+        if mode not in ACCESS_MODES:
+            errors.append(not_supported(f"spec.accessModes[{i}]", mode, ACCESS_MODES))
     if old is not None:
-        for key in ("provisioner", "parameters", "reclaimPolicy", "volumeBindingMode"):
-            if obj.get(key) != old.get(key):
-                errors.append(invalid(key, obj.get(key), "field is immutable"))
+        for key in ("accessModes", "storageClassName", "volumeName"):
+            old_value = old.get("spec", {}).get(key)
+            if old_value is not None and spec.get(key) != old_value:
+                errors += immutable(spec.get(key), old_value, f"spec.{key}")
     return errors
-
-
-VALIDATORS: dict[str, Callable[[Mapping[str, Any], Mapping[str, Any] | None],
-                                list[FieldError]]] = {
-    "ServiceAccount": _validate_service_account,
-    "PersistentVolume": _validate_persistent_volume,
-    "StorageClass": _validate_storage_class,
-}
 
 
 def _default_persistent_volume(obj: Obj) -> None:
@@ -112,20 +94,9 @@ def _default_persistent_volume(obj: Obj) -> None:
     obj.setdefault("status", {}).setdefault("phase", "Pending")
 
 
-def _default_storage_class(obj: Obj) -> None:
-    obj.setdefault("reclaimPolicy", "Delete")
-    obj.setdefault("volumeBindingMode", "Immediate")
-
-
-DEFAULTERS: dict[str, Callable[[Obj], None]] = {
-    "PersistentVolume": _default_persistent_volume,
-    "StorageClass": _default_storage_class,
-}
-
-
-def is_default_class(sc: Mapping[str, Any]) -> bool:
-    annotations = sc.get("metadata", {}).get("annotations") or {}
-    return str(annotations.get(DEFAULT_CLASS_ANNOTATION, "")).lower() == "true"
+def _default_pvc(obj: Obj) -> None:
+    set_default(child(obj, "spec"), "volumeMode", "Filesystem")
+    set_default(child(obj, "status"), "phase", "Pending")
 
 
 def _modes(obj: Obj) -> str:
@@ -139,17 +110,12 @@ def _claim_ref(obj: Obj) -> str:
     return f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else ""
 
 
-Column = tuple[str, Callable[[Obj], str]]
-
-
-def columns(meta: Callable[[str], Callable[[Obj], str]],
-            age: Callable[[Obj], str]) -> dict[str, list[Column]]:
-    """`kubectl get` columns for the kinds of this module (Kubernetes' printers)."""
-    return {
-        "ServiceAccount": [
-            ("NAME", meta("name")),
-            ("SECRETS", lambda o: str(len(o.get("secrets") or []))),
-            ("AGE", age)],
+RULES = GroupRules(
+    defaulters={"PersistentVolume": _default_persistent_volume,
+                "PersistentVolumeClaim": _default_pvc},
+    validators={"PersistentVolume": _validate_persistent_volume,
+                "PersistentVolumeClaim": _validate_pvc},
+    columns={
         "PersistentVolume": [
             ("NAME", meta("name")),
             ("CAPACITY", lambda o: str((o.get("spec", {}).get("capacity") or {})
@@ -163,14 +129,36 @@ def columns(meta: Callable[[str], Callable[[Obj], str]],
             ("VOLUMEATTRIBUTESCLASS", lambda o: str(o.get("spec", {}).get(
                 "volumeAttributesClassName") or "<unset>")),
             ("REASON", lambda o: str(o.get("status", {}).get("reason", ""))),
-            ("AGE", age)],
-        "StorageClass": [
-            ("NAME", lambda o: meta("name")(o) + (" (default)" if is_default_class(o)
-                                                  else "")),
-            ("PROVISIONER", lambda o: str(o.get("provisioner", ""))),
-            ("RECLAIMPOLICY", lambda o: str(o.get("reclaimPolicy", ""))),
-            ("VOLUMEBINDINGMODE", lambda o: str(o.get("volumeBindingMode", ""))),
-            ("ALLOWVOLUMEEXPANSION", lambda o: str(bool(o.get("allowVolumeExpansion")))
-             .lower()),
-            ("AGE", age)],
-    }
+            ("AGE", age_column)],
+        "PersistentVolumeClaim": [
+            ("NAME", meta("name")),
+            ("STATUS", lambda o: str(o.get("status", {}).get("phase", ""))),
+            ("VOLUME", lambda o: str(o.get("spec", {}).get("volumeName", "") or "")),
+            # kubectl's printer: capacity and access modes from the status, once bound
+            ("CAPACITY", lambda o: str((o.get("status", {}).get("capacity") or {}).get(
+                "storage", "")) if o.get("spec", {}).get("volumeName") else ""),
+            ("ACCESS MODES", lambda o: ",".join(
+                {"ReadWriteOnce": "RWO", "ReadOnlyMany": "ROX", "ReadWriteMany": "RWX",
+                 "ReadWriteOncePod": "RWOP"}.get(m, m)
+                for m in o.get("status", {}).get("accessModes") or [])
+             if o.get("spec", {}).get("volumeName") else ""),
+            ("STORAGECLASS", lambda o: str(o.get("spec", {}).get("storageClassName") or "")),
+            ("VOLUMEATTRIBUTESCLASS", lambda o: str(o.get("spec", {}).get(
+                "volumeAttributesClassName") or "<unset>")),
+            ("AGE", age_column)],
+    },
+    wide={
+        "PersistentVolumeClaim": [("VOLUMEMODE", lambda o: str(
+            o.get("spec", {}).get("volumeMode") or "<unset>"))],
+    },
+    schemas={
+        "PersistentVolumeClaim": fields(
+            *TOP, metadata=OBJECT_META,
+            spec=fields("accessModes", "resources", "storageClassName", "volumeName",
+                        "volumeMode", "selector", "dataSource", "dataSourceRef",
+                        "volumeAttributesClassName"),
+            status=fields("phase", "accessModes", "capacity", "allocatedResources",
+                          "currentVolumeAttributesClassName", conditions=ListOf(CONDITION)),
+        ),
+    },
+)

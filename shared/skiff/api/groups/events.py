@@ -1,4 +1,5 @@
-"""events.k8s.io/v1 Events: the core v1 Events under the names of the newer API.
+"""Events: the core v1 kind (its validation, columns and known fields) and the same Events
+served as events.k8s.io/v1 under the names of the newer API.
 
 Kubernetes stores one Event kind and serves it in both groups (pkg/apis/events/v1
 conversion): `regarding` is `involvedObject`, `note` is `message`, `reportingController` is
@@ -17,9 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.api.columns import age
 from skiff.api.errors import FieldError, invalid, required
-
-Obj = dict[str, Any]
+from skiff.api.fieldchecks import as_dict, int_field, str_field
+from skiff.api.fieldschema import OBJECT_META, TOP, fields
+from skiff.api.grouprules import GroupRules
+from skiff.api.types import Obj, ObjView
 
 V1 = "events.k8s.io/v1"
 CORE = "v1"
@@ -78,3 +82,50 @@ def validate_create(event: Mapping[str, Any]) -> list[FieldError]:
 
 
 __all__ = ["V1", "to_core", "to_v1", "validate_create"]
+
+
+def _validate_event(obj: ObjView, old: ObjView | None) -> list[FieldError]:
+    involved, errors = as_dict(obj.get("involvedObject"), "involvedObject")
+    if obj.get("involvedObject") is None:
+        errors.append(required("involvedObject"))
+    elif not errors and not (involved.get("kind") or involved.get("name")):
+        errors.append(required("involvedObject.name",
+                               "involvedObject needs at least a kind or a name"))
+    errors += int_field(obj, "count", "count", minimum=0)
+    for key in ("reason", "message", "type", "action", "reportingComponent",
+                "reportingInstance"):
+        errors += str_field(obj, key, key)
+    return errors
+
+
+RULES = GroupRules(
+    validators={"Event": _validate_event},
+    columns={
+        "Event": [("LAST SEEN", lambda o: age(o.get("lastTimestamp"))),
+                  ("TYPE", lambda o: str(o.get("type", ""))),
+                  ("REASON", lambda o: str(o.get("reason", ""))),
+                  ("OBJECT", lambda o: f"{o.get('involvedObject', {}).get('kind', '').lower()}/"
+                                       f"{o.get('involvedObject', {}).get('name', '')}"),
+                  ("MESSAGE", lambda o: str(o.get("message", "")))],
+    },
+    schemas={
+        "Event": fields(
+            *TOP, "reason", "message", "firstTimestamp", "lastTimestamp", "count", "type",
+            "eventTime", "series", "action", "related", "reportingComponent", "reportingInstance",
+            metadata=OBJECT_META,
+            involvedObject=fields("kind", "namespace", "name", "uid", "apiVersion",
+                                  "resourceVersion", "fieldPath"),
+            source=fields("component", "host"),
+        ),
+    },
+    # a request in events.k8s.io/v1 is pruned against that version's fields before conversion
+    version_schemas={
+        ("events.k8s.io/v1", "Event"): fields(
+            *TOP, "eventTime", "series", "reportingController", "reportingInstance", "action",
+            "reason", "note", "type", "related", "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp", "deprecatedCount", metadata=OBJECT_META,
+            regarding=fields("kind", "namespace", "name", "uid", "apiVersion", "resourceVersion",
+                             "fieldPath"),
+            deprecatedSource=fields("component", "host")),
+    },
+)

@@ -12,19 +12,18 @@ policyTypes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from typing import Any
 
+from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError, invalid, not_supported, required
+from skiff.api.fieldschema import OBJECT_META, TOP, fields
+from skiff.api.grouprules import GroupRules
 from skiff.api.selectors import (
     dns1123_subdomain_problems,
     qualified_name_problems,
     validate_label_selector,
 )
-
-Obj = dict[str, Any]
-VObj = Mapping[str, Any]
-Column = tuple[str, Callable[[Obj], str]]
+from skiff.api.types import Obj, ObjView
 
 PATH_TYPES = ["Exact", "ImplementationSpecific", "Prefix"]
 POLICY_TYPES = ["Egress", "Ingress"]
@@ -56,7 +55,7 @@ def _backend(backend: Any, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_ingress(obj: VObj, old: VObj | None) -> list[FieldError]:
+def _validate_ingress(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec = obj.get("spec") or {}
     errors: list[FieldError] = []
     if spec.get("defaultBackend") is not None:
@@ -85,7 +84,7 @@ def _validate_ingress(obj: VObj, old: VObj | None) -> list[FieldError]:
     return errors
 
 
-def _validate_ingress_class(obj: VObj, old: VObj | None) -> list[FieldError]:
+def _validate_ingress_class(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     controller = (obj.get("spec") or {}).get("controller")
     if not controller:
         return [required("spec.controller")]
@@ -96,7 +95,7 @@ def _validate_ingress_class(obj: VObj, old: VObj | None) -> list[FieldError]:
     return errors
 
 
-def _validate_network_policy(obj: VObj, old: VObj | None) -> list[FieldError]:
+def _validate_network_policy(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec = obj.get("spec")
     if not isinstance(spec, dict):
         return [required("spec")]
@@ -125,11 +124,6 @@ def _validate_network_policy(obj: VObj, old: VObj | None) -> list[FieldError]:
     return errors
 
 
-VALIDATORS: dict[str, Callable[[VObj, VObj | None], list[FieldError]]] = {
-    "Ingress": _validate_ingress, "IngressClass": _validate_ingress_class,
-    "NetworkPolicy": _validate_network_policy}
-
-
 def _hosts(ing: Obj) -> str:
     hosts = [str(r.get("host")) for r in (ing.get("spec") or {}).get("rules") or []
              if r.get("host")]
@@ -156,22 +150,33 @@ def _pod_selector(np: Obj) -> str:
     return ",".join(parts) or "<none>"
 
 
-def columns(meta: Callable[[str], Callable[[Obj], str]],
-            age: Callable[[Obj], str]) -> dict[str, list[Column]]:
-    """kubectl's printers for the three kinds."""
-    return {
+RULES = GroupRules(
+    validators={"Ingress": _validate_ingress, "IngressClass": _validate_ingress_class,
+                "NetworkPolicy": _validate_network_policy},
+    # kubectl's printers for the three kinds
+    columns={
         "Ingress": [("NAME", meta("name")),
                     ("CLASS", lambda o: str((o.get("spec") or {}).get("ingressClassName")
                                             or "<none>")),
                     ("HOSTS", _hosts), ("ADDRESS", _address), ("PORTS", _ports),
-                    ("AGE", age)],
+                    ("AGE", age_column)],
         "IngressClass": [("NAME", meta("name")),
                          ("CONTROLLER", lambda o: str((o.get("spec") or {}).get("controller",
                                                                                ""))),
                          ("PARAMETERS", lambda o: "<none>"
                           if not (o.get("spec") or {}).get("parameters") else
                           str(o["spec"]["parameters"].get("kind", ""))),
-                         ("AGE", age)],
+                         ("AGE", age_column)],
         "NetworkPolicy": [("NAME", meta("name")), ("POD-SELECTOR", _pod_selector),
-                          ("AGE", age)],
-    }
+                          ("AGE", age_column)],
+    },
+    schemas={
+        "Ingress": fields(*TOP, metadata=OBJECT_META,
+                          spec=fields("ingressClassName", "defaultBackend", "tls", "rules"),
+                          status=fields("loadBalancer")),
+        "IngressClass": fields(*TOP, metadata=OBJECT_META,
+                               spec=fields("controller", "parameters")),
+        "NetworkPolicy": fields(*TOP, metadata=OBJECT_META,
+                                spec=fields("podSelector", "ingress", "egress", "policyTypes")),
+    },
+)
