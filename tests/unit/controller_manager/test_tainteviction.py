@@ -5,13 +5,11 @@ taint eviction controller on a fake clock: a taint without `timeAdded` (what
 from __future__ import annotations
 
 import copy
-from typing import Any, cast
 
 import pytest
 
-from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
@@ -90,47 +88,33 @@ def test_ps2_time_added_wins_over_first_seen() -> None:
 # -- the controller ----------------------------------------------------------------------------
 
 
-class FakePods:
-    """update_status / delete on pods, create / update on events; records the writes."""
-
-    def __init__(self) -> None:
-        self.deleted: list[str] = []
-        self.events: list[tuple[str, str]] = []
-
-    async def update_status(self, obj: Obj) -> Obj:
-        return copy.deepcopy(obj)
-
-    async def delete(self, resource: str, name: str, namespace: str | None = None,
-                     **_: Any) -> Obj:
-        assert resource == "pods"
-        self.deleted.append(f"{namespace}/{name}")
-        return {}
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
-        raise ApiError(Reason.NOT_FOUND, f'{resource} "{name}" not found')
-
-    async def create(self, obj: Obj) -> Obj:
-        self.events.append((obj["reason"], obj["message"]))
-        return copy.deepcopy(obj)
-
-    async def update(self, obj: Obj) -> Obj:
-        return copy.deepcopy(obj)
-
-
 class Harness:
     def __init__(self) -> None:
         self.clock = FakeClock()
-        self.api = FakePods()
-        client = cast(ApiClient, self.api)
+        self.api = FakeClient(clock=self.clock)
         self.ctl = TaintEvictionController(context=ControllerContext(
-            client=client, informers=SharedInformers(client),
+            client=self.api, informers=SharedInformers(self.api),
             settings=ControllerManagerSettings(), clock=self.clock))
-        self.ctl.pods.store.put({
+        self.pod({
             "metadata": {"name": "p", "namespace": "ns", "uid": "u-p"},
             "spec": {"nodeName": "node-1", "tolerations": [
                 tol("key", operator="Equal", value="value", seconds=6)]},
             "status": {"phase": "Running"}})
         self.taints([])
+
+    def pod(self, pod: Obj) -> None:
+        """The pod as the apiserver and the pod informer have it."""
+        stored = self.api.add({"apiVersion": "v1", "kind": "Pod", **pod})[0]
+        self.ctl.pods.store.put(copy.deepcopy(stored))
+
+    @property
+    def deleted(self) -> list[str]:
+        return [f"{a.namespace}/{a.name}" for a in self.api.calls("delete", "pods")]
+
+    @property
+    def events(self) -> list[tuple[str, str]]:
+        return [(a.object["reason"], a.object["message"])
+                for a in self.api.calls("create", "events") if a.object]
 
     def taints(self, taints: list[Obj]) -> None:
         self.ctl.nodes.store.put({"metadata": {"name": "node-1"}, "spec": {"taints": taints}})
@@ -148,11 +132,11 @@ async def test_ps2_toleration_seconds_run_out_for_a_taint_without_time_added() -
     assert await h.sync() == pytest.approx(6)
     h.clock.advance(4)
     assert await h.sync() == pytest.approx(2)  # the deadline stays where it was
-    assert h.api.deleted == []
+    assert h.deleted == []
     h.clock.advance(2)
     assert await h.sync() is None
-    assert h.api.deleted == ["ns/p"]
-    assert ("TaintManagerEviction", "Marking for deletion Pod ns/p") in h.api.events
+    assert h.deleted == ["ns/p"]
+    assert ("TaintManagerEviction", "Marking for deletion Pod ns/p") in h.events
 
 
 async def test_ps2_removed_taint_cancels_and_a_new_one_starts_over() -> None:
@@ -162,16 +146,16 @@ async def test_ps2_removed_taint_cancels_and_a_new_one_starts_over() -> None:
     h.clock.advance(5)
     h.taints([])
     assert await h.sync() is None
-    assert ("TaintManagerEviction", "Cancelling deletion of Pod ns/p") in h.api.events
+    assert ("TaintManagerEviction", "Cancelling deletion of Pod ns/p") in h.events
     h.clock.advance(5)
     h.taints([KUBECTL_TAINT])
     assert await h.sync() == pytest.approx(6)
-    assert h.api.deleted == []
+    assert h.deleted == []
 
 
 async def test_ps2_first_seen_is_per_taint() -> None:
     h = Harness()
-    h.ctl.pods.store.put({
+    h.pod({
         "metadata": {"name": "p", "namespace": "ns", "uid": "u-p"},
         "spec": {"nodeName": "node-1", "tolerations": [tol("key", seconds=6),
                                                        tol("other", seconds=10)]}})
