@@ -167,11 +167,12 @@ def test_au7_deployment_with_violating_template_is_admitted_with_a_warning(
     apply(admin, namespace("ps-deploy", {**RESTRICTED_LABELS,
                                          "pod-security.kubernetes.io/warn": "restricted"}))
     template = pod("x", "ps-deploy")
-    deployment = {"apiVersion": "apps/v1", "kind": "Deployment",
-                  "metadata": {"name": "web", "namespace": "ps-deploy"},
-                  "spec": {"selector": {"matchLabels": {"app": "web"}},
-                           "template": {"metadata": {"labels": {"app": "web"}},
-                                        "spec": template["spec"]}}}
+    deployment: dict[str, object] = {
+        "apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "ps-deploy"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": template["spec"]}}}
     out = apply(admin, deployment)
     assert out.returncode == 0, out.stderr
     assert f'Warning: would violate PodSecurity "restricted:latest": {ALL_RESTRICTED}' \

@@ -20,8 +20,9 @@ from skiff.client.logs import fetch_logs, kubelet_endpoint
 from skiff.client.streaming import exec_call
 from skiff.pki import NODES_GROUP, issue_client
 from skiff.rpc.codec import encode
+from tests.integration.skiffcli import skiff
 
-from .test_up_secure import kubectl, skiff
+from .test_up_secure import kubectl
 
 POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "talker"},
        "spec": {"containers": [{"name": "c", "image": "busybox", "command": [
@@ -56,7 +57,7 @@ async def _node1_target(data_dir: Path) -> str:
     pki = data_dir / "pki"
     admin = Credentials(ca_file=str(pki / "ca.crt"), cert_file=str(pki / "admin.crt"),
                         key_file=str(pki / "admin.key"))
-    from skiff.cli.localcluster import ClusterState
+    from skiff.cluster.state import ClusterState
 
     state = ClusterState.load(data_dir)
     assert state is not None

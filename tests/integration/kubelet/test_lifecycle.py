@@ -8,11 +8,11 @@ import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from skiff.cli.processes import free_port
+from skiff.api.types import Obj
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.kubelet.conftest import (
     Node,
-    Obj,
     condition,
     container_status,
     get_pod,
@@ -73,15 +73,15 @@ async def test_lc3_on_failure_does_not_restart_a_successful_container(
 async def test_lc7_probes_of_every_handler_type(api: ApiClient, namespace: str,
                                                 node: Node) -> None:
     http, rpc = free_port(), free_port()
-    probes = {
+    probes: dict[str, Obj] = {
         "exec": {"exec": {"command": ["true"]}},
         "http": {"httpGet": {"path": "/healthz", "port": http}},
         "tcp": {"tcpSocket": {"port": http}},
         "grpc": {"grpc": {"port": rpc}},
         "http-500": {"httpGet": {"path": "/fail", "port": http}},
     }
-    containers = [{"name": "server", "command": [sys.executable, TARGET, "--http", str(http),
-                                                 "--grpc", str(rpc)]}]
+    containers: list[Obj] = [{"name": "server", "command": [
+        sys.executable, TARGET, "--http", str(http), "--grpc", str(rpc)]}]
     for name, handler in probes.items():
         containers.append({"name": name, "command": ["sleep", "3600"],
                            "readinessProbe": {**handler, "periodSeconds": 1}})
@@ -122,7 +122,7 @@ async def test_lc7_startup_probe_gates_liveness(api: ApiClient, namespace: str, 
 
     async def is_ready() -> bool:
         pod = await get_pod(api, namespace, "p")
-        return bool(pod) and container_status(pod, "main")["ready"] is True
+        return pod is not None and container_status(pod, "main")["ready"] is True
 
     await wait_until(is_ready, what="started and ready")
     await api.delete("pods", "p", namespace, grace_period_seconds=1)
@@ -146,7 +146,7 @@ async def test_lc6_readiness_gates_set_through_the_status_subresource(
 
     async def ready() -> bool:
         pod = await get_pod(api, namespace, "p")
-        return bool(pod) and condition(pod, "Ready") == "True"
+        return pod is not None and condition(pod, "Ready") == "True"
 
     await wait_until(ready, what="Ready once the gate is True")
     pod = await get_pod(api, namespace, "p")

@@ -11,8 +11,8 @@ import asyncio
 import time
 from pathlib import Path
 
-from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import wait_grpc_healthy
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     Node,
@@ -125,7 +125,7 @@ async def test_gt4_liveness_failure_uses_the_probes_own_grace_period(
 
     async def restarted() -> bool:
         pod = await get_pod(api, namespace, "p")
-        return bool(pod) and container_status(pod, "main")["restartCount"] >= 1
+        return pod is not None and container_status(pod, "main")["restartCount"] >= 1
 
     await wait_until(restarted, what="the container to be restarted")
     assert await recorded(api, namespace, reason="Unhealthy", name="p")
@@ -150,8 +150,10 @@ async def test_gt9_sidecars_stop_after_main_containers_in_reverse_order(
     # cannot have seen an exit earlier (the witness's `dead` may be stamped late under load).
     exiting = {n: first(p, "exiting") for n, p in files.items()}
     assert all(term.values()) and all(exiting.values()), (term, exiting)
-    assert term["s2"] >= exiting["main"], "a sidecar was stopped before the main container exited"
-    assert term["s1"] >= exiting["s2"], "sidecars were not stopped in reverse order"
+    stopped = {n: t for n, t in term.items() if t is not None}  # every one, as asserted
+    exited = {n: t for n, t in exiting.items() if t is not None}
+    assert stopped["s2"] >= exited["main"], "a sidecar was stopped before the main container exited"
+    assert stopped["s1"] >= exited["s2"], "sidecars were not stopped in reverse order"
 
 
 async def test_gt10_terminal_phase_is_written_then_the_pod_is_deleted(
@@ -185,7 +187,7 @@ async def test_gt12_readiness_is_probed_while_the_pod_terminates(
 
     async def ready_is(value: str) -> bool:
         pod = await get_pod(api, namespace, "p")
-        return bool(pod) and condition(pod, "Ready") == value
+        return pod is not None and condition(pod, "Ready") == value
 
     await wait_until(lambda: ready_is("True"), what="Ready")
     await wait_file(path, "start")  # Ready comes from the file; the recorder may still start

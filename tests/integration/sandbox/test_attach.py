@@ -26,7 +26,7 @@ async def test_sb4_kubectl_attach_feeds_stdin_and_prints_the_containers_answer(
 
     async def running() -> bool:
         got = await get_or_none(sb_api, "pods", "reader", sb_namespace)
-        return bool(got) and got["status"].get("phase") == "Running"
+        return got is not None and got["status"].get("phase") == "Running"
     await wait_for(running, timeout=120, what="pod reader Running")
     ran = sandbox_cluster.kubectl("attach", "-i", "-n", sb_namespace, "reader",
                                   stdin="hello\n", timeout=120)

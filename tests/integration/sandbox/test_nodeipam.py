@@ -25,8 +25,8 @@ async def test_sb1_each_node_gets_a_distinct_pod_cidr_from_the_cluster_cidr(
     allocated = await wait_for(cidrs, timeout=20, what="every node to get a podCIDR")
     assert len(set(allocated)) == len(names)
     for cidr in allocated:
-        net = ipaddress.ip_network(cidr)
-        assert net.prefixlen == 24 and net.subnet_of(ipaddress.ip_network(CLUSTER_CIDR))
+        net = ipaddress.IPv4Network(cidr)
+        assert net.prefixlen == 24 and net.subnet_of(ipaddress.IPv4Network(CLUSTER_CIDR))
         assert cidr != "10.123.200.0/24"  # a block some node holds is never handed out
     for name in names:
         node = await sb_api.get("nodes", name)
