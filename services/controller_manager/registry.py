@@ -1,7 +1,7 @@
 """Which controllers exist and how each is built: the `--controllers` flag picks from here.
 
 One entry per controller name (kube-controller-manager's names where it has one; `fencing`
-is Skiff's own, issue 7). Adding a controller is one more `ControllerSpec` below.
+is Skiff's own). Adding a controller is one more `ControllerSpec` below.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ class SchedulerSettings:
     percentage_of_nodes_to_score: int = setting(
         0, help="stop filtering after this % of nodes fit (0 = Kubernetes' adaptive default)")
     # Kubernetes binds every pod in its own goroutine; with 16 in flight a bind's round trip
-    # (~0.2 s on a loaded machine) capped scheduling at ~80 pods/s (issue 15).
+    # (~0.2 s on a loaded machine) capped scheduling at ~80 pods/s.
     parallel_binds: int = setting(256, help="bindings in flight at once")
     # Leader election, as kube-scheduler's flags and defaults.
     leader_elect: bool = setting(True, help="schedule only while holding the Lease")

@@ -112,7 +112,7 @@ def rfc3339(ts: float) -> str:
 @functools.lru_cache(maxsize=16)
 def _rfc3339_second(second: int) -> str:
     # A busy apiserver formats the same second for every object it writes (creation time,
-    # managedFields): strftime was ~2.5 % of its CPU per create (issue 15).
+    # managedFields): strftime was ~2.5 % of its CPU per create.
     return datetime.fromtimestamp(second, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 

@@ -1,4 +1,4 @@
-"""Issue 14: the kubelets' serving certificates and who may use a kubelet's own port."""
+"""The kubelets' serving certificates and who may use a kubelet's own port."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 10 defect 8, for the whole code base: no `extra={...}` key may name a LogRecord
+"""For the whole code base: no `extra={...}` key may name a LogRecord
 attribute (message, msg, args, name, ...), or logging raises KeyError at that call."""
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ def _clashes(path: Path) -> list[str]:
     return found
 
 
-def test_defect8_no_log_extra_key_overwrites_a_logrecord_attribute() -> None:
+def test_no_log_extra_key_overwrites_a_logrecord_attribute() -> None:
     files = [p for d in ("shared", "services") for p in (ROOT / d).rglob("*.py")]
     assert files
     assert [c for p in files for c in _clashes(p)] == []

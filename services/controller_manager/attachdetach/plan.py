@@ -1,7 +1,7 @@
 """Where a ReadWriteOnce volume should be attached, and when it may be detached (SPEC SC1),
 as pure functions of the cached pods, claims and fences.
 
-Seed 003's storage consistency: the volume of an RWO claim is `pvc-<claim uid>`, and a
+Storage consistency: the volume of an RWO claim is `pvc-<claim uid>`, and a
 `VolumeAttachment` of the same name says which node holds it; a kubelet runs a pod that
 uses the claim only when the attachment names its own node and says `attached`. A volume
 is detached only when no pod object that uses the claim is bound to the holding node any

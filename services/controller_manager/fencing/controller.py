@@ -1,4 +1,4 @@
-"""The fencing controller (SPEC FN1, FN3): the automatic actor of seed 003, "Fencing".
+"""The fencing controller (SPEC FN1, FN3): the automatic actor of "Fencing".
 
 It never fences anything itself. It *requests* a fence by creating the `Fence` named after
 the node (the create is the compare-and-swap: one Fence per node, whoever is first), with

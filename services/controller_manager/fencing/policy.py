@@ -1,6 +1,6 @@
 """Whether a node should be fenced now (SPEC FN1), as a pure function of the cached objects.
 
-Seed 003's three steps are detect, decide, fence; this module is the first two. A node is
+Fencing's three steps are detect, decide, fence; this module is the first two. A node is
 *partitioned* once its NodeReady condition is Unknown (node lifecycle sets it when the
 kubelet stops renewing its Lease); the partition is counted from that condition's
 `lastTransitionTime` — or from the node's last unfencing, if later — so the decision is the

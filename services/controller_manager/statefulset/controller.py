@@ -89,7 +89,7 @@ def stateful_claims(sts: Obj, ordinal: int) -> list[Obj]:
     """`getPersistentVolumeClaims`: the claims `<template>-<set>-<ordinal>` of one identity,
     labelled with the set's selector labels. Owned by the set only when its
     `persistentVolumeClaimRetentionPolicy.whenDeleted` is Delete: under Retain (the default)
-    the garbage collector must never delete a claim with the set (issue 16)."""
+    the garbage collector must never delete a claim with the set."""
     retention = (sts.get("spec") or {}).get("persistentVolumeClaimRetentionPolicy") or {}
     owned = retention.get("whenDeleted") == "Delete"
     set_name = sts["metadata"]["name"]

@@ -1,4 +1,4 @@
-"""StatefulSet updates (issue 16): ControllerRevisions, RollingUpdate with partition, OnDelete.
+"""StatefulSet updates: ControllerRevisions, RollingUpdate with partition, OnDelete.
 
 Each distinct pod template is a ControllerRevision `<set>-<hash>` (owned by the set,
 labelled with its selector, `revision` numbered in order); its pods carry the

@@ -76,7 +76,7 @@ def start_span_from_object(
     """
     if _tracing_off(tracer):
         # Nothing would be recorded: skip the no-op tracer's context switching, which was
-        # ~2.5 % of the scheduler's CPU per pod (issue 15: tracing free when disabled).
+        # ~2.5 % of the scheduler's CPU per pod (tracing is free when disabled).
         yield trace.INVALID_SPAN
         return
     stored = context_from_object(obj)

@@ -12,30 +12,30 @@ from skiff.clock import FakeClock
 from skiff.rpc.epoch import LeaderEpoch
 
 
-def test_issue11_target_list_accepts_commas_spaces_and_schemes() -> None:
+def test_target_list_accepts_commas_spaces_and_schemes() -> None:
     assert parse_targets("grpc://127.0.0.1:1, 127.0.0.1:2,") == ["127.0.0.1:1", "127.0.0.1:2"]
     assert parse_targets("127.0.0.1:6443") == ["127.0.0.1:6443"]
 
 
-def test_issue11_empty_target_list_is_a_clear_error() -> None:
+def test_empty_target_list_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="no apiserver address"):
         parse_targets(" , ")
 
 
-def test_issue11_leader_epoch_round_trips_a_holder_with_slashes() -> None:
+def test_leader_epoch_round_trips_a_holder_with_slashes() -> None:
     epoch = LeaderEpoch("kube-system", "kube-scheduler", "host/a_12", 7)
     assert LeaderEpoch.decode(epoch.encode()) == epoch
 
 
 @pytest.mark.parametrize("bad", ["", "a/b/c", "a/b/x/holder", "/b/1/h"])
-def test_issue11_malformed_leader_epoch_is_a_bad_request_naming_the_header(bad: str) -> None:
+def test_malformed_leader_epoch_is_a_bad_request_naming_the_header(bad: str) -> None:
     with pytest.raises(ApiError) as err:
         LeaderEpoch.decode(bad)
     assert err.value.reason == Reason.BAD_REQUEST
     assert "skiff-leader-epoch" in err.value.message
 
 
-async def test_issue11_each_term_sets_the_clients_epoch_and_a_lost_term_keeps_it() -> None:
+async def test_each_term_sets_the_clients_epoch_and_a_lost_term_keeps_it() -> None:
     """The epoch names the Lease, the holder and its leaseTransitions; a deposed leader's
     client keeps its stale epoch (so its late writes are refused), never none."""
     api_a, clock = FakeClient(), FakeClock()

@@ -1,4 +1,4 @@
-"""Job podFailurePolicy and DaemonSet eligibility (issue 16), as pure functions."""
+"""Job podFailurePolicy and DaemonSet eligibility, as pure functions."""
 
 from __future__ import annotations
 
@@ -32,11 +32,11 @@ def failed_pod(code: int, *, disrupted: bool = False) -> Obj:
     pytest.param(failed_pod(7), "Count", id="not-in-1-counts"),
     pytest.param(failed_pod(1), "Count", id="no-rule-counts"),
 ])
-def test_issue16_pod_failure_policy_first_matching_rule(pod: Obj, action: str) -> None:
+def test_pod_failure_policy_first_matching_rule(pod: Obj, action: str) -> None:
     assert match_failure_policy(POLICY, pod)[0] == action
 
 
-def test_issue16_completed_indexes_notation() -> None:
+def test_completed_indexes_notation() -> None:
     # Kubernetes' orderedIntervals.String: two neighbours are listed, not a range
     assert format_indexes([0, 1, 2, 5, 7, 8]) == "0-2,5,7,8"
     assert parse_indexes("0-2,5,7-8") == {0, 1, 2, 5, 7, 8}
@@ -64,12 +64,12 @@ UNREACHABLE = [{"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"},
                  node("a", taints=[{"key": "gpu", "effect": "NoExecute"}]), True, True,
                  id="tolerated"),
 ])
-def test_issue16_daemon_pod_eligibility(spec: Obj, n: Obj, new: bool, running: bool) -> None:
+def test_daemon_pod_eligibility(spec: Obj, n: Obj, new: bool, running: bool) -> None:
     assert daemon.node_eligible(spec, n) is new
     assert daemon.node_eligible(spec, n, running=True) is running
 
 
-def test_issue16_daemon_tolerations_have_no_toleration_seconds() -> None:
+def test_daemon_tolerations_have_no_toleration_seconds() -> None:
     tolerations = daemon.daemon_tolerations({"tolerations": [
         {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
          "tolerationSeconds": 300}]})

@@ -1,4 +1,4 @@
-"""Job successPolicy rules and the pod failure back-off, as pure functions (issue 16)."""
+"""Job successPolicy rules and the pod failure back-off, as pure functions."""
 
 from __future__ import annotations
 

@@ -174,9 +174,9 @@ async def test_unknown_agent_fails_with_a_clear_message() -> None:
     assert "no 'storage' agent" in fence["status"]["message"]
 
 
-async def test_defect8_fence_and_unfence_log_without_a_traceback(
+async def test_fence_and_unfence_log_without_a_traceback(
         caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 10 defect 8: `extra={"message": ...}` made every fence/unfence log line raise
+    """`extra={"message": ...}` made every fence/unfence log line raise
     KeyError ("Attempt to overwrite 'message' in LogRecord") once INFO was enabled."""
     caplog.set_level("INFO", logger="skiff.fence_agent")
     api, agent = FakeClient(), FakeAgent()

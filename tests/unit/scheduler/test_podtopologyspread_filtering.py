@@ -1,5 +1,5 @@
-"""SPEC TS1–TS2 and seed 001: PodTopologySpread PreFilter state and Filter, table-driven
-with the seed's own cases."""
+"""SPEC TS1–TS2: PodTopologySpread PreFilter state and Filter, table-driven with the
+Kubernetes docs' own examples."""
 
 from __future__ import annotations
 
@@ -84,7 +84,7 @@ def test_ts1_pre_filter_state(pod: dict[str, Any], nodes: list[dict[str, Any]],
     assert s.tp_pair_to_match_num == counts
 
 
-# The Kubernetes docs' 4-node cluster of seed 001: zoneA = node1, node2; zoneB = node3,
+# The Kubernetes docs' 4-node cluster: zoneA = node1, node2; zoneB = node3,
 # node4; one foo=bar pod on each of node1, node2, node3.
 FOUR_NODES = [make_node(n).label("zone", z).label("node", n).obj()
               for n, z in (("node1", "zoneA"), ("node2", "zoneA"), ("node3", "zoneB"),

@@ -139,7 +139,7 @@ class SpreadScoring:
             else:
                 count = s.topology_pair_to_pod_counts.get((c.topology_key, value), 0)
             total += score_for_count(count, c.max_skew, s.topology_normalizing_weight[i])
-        # Kubernetes 1.32 `int64(math.Round(score))` (seed 001 quotes the older truncation).
+        # Kubernetes 1.32 `int64(math.Round(score))` (older docs quote a truncation).
         return round_half_away_from_zero(total)
 
     def normalize_raw(self, state: CycleState, pod: PodInfo, names: Sequence[str],
