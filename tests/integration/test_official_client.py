@@ -9,12 +9,14 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 from kubernetes import client, config, watch
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiException
 
+from tests.integration.officialclient import labels_of, meta, name_of, present
 from tests.integration.skiffcli import skiff_up
 from tests.integration.waiting import until
 
@@ -44,14 +46,14 @@ def test_defect3_list_node_deserializes_node_info_with_true_values(
         core: client.CoreV1Api) -> None:
     nodes = core.list_node()
     # node-1's kubelet, and the control plane's Node (cli/controlplane, issue 32: 10)
-    assert [n.metadata.name for n in nodes.items] == ["node-1", "skiff-control-plane"]
-    info = nodes.items[0].status.node_info
+    assert [name_of(n) for n in nodes.items] == ["node-1", "skiff-control-plane"]
+    info = present(present(nodes.items[0].status).node_info)
     assert info.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     assert info.machine_id == Path("/etc/machine-id").read_text().strip()
     assert info.kernel_version == os.uname().release
     assert info.operating_system == "linux"
     assert info.architecture and info.system_uuid and info.os_image
-    assert info.container_runtime_version.startswith("skiff://")
+    assert present(info.container_runtime_version).startswith("skiff://")
     assert info.kubelet_version and info.kube_proxy_version == info.kubelet_version
 
 
@@ -72,7 +74,7 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
     def watch_events() -> None:
         for ev in stream.stream(core.list_namespaced_pod, NAMESPACE,
                                 label_selector="app=official",
-                                resource_version=listed.metadata.resource_version,
+                                resource_version=present(listed.metadata).resource_version,
                                 timeout_seconds=120):
             pod = ev["object"]
             events.append((ev["type"], pod.metadata.name, pod.status.phase or ""))
@@ -88,11 +90,11 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
         created = core.create_namespaced_pod(NAMESPACE, pod_manifest(
             "life", ["sh", "-c", "trap 'sleep 5; exit 0' TERM; "
                      "echo hello from the official client; sleep 3600 & wait"]))
-        assert created.metadata.resource_version
+        assert meta(created).resource_version
         until(lambda: ("ADDED", "life", "Pending") in events or
               any(e[:2] == ("ADDED", "life") for e in events), "ADDED")
-        until(lambda: core.read_namespaced_pod("life", NAMESPACE).status.phase == "Running",
-              "the pod Running")
+        until(lambda: present(core.read_namespaced_pod("life", NAMESPACE).status).phase
+              == "Running", "the pod Running")
         until(lambda: any(e[0] == "MODIFIED" and e[1] == "life" for e in events),
               "MODIFIED")
 
@@ -102,10 +104,10 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
 
         patched = core.patch_namespaced_pod("life", NAMESPACE,
                                             {"metadata": {"labels": {"tier": "front"}}})
-        assert patched.metadata.labels == {"app": "official", "tier": "front"}
+        assert labels_of(patched) == {"app": "official", "tier": "front"}
 
         stale = created  # resourceVersion from before the patch
-        stale.metadata.labels = {"app": "official", "tier": "back"}
+        meta(stale).labels = {"app": "official", "tier": "back"}
         with pytest.raises(ApiException) as conflict:
             core.replace_namespaced_pod("life", NAMESPACE, stale)
         assert conflict.value.status == 409
@@ -116,15 +118,15 @@ def test_defect3_a_pods_whole_life_through_the_official_client(
 
         asked = time.monotonic()
         deleted = core.delete_namespaced_pod("life", NAMESPACE)
-        assert deleted.metadata.deletion_timestamp is not None
+        assert meta(deleted).deletion_timestamp is not None
         terminating = core.read_namespaced_pod("life", NAMESPACE)
-        assert terminating.metadata.deletion_timestamp is not None
+        assert meta(terminating).deletion_timestamp is not None
 
         def gone() -> bool:
             try:
                 core.read_namespaced_pod("life", NAMESPACE)
             except ApiException as err:
-                return err.status == 404
+                return bool(err.status == 404)
             return False
 
         until(gone, "the pod gone after its graceful delete")
@@ -146,25 +148,25 @@ def test_ax6_events_v1_api_reads_and_writes_the_core_events(core: client.CoreV1A
     events = client.EventsV1Api(core.api_client)
     body = client.EventsV1Event(
         metadata=client.V1ObjectMeta(name="ev1-demo", namespace=NAMESPACE),
-        event_time="2026-01-01T00:00:00.000000Z",
+        event_time=datetime(2026, 1, 1, tzinfo=UTC),
         reporting_controller="example.com/demo", reporting_instance="demo-1",
         action="Demonstrate", reason="Demo", type="Normal", note="written through v1",
         regarding=client.V1ObjectReference(kind="Pod", name="somepod",
                                            namespace=NAMESPACE))
     created = events.create_namespaced_event(NAMESPACE, body)
-    assert created.note == "written through v1" and created.regarding.name == "somepod"
+    assert created.note == "written through v1" and present(created.regarding).name == "somepod"
     stored = core.read_namespaced_event("ev1-demo", NAMESPACE)
     assert (stored.message, stored.involved_object.name, stored.reporting_component) == (
         "written through v1", "somepod", "example.com/demo")
     listed = events.list_namespaced_event(
         NAMESPACE, field_selector="regarding.name=somepod,reportingController=example.com/demo")
-    assert [e.metadata.name for e in listed.items] == ["ev1-demo"]
+    assert [name_of(e) for e in listed.items] == ["ev1-demo"]
     assert listed.items[0].deprecated_count is None
     bad = client.EventsV1Event(metadata=client.V1ObjectMeta(name="ev1-bad"), type="Odd",
-                               event_time="2026-01-01T00:00:00.000000Z", deprecated_count=3)
+                               event_time=datetime(2026, 1, 1, tzinfo=UTC), deprecated_count=3)
     with pytest.raises(ApiException) as refused:  # the client itself insists on eventTime
         events.create_namespaced_event(NAMESPACE, bad)
     assert refused.value.status == 422
     for message in ("type: Invalid value", "deprecatedCount: Invalid value",
                     "reportingController: Required value", "action: Required value"):
-        assert message in refused.value.body, refused.value.body
+        assert message in present(refused.value.body), refused.value.body
