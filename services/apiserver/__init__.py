@@ -1,8 +1,4 @@
-"""Skiff's apiserver: the only etcd client; registry, storage, watch cache, gRPC front.
-
-`ApiServer` runs it in-process; `skiff-apiserver` (see `app.main`) is the service.
-"""
-
-from skiff.apiserver.app import ApiServer, ApiServerSettings, main
-
-__all__ = ["ApiServer", "ApiServerSettings", "main"]
+"""Skiff's apiserver, laid out as Kubernetes lays out kube-apiserver: `endpoints` (the
+fronts), `registry` (a generic store and one strategy per resource), `admission` (the
+plugin chain), `auth` (who may do what), `storage` (etcd and the watch cache); `app` wires
+them into the process (`skiff-apiserver`, see `__main__`)."""

@@ -3,7 +3,7 @@
 Start-up: connect to etcd (retrying), create the system namespaces and priority classes,
 start the watch cache, then serve gRPC and report SERVING; afterwards health is NOT_SERVING
 whenever the watch cache cannot confirm it is current with etcd's quorum (see
-watchcache.py). SIGTERM drains in-flight calls
+storage/watchcache.py). SIGTERM drains in-flight calls
 and stops watches. Every setting is a Kubernetes flag name (kebab-case) or the matching
 `SKIFF_APISERVER_*` environment variable, so tests can compress time.
 """
@@ -24,10 +24,14 @@ from skiff.api.errors import ApiError
 from skiff.api.podsecurity import ConfigError as PodSecurityConfigError
 from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
-from skiff.apiserver.admission import AdmissionConfig
-from skiff.apiserver.authz import ApiAuthorizer, Authenticator, reconcile_bootstrap_policy
+from skiff.apiserver.admission.podsecurity import load_admission_config
+from skiff.apiserver.admission.tolerations import AdmissionConfig
+from skiff.apiserver.auth.authenticator import Authenticator
+from skiff.apiserver.auth.escalation import EscalationCheck
+from skiff.apiserver.auth.rbac import ApiAuthorizer
+from skiff.apiserver.auth.reconcile import reconcile_bootstrap_policy
+from skiff.apiserver.auth.satoken import DEFAULT_ISSUER, BoundObjects, TokenAuthority
 from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
-from skiff.apiserver.escalation import EscalationCheck
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.healthz import HealthChecks
 from skiff.apiserver.http import HttpServer
@@ -35,9 +39,7 @@ from skiff.apiserver.kubeapi import KubeApi
 from skiff.apiserver.kubernetesservice import KubernetesService
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.nodeports import DEFAULT_NODE_PORT_RANGE, NodePortRepair, NodePorts
-from skiff.apiserver.podsecurity import load_admission_config
 from skiff.apiserver.registry import Registry, RegistryConfig
-from skiff.apiserver.satoken import DEFAULT_ISSUER, BoundObjects, TokenAuthority
 from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
 from skiff.apiserver.storage.compaction import Compactor
 from skiff.apiserver.storage.etcd import EtcdStorage

@@ -5,8 +5,9 @@ skiff.certtoken, or a bearer token); on HTTPS by its TLS client certificate or b
 
 `RequestGuard.grpc(method, context, request)` and `RequestGuard.http(raw, ...)` turn a call
 into Kubernetes' request attributes (verb, group, resource, subresource, namespace, name),
-authenticate it (`authz.Authenticator`) and authorize it (`authz.ApiAuthorizer`). The user
-is left in `authz.current_user` for NodeRestriction admission in the registry. Also makes
+authenticate it (`auth.authenticator.Authenticator`) and authorize it
+(`auth.rbac.ApiAuthorizer`). The user is left in `auth.context.current_user` for admission
+(NodeRestriction, PodSecurity). Also makes
 the TLS server credentials of both fronts from `--tls-cert-file`/`--tls-private-key-file`
 and `--client-ca-file`.
 """
@@ -22,8 +23,10 @@ import grpc
 
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
-from skiff.apiserver.authz import ApiAuthorizer, Authenticator, current_user
-from skiff.apiserver.impersonation import impersonate
+from skiff.apiserver.auth.authenticator import Authenticator
+from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.auth.impersonation import impersonate
+from skiff.apiserver.auth.rbac import ApiAuthorizer
 from skiff.apiserver.queryparams import query_bool
 from skiff.apiserver.scope import (
     COLLECTION_VERBS,
@@ -169,7 +172,7 @@ class RequestGuard:
 
     async def http_impersonate(self, caller: UserInfo,
                                headers: dict[str, list[str]]) -> UserInfo:
-        """`kubectl --as/--as-group`: who the request runs as (impersonation.py)."""
+        """`kubectl --as/--as-group`: who the request runs as (auth/impersonation.py)."""
         return await impersonate(caller, headers, self.authorizer)
 
     async def http_non_resource(self, *, path: str, method: str) -> None:

@@ -29,7 +29,7 @@ from aiohttp import web, web_protocol
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.authz import current_user
+from skiff.apiserver.auth.context import current_user
 from skiff.auth import UserInfo
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,7 @@ Handler = Callable[[Request], Awaitable[Response]]
 # (peer certificate DER or None, Authorization header) -> the user, or ApiError 401.
 Authenticate = Callable[[bytes | None, str], Awaitable[UserInfo]]
 # (the authenticated caller, Impersonate-* headers by lower-case name) -> who the request
-# runs as, or ApiError 403 (impersonation.py)
+# runs as, or ApiError 403 (auth/impersonation.py)
 Impersonate = Callable[[UserInfo, dict[str, list[str]]], Awaitable[UserInfo]]
 PUBLIC_PATHS = frozenset({"/healthz", "/livez", "/readyz"})
 

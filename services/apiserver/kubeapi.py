@@ -33,17 +33,17 @@ from skiff.apiserver import (
     openapi_pb,
     patches,
     protobuf,
-    reviews,
     versions,
 )
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver.authz import current_user
+from skiff.apiserver.auth import reviews
+from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import Request, Response
 from skiff.apiserver.paging import list_options
 from skiff.apiserver.queryparams import query_bool
 from skiff.apiserver.registry import Registry, object_subresource
-from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.tokenrequest import create_token
 from skiff.auth import Authorizer
 from skiff.client import logs as kubelet_logs

@@ -31,7 +31,7 @@ from skiff.api import (
 )
 from skiff.api.bytesfields import decode_bytes_fields
 from skiff.api.defaults import initial_status
-from skiff.api.errors import FieldError, invalid
+from skiff.api.errors import FieldError
 from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
 from skiff.api.names import generate_name
 from skiff.api.pods import set_condition
@@ -41,19 +41,20 @@ from skiff.api.validation import (
     revision_problem,
     validate_ephemeral_containers_update,
 )
-from skiff.apiserver import admission, clusterip, graceful, limitranger, nodeports, paging
 from skiff.apiserver import apply as field_managers
-from skiff.apiserver.authz import node_restriction
-from skiff.apiserver.escalation import EscalationCheck
-from skiff.apiserver.podsecurity import PodSecurityAdmission
-from skiff.apiserver.quota import QuotaAdmission
+from skiff.apiserver import clusterip, graceful, nodeports, paging
+from skiff.apiserver.admission.chain import Sources, default_chain
+from skiff.apiserver.admission.interface import Attributes, Operation
+from skiff.apiserver.admission.podsecurity import PodSecurityAdmission
+from skiff.apiserver.admission.priority import builtin_priority_classes
+from skiff.apiserver.admission.resourcequota import QuotaAdmission
+from skiff.apiserver.admission.tolerations import AdmissionConfig
+from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.scope import request_namespace
-from skiff.apiserver.serviceaccounts import admit_service_account
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.apiserver.storage.values import LIST_PAGE, KeyValue, LeaderFenced
 from skiff.apiserver.storage.watchcache import BATCH_LIMIT, WatchCache, WatchEvent, WatchRequest
-from skiff.apiserver.storageclasses import admit_default_storage_class
 from skiff.clock import Clock, RealClock, rfc3339
 from skiff.rpc import MAX_OBJECT_BYTES, decode_map, encode
 from skiff.tracing import inject_into_object
@@ -98,7 +99,7 @@ class Result:
 
 @dataclass(frozen=True)
 class RegistryConfig:
-    admission: admission.AdmissionConfig = admission.AdmissionConfig()
+    admission: AdmissionConfig = AdmissionConfig()
     max_conflict_retries: int = 16
     # SPEC AX3: default and check pod.spec.serviceAccountName (the apiserver turns it on
     # unless --disable-admission-plugins names ServiceAccount).
@@ -155,6 +156,13 @@ class Registry:
         self.pod_security = None if self.config.pod_security is None else PodSecurityAdmission(
             config=self.config.pod_security, namespaces=self.namespaces, storage=storage)
         self.quota = QuotaAdmission(storage, cache)
+        self.admission = default_chain(
+            Sources(storage=storage, namespaces=self.namespaces,
+                    priority_classes=self.priority_classes, limit_ranges=self.limit_ranges,
+                    get_service_account=self._get_service_account),
+            tolerations=self.config.admission,
+            service_account=self.config.service_account_admission,
+            pod_security=self.pod_security, quota=self.quota)
         # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
         self.service_ips: clusterip.ServiceIPs | None = None
         # node ports of NodePort and LoadBalancer Services (None: not allocated)
@@ -305,12 +313,12 @@ class Registry:
         apply_defaults(obj)
         _omit_empty_metadata(meta)
         self._validate(info, obj)
-        node_restriction(info, obj, None)
         if self.escalation is not None:
             await self.escalation.admit(info, obj, None, request_name=name or "")
-        await self._admit_create(info, obj)
-        warnings += await self._admit_pod_security(info, obj)
-        await self.quota.admit(info, obj, dry_run=dry_run)  # last, as in Kubernetes
+        attrs = Attributes(info, obj, None, Operation.CREATE, dry_run=dry_run,
+                           revalidate=lambda changed: self._validate(info, changed))
+        warnings += await self.admission.admit(attrs)
+        warnings += await self.admission.validate(attrs)
         if manager:
             obj = field_managers.record_update(info.kind, None, obj, manager=manager)
         inject_into_object(obj)
@@ -363,43 +371,6 @@ class Registry:
         if info.kind == "Service" and self.node_ports is not None:
             await self.node_ports.release_service(obj)
 
-    async def _admit_create(self, info: KindInfo, obj: Obj) -> None:
-        if info.namespaced:
-            await self._check_namespace_active(obj["metadata"]["namespace"])
-        if info.kind == "Pod":
-            classes = await self.priority_classes.values()
-            wanted = obj.get("spec", {}).get("priorityClassName")
-            if wanted and not any(c["metadata"]["name"] == wanted for c in classes):
-                fresh = await self.priority_classes.get(wanted)  # created a moment ago?
-                classes = [*classes, fresh] if fresh else classes
-            admission.admit_priority(obj, classes)
-            admission.admit_default_tolerations(obj, self.config.admission)
-            if self.config.service_account_admission:
-                await admit_service_account(obj, self._get_service_account)
-            ranges = await self.limit_ranges.in_namespace(obj["metadata"]["namespace"])
-            if limitranger.admit_pod(obj, ranges):
-                self._validate(info, obj)
-        elif info.kind == "PersistentVolumeClaim":
-            storage_classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
-            admit_default_storage_class(obj, [kv.obj for kv in storage_classes if kv.obj])
-            ranges = await self.limit_ranges.in_namespace(obj["metadata"]["namespace"])
-            limitranger.admit_claim(obj, ranges)
-        elif info.kind == "PriorityClass":
-            name = obj["metadata"]["name"]
-            if name.startswith("system-") and name not in admission.SYSTEM_CLASSES:
-                raise ApiError.invalid("PriorityClass", name, [invalid(
-                    "metadata.name", name,
-                    "priority class names with 'system-' prefix are reserved")])
-            existing, _ = await self.storage.list(storage_prefix(info))
-            admission.admit_priority_class(obj, [kv.obj for kv in existing if kv.obj])
-
-    async def _admit_pod_security(self, info: KindInfo, obj: Obj, old: Obj | None = None,
-                                  subresource: str = "") -> list[str]:
-        """AU7: PodSecurity's warnings for the response (or its Forbidden/Invalid)."""
-        if self.pod_security is None:
-            return []
-        return await self.pod_security.admit(info, obj, old, subresource=subresource)
-
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")
         # From the watch-fed copy (as Kubernetes' admission reads its lister); a miss reads
@@ -416,22 +387,12 @@ class Registry:
             account = kv.obj if kv is not None else None
         return account
 
-    async def _check_namespace_active(self, namespace: str) -> None:
-        ns = await self.namespaces.get(namespace)
-        if ns is None:
-            raise ApiError(Reason.NOT_FOUND, f'namespaces "{namespace}" not found; '
-                           f"create it first (skiff apply a Namespace)")
-        if ns["metadata"].get("deletionTimestamp"):
-            raise ApiError.forbidden("namespaces", namespace,
-                                     "unable to create new content in namespace "
-                                     f"{namespace} because it is being terminated")
-
     async def ensure_system_objects(self) -> None:
         """Namespaces and PriorityClasses every Kubernetes cluster has."""
         for ns in _SYSTEM_NAMESPACES:
             await self._ensure({"apiVersion": "v1", "kind": "Namespace",
                                 "metadata": {"name": ns}})
-        for pc in admission.builtin_priority_classes():
+        for pc in builtin_priority_classes():
             await self._ensure(pc)
 
     async def ensure(self, obj: Obj) -> None:
@@ -585,18 +546,18 @@ class Registry:
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
-            node_restriction(info, new, cur.obj)
             if self.escalation is not None:
                 await self.escalation.admit(info, new, cur.obj)
-            warnings[pruned:] = await self._admit_pod_security(info, new, cur.obj, subresource)
+            attrs = Attributes(info, new, cur.obj, Operation.UPDATE, subresource=subresource,
+                               dry_run=dry_run)
+            warnings[pruned:] = [*await self.admission.admit(attrs),
+                                 *await self.admission.validate(attrs)]
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
                                                    subresource=subresource)
             self._check_size(info, new)
             if _strip_rv(new) == _strip_rv(cur.obj):
                 return Result(cur.obj, warnings)
-            if service_spec:
-                await self.quota.admit_update(info, cur.obj, new, dry_run=dry_run)
             held_ports: list[int] = []
             freed_ports: list[int] = []
             if service_spec and self.node_ports is not None:

@@ -20,10 +20,10 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS, lookup
 from skiff.apiserver import collection, decoding, managers, openapi
+from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.apiserver.guard import RequestGuard, TlsFiles
 from skiff.apiserver.metricsapi import MetricsApi
 from skiff.apiserver.registry import Registry
-from skiff.apiserver.satoken import TokenAuthority
 from skiff.apiserver.scope import request_namespace
 from skiff.apiserver.storage.fencing import leader_epoch
 from skiff.apiserver.tokenrequest import create_token

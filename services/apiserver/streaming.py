@@ -22,7 +22,7 @@ import grpc
 from aiohttp import WSMsgType, web
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.authz import current_user
+from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.guard import RequestGuard
 from skiff.apiserver.http import impersonation_headers, peer_certificate
 from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports

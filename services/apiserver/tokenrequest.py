@@ -18,15 +18,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason, invalid
-from skiff.apiserver.authz import current_user
-from skiff.apiserver.registry import Registry
-from skiff.apiserver.satoken import (
+from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.auth.satoken import (
     DEFAULT_EXPIRATION_SECONDS,
     MAX_EXPIRATION_SECONDS,
     MIN_EXPIRATION_SECONDS,
     WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS,
     TokenAuthority,
 )
+from skiff.apiserver.registry import Registry
 from skiff.auth import node_identity
 
 Obj = dict[str, Any]

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from skiff.api.kinds import lookup
-from skiff.apiserver.authz import current_user, node_restriction
+from skiff.apiserver.admission.noderestriction import node_restriction
+from skiff.apiserver.auth.context import current_user
 from skiff.auth import (
     Attributes,
     Decision,

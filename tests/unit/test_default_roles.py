@@ -10,12 +10,9 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.apiserver.authz import (
-    RbacAuthorizer,
-    bootstrap_policy,
-    reconcile_bootstrap_policy,
-    reconciled,
-)
+from skiff.apiserver.auth.bootstrappolicy import bootstrap_policy
+from skiff.apiserver.auth.rbac import RbacAuthorizer
+from skiff.apiserver.auth.reconcile import reconcile_bootstrap_policy, reconciled
 from skiff.auth import Attributes, Decision, UserInfo
 
 NS = "team"

@@ -9,7 +9,7 @@ from typing import Any
 from skiff.api import lookup
 from skiff.api.quotas import pretty, quota_covers, usage
 from skiff.api.types import Obj
-from skiff.apiserver.quota import missing_requests
+from skiff.apiserver.admission.resourcequota import missing_requests
 
 POD = lookup("pods")
 

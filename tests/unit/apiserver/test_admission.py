@@ -9,12 +9,12 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.testing import make_pod
 from skiff.api.types import Obj
-from skiff.apiserver.admission import (
+from skiff.apiserver.admission.priority import admit_priority
+from skiff.apiserver.admission.tolerations import (
     NOT_READY_TAINT,
     UNREACHABLE_TAINT,
     AdmissionConfig,
     admit_default_tolerations,
-    admit_priority,
 )
 
 

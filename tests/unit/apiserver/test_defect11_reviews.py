@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from skiff.api.types import Obj
-from skiff.apiserver.reviews import TokenReviewer
-from skiff.apiserver.satoken import TokenAuthority
+from skiff.apiserver.auth.reviews import TokenReviewer
+from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.auth import Attributes, RbacRules, UserInfo
 
 ISSUER = "https://kubernetes.default.svc.cluster.local"

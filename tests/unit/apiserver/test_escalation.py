@@ -11,8 +11,8 @@ import pytest
 
 from skiff.api.kinds import lookup
 from skiff.api.types import Obj
-from skiff.apiserver.authz import bootstrap_policy
-from skiff.apiserver.escalation import (
+from skiff.apiserver.auth.bootstrappolicy import bootstrap_policy
+from skiff.apiserver.auth.escalation import (
     AGGREGATION_RULE_MESSAGE,
     binding_escalation,
     compact_string,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from skiff.apiserver.authz import _pod_references
+from skiff.apiserver.auth.node import _pod_references
 
 POD = {"spec": {
     "initContainers": [{"name": "init", "envFrom": [{"secretRef": {"name": "init-secret"}}]}],

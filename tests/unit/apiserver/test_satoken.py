@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from skiff.apiserver.satoken import TokenAuthority
+from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.auth import UserInfo
 from skiff.clock import rfc3339
 

@@ -9,7 +9,7 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.apiserver.serviceaccounts import TOKEN_MOUNT_PATH, admit_service_account
+from skiff.apiserver.admission.serviceaccount import TOKEN_MOUNT_PATH, admit_service_account
 
 
 def make_pod(**spec: Any) -> Obj:

@@ -1,34 +1,25 @@
-"""Admission in the apiserver: what Kubernetes' admission plugins do to a pod at create.
+"""Priority admission (SPEC PP1–PP2), as Kubernetes' plugin of that name.
 
-- Priority (SPEC PP1–PP2): `priorityClassName` resolves to `spec.priority` and
+- A created pod's `priorityClassName` resolves to `spec.priority` and
   `spec.preemptionPolicy`; an unknown class is refused; no name takes the globalDefault's.
-- DefaultTolerationSeconds (SPEC PS2): NoExecute tolerations for `not-ready` and
-  `unreachable` (300 s, configurable) unless the pod already tolerates them.
-- PriorityClass rules: at most one globalDefault; built-in system classes.
+- A created PriorityClass: at most one globalDefault; `system-` names are reserved for
+  the built-in system classes (which the apiserver creates at start).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
-from skiff.api.errors import ApiError, Reason, forbidden
-
-Obj = dict[str, Any]
+from skiff.api import lookup
+from skiff.api.errors import ApiError, Reason, forbidden, invalid
+from skiff.api.kinds import storage_prefix
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.lookups import Lookup
 
 SYSTEM_CLASSES: dict[str, int] = {
     "system-cluster-critical": 2_000_000_000,
     "system-node-critical": 2_000_001_000,
 }
-
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
-
-
-@dataclass(frozen=True)
-class AdmissionConfig:
-    default_not_ready_toleration_seconds: int = 300
-    default_unreachable_toleration_seconds: int = 300
 
 
 def builtin_priority_classes() -> list[Obj]:
@@ -79,25 +70,6 @@ def admit_priority(pod: Obj, classes: list[Obj]) -> None:
     spec["preemptionPolicy"] = policy
 
 
-def admit_default_tolerations(pod: Obj, config: AdmissionConfig) -> None:
-    """PS2: add the NoExecute tolerations for not-ready / unreachable nodes."""
-    tolerations: list[Obj] = pod.setdefault("spec", {}).setdefault("tolerations", [])
-
-    def tolerates(key: str) -> bool:
-        # As Kubernetes' DefaultTolerationSeconds: a toleration of this key (or of every
-        # key: empty key) for NoExecute (or every effect: empty effect) already covers it.
-        return any(
-            t.get("key") in (key, "", None) and t.get("effect") in ("NoExecute", "", None)
-            for t in tolerations
-        )
-
-    for key, seconds in ((NOT_READY_TAINT, config.default_not_ready_toleration_seconds),
-                         (UNREACHABLE_TAINT, config.default_unreachable_toleration_seconds)):
-        if not tolerates(key):
-            tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
-                                "tolerationSeconds": seconds})
-
-
 def admit_priority_class(pc: Obj, existing: list[Obj]) -> None:
     """PP1: at most one globalDefault; system- names are reserved."""
     name = pc["metadata"]["name"]
@@ -109,3 +81,38 @@ def admit_priority_class(pc: Obj, existing: list[Obj]) -> None:
                 "globalDefault",
                 f"PriorityClass {other['metadata']['name']} is already marked as default. "
                 "Only one default can exist")])
+
+
+class Priority(Plugin):
+    """Resolves a created pod's class (`admit`) and checks a created PriorityClass
+    (`validate`)."""
+
+    name = "Priority"
+
+    def __init__(self, classes: Lookup, storage: Storage) -> None:
+        self.classes = classes
+        self.storage = storage
+
+    async def admit(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is not Operation.CREATE or attrs.info.kind != "Pod":
+            return []
+        obj = attrs.obj
+        classes = await self.classes.values()
+        wanted = obj.get("spec", {}).get("priorityClassName")
+        if wanted and not any(c["metadata"]["name"] == wanted for c in classes):
+            fresh = await self.classes.get(wanted)  # created a moment ago?
+            classes = [*classes, fresh] if fresh else classes
+        admit_priority(obj, classes)
+        return []
+
+    async def validate(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is not Operation.CREATE or attrs.info.kind != "PriorityClass":
+            return []
+        name = attrs.obj["metadata"]["name"]
+        if name.startswith("system-") and name not in SYSTEM_CLASSES:
+            raise ApiError.invalid("PriorityClass", name, [invalid(
+                "metadata.name", name,
+                "priority class names with 'system-' prefix are reserved")])
+        existing, _ = await self.storage.list(storage_prefix(lookup("priorityclasses")))
+        admit_priority_class(attrs.obj, [kv.obj for kv in existing if kv.obj])
+        return []

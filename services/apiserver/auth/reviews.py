@@ -11,7 +11,7 @@ proxies (kube-rbac-proxy, metrics-server, Vault) ask about someone else.
   `spec.audiences` handled as kube-apiserver does (`TokenReviewer`).
 
 The answers come from the apiserver's own authorizer chain (system:masters, Node, RBAC:
-`skiff.apiserver.authz`) and its own bearer-token authenticator; creating any review is
+`skiff.apiserver.auth.rbac`) and its own bearer-token authenticator; creating any review is
 itself authorized by RBAC (`create` on the review resource, as kube-apiserver does; the
 bootstrap ClusterRole `system:auth-delegator` grants TokenReviews and SubjectAccessReviews).
 In the insecure mode `ALLOW_ALL` allows everything and says so in the reason, and a
@@ -29,7 +29,7 @@ import jwt
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError, invalid
-from skiff.apiserver.satoken import GetObject, TokenAuthority
+from skiff.apiserver.auth.satoken import GetObject, TokenAuthority
 from skiff.auth import Attributes, AuthorizationResult, Authorizer, Decision, UserInfo
 
 if TYPE_CHECKING:
@@ -266,7 +266,7 @@ async def _subject_access_review(body: Obj, *, authorizer: Authorizer,
 
 
 class BearerAuthenticator(Protocol):
-    """The apiserver's bearer-token authenticator (`authz.Authenticator`)."""
+    """The apiserver's bearer-token authenticator (`auth.authenticator.Authenticator`)."""
 
     async def from_authorization(self, header: str) -> UserInfo | None: ...
 

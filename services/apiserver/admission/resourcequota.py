@@ -17,17 +17,16 @@ from __future__ import annotations
 
 import time
 from fractions import Fraction
-from typing import Any
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.kinds import KindInfo, storage_key
 from skiff.api.quantity import canonical, parse_quantity
 from skiff.api.quotas import COUNTED_KINDS, binary_keys, pretty, quota_covers, usage
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.apiserver.storage.watchcache import WatchCache
-
-Obj = dict[str, Any]
 
 ATTEMPTS = 5
 # the resources for which a pod's containers must each state a request or limit
@@ -148,3 +147,21 @@ class QuotaAdmission:
                                         f'"{meta["name"]}": the object has been modified; '
                                         "please apply your changes to the latest version and "
                                         "try again")
+
+
+class ResourceQuota(Plugin):
+    """Charges a create (and a Service update) to the namespace's quotas; the last plugin,
+    as in Kubernetes."""
+
+    name = "ResourceQuota"
+
+    def __init__(self, quota: QuotaAdmission) -> None:
+        self.quota = quota
+
+    async def validate(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is Operation.CREATE:
+            await self.quota.admit(attrs.info, attrs.obj, dry_run=attrs.dry_run)
+        elif attrs.old is not None and attrs.subresource == "":
+            await self.quota.admit_update(attrs.info, attrs.old, attrs.obj,
+                                          dry_run=attrs.dry_run)
+        return []

@@ -20,8 +20,9 @@ from typing import Any
 from skiff.api.errors import ApiError, Reason
 from skiff.api.quantity import canonical, parse_quantity
 from skiff.api.resources import binary_amounts, pod_amounts
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.storage.lookups import Lookup
 
 ANNOTATION = "kubernetes.io/limit-ranger"
 
@@ -160,3 +161,23 @@ def admit_claim(claim: Obj, ranges: Iterable[Mapping[str, Any]]) -> None:
     if problems:
         raise _refuse("persistentvolumeclaims", str(claim["metadata"].get("name", "")),
                       problems)
+
+
+class LimitRanger(Plugin):
+    """Applies the namespace's LimitRanges to a created pod or claim."""
+
+    name = "LimitRanger"
+
+    def __init__(self, limit_ranges: Lookup) -> None:
+        self.limit_ranges = limit_ranges
+
+    async def admit(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is not Operation.CREATE or attrs.info.kind not in (
+                "Pod", "PersistentVolumeClaim"):
+            return []
+        ranges = await self.limit_ranges.in_namespace(attrs.obj["metadata"]["namespace"])
+        if attrs.info.kind == "PersistentVolumeClaim":
+            admit_claim(attrs.obj, ranges)
+        elif admit_pod(attrs.obj, ranges):
+            attrs.revalidate(attrs.obj)
+        return []

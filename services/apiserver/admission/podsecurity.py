@@ -42,13 +42,14 @@ from skiff.api.podsecurity import (
     policy_from_labels,
     significant_pod_update,
 )
-from skiff.apiserver.authz import current_user
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Plugin
+from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 
 PLUGIN = "PodSecurity"
 # Kubernetes' limits on checking existing pods when a namespace's enforce level changes
@@ -259,3 +260,16 @@ def load_admission_config(path: Path) -> PodSecurityConfig:
         except ConfigError as err:
             raise ConfigError(f"{path}: plugin {PLUGIN}: {err}") from None
     return PodSecurityConfig()
+
+
+class PodSecurity(Plugin):
+    """The PodSecurity plugin in the chain: its warnings, or its Forbidden/Invalid."""
+
+    name = "PodSecurity"
+
+    def __init__(self, check: PodSecurityAdmission) -> None:
+        self.check = check
+
+    async def validate(self, attrs: Attributes) -> list[str]:
+        return await self.check.admit(attrs.info, attrs.obj, attrs.old,
+                                      subresource=attrs.subresource)

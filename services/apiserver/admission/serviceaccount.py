@@ -16,11 +16,10 @@ import random
 import secrets
 import string
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -84,3 +83,17 @@ def _mount_token(spec: Obj, account: Obj) -> None:
     for container in containers:
         container.setdefault("volumeMounts", []).append(
             {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH})
+
+
+class ServiceAccount(Plugin):
+    """Defaults and checks a created pod's ServiceAccount and mounts its token."""
+
+    name = "ServiceAccount"
+
+    def __init__(self, get: GetServiceAccount) -> None:
+        self.get = get
+
+    async def admit(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is Operation.CREATE and attrs.info.kind == "Pod":
+            await admit_service_account(attrs.obj, self.get)
+        return []

@@ -8,11 +8,12 @@ assignment).
 
 from __future__ import annotations
 
-from typing import Any
-
-from skiff.api.accountkinds import is_default_class
-
-Obj = dict[str, Any]
+from skiff.api import lookup
+from skiff.api.groups.storage import is_default_class
+from skiff.api.kinds import storage_prefix
+from skiff.api.types import Obj
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.storage.interface import Storage
 
 
 def admit_default_storage_class(claim: Obj, classes: list[Obj]) -> None:
@@ -24,3 +25,18 @@ def admit_default_storage_class(claim: Obj, classes: list[Obj]) -> None:
                                      str(c["metadata"]["name"])))
     if defaults:
         spec["storageClassName"] = defaults[-1]["metadata"]["name"]
+
+
+class DefaultStorageClass(Plugin):
+    """Gives a created claim without a class the default StorageClass."""
+
+    name = "DefaultStorageClass"
+
+    def __init__(self, storage: Storage) -> None:
+        self.storage = storage
+
+    async def admit(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is Operation.CREATE and attrs.info.kind == "PersistentVolumeClaim":
+            classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
+            admit_default_storage_class(attrs.obj, [kv.obj for kv in classes if kv.obj])
+        return []

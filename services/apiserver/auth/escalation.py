@@ -33,7 +33,8 @@ from typing import Any, Protocol
 
 from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
-from skiff.apiserver.authz import RBAC_GROUP, current_user
+from skiff.apiserver.auth.bootstrappolicy import RBAC_GROUP
+from skiff.apiserver.auth.context import current_user
 from skiff.auth import MASTERS_GROUP, Attributes, Authorizer, RbacRules, UserInfo
 
 Obj = dict[str, Any]
@@ -266,7 +267,7 @@ def only_gc_fields_change(new: Obj, old: Obj) -> bool:
 
 
 class RbacSnapshots(Protocol):
-    """The RBAC authorizer's view of the four RBAC kinds (authz.RbacAuthorizer)."""
+    """The RBAC authorizer's view of the four RBAC kinds (auth.rbac.RbacAuthorizer)."""
 
     async def snapshot(self, *, newer_than: float | None = None) -> RbacRules: ...
 
