@@ -15,3 +15,10 @@ CRONJOB_SCHEDULED_ANNOTATION = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 
 # -- storage -----------------------------------------------------------------------------
 DEFAULT_CLASS_ANNOTATION = "storageclass.kubernetes.io/is-default-class"
+
+# -- security ----------------------------------------------------------------------------
+# the annotations Pod Security still reads (Kubernetes moved them to securityContext fields)
+SECCOMP_POD_ANNOTATION = "seccomp.security.alpha.kubernetes.io/pod"
+SECCOMP_CONTAINER_ANNOTATION_PREFIX = "container.seccomp.security.alpha.kubernetes.io/"
+APPARMOR_CONTAINER_ANNOTATION_PREFIX = "container.apparmor.security.beta.kubernetes.io/"
+POD_SECURITY_LABEL_PREFIX = "pod-security.kubernetes.io/"
