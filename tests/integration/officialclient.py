@@ -33,3 +33,19 @@ def name_of(obj: HasMetadata) -> str:
 
 def labels_of(obj: HasMetadata) -> dict[str, str]:
     return present(meta(obj).labels)
+
+
+class Phased(Protocol):
+    @property
+    def phase(self) -> str | None: ...
+
+
+class HasPhase(Protocol):
+    """A Pod, a PersistentVolumeClaim or a PersistentVolume: a status with a phase."""
+
+    @property
+    def status(self) -> Phased | None: ...
+
+
+def phase_of(obj: HasPhase) -> str | None:
+    return present(obj.status).phase

@@ -5,6 +5,7 @@ StorageClasses (AX4), metrics.k8s.io (AX5)."""
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import subprocess
 import time
@@ -15,8 +16,9 @@ from typing import Any
 
 import pytest
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiException
 
+from tests.integration.officialclient import meta, name_of, phase_of, present
 from tests.integration.skiffcli import skiff_up
 from tests.integration.waiting import until
 
@@ -83,9 +85,9 @@ def test_AX3_new_namespace_gets_default_service_account_and_pod_gets_it(
     ns = new_namespace(core)
     # Created at once: admission waits briefly for the controller's `default` account.
     created = core.create_namespaced_pod(ns, pod("p", ["sleep", "60"]))
-    assert created.spec.service_account_name == "default"
+    assert present(created.spec).service_account_name == "default"
     accounts = core.list_namespaced_service_account(ns)
-    assert [a.metadata.name for a in accounts.items] == ["default"]
+    assert [name_of(a) for a in accounts.items] == ["default"]
     got = kubectl(data_dir, "get", "sa", "-n", ns)
     assert got.returncode == 0, got.stderr
     assert got.stdout.split("\n")[0].split() == ["NAME", "SECRETS", "AGE"]
@@ -98,13 +100,13 @@ def test_AX3_pod_whose_service_account_is_missing_is_refused(
     with pytest.raises(ApiException) as refused:
         core.create_namespaced_pod(ns, pod("p", ["true"], service_account_name="robot"))
     assert refused.value.status == 403
-    body = json.loads(refused.value.body)
+    body = json.loads(present(refused.value.body))
     assert body["message"] == (f'pods "p" is forbidden: error looking up service account '
                                f'{ns}/robot: serviceaccount "robot" not found')
     core.create_namespaced_service_account(ns, client.V1ServiceAccount(
         metadata=client.V1ObjectMeta(name="robot")))
     accepted = core.create_namespaced_pod(ns, pod("p", ["true"], service_account_name="robot"))
-    assert accepted.spec.service_account_name == "robot"
+    assert present(accepted.spec).service_account_name == "robot"
 
 
 def test_AX3_token_request_issues_a_token_for_the_service_account(
@@ -114,11 +116,12 @@ def test_AX3_token_request_issues_a_token_for_the_service_account(
     answer = core.create_namespaced_service_account_token("default", ns,
                                                           client.AuthenticationV1TokenRequest(
         spec=client.V1TokenRequestSpec(audiences=["skiff-test"], expiration_seconds=3600)))
-    claims = jwt_claims(answer.status.token)
+    status = present(answer.status)
+    claims = jwt_claims(present(status.token))
     assert claims["sub"] == f"system:serviceaccount:{ns}:default"
     assert claims["aud"] == ["skiff-test"]
     assert claims["exp"] - claims["iat"] == 3600
-    assert answer.status.expiration_timestamp is not None
+    assert status.expiration_timestamp is not None
     with pytest.raises(ApiException) as missing:
         core.create_namespaced_service_account_token("nobody", ns,
                                                      client.AuthenticationV1TokenRequest(
@@ -165,15 +168,17 @@ def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
                  restart_policy="Never", host_network=True, volumes=[client.V1Volume(
                      name="packages", host_path=client.V1HostPathVolumeSource(
                          path=str(Path(client.__file__).parents[2])))])
-    lister.spec.containers[0].env = [client.V1EnvVar(name="PYTHONPATH", value=PACKAGES)]
-    lister.spec.containers[0].volume_mounts[0].read_only = True
+    container = present(lister.spec).containers[0]
+    container.env = [client.V1EnvVar(name="PYTHONPATH", value=PACKAGES)]
+    present(container.volume_mounts)[0].read_only = True
     created = core.create_namespaced_pod(ns, lister)
-    volumes = [v for v in created.spec.volumes if v.name.startswith("kube-api-access-")]
+    spec = present(created.spec)
+    volumes = [v for v in present(spec.volumes) if v.name.startswith("kube-api-access-")]
     assert len(volumes) == 1 and volumes[0].projected is not None
-    mounts = created.spec.containers[0].volume_mounts
+    mounts = present(spec.containers[0].volume_mounts)
     assert [(m.mount_path, m.read_only) for m in mounts if m.name != "packages"] == [
         ("/var/run/secrets/kubernetes.io/serviceaccount", True)]
-    phase = until(lambda: core.read_namespaced_pod("lister", ns).status.phase
+    phase = until(lambda: phase_of(core.read_namespaced_pod("lister", ns))
                   in ("Succeeded", "Failed") and core.read_namespaced_pod("lister", ns),
                   "the in-cluster pod to finish", timeout=90).status.phase
     log = core.read_namespaced_pod_log("lister", ns)
@@ -214,18 +219,19 @@ def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_dele
                                              storage_class=cls, modes=modes))
     core.create_namespaced_persistent_volume_claim(ns, claim("data", "2Gi",
                                                              storage_class=cls))
-    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
-                  .status.phase == "Bound" and c, "the claim Bound")
+    bound = until(lambda: phase_of(c := core.read_namespaced_persistent_volume_claim(
+                  "data", ns)) == "Bound" and c, "the claim Bound")
     assert bound.spec.volume_name == f"{cls}-big"
     assert bound.status.capacity == {"storage": "5Gi"}
     pv = core.read_persistent_volume(f"{cls}-big")
-    assert pv.status.phase == "Bound"
-    assert (pv.spec.claim_ref.namespace, pv.spec.claim_ref.name) == (ns, "data")
+    assert phase_of(pv) == "Bound"
+    claim_ref = present(present(pv.spec).claim_ref)
+    assert (claim_ref.namespace, claim_ref.name) == (ns, "data")
     got = kubectl(data_dir, "get", "pv", f"{cls}-big")
     assert got.returncode == 0, got.stderr
     assert got.stdout.split("\n")[1].split()[:6] == [f"{cls}-big", "5Gi", "RWO", "Retain",
                                                      "Bound", f"{ns}/data"]
-    assert core.read_persistent_volume(f"{cls}-small").status.phase == "Available"
+    assert phase_of(core.read_persistent_volume(f"{cls}-small")) == "Available"
 
     # The attach/detach path works on the PV: its attachment is named after it and the
     # pod's mount is the volume's hostPath.
@@ -234,7 +240,7 @@ def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_dele
         mounts={"data": "/data"},
         volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
                                  V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
-    until(lambda: core.read_namespaced_pod("writer", ns).status.phase == "Succeeded",
+    until(lambda: phase_of(core.read_namespaced_pod("writer", ns)) == "Succeeded",
           "the writer pod to succeed", timeout=90)
     assert (tmp_path / "big" / "f").read_text() == "static\n"
     attachment = client.StorageV1Api(core.api_client).read_volume_attachment(f"{cls}-big")
@@ -242,7 +248,7 @@ def test_AX4_claim_binds_to_the_smallest_matching_volume_and_is_released_on_dele
     core.delete_namespaced_pod("writer", ns, grace_period_seconds=0)
 
     core.delete_namespaced_persistent_volume_claim("data", ns)
-    until(lambda: core.read_persistent_volume(f"{cls}-big").status.phase == "Released",
+    until(lambda: phase_of(core.read_persistent_volume(f"{cls}-big")) == "Released",
           "the Retain volume Released")
 
 
@@ -258,22 +264,23 @@ def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
     assert standard[:5] == ["standard", "(default)", "skiff.io/local", "Delete", "Immediate"]
     ns = new_namespace(core)
     created = core.create_namespaced_persistent_volume_claim(ns, claim("data", "1Gi"))
-    assert created.spec.storage_class_name == "standard"  # DefaultStorageClass admission
-    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
-                  .status.phase == "Bound" and c, "the claim Bound")
+    assert present(created.spec).storage_class_name == "standard"  # DefaultStorageClass
+    bound = until(lambda: phase_of(c := core.read_namespaced_persistent_volume_claim(
+                  "data", ns)) == "Bound" and c, "the claim Bound")
     assert bound.spec.storage_class_name == "standard"
-    assert bound.spec.volume_name == f"pvc-{created.metadata.uid}"
+    assert bound.spec.volume_name == f"pvc-{meta(created).uid}"
     pv = core.read_persistent_volume(bound.spec.volume_name)
-    assert pv.spec.csi.driver == "skiff.io/local"
-    assert pv.spec.persistent_volume_reclaim_policy == "Delete"
-    assert pv.spec.storage_class_name == "standard"
+    pv_spec = present(pv.spec)
+    assert present(pv_spec.csi).driver == "skiff.io/local"
+    assert pv_spec.persistent_volume_reclaim_policy == "Delete"
+    assert pv_spec.storage_class_name == "standard"
 
     core.create_namespaced_pod(ns, pod(
         "writer", ["sh", "-c", "echo written > data/f"], restart_policy="Never",
         mounts={"data": "/data"},
         volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
                                  V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
-    until(lambda: core.read_namespaced_pod("writer", ns).status.phase in ("Succeeded",
+    until(lambda: phase_of(core.read_namespaced_pod("writer", ns)) in ("Succeeded",
                                                                           "Failed"),
           "the writer pod to finish", timeout=90)
     assert (data_dir / "volumes" / bound.spec.volume_name / "f").read_text() == "written\n"
@@ -285,7 +292,7 @@ def test_AX4_claim_of_the_default_class_gets_a_provisioned_volume_a_pod_can_use(
         try:
             core.read_persistent_volume(bound.spec.volume_name)
         except ApiException as err:
-            return err.status == 404
+            return bool(err.status == 404)
         return False
 
     until(volume_gone, "the Delete volume reclaimed", timeout=90)
@@ -303,16 +310,16 @@ def test_AX4_wait_for_first_consumer_binds_once_a_node_is_selected(
                                                              storage_class=cls))
     until(lambda: any(e.reason == "WaitForFirstConsumer" for e in core.list_namespaced_event(
         ns).items), "the WaitForFirstConsumer event")
-    assert core.read_namespaced_persistent_volume_claim("data", ns).status.phase == "Pending"
+    assert phase_of(core.read_namespaced_persistent_volume_claim("data", ns)) == "Pending"
     core.create_namespaced_pod(ns, pod(
         "user", ["sleep", "60"], mounts={"data": "/data"},
         volumes=[client.V1Volume(name="data", persistent_volume_claim=client.
                                  V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
-    bound = until(lambda: (c := core.read_namespaced_persistent_volume_claim("data", ns))
-                  .status.phase == "Bound" and c, "the claim Bound after scheduling",
+    bound = until(lambda: phase_of(c := core.read_namespaced_persistent_volume_claim(
+                  "data", ns)) == "Bound" and c, "the claim Bound after scheduling",
                   timeout=90)
     assert bound.metadata.annotations["volume.kubernetes.io/selected-node"] == "node-1"
-    until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
+    until(lambda: phase_of(core.read_namespaced_pod("user", ns)) == "Running",
           "the consumer Running", timeout=90)
 
 
@@ -336,14 +343,14 @@ def test_AX4_pod_with_an_unbound_immediate_claim_stays_pending_until_it_binds(
                                  V1PersistentVolumeClaimVolumeSource(claim_name="data"))]))
 
     def unschedulable() -> Any:
-        conditions = core.read_namespaced_pod("user", ns).status.conditions or []
+        conditions = present(core.read_namespaced_pod("user", ns).status).conditions or []
         return next((c for c in conditions if c.type == "PodScheduled"
                      and c.reason == "Unschedulable"), None)
 
     condition = until(unschedulable, "PodScheduled=False, Unschedulable")
     assert "pod has unbound immediate PersistentVolumeClaims" in condition.message
-    assert not core.read_namespaced_pod("user", ns).spec.node_name
-    assert any(e.reason == "FailedScheduling" and "unbound immediate" in e.message
+    assert not present(core.read_namespaced_pod("user", ns).spec).node_name
+    assert any(e.reason == "FailedScheduling" and "unbound immediate" in present(e.message)
                for e in core.list_namespaced_event(ns).items)
     # Past any backoff a claim event may have started: from here only the class's
     # creation (WaitForFirstConsumer) or the claim's binding (Immediate) requeues the pod.
@@ -352,9 +359,9 @@ def test_AX4_pod_with_an_unbound_immediate_claim_stays_pending_until_it_binds(
     client.StorageV1Api(core.api_client).create_storage_class(client.V1StorageClass(
         metadata=client.V1ObjectMeta(name=cls), provisioner="skiff.io/local",
         volume_binding_mode=mode))
-    until(lambda: core.read_namespaced_persistent_volume_claim("data", ns).status.phase
+    until(lambda: phase_of(core.read_namespaced_persistent_volume_claim("data", ns))
           == "Bound", "the claim Bound once its class exists", timeout=90)
-    until(lambda: core.read_namespaced_pod("user", ns).status.phase == "Running",
+    until(lambda: phase_of(core.read_namespaced_pod("user", ns)) == "Running",
           "the pod scheduled and Running", timeout=90)
 
 # -- AX5 metrics.k8s.io ---------------------------------------------------------------------
@@ -373,9 +380,11 @@ def test_AX5_kubectl_top_pods_shows_a_busy_pod_using_more_cpu_than_an_idle_one(
     core.create_namespaced_pod(ns, pod("busy", ["sh", "-c", "while :; do :; done"]))
     core.create_namespaced_pod(ns, pod("idle", ["sleep", "600"]))
     try:
+        def running(name: str) -> bool:
+            return phase_of(core.read_namespaced_pod(name, ns)) == "Running"
+
         for name in ("busy", "idle"):
-            until(lambda n=name: core.read_namespaced_pod(n, ns).status.phase == "Running",
-                  f"{name} Running", timeout=90)
+            until(functools.partial(running, name), f"{name} Running", timeout=90)
 
         def top() -> dict[str, tuple[float, str]] | None:
             out = kubectl(data_dir, "top", "pods", "-n", ns, "--no-headers")
@@ -394,6 +403,7 @@ def test_AX5_kubectl_top_pods_shows_a_busy_pod_using_more_cpu_than_an_idle_one(
 
         metrics = client.CustomObjectsApi(core.api_client).get_namespaced_custom_object(
             "metrics.k8s.io", "v1beta1", ns, "pods", "busy")
+        assert isinstance(metrics, dict)
         assert metrics["kind"] == "PodMetrics"
         assert [c["name"] for c in metrics["containers"]] == ["main"]
 
