@@ -29,7 +29,8 @@ import aetcd
 
 from e2e import cpu_seconds  # the /proc CPU reading scheduler_perf's harness uses
 from skiff.api import ApiError, Reason
-from skiff.cli.processes import (
+from skiff.client import ApiClient, Credentials
+from skiff.cluster.processes import (
     Process,
     etcd_process,
     free_port,
@@ -37,8 +38,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.cli.security import ClusterSecurity
-from skiff.client import ApiClient, Credentials
+from skiff.cluster.security import ClusterSecurity
 from skiff.pki import ensure_pki
 from skiff.rpc import encode
 

@@ -15,14 +15,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skiff.api import ApiError
-from skiff.cli.processes import (
+from skiff.client import ApiClient
+from skiff.cluster.processes import (
     etcd_process,
     free_port,
     service_process,
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.client import ApiClient
 
 if TYPE_CHECKING:
     from scheduler_perf import Workload

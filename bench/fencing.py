@@ -32,8 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skiff.api import get_condition
 from skiff.checker.report import overlaps, time_to_first_heartbeat
-from skiff.cli.netns import NetnsCluster, require_netns_support
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.netns.commands import require_netns_support
 from tests.integration.partitions.conftest import (
     FENCING_DELAY,
     GRACE_SECONDS,

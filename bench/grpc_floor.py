@@ -38,8 +38,8 @@ import grpc
 from apiserver import make_pod, plain_apiserver
 from e2e import cpu_seconds
 from scheduler_perf import WORKLOADS, in_process_rate
-from skiff.cli.processes import free_port, wait_etcd_healthy, wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port, wait_etcd_healthy, wait_grpc_healthy
 from skiff.rpc import decode_map, encode
 
 SERVICE = "floor.Echo"

@@ -34,9 +34,10 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from skiff.api import ApiError
-from skiff.cli.netns import require_netns_support
-from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.netns.commands import require_netns_support
+from skiff.cluster.topology import HA
 from tests.integration.ha.scenarios import lease, member_is_leader, member_leader
 from tests.integration.ha.test_scenarios import ELECTION
 from tests.integration.partitions.conftest import TIMINGS
@@ -86,7 +87,7 @@ def report(scenario: str, what: str, seconds: float, timeout: float, name: str) 
           f"({timeout:g}s)")
 
 
-async def run_round(cluster: NetnsHaCluster) -> None:
+async def run_round(cluster: NetnsCluster) -> None:
     etcd = {n: cluster.component(n).address for n in ("etcd-1", "etcd-2", "etcd-3")}
     api1, api2 = (cluster.component(f"apiserver-{i}").address for i in (1, 2))
     async with ApiClient(cluster.api, retry_seconds=30, timeout=10) as api, \
@@ -211,8 +212,8 @@ async def main_async(args: argparse.Namespace) -> None:
     extra = {k: list(v) for k, v in TIMINGS.items()}
     extra["scheduler"] = [*extra["scheduler"], *ELECTION]
     with tempfile.TemporaryDirectory(prefix="skiff-ha-bench-") as tmp:
-        cluster = NetnsHaCluster(Path(tmp) / "cluster", nodes=1, extra_args=extra,
-                                 fence_agent=False)
+        cluster = NetnsCluster(Path(tmp) / "cluster", topology=HA, nodes=1, extra_args=extra,
+                               fence_agent=False)
         try:
             cluster.start(echo=lambda _line: None)
             async with ApiClient(cluster.api, retry_seconds=30) as api:

@@ -20,7 +20,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from skiff.cli.processes import (
+from skiff.client import ApiClient
+from skiff.clock import parse_rfc3339
+from skiff.cluster.processes import (
     Process,
     etcd_process,
     free_port,
@@ -28,8 +30,6 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.client import ApiClient
-from skiff.clock import parse_rfc3339
 
 _TICKS = os.sysconf("SC_CLK_TCK")
 

@@ -25,7 +25,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Each pytest-xdist worker (gw0, gw1, ...) hands out ports from a range of its own, so
     clusters of parallel tests never collide on a port picked and not yet bound (processes
     the tests start inherit the range)."""
-    from skiff.cli.processes import PORT_RANGE_ENV
+    from skiff.cluster.processes import PORT_RANGE_ENV
 
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     if worker.startswith("gw") and worker[2:].isdigit():
@@ -46,7 +46,7 @@ def _made_here(basetemp: Path) -> set[str]:
     """The pod namespaces the kubelets of this run's clusters recorded (their IPAM files
     under this run's temp dir), and the pod networks of its data dirs: other runs (other
     checkouts on the machine) have clusters at the same time, and theirs are theirs."""
-    from skiff.cli.sandboxes import pod_network_namespace
+    from skiff.cluster.sandboxes import pod_network_namespace
 
     names: set[str] = set()
     for entry in basetemp.glob("**/ipam/*/*"):

@@ -19,7 +19,7 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from skiff.cli.localcluster import ClusterState, Component
+from skiff.cluster.state import ClusterState, Component
 from skiff.podstate import load_state
 from skiff.procfs import group_members, read_stat
 

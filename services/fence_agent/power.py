@@ -24,7 +24,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from skiff.cli.localcluster import ClusterState, Component, health_of
+from skiff.cluster.state import ClusterState, Component, health_of
 from skiff.fence_agent.agent import FenceError, FenceStatus
 from skiff.fence_agent.docker import DockerEngine
 from skiff.fence_agent.localnode import kill_group, kubelet_component, node_processes

@@ -11,8 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skiff.cgroupfs import remove_recorded
-from skiff.cli.podgroups import end_pod_groups, kubelet_root_dirs
-from skiff.cli.processes import (
+from skiff.cluster.podgroups import end_pod_groups, kubelet_root_dirs
+from skiff.cluster.processes import (
     Process,
     etcd_process,
     free_port,
@@ -20,7 +20,7 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.cli.sandboxes import pod_network_namespace, remove_sandboxes
+from skiff.cluster.sandboxes import pod_network_namespace, remove_sandboxes
 
 
 @dataclass

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 from tests.integration.waiting import get_or_none, wait_for
 

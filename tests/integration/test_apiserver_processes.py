@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
 from tests.integration.waiting import wait_for

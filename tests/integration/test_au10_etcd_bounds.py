@@ -24,8 +24,8 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.cli import resources
-from skiff.cli.processes import free_port, wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port, wait_grpc_healthy
 from tests.integration.cluster import Cluster
 from tests.integration.twoapiservers import two_apiservers
 

@@ -20,7 +20,7 @@ import pytest
 
 from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.apiserver.storage.watchcache import WatchCache
-from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
+from skiff.cluster.processes import Process, etcd_process, free_port, wait_etcd_healthy
 from skiff.tasks import cancel_tasks
 from tests.integration.blackhole import Blackhole
 from tests.integration.waiting import wait_for

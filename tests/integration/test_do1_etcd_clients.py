@@ -12,9 +12,9 @@ import time
 import uuid
 from pathlib import Path
 
-from skiff.cli.localcluster import ClusterState
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
+from skiff.cluster.state import ClusterState
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod
 from tests.integration.waiting import wait_for

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from skiff.api import ApiError
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 
 STATEFULSET = """apiVersion: apps/v1

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 
 MANIFEST = """apiVersion: v1

@@ -22,9 +22,9 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient, Informer
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from skiff.rpc import codec
 from tests.integration.cluster import Cluster
 from tests.integration.objects import pod

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.podgroups import end_pod_groups, pod_groups
+from skiff.cluster.podgroups import end_pod_groups, pod_groups
 from skiff.procfs import group_members, read_stat
 
 

@@ -8,8 +8,8 @@ from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from skiff.cli.processes import Process, free_port, service_process, wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process, free_port, service_process, wait_grpc_healthy
 from tests.integration.cluster import Cluster
 
 

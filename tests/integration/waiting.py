@@ -71,7 +71,7 @@ def until(predicate: Callable[[], Any], what: str, timeout: float = 60.0,
 
 
 def freeze(process: Any, *, timeout: float = 5.0) -> None:
-    """SIGSTOP `process` (a skiff.cli.processes.Process) and return once every thread of it
+    """SIGSTOP `process` (a skiff.cluster.processes.Process) and return once every thread of it
     has stopped. A stop takes effect as each thread next enters the kernel, and until then a
     thread running on another core can still answer — an etcd follower acking one more
     write after the test cut it off (a full run saw a minority apiserver's write succeed)."""

@@ -1,1 +1,2 @@
-"""The `skiff` command and the local-process cluster it starts."""
+"""The `skiff` command: argument parsing, printing, and calls into `skiff.cluster` (start,
+stop, break a cluster) and `skiff.client` (work with its objects)."""

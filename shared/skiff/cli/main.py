@@ -11,7 +11,6 @@ import argparse
 import asyncio
 import contextlib
 import getpass
-import importlib
 import os
 import shlex
 import signal
@@ -19,37 +18,22 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import Any, NoReturn
 
 from skiff.api import ApiError
 from skiff.api import tables as printers
 from skiff.cli import resources
-from skiff.cli.config import ClusterConfig, ConfigError
-from skiff.cli.localcluster import (
-    STATUS_COLUMNS,
-    ClusterState,
-    LocalCluster,
-    default_data_dir,
-    pid_alive,
-    status_rows,
-    stop_by_state,
-)
-from skiff.cli.processes import StartError
-from skiff.cli.security import use_kubeconfig_credentials
-from skiff.cli.supervisor import (
-    Backoff,
-    MemberError,
-    Supervisor,
-    clear_stopped,
-    kill_member,
-    spawn_detached,
-    start_member,
-    stop_member,
-)
 from skiff.client import ApiClient
-
-if TYPE_CHECKING:
-    from skiff.cli.netns import NetnsCluster
+from skiff.cluster.chaos.docker import ChaosError
+from skiff.cluster.chaos.members import MEMBER_COMMANDS, MemberError
+from skiff.cluster.chaos.partitions import partitions_for
+from skiff.cluster.config import ClusterConfig, ConfigError
+from skiff.cluster.kubeconfig import use_kubeconfig_credentials
+from skiff.cluster.processes import StartError
+from skiff.cluster.provider import down, new_cluster
+from skiff.cluster.state import ClusterState, default_data_dir, running_elsewhere
+from skiff.cluster.status import STATUS_COLUMNS, status_rows
+from skiff.cluster.supervisor import Backoff, Supervisor, clear_stopped, spawn_detached
 
 
 def _out(text: str) -> None:
@@ -98,31 +82,11 @@ def cmd_up(args: argparse.Namespace) -> None:
     config = ClusterConfig.load(Path(args.config)) if args.config else ClusterConfig()
     if args.nodes < 0:
         fail("--nodes must be 0 or more")
-    cluster: LocalCluster | NetnsCluster
     if args.restart_backoff <= 0 or args.restart_backoff_max < args.restart_backoff:
         fail("--restart-backoff must be > 0 and --restart-backoff-max at least as long")
-    if args.ha and args.netns:
-        from skiff.cli.netns import require_netns_support
-        from skiff.cli.netns_ha import NetnsHaCluster
-
-        require_netns_support()
-        cluster = NetnsHaCluster(data_dir, nodes=args.nodes, config=config,
-                                 insecure=args.insecure, mirror_pods=True)
-    elif args.ha:
-        from skiff.cli.topology import HaCluster
-
-        cluster = HaCluster(data_dir, nodes=args.nodes, config=config,
-                            insecure=args.insecure)
-    elif args.netns:
-        from skiff.cli.netns import NetnsCluster, require_netns_support
-
-        require_netns_support()
-        cluster = NetnsCluster(data_dir, nodes=args.nodes, config=config,
-                               insecure=args.insecure, mirror_pods=True)
-    else:
-        cluster = LocalCluster(data_dir, nodes=args.nodes, config=config,
-                               insecure=args.insecure,
-                               apiserver_processes=args.apiserver_processes)
+    cluster = new_cluster(data_dir, nodes=args.nodes, config=config, ha=args.ha,
+                          netns=args.netns, insecure=args.insecure,
+                          apiserver_processes=args.apiserver_processes)
     stop = {"flag": False}
 
     def on_signal(*_: Any) -> None:
@@ -131,8 +95,7 @@ def cmd_up(args: argparse.Namespace) -> None:
     # Ctrl-C and SIGTERM only set a flag, so wherever they land the cluster is stopped below.
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    if not (running := ClusterState.load(data_dir)) or \
-            not any(pid_alive(c.pid) for c in running.components):
+    if running_elsewhere(data_dir) is None:
         clear_stopped(data_dir)  # a new cluster starts with nothing held down
     state = cluster.start(echo=_out)
     use_kubeconfig_credentials(data_dir)  # for the readiness wait below
@@ -147,7 +110,7 @@ def cmd_up(args: argparse.Namespace) -> None:
         fail("interrupted while starting; everything that had started was stopped")
     _out(f"\nSkiff is up. API: {state.api}   data: {data_dir}")
     backoff = Backoff(args.restart_backoff, args.restart_backoff_max)
-    # What dies comes back (cli/supervisor.py): a supervisor process when detached, else
+    # What dies comes back (cluster/supervisor.py): a supervisor process when detached, else
     # this one, recorded so that `skiff down` stops it first.
     if args.detach:
         state.supervisor_pid = spawn_detached(data_dir, backoff)
@@ -186,32 +149,16 @@ async def _wait_nodes_ready(target: str, count: int, timeout: float) -> None:
 
 
 def cmd_down(args: argparse.Namespace) -> None:
-    state = ClusterState.load(Path(args.data_dir))
-    if state is not None and state.netns:
-        from skiff.cli.netns import destroy_by_state
-        from skiff.cli.supervisor import stop_supervisor
-
-        for line in stop_supervisor(state.supervisor_pid, timeout=10.0,
-                                    data_dir=Path(args.data_dir)):
-            _out(line)
-
-        for line in destroy_by_state(Path(args.data_dir)):
-            _out(line)
-        return
-    for line in stop_by_state(Path(args.data_dir)):
+    for line in down(Path(args.data_dir)):
         _out(line)
 
 
 def cmd_status(args: argparse.Namespace) -> None:
     use_kubeconfig_credentials(Path(args.data_dir))
-    state = ClusterState.load(Path(args.data_dir))
-    if state is None or not any(pid_alive(c.pid) for c in state.components):
+    state = running_elsewhere(Path(args.data_dir))
+    if state is None:
         fail(f"no running cluster in {args.data_dir}; start one with `skiff up`")
     _out(printers.table(status_rows(state), STATUS_COLUMNS))
-
-
-MEMBER_COMMANDS: dict[str, Callable[[Path, str], str]] = {
-    "kill": kill_member, "stop": stop_member, "start": start_member}
 
 
 # -- resource commands -------------------------------------------------------------------
@@ -290,38 +237,16 @@ def cmd_chaos(args: argparse.Namespace) -> None:
         except MemberError as err:
             fail(str(err))
         return
-    state = ClusterState.load(Path(args.data_dir))
-    if state is not None and state.netns:  # a `skiff up --netns` cluster: nftables cuts
-        from skiff.cli import netns
-
-        try:
-            topology = netns.topology_of(state)
-            from skiff.cli import netns_pods
-
-            if args.chaos_command == "partition":
-                _out(netns.partition(topology, args.node, args.from_component))
-                pods = netns_pods.partition_pods(topology, Path(args.data_dir), args.node,
-                                                 args.from_component)
-                if pods:
-                    _out(pods)
-            else:
-                _out(netns.heal(topology, args.node))
-                netns_pods.heal_pods(topology, args.node)
-        except netns.NetnsError as err:
-            fail(str(err))
-        return
-    try:
-        chaos = importlib.import_module("skiff.cli.chaos")
-    except ImportError:
-        fail("chaos commands need the compose cluster support (skiff.cli.chaos)")
+    partitions = partitions_for(Path(args.data_dir), project=args.project)
     try:
         if args.chaos_command == "partition":
-            _out(chaos.partition(args.node, from_component=args.from_component,
-                                 project=args.project))
+            lines = partitions.partition(args.node, args.from_component)
         else:
-            _out(chaos.heal(args.node, project=args.project))
-    except chaos.ChaosError as err:
+            lines = partitions.heal(args.node)
+    except ChaosError as err:
         fail(str(err))
+    for line in lines:
+        _out(line)
 
 
 # -- parser ------------------------------------------------------------------------------

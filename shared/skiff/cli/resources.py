@@ -19,9 +19,9 @@ import yaml
 from skiff.api import ApiError, Reason, lookup
 from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
-from skiff.cli.config import yaml_problem
 from skiff.client import ApiClient, pod_logs
 from skiff.client.conflicts import retry_on_conflict
+from skiff.cluster.config import yaml_problem
 
 Obj = dict[str, Any]
 Out = Callable[[str], None]

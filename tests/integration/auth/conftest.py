@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.processes import (
+from skiff.client import ApiClient, Credentials
+from skiff.cluster.processes import (
     EtcdTlsFiles,
     Process,
     etcd_process,
@@ -20,7 +21,6 @@ from skiff.cli.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.client import ApiClient, Credentials
 from skiff.pki import CertPair, ClusterPki, ensure_pki, issue_client
 
 TOKENS = 'token-bob,bob,1001,"developers"\n'

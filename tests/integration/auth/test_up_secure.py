@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import ClusterState
+from skiff.cluster.state import ClusterState
 from tests.integration.skiffcli import skiff
 from tests.integration.waiting import until
 

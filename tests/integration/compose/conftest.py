@@ -110,7 +110,7 @@ def docker_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
     if started_here and shared:
         (tmp_path_factory.getbasetemp().parent / ENGINE_STARTED).write_text(host)
     saved = os.environ.get("DOCKER_HOST")
-    os.environ["DOCKER_HOST"] = host  # for skiff.cli.chaos, as a user would export it
+    os.environ["DOCKER_HOST"] = host  # for skiff.cluster.chaos, as a user would export it
     try:
         yield Engine(docker_host=host, started_here=started_here)
     finally:
@@ -177,7 +177,7 @@ class ComposeProject:
     pki_dir: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="skiff-pki-")))
 
     def __post_init__(self) -> None:
-        from skiff.cli.processes import free_port
+        from skiff.cluster.processes import free_port
 
         self.api_port = self.api_port or free_port()
         self.http_port = self.http_port or free_port()  # not 8080: other projects may run

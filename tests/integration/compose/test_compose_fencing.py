@@ -25,8 +25,8 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.cli import chaos
 from skiff.client import ApiClient
+from skiff.cluster.chaos import docker as chaos
 from tests.integration.compose.conftest import (
     ComposeProject,
     log,

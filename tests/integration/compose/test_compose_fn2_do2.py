@@ -74,7 +74,7 @@ class TracedProject(ComposeProject):
     ui_port: int = 0
 
     def env(self) -> dict[str, str]:
-        from skiff.cli.processes import free_port
+        from skiff.cluster.processes import free_port
 
         self.ui_port = self.ui_port or free_port()
         return {**super().env(), "COMPOSE_PROFILES": "tracing",

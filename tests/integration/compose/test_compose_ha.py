@@ -1,7 +1,7 @@
 """Issue 11, "What must be shown" 6: scenarios 1 and 4 in the compose cluster's HA profile
 (deploy/compose/compose.ha.yaml: etcd, etcd-2, etcd-3, apiserver, apiserver-2, two
 schedulers, two controller-managers, three nodes, the dockerized power fence agent), with
-real containers and real cuts (`skiff chaos`, i.e. skiff.cli.chaos). Timings compressed by
+real containers and real cuts (`skiff chaos`, i.e. skiff.cluster.chaos). Timings compressed by
 an override file; a StatefulSet pet and a ReplicaSet run throughout.
 
 1. `etcd` (apiserver's first member) cut off: writes through apiserver are acknowledged
@@ -26,8 +26,8 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.cli import chaos
 from skiff.client import ApiClient
+from skiff.cluster.chaos import docker as chaos
 from skiff.rpc.epoch import LeaderEpoch
 from tests.integration.compose.conftest import (
     COMPOSE_DIR,
@@ -75,7 +75,7 @@ class HaProject(ComposeProject):
     http2_port: int = 0
 
     def env(self) -> dict[str, str]:
-        from skiff.cli.processes import free_port
+        from skiff.cluster.processes import free_port
 
         self.api2_port = self.api2_port or free_port()
         self.http2_port = self.http2_port or free_port()

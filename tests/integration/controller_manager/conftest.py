@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from skiff.api import ApiError
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 
 StartControllerManager = Callable[..., Process]

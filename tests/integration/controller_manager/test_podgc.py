@@ -9,8 +9,8 @@ import asyncio
 import time
 
 from skiff.api import get_condition, is_pod_terminal
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 from tests.integration.controller_manager.conftest import (
     StartControllerManager,

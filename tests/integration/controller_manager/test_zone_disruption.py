@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from skiff.api import get_condition
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 from tests.integration.controller_manager.kubelet_double import get_or_none, wait_for
 from tests.integration.kubelet.conftest import _kill_leftovers

@@ -15,9 +15,9 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.cli.localcluster import ClusterState, Component
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
+from skiff.cluster.state import ClusterState, Component
 from skiff.fence_agent import FINALIZER
 from skiff.fence_agent.localnode import cmdline
 from skiff.procfs import read_stat

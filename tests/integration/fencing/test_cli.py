@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import ClusterState, pid_alive
+from skiff.cluster.state import ClusterState, pid_alive
 from tests.integration.skiffcli import skiff
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skiff.cli.localcluster import ClusterState
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
+from skiff.cluster.state import ClusterState
 from skiff.fence_agent.localnode import node_processes
 from skiff.kubelet.records import load_state
 from tests.integration.cluster import Cluster

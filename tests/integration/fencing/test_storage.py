@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from skiff.api.types import Obj
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 from tests.integration.fencing.conftest import (
     alive,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
+from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
 from tests.integration.controller_manager.conftest import start_controller_manager
 from tests.integration.fencing.unfence_helpers import (

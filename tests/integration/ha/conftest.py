@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.processes import (
+from skiff.cluster.processes import (
     Process,
     etcd_process,
     find_etcd,

@@ -18,8 +18,8 @@ from skiff.api import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
 from skiff.api.types import Obj
 from skiff.apiserver.storage.etcd import EtcdStorage
-from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
+from skiff.cluster.processes import EtcdTlsFiles
 from skiff.etcdtls import EtcdTls
 
 Seen = tuple[str, str, int]  # (event type, object name, resourceVersion)

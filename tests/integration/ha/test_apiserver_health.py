@@ -12,7 +12,7 @@ import urllib.request
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from skiff.cli.processes import free_port
+from skiff.cluster.processes import free_port
 from tests.integration.ha.conftest import HaCluster
 from tests.integration.waiting import freeze, wait_for
 

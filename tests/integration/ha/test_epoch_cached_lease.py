@@ -14,7 +14,7 @@ from skiff.api import ApiError, Reason
 from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.apiserver.storage.fencing import leader_epoch
 from skiff.apiserver.storage.values import RawEvent
-from skiff.cli.processes import Process, etcd_process, free_port, wait_etcd_healthy
+from skiff.cluster.processes import Process, etcd_process, free_port, wait_etcd_healthy
 from skiff.rpc.epoch import LeaderEpoch
 
 LEASE_KEY = "/registry/leases/kube-system/cached-lease-test"

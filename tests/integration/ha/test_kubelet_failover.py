@@ -62,8 +62,8 @@ async def test_issue11_kubelet_runs_a_pod_bound_after_its_apiserver_is_cut(
         # The kubelet reaches apiserver-1 through a link the test can cut like a partition.
         targets = f"{hole.target},{ha_cluster.api_target(1)}"
         health = _free_port()
-        from skiff.cli.processes import service_process, wait_grpc_healthy
-        from skiff.cli.sandboxes import pod_network_namespace
+        from skiff.cluster.processes import service_process, wait_grpc_healthy
+        from skiff.cluster.sandboxes import pod_network_namespace
         proc = service_process(f"kubelet-{node}", "skiff.kubelet", [
             "--apiserver", targets, "--health-port", str(health),
             "--node-name", node, "--root-dir", str(tmp_path / node),
@@ -111,7 +111,7 @@ async def _delete_pods(api: ApiClient, ns: str, node: str, kubelet_alive: bool) 
 
 
 def _free_port() -> int:
-    from skiff.cli.processes import free_port
+    from skiff.cluster.processes import free_port
     return free_port()
 
 

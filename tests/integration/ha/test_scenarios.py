@@ -25,9 +25,10 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.cli.netns_ha import NetnsHaCluster
-from skiff.cli.processes import EtcdTlsFiles
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.processes import EtcdTlsFiles
+from skiff.cluster.topology import HA
 from skiff.rpc.epoch import LeaderEpoch
 from tests.integration.ha.scenarios import (
     Watchers,
@@ -62,7 +63,7 @@ SCHED_LEASE = ("leases", "kube-scheduler", "kube-system")
 
 
 @pytest.fixture(scope="module")
-def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHaCluster]:
+def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsCluster]:
     """The shared HA netns cluster with `db` on node-1 and `rs` running. No fence agent
     until scenario 4 starts one (so that scenario's fence is certainly mid-way)."""
     extra = {k: list(v) for k, v in TIMINGS.items()}
@@ -73,8 +74,8 @@ def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHaCluster]:
     # scenario began (a full run's scenario 4 then found the pet on node-2).
     extra["controller-manager"] = [*extra["controller-manager"],
                                    "--node-monitor-grace-period", "8s"]
-    cluster = NetnsHaCluster(tmp_path_factory.mktemp("ha") / "cluster", nodes=2,
-                             extra_args=extra, fence_agent=False)
+    cluster = NetnsCluster(tmp_path_factory.mktemp("ha") / "cluster", topology=HA, nodes=2,
+                           extra_args=extra, fence_agent=False)
     try:
         cluster.start(echo=lambda _line: None)
         asyncio.run(_workloads(cluster))
@@ -83,7 +84,7 @@ def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NetnsHaCluster]:
         cluster.stop()
 
 
-async def _workloads(cluster: NetnsHaCluster) -> None:
+async def _workloads(cluster: NetnsCluster) -> None:
     async with ApiClient(cluster.api, retry_seconds=30, timeout=10,
                          credentials=cluster.admin) as api:
         await start_db_on(api, cluster, "node-1")
@@ -110,7 +111,7 @@ async def _fences(api: ApiClient) -> set[str]:
     return {f["metadata"]["name"] for f in (await api.list("fences"))["items"]}
 
 
-async def _pet_and_rs_ok(cluster: NetnsHaCluster, api: ApiClient,
+async def _pet_and_rs_ok(cluster: NetnsCluster, api: ApiClient,
                          fences_before: set[str], *, fenced: str | None = None) -> None:
     """After a scenario: `rs` whole, never two `db-0` at once, and no node fenced but the
     one the scenario meant to (a node that lost its heartbeats during a control-plane fault
@@ -121,11 +122,11 @@ async def _pet_and_rs_ok(cluster: NetnsHaCluster, api: ApiClient,
     assert await _fences(api) == expected, "a node was fenced that this scenario did not cut"
 
 
-def _etcd(cluster: NetnsHaCluster, name: str) -> str:
+def _etcd(cluster: NetnsCluster, name: str) -> str:
     return str(cluster.component(name).address)  # the member's client URL through the gateway
 
 
-def _tls(cluster: NetnsHaCluster) -> EtcdTlsFiles | None:
+def _tls(cluster: NetnsCluster) -> EtcdTlsFiles | None:
     """What the apiservers hold for etcd (none in the insecure mode)."""
     return cluster.security.etcd_tls()
 
@@ -141,7 +142,7 @@ async def _namespace(api: ApiClient) -> tuple[str, int]:
     return ns, int(created["metadata"]["resourceVersion"])
 
 
-async def _compare_with_etcd(cluster: NetnsHaCluster, watchers: Watchers, resource: str,
+async def _compare_with_etcd(cluster: NetnsCluster, watchers: Watchers, resource: str,
                              ns: str, since: int, upto: int, etcd_member: str) -> None:
     await wait_for(lambda: watchers.reached(upto), timeout=60,
                    what="every watcher to reach the last write")
@@ -158,7 +159,7 @@ async def _compare_with_etcd(cluster: NetnsHaCluster, watchers: Watchers, resour
 
 
 async def test_issue11_scenario1_etcd_minority_partition_of_the_apiservers_member(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     api1, api2 = (ha.component(f"apiserver-{i}").address for i in (1, 2))
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api, \
             ApiClient(api1, retry_seconds=2, timeout=5, credentials=ha.admin) as through_1, \
@@ -211,12 +212,12 @@ async def _acked(writes: Writes, count: int) -> bool:
     return len(writes.acked) >= count
 
 
-async def _member_at(cluster: NetnsHaCluster, member: str, revision: int) -> bool:
+async def _member_at(cluster: NetnsCluster, member: str, revision: int) -> bool:
     return member_revision(_etcd(cluster, member), tls=_tls(cluster)) >= revision
 
 
 async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_write_lost(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
         fences = await _fences(api)
@@ -253,7 +254,7 @@ async def test_issue11_scenario2_etcd_leader_killed_new_leader_and_no_acked_writ
 
 
 async def test_issue11_scenario3_apiserver_killed_under_load_loses_nothing(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     api1, api2 = (ha.component(f"apiserver-{i}").address for i in (1, 2))
     clients = [ApiClient(f"{api1},{api2}" if i % 2 == 0 else f"{api2},{api1}",
                          retry_seconds=30, timeout=10, credentials=ha.admin) for i in range(4)]
@@ -317,7 +318,7 @@ async def _bindings(api: ApiClient, name: str, ns: str) -> list[str]:
 
 
 async def test_issue11_scenario5_scheduler_leader_isolated_other_takes_over(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         ns, _ = await _namespace(api)
         fences = await _fences(api)
@@ -362,7 +363,7 @@ async def _all_bound(api: ApiClient, names: list[str], ns: str) -> bool:
 
 
 async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     async with ApiClient(ha.api, retry_seconds=30, timeout=10, credentials=ha.admin) as api:
         old = await api.get("pods", "db-0", NAMESPACE)
         fences = await _fences(api)
@@ -420,7 +421,7 @@ async def test_issue11_scenario4_controller_manager_leader_isolated_mid_fence(
 
 
 async def test_sb2_ha_netns_pods_get_their_own_ip_from_their_nodes_pod_cidr(
-        ha: NetnsHaCluster) -> None:
+        ha: NetnsCluster) -> None:
     """`skiff up --ha --netns` gives pods sandboxes on the cluster's own bridge, as the plain
     --netns cluster does: its kubelets once used the kubelet's default pod network
     namespace, shared with any other cluster on the machine and left behind by `down`."""

@@ -22,9 +22,9 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.cgroupfs import remove_recorded
-from skiff.cli.processes import Process
 from skiff.client import ApiClient
 from skiff.clock import parse_rfc3339
+from skiff.cluster.processes import Process
 from skiff.kubelet.records import load_state
 from skiff.procfs import read_stat
 from tests.integration.cluster import Cluster

@@ -17,8 +17,8 @@ import pytest
 
 from skiff.api.types import Obj
 from skiff.cgroupfs import RECORD_FILE
-from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import wait_grpc_healthy
 from skiff.kubelet.cgroups import detect_node, node_cgroup_name
 from skiff.kubelet.logs import rotated_logs
 from tests.integration.cluster import Cluster

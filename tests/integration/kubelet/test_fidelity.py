@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 from skiff.api.types import Obj
-from skiff.cli.processes import wait_grpc_healthy
 from skiff.client import ApiClient
+from skiff.cluster.processes import wait_grpc_healthy
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import (
     Node,

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient, pod_logs
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from skiff.kubelet.logs import fetch_logs
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import Node, pod_manifest, start_kubelet, stop_kubelet

@@ -8,8 +8,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from skiff.api.types import Obj
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.topology import Topology
 from tests.integration.partitions.conftest import (
     GRACE_SECONDS,
     NAMESPACE,
@@ -84,7 +85,7 @@ async def _finishes_once(cluster: NetnsCluster, api: ApiClient, old_uid: str,
 async def test_sc2_concurrent_controller_managers_leader_killed_mid_fence_fence_once(
         netns_cluster: StartCluster, api_of: Connect) -> None:
     # No fence agent yet: the Fence stays Pending, so the leader dies mid-fence for sure.
-    cluster = netns_cluster(nodes=2, controller_managers=2, fence_agent=False)
+    cluster = netns_cluster(nodes=2, topology=Topology(controller_managers=2), fence_agent=False)
     api = await api_of(cluster)
     old = await start_db_on(api, cluster, "node-1")
     lease = await api.get(*LEASE)

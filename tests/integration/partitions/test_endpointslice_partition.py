@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
 from tests.integration.partitions.conftest import (
     GRACE_SECONDS,
     NAMESPACE,

@@ -11,8 +11,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
 from tests.integration.partitions.conftest import (
     FENCING_DELAY,
     GRACE_SECONDS,

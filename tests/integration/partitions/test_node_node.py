@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from skiff.cli.netns import NetnsCluster
 from skiff.client import ApiClient
+from skiff.cluster.netns.cluster import NetnsCluster
 from tests.integration.partitions.conftest import (
     FENCING_DELAY,
     GRACE_SECONDS,

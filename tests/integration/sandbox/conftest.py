@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from pyroute2 import netns
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 from tests.integration.kubelet.conftest import Node, start_kubelet, stop_kubelet
 

@@ -19,8 +19,8 @@ from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes.stream import portforward
 
-from skiff.cli.processes import free_port
 from skiff.client import ApiClient
+from skiff.cluster.processes import free_port
 from tests.integration.sandbox.conftest import SandboxCluster
 from tests.integration.sandbox.test_pod_network import SERVER, _pod, _ready, _server
 

@@ -10,7 +10,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from skiff.cli.sandboxes import pod_network_namespace
+from skiff.cluster.sandboxes import pod_network_namespace
 from tests.integration.skiffcli import skiff
 
 POD = """apiVersion: v1

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import write_kubeconfig
-from skiff.cli.processes import free_port
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
 
 NODES = ("wl-a", "wl-b", "wl-c")

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from skiff.cli import chaos
+from skiff.cluster.chaos import docker as chaos
 
 
 @pytest.mark.parametrize("mode", ["none", "host", "container:abc"])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from skiff.cli.compose_pki import PROBE_USER, main
-from skiff.cli.security import cli_credentials
+from skiff.cluster.compose_pki import PROBE_USER, main
+from skiff.cluster.kubeconfig import cli_credentials
 from skiff.pki import identity_of
 
 NODES = ["node-1", "node-2", "node-3"]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.config import ClusterConfig, ConfigError, to_flag
+from skiff.cluster.config import ClusterConfig, ConfigError, to_flag
 
 
 def test_section_keys_become_flags(tmp_path: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from skiff.cli.controlplane import mirror
-from skiff.cli.localcluster import Component
+from skiff.cluster.controlplane import mirror
+from skiff.cluster.state import Component
 
 
 def comp(name: str, argv: list[str] | None = None) -> Component:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from skiff.cli.processes import python_module
+from skiff.cluster.processes import python_module
 
 
 def test_components_start_where_the_working_directory_has_a_skiff_folder(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import ClusterState, Component
-from skiff.cli.supervisor import Backoff, Supervisor, stopped_marker
+from skiff.cluster.state import ClusterState, Component
+from skiff.cluster.supervisor import Backoff, Supervisor, stopped_marker
 
 
 @pytest.mark.parametrize(("crashes", "delay"), [
@@ -72,7 +72,7 @@ def test_issue11_second_crash_waits_for_the_back_off(tmp_path: Path) -> None:
 
 
 def test_issue11_a_new_cluster_forgets_earlier_chaos_stops(tmp_path: Path) -> None:
-    from skiff.cli.supervisor import clear_stopped
+    from skiff.cluster.supervisor import clear_stopped
 
     stopped_marker(tmp_path, "etcd-2").parent.mkdir(parents=True)
     stopped_marker(tmp_path, "etcd-2").touch()
@@ -88,10 +88,10 @@ def test_defect_skiff_down_signals_only_its_own_supervisor_not_a_reused_pid(
     enough (the tests' private dockerd says /var/lib/skiff-docker, every other cluster's
     process says skiff). Only the cluster's own supervisor (or a foreground `skiff up`)
     qualifies now."""
-    from skiff.cli.supervisor import is_supervisor
+    from skiff.cluster.supervisor import is_supervisor
 
     mine, other = tmp_path / "mine", tmp_path / "other"
-    detached = ["/usr/bin/python3", "-m", "skiff.cli.supervisor", "--data-dir", str(mine),
+    detached = ["/usr/bin/python3", "-m", "skiff.cluster.supervisor", "--data-dir", str(mine),
                 "--backoff", "1", "--backoff-max", "30"]
     assert is_supervisor(detached, mine)
     assert not is_supervisor(detached, other)  # another cluster's supervisor

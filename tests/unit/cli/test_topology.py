@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from skiff.cli.localcluster import Component
-from skiff.cli.topology import _holds, _lease_valid, rotated
+from skiff.cluster.state import Component
+from skiff.cluster.status import _holds, _lease_valid
+from skiff.cluster.topology import rotated
 
 SCHEDULER_1 = Component("scheduler-1", pid=4242, address="", health="", log="")
 

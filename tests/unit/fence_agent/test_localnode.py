@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.cli.localcluster import ClusterState, Component
+from skiff.cluster.state import ClusterState, Component
 from skiff.fence_agent.localnode import kubelet_root_dir, node_processes
 from skiff.procfs import read_stat
 

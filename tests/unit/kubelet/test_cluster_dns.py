@@ -20,8 +20,8 @@ import dns.rdatatype
 import pytest
 
 from skiff.api.types import Obj
-from skiff.cli.processes import free_port
 from skiff.client.informer import Indexer
+from skiff.cluster.processes import free_port
 from skiff.kubelet.clusterdns import BY_SERVICE, ClusterRecords, slice_service_key
 from skiff.kubelet.dnsserver import DNSServer
 from skiff.kubelet.serviceproxy import service_ports

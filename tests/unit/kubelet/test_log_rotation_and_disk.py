@@ -8,7 +8,7 @@ import gzip
 import os
 from pathlib import Path
 
-from skiff.cli.config import ClusterConfig
+from skiff.cluster.config import ClusterConfig
 from skiff.kubelet.eviction import Threshold, disk_usage, eviction_message, parse_thresholds
 from skiff.kubelet.logs import LogRotation, RotationTarget, drop_old_attempts, rotated_logs
 

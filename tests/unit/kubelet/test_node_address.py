@@ -10,10 +10,11 @@ from typing import Any, cast
 import pytest
 
 from skiff.api.types import Obj
-from skiff.cli.netns import Host, NetnsCluster, Topology
-from skiff.cli.netns_ha import NetnsHaCluster
 from skiff.client import ApiClient
 from skiff.clock import FakeClock
+from skiff.cluster.netns.cluster import NetnsCluster
+from skiff.cluster.netns.hosts import Host, Network
+from skiff.cluster.topology import HA, SINGLE, Topology
 from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.settings import parse_settings
 
@@ -46,17 +47,17 @@ def test_node_ip_defaults_to_loopback() -> None:
     assert parse_settings(["--node-name", "node-1"]).node_ip == "127.0.0.1"
 
 
-@pytest.mark.parametrize("kind", [NetnsCluster, NetnsHaCluster])
+@pytest.mark.parametrize("shape", [SINGLE, HA], ids=["netns", "ha-netns"])
 def test_netns_cluster_gives_each_kubelet_its_namespace_address(
-        tmp_path: Path, kind: type[NetnsCluster]) -> None:
+        tmp_path: Path, shape: Topology) -> None:
     """Both `--netns` and `--ha --netns`: each kubelet's InternalIP is its host's address and
     its pods' sandboxes join the cluster's own bridge namespace (SB2), never the kubelet's
     machine-wide default (the --ha variant once left both out)."""
-    topology = Topology("c0ffee", "skiff-c0ffee-net")
+    network = Network("c0ffee", "skiff-c0ffee-net")
     for i in (1, 2):
-        topology.hosts[f"node-{i}"] = Host(f"node-{i}", f"skiff-c0ffee-node-{i}",
-                                           f"10.231.0.{100 + i}", f"v{100 + i}")
-    cluster = kind(data_dir=tmp_path, nodes=2, topology=topology)
+        network.hosts[f"node-{i}"] = Host(f"node-{i}", f"skiff-c0ffee-node-{i}",
+                                          f"10.231.0.{100 + i}", f"v{100 + i}")
+    cluster = NetnsCluster(data_dir=tmp_path, nodes=2, topology=shape, network=network)
     node_ips, pod_networks = {}, set()
     for _name, host, module, args in cluster._services():
         if module == "skiff.kubelet":

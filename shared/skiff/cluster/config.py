@@ -1,7 +1,7 @@
 """`skiff up --config FILE`: one YAML file with a section per component.
 
 Sections `apiserver`, `scheduler`, `controllerManager`, `kubelet`, and `controlPlane` (the
-node agent of kube-system's mirror pods, cli/controlplane); keys are Kubernetes'
+node agent of kube-system's mirror pods, cluster/controlplane); keys are Kubernetes'
 component-config / flag names in camelCase (`nodeMonitorGracePeriod: 4s`). A scalar becomes
 the flag (`--node-monitor-grace-period 4s`); nested values (a scheduler's `profiles`) are
 written to `<data-dir>/config/<component>.yaml` and passed as `--config`.

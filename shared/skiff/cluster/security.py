@@ -3,21 +3,20 @@
 `prepare(data_dir, insecure=...)` makes (or reuses) the PKI in `<data_dir>/pki` and answers
 what every launcher needs: etcd's TLS files, the apiserver's TLS and etcd flags, each
 component's credentials (as the environment its `ApiClient` reads), and the kubeconfig's
-user. `--insecure` keeps the old plaintext mode and warns on every start. The CLI itself
-finds its credentials in the kubeconfig `skiff up` wrote (`cli_credentials`).
+user. `--insecure` keeps the old plaintext mode and warns on every start. The kubeconfig
+that hands the admin's credentials on is `kubeconfig`'s.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from skiff.cli.processes import EtcdTlsFiles
-from skiff.client.credentials import ENV_CA, Credentials
+from skiff.client.credentials import Credentials
 from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
+from skiff.cluster.processes import EtcdTlsFiles
 
 if TYPE_CHECKING:  # cryptography is imported only when certificates are made
     from skiff.pki import CertPair, ClusterPki
@@ -120,49 +119,4 @@ def prepare(data_dir: Path, *, insecure: bool, nodes: Iterable[str],
                                          if service_cidr else {})))
 
 
-def cli_credentials(kubeconfig: Path) -> Credentials:
-    """The current context's TLS files and client certificate from a kubeconfig (JSON or
-    YAML), or none (plaintext) when it has no certificate authority."""
-    import yaml
-
-    try:
-        config = yaml.safe_load(kubeconfig.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return Credentials()
-    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or ()}
-    context = contexts.get(config.get("current-context"), {})
-    clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or ()}
-    users = {u.get("name"): u.get("user") or {} for u in config.get("users") or ()}
-    cluster = clusters.get(context.get("cluster"), {})
-    user = users.get(context.get("user"), {})
-
-    def path(value: object) -> str:  # relative to the kubeconfig, as kubectl reads it
-        return str(kubeconfig.parent / str(value)) if value else ""
-
-    return Credentials(ca_file=path(cluster.get("certificate-authority")),
-                       cert_file=path(user.get("client-certificate")),
-                       key_file=path(user.get("client-key")),
-                       token=str(user.get("token") or ""))
-
-
-def use_kubeconfig_credentials(data_dir: Path, server: str = "") -> None:
-    """Give this process (the CLI) the kubeconfig's credentials, unless its environment
-    already names some: every ApiClient it makes then uses them. With an explicit
-    `server` only when it is that data dir's cluster (`--server` may name another one)."""
-    if os.environ.get(ENV_CA):
-        return
-    if server:
-        from skiff.cli.localcluster import ClusterState
-        from skiff.client.api import parse_targets
-
-        state = ClusterState.load(data_dir)
-        if state is None or not set(parse_targets(server)) <= set(parse_targets(state.api)):
-            return
-    creds = cli_credentials(data_dir / "kubeconfig")
-    if creds.secure:
-        os.environ.update(Credentials(ca_file=creds.ca_file, cert_file=creds.cert_file,
-                                      key_file=creds.key_file).to_env())
-
-
-__all__ = ["ClusterSecurity", "INSECURE_WARNING", "cli_credentials", "prepare",
-           "use_kubeconfig_credentials"]
+__all__ = ["ClusterSecurity", "INSECURE_WARNING", "prepare"]

@@ -1,7 +1,7 @@
-"""The compose cluster's certificates (SPEC AU1-AU4, issue 14): run once by compose.yaml's
+"""The compose cluster's certificates (SPEC AU1-AU4): run once by compose.yaml's
 one-shot `pki` service, before etcd and the apiservers start.
 
-    python3 -m skiff.cli.compose_pki DIR --nodes node-1,node-2,node-3 \\
+    python3 -m skiff.cluster.compose_pki DIR --nodes node-1,node-2,node-3 \\
         --hosts apiserver,apiserver-2,etcd,etcd-2,etcd-3 --server https://127.0.0.1:8080
 
 `skiff.pki.ensure_pki` makes the CA and every certificate in `DIR/ca` (kept there, mounted
@@ -114,7 +114,7 @@ def make(directory: Path, *, nodes: Iterable[str], hosts: Iterable[str],
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python3 -m skiff.cli.compose_pki",
+        prog="python3 -m skiff.cluster.compose_pki",
         description="Make the compose cluster's CA, certificates and admin kubeconfig.")
     parser.add_argument("directory", type=Path)
     parser.add_argument("--nodes", default="node-1,node-2,node-3",

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from skiff.cli.netns import CUT_COMMENT, Topology, _nft
+from skiff.cluster.netns.commands import CUT_COMMENT, nft
+from skiff.cluster.netns.hosts import Network
 
 __all__ = ["heal_pods", "node_pod_cidrs", "partition_pods"]
 
@@ -26,8 +27,8 @@ def node_pod_cidrs(data_dir: Path, node: str) -> list[str]:
     return sorted(p.name.replace("_", "/") for p in ipam.iterdir()) if ipam.is_dir() else []
 
 
-def _rules(topology: Topology) -> list[tuple[int, str]]:
-    out = _nft(topology.bridge_netns, "-j", "-a", "list", "chain", "inet", topology.table,
+def _rules(network: Network) -> list[tuple[int, str]]:
+    out = nft(network.bridge_netns, "-j", "-a", "list", "chain", "inet", network.table,
                "forward", check=False)
     if not out.strip():
         return []
@@ -39,14 +40,14 @@ def _rules(topology: Topology) -> list[tuple[int, str]]:
     return found
 
 
-def partition_pods(topology: Topology, data_dir: Path, a: str, b: str | None) -> str:
+def partition_pods(network: Network, data_dir: Path, a: str, b: str | None) -> str:
     """Drop pod traffic of node `a` to and from other nodes' pods (or node `b`'s only)."""
     cidrs = node_pod_cidrs(data_dir, a)
     peers = node_pod_cidrs(data_dir, b) if b is not None else []
     if not cidrs or (b is not None and not peers):
         return ""
-    _nft(topology.bridge_netns, "-f", "-", stdin=(
-        f"table inet {topology.table} {{\n"
+    nft(network.bridge_netns, "-f", "-", stdin=(
+        f"table inet {network.table} {{\n"
         f"  chain forward {{ type filter hook forward priority -10; policy accept; }}\n"
         f"}}\n"))
     comment = f'"{POD_CUT}:{a}:{b or "*"}"'
@@ -55,17 +56,17 @@ def partition_pods(topology: Topology, data_dir: Path, a: str, b: str | None) ->
         op = "==" if peers else "!="
         for other in others:
             for src, dst, cmp_dst in (("saddr", "daddr", other), ("daddr", "saddr", other)):
-                _nft(topology.bridge_netns, "add", "rule", "inet", topology.table, "forward",
+                nft(network.bridge_netns, "add", "rule", "inet", network.table, "forward",
                      "ip", src, cidr, "ip", dst, op, cmp_dst, "drop", "comment", comment)
     return f"and cut the pod traffic of {a} ({', '.join(cidrs)})"
 
 
-def heal_pods(topology: Topology, a: str | None) -> int:
+def heal_pods(network: Network, a: str | None) -> int:
     removed = 0
-    for handle, comment in _rules(topology):
+    for handle, comment in _rules(network):
         ends = comment.split(":")[1:]
         if a is None or a in ends:
-            _nft(topology.bridge_netns, "delete", "rule", "inet", topology.table, "forward",
+            nft(network.bridge_netns, "delete", "rule", "inet", network.table, "forward",
                  "handle", str(handle))
             removed += 1
     return removed

@@ -12,9 +12,11 @@ import os
 import shutil
 import signal
 import socket
+import ssl
 import subprocess
 import sys
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -242,9 +244,6 @@ def wait_grpc_healthy(proc: Process, target: str, *, timeout: float = 30.0,
 
 def wait_etcd_healthy(proc: Process, client_port: int, *, timeout: float = 30.0,
                       tls: EtcdTlsFiles | None = None) -> None:
-    import ssl
-    import urllib.request
-
     context = None
     if tls is not None:
         context = ssl.create_default_context(cafile=str(tls.ca))

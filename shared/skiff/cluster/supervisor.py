@@ -12,7 +12,7 @@ It leaves alone what must stay down: a component `skiff chaos stop` holds (marke
 node the fence agent fenced (`<data-dir>/fenced/<node>`; the agent itself starts it again).
 
 `skiff up` runs it in its own loop in the foreground; `skiff up --detach` starts it as a
-small process (`python -m skiff.cli.supervisor`, its PID in cluster.json) that `skiff down`
+small process (`python -m skiff.cluster.supervisor`, its PID in cluster.json) that `skiff down`
 stops first, so nothing it would restart is stopped behind its back.
 """
 
@@ -29,23 +29,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skiff.cli.localcluster import (
-    ClusterState,
-    Component,
-    pid_alive,
-    same_process,
-    stop_component,
-)
-from skiff.cli.processes import Process, python_module
+from skiff.cluster.netns.commands import GATEWAY_MODULE, ns_exec
+from skiff.cluster.processes import Process, python_module
+from skiff.cluster.state import STATE_FILE, ClusterState, Component, pid_alive, same_process
 
 STOPPED_DIR = Path("supervisor") / "stopped"
 LOCK_FILE = "cluster.lock"
-MODULE = "skiff.cli.supervisor"
+MODULE = "skiff.cluster.supervisor"
 TICK_SECONDS = 0.2
-
-
-class MemberError(RuntimeError):
-    """A `skiff chaos kill/stop/start` that cannot be done; the message says why."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +86,7 @@ def held_down(data_dir: Path, comp: Component) -> bool:
 def restartable(comp: Component) -> bool:
     """Recorded with its argv, and not a --netns gateway (it holds sockets handed over
     by `skiff up`, which a new process cannot get back)."""
-    return bool(comp.argv) and not (comp.name == "gateway" and "skiff.cli.netns" in comp.argv)
+    return bool(comp.argv) and not (comp.name == "gateway" and GATEWAY_MODULE in comp.argv)
 
 
 @dataclass
@@ -147,8 +138,6 @@ class Supervisor:
                 return  # replaced (e.g. by the fence agent) or held meanwhile
             argv = current.argv
             if current.netns:  # `skiff up --netns`: back into its host's namespace
-                from skiff.cli.netns import ns_exec
-
                 argv = ns_exec(current.netns, argv)
             proc = Process(current.name, argv, Path(current.log), env=current.env)
             proc.start()
@@ -189,7 +178,7 @@ def spawn_detached(data_dir: Path, backoff: Backoff) -> int:
 
 def is_supervisor(argv: list[str], data_dir: Path | None = None) -> bool:
     """Whether a command line is a cluster's supervisor: the detached one
-    (`python -m skiff.cli.supervisor --data-dir DIR`, DIR matching when given) or a
+    (`python -m skiff.cluster.supervisor --data-dir DIR`, DIR matching when given) or a
     foreground `skiff up`. Its words, not a substring: on a busy machine a stale PID is
     soon another program's, and "skiff" alone matches any path holding it (the private
     dockerd's /var/lib/skiff-docker, another cluster's data dir)."""
@@ -253,7 +242,7 @@ def main(argv: list[str] | None = None) -> None:
         if stop["flag"]:
             return True
         # The cluster is gone (cluster.json removed, e.g. by an older `skiff down`).
-        if (data_dir / "cluster.json").exists():
+        if (data_dir / STATE_FILE).exists():
             missing_since = None
             return False
         missing_since = missing_since or time.monotonic()
@@ -263,70 +252,6 @@ def main(argv: list[str] | None = None) -> None:
          f"{args.backoff_max:g}s)")
     supervisor.run(should_stop)
     echo("supervisor stopped")
-
-
-# -- `skiff chaos kill / stop / start` --------------------------------------------------
-
-
-def find_member(state: ClusterState, name: str) -> Component:
-    """The component `name` as `skiff status` shows it (`node-2` also names its kubelet)."""
-    for comp in state.components:
-        if comp.name in (name, f"kubelet-{name}"):
-            return comp
-    names = ", ".join(c.name for c in state.components)
-    raise MemberError(f"no member {name!r} in this cluster; members: {names}")
-
-
-def _load(data_dir: Path) -> ClusterState:
-    state = ClusterState.load(data_dir)
-    if state is None:
-        raise MemberError(f"no cluster in {data_dir}; start one with `skiff up`")
-    return state
-
-
-def kill_member(data_dir: Path, name: str) -> str:
-    """SIGKILL, as a crash: the supervisor starts it again after its back-off."""
-    comp = find_member(_load(data_dir), name)
-    if stopped_marker(data_dir, comp.name).exists():
-        raise MemberError(f"{comp.name} is stopped (`skiff chaos stop`); "
-                          f"`skiff chaos start {name}` brings it back")
-    if not same_process(comp):
-        raise MemberError(f"{comp.name} is not running (pid {comp.pid} is gone); the "
-                          f"supervisor is starting it again, see `skiff status`")
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(comp.pid, signal.SIGKILL)
-    return (f"killed {comp.name} (pid {comp.pid}) with SIGKILL; the supervisor starts it "
-            f"again (see RESTARTS in `skiff status`)")
-
-
-def stop_member(data_dir: Path, name: str, *, timeout: float = 10.0) -> str:
-    """Stop it (SIGTERM, then SIGKILL) and keep it down until `skiff chaos start`."""
-    comp = find_member(_load(data_dir), name)
-    marker = stopped_marker(data_dir, comp.name)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.write_text(f"{time.time()}\n")
-    stop_component(comp, timeout=timeout)
-    return (f"stopped {comp.name} (pid {comp.pid}); it stays down until "
-            f"`skiff chaos start {name}`")
-
-
-def start_member(data_dir: Path, name: str, *, timeout: float = 30.0) -> str:
-    """Let the supervisor start it again, and wait until it runs."""
-    comp = find_member(_load(data_dir), name)
-    marker = stopped_marker(data_dir, comp.name)
-    if not marker.exists() and same_process(comp):
-        return f"{comp.name} is already running (pid {comp.pid})"
-    marker.unlink(missing_ok=True)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        state = ClusterState.load(data_dir)
-        now = next((c for c in state.components if c.name == comp.name), None) \
-            if state else None
-        if now is not None and now.pid != comp.pid and same_process(now):
-            return f"started {comp.name}: pid {now.pid}"
-        time.sleep(TICK_SECONDS)
-    raise MemberError(f"{comp.name} did not start within {timeout:.0f}s: is the `skiff up` "
-                      f"that supervises it still running? see its log {comp.log}")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Network partitions for the compose cluster: what `skiff chaos partition|heal` runs.
+"""Partitions of the compose cluster: `skiff chaos partition|heal` with Docker.
 
 The compose cluster (deploy/compose) puts every component in its own container on one
 Docker network. Containers are found by the labels compose gives them
@@ -24,6 +24,7 @@ Two kinds of cut:
   C is recreated with a new address, partition again.
 
 Errors are `ChaosError` with one line saying what is wrong and what to do.
+`DockerPartitions` is this cluster kind's side of the partition seam (`partitions`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import json
 import os
 import shutil
 import subprocess
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ChaosError", "heal", "partition"]
+__all__ = ["ChaosError", "DockerPartitions", "heal", "partition"]
 
 CHAIN = "SKIFF-CHAOS"
 PROJECT_LABEL = "com.docker.compose.project"
@@ -116,6 +118,19 @@ def heal(node: str | None = None, *, project: str) -> str:
             return f"nothing to heal: no component of compose project {project} is partitioned"
         return f"nothing to heal: {node} is not partitioned"
     return "healed " + "; ".join(healed)
+
+
+@dataclass
+class DockerPartitions:
+    """`skiff chaos partition|heal` in the compose project `project`."""
+
+    project: str
+
+    def partition(self, node: str, from_component: str | None = None) -> list[str]:
+        return [partition(node, from_component=from_component, project=self.project)]
+
+    def heal(self, node: str | None = None) -> list[str]:
+        return [heal(node, project=self.project)]
 
 
 def _heal_one(container: dict[str, Any], *, service: str, project: str) -> str:

@@ -7,7 +7,7 @@ kubeadm's name (`kube-apiserver-<node>`, `etcd-<node>`) and labels (`component`,
 control-plane`), the kubelet's static-pod annotations (`kubernetes.io/config.source: file`,
 `config.hash`, `config.seen`) plus `kubernetes.io/config.mirror` (the hash), and the Node as
 its controlling owner, as `pkg/kubelet/pod/mirror_client.go` does. Its status is the
-supervisor's view of the process (cli/supervisor.py): Running while the recorded process
+supervisor's view of the process (cluster/supervisor.py): Running while the recorded process
 runs (Ready while its health check answers, as with kubeadm's readiness probes),
 CrashLoopBackOff while the supervisor waits to start it again, Failed while `skiff chaos
 stop` holds it down; `restartCount` is the supervisor's count of restarts.
@@ -23,9 +23,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.cli.localcluster import Component
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
+from skiff.cluster.state import Component
 
 NAMESPACE = "kube-system"
 CLUSTER_NAME = "skiff"  # kind names its control-plane nodes `<cluster>-control-plane`
