@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiException
 
 from skiff.pki import CertPair
 from tests.integration.auth.conftest import SecureCluster
+from tests.integration.officialclient import meta, name_of, present
 
 pytestmark = pytest.mark.integration
 
@@ -60,7 +61,7 @@ def _namespace(api: client.ApiClient) -> str:
 
 def _message(err: ApiException) -> str:
     """The message of the Status an error answer carries."""
-    return str(json.loads(err.body)["message"])
+    return str(json.loads(present(err.body))["message"])
 
 
 def _token_review(api: client.ApiClient, token: str,
@@ -68,7 +69,7 @@ def _token_review(api: client.ApiClient, token: str,
     answer = client.AuthenticationV1Api(api).create_token_review(client.V1TokenReview(
         spec=client.V1TokenReviewSpec(token=token, audiences=audiences)))
     assert answer.kind == "TokenReview"
-    status: client.V1TokenReviewStatus = answer.status
+    status: client.V1TokenReviewStatus = present(answer.status)
     return status
 
 
@@ -80,16 +81,17 @@ def _service_account_token(api: client.ApiClient, namespace: str, name: str,
     answer = core.create_namespaced_service_account_token(
         name, namespace, client.AuthenticationV1TokenRequest(
             spec=client.V1TokenRequestSpec(audiences=audiences, expiration_seconds=600)))
-    return answer.status.token, sa.metadata.uid
+    return present(present(answer.status).token), present(meta(sa).uid)
 
 
 def test_defect11_token_review_of_a_static_token_names_its_user(
         admin_api: client.ApiClient) -> None:
     status = _token_review(admin_api, "token-bob")
     assert status.authenticated is True
-    assert status.user.username == "bob"
-    assert status.user.uid == "1001"
-    assert status.user.groups == ["developers", "system:authenticated"]
+    user = present(status.user)
+    assert user.username == "bob"
+    assert user.uid == "1001"
+    assert user.groups == ["developers", "system:authenticated"]
     assert status.audiences == [ISSUER]  # no audiences asked: the API's
     assert status.error is None
     # a static token is valid for the API's audiences only
@@ -104,18 +106,19 @@ def test_defect11_token_review_of_a_service_account_token_with_its_audiences(
     token, uid = _service_account_token(admin_api, ns, "robot", [ISSUER])
     status = _token_review(admin_api, token)
     assert status.authenticated is True
-    assert status.user.username == f"system:serviceaccount:{ns}:robot"
-    assert status.user.uid == uid
-    assert status.user.groups == ["system:serviceaccounts", f"system:serviceaccounts:{ns}",
-                                  "system:authenticated"]
-    assert status.user.extra["authentication.kubernetes.io/credential-id"][0].startswith(
+    user = present(status.user)
+    assert user.username == f"system:serviceaccount:{ns}:robot"
+    assert user.uid == uid
+    assert user.groups == ["system:serviceaccounts", f"system:serviceaccounts:{ns}",
+                           "system:authenticated"]
+    assert present(user.extra)["authentication.kubernetes.io/credential-id"][0].startswith(
         "JTI=")
     assert status.audiences == [ISSUER]
 
     vault, _ = _service_account_token(admin_api, ns, "vault-client", ["vault", "other"])
     answer = _token_review(admin_api, vault, ["vault"])
     assert (answer.authenticated, answer.audiences) == (True, ["vault"])
-    assert answer.user.username == f"system:serviceaccount:{ns}:vault-client"
+    assert present(answer.user).username == f"system:serviceaccount:{ns}:vault-client"
     refused = _token_review(admin_api, vault)  # not meant for the apiserver
     assert refused.authenticated is False
     assert refused.error == (f'token audiences ["vault" "other"] is invalid for the target '
@@ -149,7 +152,7 @@ def _access_review(api: client.ApiClient, *, user: str, groups: list[str] | None
             user=user, groups=groups, resource_attributes=resource,
             non_resource_attributes=non_resource)))
     assert answer.kind == "SubjectAccessReview"
-    status: client.V1SubjectAccessReviewStatus = answer.status
+    status: client.V1SubjectAccessReviewStatus = present(answer.status)
     return status
 
 
@@ -179,8 +182,8 @@ def test_defect11_subject_access_review_answers_for_another_user(
                              non_resource=client.V1NonResourceAttributes(
                                  path="/healthz", verb="get"))
     assert healthz.allowed is True
-    assert healthz.reason.startswith('RBAC: allowed by ClusterRoleBinding "system:')
-    assert healthz.reason.endswith('to Group "system:authenticated"')
+    assert present(healthz.reason).startswith('RBAC: allowed by ClusterRoleBinding "system:')
+    assert present(healthz.reason).endswith('to Group "system:authenticated"')
     metrics = _access_review(admin_api, user="dave", groups=["system:authenticated"],
                              non_resource=client.V1NonResourceAttributes(
                                  path="/metrics", verb="get"))
@@ -211,8 +214,8 @@ def test_defect11_local_subject_access_review_must_stay_in_its_namespace(
 
     answer = local(meta_namespace=None, spec_namespace=ns)
     assert answer.kind == "LocalSubjectAccessReview"
-    assert answer.metadata.namespace == ns
-    assert answer.status.allowed is True
+    assert meta(answer).namespace == ns
+    assert present(answer.status).allowed is True
     with pytest.raises(ApiException) as other_object:
         local(meta_namespace="default", spec_namespace="default")
     assert other_object.value.status == 400
@@ -231,7 +234,7 @@ def test_defect11_local_subject_access_review_must_stay_in_its_namespace(
 def test_defect11_only_an_auth_delegator_may_create_reviews(
         secure_cluster: SecureCluster, admin_api: client.ApiClient) -> None:
     role = client.RbacAuthorizationV1Api(admin_api).read_cluster_role("system:auth-delegator")
-    assert [(r.api_groups, r.resources, r.verbs) for r in role.rules] == [
+    assert [(r.api_groups, r.resources, r.verbs) for r in present(role.rules)] == [
         (["authentication.k8s.io"], ["tokenreviews"], ["create"]),
         (["authorization.k8s.io"], ["subjectaccessreviews"], ["create"])]
     delegate, stranger = _name("proxy"), _name("stranger")
@@ -244,7 +247,7 @@ def test_defect11_only_an_auth_delegator_may_create_reviews(
                                            api_group=RBAC_GROUP)]))
     ask = client.V1ResourceAttributes(namespace="default", verb="list", resource="pods")
     with _api(secure_cluster, secure_cluster.user(delegate)) as api:
-        assert _token_review(api, "token-bob").user.username == "bob"
+        assert present(_token_review(api, "token-bob").user).username == "bob"
         assert _access_review(api, user="bob", resource=ask).allowed is False
     with _api(secure_cluster, secure_cluster.user(stranger)) as api:
         for call, resource, group in (
@@ -291,7 +294,7 @@ def test_defect11_csi_storage_capacity_is_served_empty_and_discovered(
             match_labels={"topology.kubernetes.io/zone": "a"})))
     assert (made.storage_class_name, made.capacity) == ("standard", "10Gi")
     listed = storage.list_namespaced_csi_storage_capacity(ns).items
-    assert [c.metadata.name for c in listed] == ["segment-a"]
+    assert [name_of(c) for c in listed] == ["segment-a"]
     with pytest.raises(ApiException) as invalid:
         storage.create_namespaced_csi_storage_capacity(ns, client.V1CSIStorageCapacity(
             metadata=client.V1ObjectMeta(name="no-class"), storage_class_name=""))
