@@ -20,6 +20,7 @@ import pytest
 from kubernetes import client, config
 
 from tests.integration import waiting
+from tests.integration.officialclient import name_of, phase_of, present
 from tests.integration.skiffcli import skiff_up
 
 CONFIG = """kubelet:
@@ -75,8 +76,9 @@ def python_pod(name: str, script: str, *, labels: dict[str, str] | None = None,
 
 
 def finished(core: client.CoreV1Api, name: str, ns: str) -> client.V1Pod:
-    return until(lambda: (p := core.read_namespaced_pod(name, ns)).status.phase
-                 in ("Succeeded", "Failed") and p, f"pod {name} to finish")
+    pod: client.V1Pod = until(lambda: phase_of(p := core.read_namespaced_pod(name, ns))
+                              in ("Succeeded", "Failed") and p, f"pod {name} to finish")
+    return pod
 
 
 # The official client, unchanged: everything comes from the pod's environment and the
@@ -114,8 +116,8 @@ def test_ax7_sandboxed_pod_lists_pods_with_load_incluster_config(
     core.create_namespaced_pod(ns, python_pod("lister", IN_CLUSTER))
     done = finished(core, "lister", ns)
     log = core.read_namespaced_pod_log("lister", ns)
-    assert done.status.phase == "Succeeded", log
-    assert not done.spec.host_network and done.status.pod_ip != "127.0.0.1"
+    assert phase_of(done) == "Succeeded", log
+    assert not present(done.spec).host_network and present(done.status).pod_ip != "127.0.0.1"
     assert log == "host=10.96.0.1:443 pods=lister\n"
 
 
@@ -153,17 +155,17 @@ def test_ax7_pod_reaches_a_service_cluster_ip_and_gets_an_endpoints_answer(
         metadata=client.V1ObjectMeta(name="web"),
         spec=client.V1ServiceSpec(selector={"app": "web"}, ports=[client.V1ServicePort(
             name="http", port=80, target_port=8080)])))
-    ip = web.spec.cluster_ip
+    ip = present(present(web.spec).cluster_ip)
     assert ip.startswith("10.") and ip != "10.96.0.1"
     core.create_namespaced_pod(ns, python_pod("web-0", SERVER, labels={"app": "web"},
                                               restart="Always"))
-    until(lambda: core.read_namespaced_pod("web-0", ns).status.pod_ip not in (None, "",
-                                                                             "127.0.0.1"),
+    until(lambda: present(core.read_namespaced_pod("web-0", ns).status).pod_ip
+          not in (None, "", "127.0.0.1"),
           "the web pod's own IP")
     core.create_namespaced_pod(ns, python_pod("curl", CURL))
     done = finished(core, "curl", ns)
     log = core.read_namespaced_pod_log("curl", ns)
-    assert done.status.phase == "Succeeded", log
+    assert phase_of(done) == "Succeeded", log
     assert log == f"http://{ip}:80/ answer from web-0\n"
 
 
@@ -193,7 +195,7 @@ def test_cluster_dns_pod_resolves_services_by_name_and_reaches_them(
         core: client.CoreV1Api) -> None:
     ns = new_namespace(core)
     dns = core.read_namespaced_service("kube-dns", "kube-system")
-    assert dns.spec.cluster_ip == "10.96.0.10"
+    assert present(dns.spec).cluster_ip == "10.96.0.10"
     web = core.create_namespaced_service(ns, client.V1Service(
         metadata=client.V1ObjectMeta(name="web"),
         spec=client.V1ServiceSpec(selector={"app": "web"}, ports=[client.V1ServicePort(
@@ -203,14 +205,15 @@ def test_cluster_dns_pod_resolves_services_by_name_and_reaches_them(
     core.create_namespaced_pod(ns, python_pod("resolver", RESOLVE.format(ns=ns)))
     done = finished(core, "resolver", ns)
     log = core.read_namespaced_pod_log("resolver", ns)
-    assert done.status.phase == "Succeeded", log
+    assert phase_of(done) == "Succeeded", log
+    web_ip = present(web.spec).cluster_ip
     assert log.splitlines() == [
         f"search {ns}.svc.cluster.local svc.cluster.local cluster.local",
         "nameserver 10.96.0.10",
         "options ndots:5",
-        f"web {web.spec.cluster_ip}",
-        f"web.{ns} {web.spec.cluster_ip}",
-        f"web.{ns}.svc.cluster.local {web.spec.cluster_ip}",
+        f"web {web_ip}",
+        f"web.{ns} {web_ip}",
+        f"web.{ns}.svc.cluster.local {web_ip}",
         "kubernetes.default 10.96.0.1",
         "nosuch NXDOMAIN",
         "answer from web-0"]
@@ -242,11 +245,12 @@ print(urllib.request.urlopen("http://web-1.nginx:8080/", timeout=5).read().decod
 def test_cluster_dns_statefulset_pods_resolve_under_their_headless_service(
         core: client.CoreV1Api) -> None:
     ns = new_namespace(core)
-    core.create_namespaced_service(ns, {
+    # The client sends a plain dict body as it is; its annotations name only the model.
+    core.create_namespaced_service(ns, {  # type: ignore[arg-type]
         "apiVersion": "v1", "kind": "Service", "metadata": {"name": "nginx"},
         "spec": {"clusterIP": "None", "selector": {"app": "sts"},
                  "ports": [{"name": "web", "port": 8080}]}})
-    client.AppsV1Api(core.api_client).create_namespaced_stateful_set(ns, {
+    client.AppsV1Api(core.api_client).create_namespaced_stateful_set(ns, {  # type: ignore[arg-type]
         "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web"},
         "spec": {"serviceName": "nginx", "replicas": 2,
                  "selector": {"matchLabels": {"app": "sts"}},
@@ -259,8 +263,8 @@ def test_cluster_dns_statefulset_pods_resolve_under_their_headless_service(
     core.create_namespaced_pod(ns, python_pod("resolver", STATEFUL.format(ns=ns)))
     done = finished(core, "resolver", ns)
     log = core.read_namespaced_pod_log("resolver", ns)
-    assert done.status.phase == "Succeeded", log
-    ips = {p.metadata.name: p.status.pod_ip for p in core.list_namespaced_pod(
+    assert phase_of(done) == "Succeeded", log
+    ips = {name_of(p): present(present(p.status).pod_ip) for p in core.list_namespaced_pod(
         ns, label_selector="app=sts").items}
     assert log.splitlines() == [
         "nginx " + " ".join(sorted(ips.values())),
