@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
+from kubernetes.client import ApiException
 
+from tests.integration.officialclient import meta, present
 from tests.integration.skiffcli import skiff_up
 from tests.integration.waiting import until
 
@@ -72,7 +73,7 @@ def deployment(name: str, command: str, *, replicas: int, cpu: str) -> client.V1
 
 
 def replicas(apps: client.AppsV1Api, ns: str, name: str) -> int:
-    return int(apps.read_namespaced_deployment(name, ns).spec.replicas)
+    return int(present(present(apps.read_namespaced_deployment(name, ns).spec).replicas))
 
 
 def test_kubectl_autoscale_scales_a_busy_deployment_up_and_shows_it(
@@ -94,16 +95,16 @@ def test_kubectl_autoscale_scales_a_busy_deployment_up_and_shows_it(
     v1 = client.AutoscalingV1Api(api_client).read_namespaced_horizontal_pod_autoscaler(
         "busy", ns)
     assert v1.spec.target_cpu_utilization_percentage == 50
-    assert v1.status.current_cpu_utilization_percentage > 50
+    assert present(present(v1.status).current_cpu_utilization_percentage) > 50
     v2 = client.AutoscalingV2Api(api_client).read_namespaced_horizontal_pod_autoscaler(
         "busy", ns)
-    conditions = {c.type: c for c in v2.status.conditions}
+    conditions = {c.type: c for c in present(present(v2.status).conditions)}
     assert conditions["ScalingActive"].status == "True"
     assert conditions["ScalingLimited"].reason == "TooManyReplicas"
     events = client.CoreV1Api(api_client).list_namespaced_event(
         ns, field_selector="involvedObject.name=busy,reason=SuccessfulRescale").items
     assert any(e.involved_object.kind == "HorizontalPodAutoscaler"
-               and e.message.startswith("New size: ") for e in events), events
+               and present(e.message).startswith("New size: ") for e in events), events
     everything = kubectl(data_dir, "get", "all", "-n", ns)
     assert "horizontalpodautoscaler.autoscaling/busy" in everything.stdout  # category all
     apps.delete_namespaced_deployment("busy", ns)
@@ -135,7 +136,8 @@ def test_an_idle_deployment_scales_down_to_min_replicas(
 def test_v1_clients_keep_the_metrics_only_v2_can_say(
         api_client: client.ApiClient, ns: str) -> None:
     v2api = client.AutoscalingV2Api(api_client)
-    v2api.create_namespaced_horizontal_pod_autoscaler(ns, {
+    # The client sends a plain dict body as it is; its annotations name only the model.
+    v2api.create_namespaced_horizontal_pod_autoscaler(ns, {  # type: ignore[arg-type]
         "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
         "metadata": {"name": "both"},
         "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -151,7 +153,7 @@ def test_v1_clients_keep_the_metrics_only_v2_can_say(
     for _ in range(10):
         v1 = v1api.read_namespaced_horizontal_pod_autoscaler("both", ns)
         assert v1.spec.target_cpu_utilization_percentage == 60
-        assert "autoscaling.alpha.kubernetes.io/metrics" in v1.metadata.annotations
+        assert "autoscaling.alpha.kubernetes.io/metrics" in present(meta(v1).annotations)
         v1.spec.max_replicas = 6
         try:
             v1api.replace_namespaced_horizontal_pod_autoscaler("both", ns, v1)
@@ -163,8 +165,8 @@ def test_v1_clients_keep_the_metrics_only_v2_can_say(
         raise AssertionError("the v1 replace met a conflict ten times")
     back = v2api.read_namespaced_horizontal_pod_autoscaler("both", ns)
     assert back.spec.max_replicas == 6
-    assert [m.resource.name for m in back.spec.metrics] == ["cpu", "memory"]
-    assert back.metadata.annotations is None  # the round-trip annotations are v1's only
+    assert [present(m.resource).name for m in present(back.spec.metrics)] == ["cpu", "memory"]
+    assert meta(back).annotations is None  # the round-trip annotations are v1's only
 
 
 def test_kubectl_top_needs_list_on_pods_metrics(data_dir: Path, ns: str) -> None:
