@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from skiff.api.types import Obj
@@ -69,7 +71,6 @@ def controller(api: FakeClient, agent: FakeAgent) -> FenceController:
 
 
 async def settle() -> None:
-    import asyncio
     for _ in range(3):
         await asyncio.sleep(0)
 
