@@ -126,9 +126,10 @@ def test_defect6_env_var_and_sidecar_dropped_other_managers_items_stay(
 
 
 def test_defect6_applied_empty_map_is_kept_and_then_filled(kubeconfig: Path) -> None:
-    config = {"apiVersion": "v1", "kind": "ConfigMap",
-              "metadata": {"name": "filled", "namespace": "default", "labels": {}},
-              "data": {}}
+    config: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": "filled", "namespace": "default",
+                                           "labels": {}},
+                              "data": {}}
     assert apply(kubeconfig, config).returncode == 0
     config["data"] = {"key1": "v"}
     config["metadata"]["labels"] = {"app": "x"}

@@ -8,6 +8,7 @@ from pathlib import Path
 import jwt
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
 
 from skiff.certtoken import (
     AUDIENCE,
@@ -43,6 +44,7 @@ def test_AU1_an_expired_token_or_one_for_another_audience_is_refused(tmp_path: P
     expired = CertificateTokens(admin.cert, admin.key, lifetime=-120).token()
     assert signed_by(expired, _der(admin.cert)) is None
     key = serialization.load_pem_private_key(admin.key.read_bytes(), password=None)
+    assert isinstance(key, ec.EllipticCurvePrivateKey)  # ES256
     header = jwt.get_unverified_header(CertificateTokens(admin.cert, admin.key).token())
     elsewhere = jwt.encode({"aud": "another-service", "iat": 0, "exp": 2**40}, key,
                            algorithm="ES256", headers={"x5c": header["x5c"]})

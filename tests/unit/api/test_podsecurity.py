@@ -247,7 +247,7 @@ def test_au7_objects_without_template_are_not_checked() -> None:
 
 
 def test_au7_only_image_and_seccomp_changes_are_significant_pod_updates() -> None:
-    old = {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [container("c")]}}
+    old: Obj = {"metadata": {"labels": {"a": "1"}}, "spec": {"containers": [container("c")]}}
     relabelled = {"metadata": {"labels": {"a": "2"}}, "spec": old["spec"]}
     new_image = {"metadata": {}, "spec": {"containers": [{**container("c"), "image": "x"}]}}
     debug = {"metadata": {}, "spec": {**old["spec"],

@@ -588,8 +588,8 @@ def test_as7_removed_tolerations_are_one_error_in_kubernetes_words() -> None:
 
 
 def test_as1_namespaces_carry_the_metadata_name_label() -> None:
-    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "team-a",
-                                                                 "labels": {"x": "y"}}}
+    ns: dict[str, Any] = {"apiVersion": "v1", "kind": "Namespace",
+                          "metadata": {"name": "team-a", "labels": {"x": "y"}}}
     apply_defaults(ns)
     assert ns["metadata"]["labels"] == {"x": "y", "kubernetes.io/metadata.name": "team-a"}
     ns["metadata"]["labels"]["kubernetes.io/metadata.name"] = "other"  # kept to the name
@@ -606,8 +606,8 @@ def test_as7_the_documentations_dns_config_example_is_valid() -> None:
 
 
 def test_as7_ephemeral_containers_update_reports_garbage_shapes_instead_of_raising() -> None:
-    old = {"kind": "Pod", "metadata": {"name": "p"},
-           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+    old: dict[str, Any] = {"kind": "Pod", "metadata": {"name": "p"},
+                           "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
     for garbage in ([], "x", 3, [1], [{"name": ["x"], "targetContainerName": ["c"]}],
                     [{"name": "d", "image": "i", "resources": "x"}]):
         new = {**old, "spec": {**old["spec"], "ephemeralContainers": garbage}}

@@ -40,8 +40,8 @@ def test_issue16_deployment_validation_names_the_field() -> None:
 
 
 def test_issue16_job_gets_a_generated_selector_and_defaults() -> None:
-    job = {"apiVersion": "batch/v1", "kind": "Job",
-           "metadata": {"name": "once", "namespace": "default", "uid": "u-1"},
+    job: Obj = {"apiVersion": "batch/v1", "kind": "Job",
+                "metadata": {"name": "once", "namespace": "default", "uid": "u-1"},
            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [
                {"name": "c", "image": "busybox", "command": ["true"]}]}}}}
     apply_defaults(job)
@@ -65,8 +65,8 @@ def test_issue16_secret_string_data_becomes_base64_data() -> None:
 
 
 def test_issue16_service_defaults_and_columns() -> None:
-    svc = {"apiVersion": "v1", "kind": "Service",
-           "metadata": {"name": "front", "namespace": "default"},
+    svc: Obj = {"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "front", "namespace": "default"},
            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}
     apply_defaults(svc)
     assert svc["spec"]["ports"] == [{"port": 80, "protocol": "TCP", "targetPort": 80}]

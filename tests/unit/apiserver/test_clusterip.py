@@ -7,10 +7,11 @@ import pytest
 
 from skiff.api import ApiError
 from skiff.api.serviceips import kubernetes_service_ip
-from skiff.apiserver.clusterip import keep_on_update
+from skiff.api.types import Obj
+from skiff.apiserver.registry.service.clusterip import keep_on_update
 
 
-def svc(**spec: object) -> dict:
+def svc(**spec: object) -> Obj:
     return {"kind": "Service", "metadata": {"name": "web", "namespace": "default"},
             "spec": {"type": "ClusterIP", **spec}}
 
@@ -38,7 +39,7 @@ def test_ax7_update_repeating_cluster_ip_alone_is_accepted() -> None:
     {"clusterIPs": ["10.96.0.10"]},
     {"clusterIP": "None"},
 ])
-def test_ax7_cluster_ips_may_not_change_once_set(change: dict) -> None:
+def test_ax7_cluster_ips_may_not_change_once_set(change: Obj) -> None:
     with pytest.raises(ApiError) as refused:
         keep_on_update(svc(clusterIP="10.96.0.9", clusterIPs=["10.96.0.9"]), svc(**change))
     assert refused.value.code == 422
@@ -55,6 +56,6 @@ def test_ax7_cluster_ip_and_cluster_ips_must_agree() -> None:
 
 def test_ax7_update_without_type_or_cluster_ips_keeps_them() -> None:
     """`kubectl replace` of the original manifest (no type, no clusterIP)."""
-    new = {"kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
+    new: Obj = {"kind": "Service", "metadata": {"name": "web"}, "spec": {"ports": [{"port": 80}]}}
     keep_on_update(svc(clusterIP="10.96.0.9", clusterIPs=["10.96.0.9"]), new)
     assert new["spec"]["clusterIPs"] == ["10.96.0.9"]

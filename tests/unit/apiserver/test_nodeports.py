@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.api.validation import validate
-from skiff.apiserver.nodeports import PortRange, _pick, prepare_update
+from skiff.apiserver.registry.service.nodeports import PortRange, _pick, prepare_update
 
 
-def svc(type_: str = "NodePort", *ports: dict) -> dict:
+def svc(type_: str = "NodePort", *ports: Obj) -> Obj:
     return {"apiVersion": "v1", "kind": "Service",
             "metadata": {"name": "web", "namespace": "default"},
             "spec": {"type": type_, "ports": list(ports) or [{"name": "http", "port": 80}]}}

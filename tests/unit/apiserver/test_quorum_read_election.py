@@ -50,7 +50,7 @@ class FakeMember:
 
 def _storage(members: list[FakeMember]) -> EtcdStorage:
     storage = EtcdStorage(",".join(f"http://127.0.0.1:{2379 + i}" for i in range(len(members))))
-    storage._client = members[0]  # type: ignore[assignment]
+    storage._client = members[0]
     remaining = itertools.cycle(members[1:] + members[:1])  # a failover's next client
     storage._new_client = lambda: next(remaining)  # type: ignore[method-assign]
     return storage

@@ -62,7 +62,7 @@ def _objects(*objs: dict[str, object]) -> Callable[[str, str | None, str],
              "nodes": "Node"}
 
     async def get(resource: str, namespace: str | None, name: str) -> dict[str, Any] | None:
-        return by_key.get((kinds[resource], name))  # type: ignore[return-value]
+        return by_key.get((kinds[resource], name))
     return get
 
 

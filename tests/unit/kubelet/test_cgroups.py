@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from skiff.kubelet import cgroups
 from skiff.kubelet.cgroups import (
     CgroupLayout,
     CgroupManager,
@@ -135,7 +134,7 @@ def _cgroupfs_rmdir(path: str | Path) -> None:
 
 def test_au8_v1_writes_each_controllers_files_and_a_guaranteed_pod_sits_under_the_node(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(cgroups.os, "rmdir", _cgroupfs_rmdir)
+    monkeypatch.setattr(os, "rmdir", _cgroupfs_rmdir)  # the os module cgroups calls
     bases = {c: tmp_path / c / "skiff" for c in ("memory", "cpu", "cpuacct", "pids")}
     for base in bases.values():
         base.parent.mkdir()
@@ -143,7 +142,8 @@ def test_au8_v1_writes_each_controllers_files_and_a_guaranteed_pod_sits_under_th
                              root_dir=tmp_path / "kubelet")
     node = str(manager.node_dir)
     manager.setup()
-    spec = {"name": "app", "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}}}
+    spec: dict[str, object] = {"name": "app",
+                               "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}}}
     cgroup = manager.prepare(_pod("u2", [spec]), spec)
     memory = tmp_path / "memory" / "skiff" / node / "podu2" / "app"
     cpu = tmp_path / "cpu" / "skiff" / node / "podu2" / "app"

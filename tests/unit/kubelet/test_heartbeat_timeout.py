@@ -19,7 +19,7 @@ from skiff.kubelet.node import NodeAgent, heartbeat_client
 from skiff.kubelet.settings import parse_settings
 
 
-class Unanswered(grpc.GenericRpcHandler):
+class Unanswered(grpc.GenericRpcHandler):  # type: ignore[misc]  # grpc has no types
     """An apiserver that accepts every call and never answers it."""
 
     def __init__(self) -> None:

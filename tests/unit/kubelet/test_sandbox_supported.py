@@ -4,6 +4,7 @@ leaving every pod in ContainerCreating for a sandbox it can never make."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -36,7 +37,7 @@ def test_sandbox_supported_needs_root_and_capabilities(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, euid: int, cap_eff: str, mode: str,
         expected: bool) -> None:
     path = str(status(tmp_path, cap_eff))
-    monkeypatch.setattr(manager.os, "geteuid", lambda: euid)
+    monkeypatch.setattr(os, "geteuid", lambda: euid)  # the os module manager reads
     monkeypatch.setattr(manager, "effective_capabilities",
                         lambda: effective_capabilities(path))
     assert sandbox_supported(mode) is expected

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+from skiff.api.types import Obj
 from skiff.kubelet.servicelinks import service_env
 from skiff.kubelet.serviceproxy import ready_backends, service_ports
 
 
-def svc(name: str, ns: str, ip: str, *ports: dict) -> dict:
+def svc(name: str, ns: str, ip: str, *ports: Obj) -> Obj:
     return {"metadata": {"name": name, "namespace": ns},
             "spec": {"clusterIP": ip, "ports": list(ports)}}
 
@@ -16,7 +17,7 @@ KUBERNETES = svc("kubernetes", "default", "10.96.0.1",
                  {"name": "https", "port": 443, "protocol": "TCP"})
 
 
-def pod(ns: str = "shop", links: bool | None = None) -> dict:
+def pod(ns: str = "shop", links: bool | None = None) -> Obj:
     spec = {} if links is None else {"enableServiceLinks": links}
     return {"metadata": {"name": "p", "namespace": ns}, "spec": spec}
 
