@@ -22,9 +22,6 @@ from skiff.clock import parse_rfc3339
 
 DISRUPTION_TARGET = "DisruptionTarget"
 NO_EXECUTE, NO_SCHEDULE = "NoExecute", "NoSchedule"
-TAINT_UNREACHABLE = "node.kubernetes.io/unreachable"
-TAINT_NOT_READY = "node.kubernetes.io/not-ready"
-TAINT_OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
 
 
 def condition_status(obj: Mapping[str, Any], condition_type: str) -> str | None:

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
+from skiff.api.wellknown import FENCE_FINALIZER as FINALIZER
 from skiff.client import NORMAL, WARNING, Client, EventRecorder, Informer
 from skiff.client.worker import run_worker
 from skiff.client.workqueue import WorkQueue
@@ -33,7 +34,6 @@ __all__ = ["FINALIZER", "FenceController"]
 log = logging.getLogger(__name__)
 
 
-FINALIZER = "skiff.io/fence-agent"
 PENDING, FENCING, FENCED, FAILED, UNFENCING = (
     "Pending", "Fencing", "Fenced", "Failed", "Unfencing")
 

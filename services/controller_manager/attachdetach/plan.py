@@ -17,10 +17,10 @@ from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
 from skiff.api.types import Obj
+from skiff.api.wellknown import LOCAL_VOLUME_PLUGIN as ATTACHER
 from skiff.controller_manager.podutil import creation_time
 
 EXCLUSIVE_MODES = ("ReadWriteOnce", "ReadWriteOncePod")
-ATTACHER = "skiff.io/local"
 FENCED = "Fenced"
 
 

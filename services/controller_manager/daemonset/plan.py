@@ -16,20 +16,28 @@ from typing import Any
 
 from skiff.api.names import object_hash
 from skiff.api.types import Obj
+from skiff.api.wellknown import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
+    TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
+    TAINT_UNREACHABLE,
+    TAINT_UNSCHEDULABLE,
+)
 from skiff.controller_manager.podutil import taints_of, tolerates
 
 REVISION_HASH_LABEL = "controller-revision-hash"
 
 DAEMON_TOLERATIONS: tuple[Obj, ...] = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute"},
-    {"key": "node.kubernetes.io/disk-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/memory-pressure", "operator": "Exists",
-     "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/pid-pressure", "operator": "Exists", "effect": "NoSchedule"},
-    {"key": "node.kubernetes.io/unschedulable", "operator": "Exists", "effect": "NoSchedule"},
+    {"key": TAINT_NOT_READY, "operator": "Exists", "effect": "NoExecute"},
+    {"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"},
+    {"key": TAINT_DISK_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": TAINT_MEMORY_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": TAINT_PID_PRESSURE, "operator": "Exists", "effect": "NoSchedule"},
+    {"key": TAINT_UNSCHEDULABLE, "operator": "Exists", "effect": "NoSchedule"},
 )
-_HOST_NETWORK_TOLERATION = {"key": "node.kubernetes.io/network-unavailable",
+_HOST_NETWORK_TOLERATION = {"key": TAINT_NETWORK_UNAVAILABLE,
                             "operator": "Exists", "effect": "NoSchedule"}
 
 

@@ -28,6 +28,7 @@ import logging
 
 from skiff.api import ApiError, Reason, is_terminating
 from skiff.api.types import Obj
+from skiff.api.wellknown import FENCE_FINALIZER
 from skiff.client import BY_NODE_NAME, NORMAL, WARNING
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.fencing.cordon import cordoned, uncordoned
@@ -38,7 +39,6 @@ from skiff.controller_manager.podutil import DISRUPTION_TARGET, set_condition, u
 log = logging.getLogger(__name__)
 
 
-FENCE_FINALIZER = "skiff.io/fence-agent"
 PENDING, FENCING, FENCED, FAILED = "Pending", "Fencing", "Fenced", "Failed"
 REASON = "DeletionByFencing"
 

@@ -16,12 +16,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from skiff.api.types import Obj
+from skiff.api.wellknown import CORDONED_BY_FENCING_ANNOTATION as CORDONED_ANNOTATION
+from skiff.api.wellknown import TAINT_FENCED, UNFENCED_AT_ANNOTATION
 from skiff.clock import rfc3339
-from skiff.controller_manager.fencing.policy import UNFENCED_AT_ANNOTATION
 from skiff.controller_manager.podutil import NO_EXECUTE, has_taint, taints_of
-
-TAINT_FENCED = "skiff.io/fenced"
-CORDONED_ANNOTATION = "skiff.io/cordoned-by-fencing"
 
 
 def is_cordoned_by_fencing(node: Mapping[str, Any]) -> bool:

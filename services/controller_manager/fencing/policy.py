@@ -22,12 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api import LabelSelector, get_condition, is_pod_terminal
+from skiff.api.wellknown import FENCE_AGENT_ANNOTATION, FENCING_ANNOTATION, UNFENCED_AT_ANNOTATION
 from skiff.clock import parse_rfc3339, rfc3339
 from skiff.controller_manager.informers import controller_ref
 
-FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
-FENCING_ANNOTATION = "skiff.io/fencing"
-UNFENCED_AT_ANNOTATION = "skiff.io/unfenced-at"
 NO_AGENT = "none"
 AGENTS = ("power", "network", "storage")
 

@@ -16,14 +16,17 @@ from typing import Any
 
 from skiff.api import get_condition
 from skiff.api.types import Obj
-from skiff.clock import rfc3339
-from skiff.controller_manager.podutil import (
-    NO_EXECUTE,
-    NO_SCHEDULE,
+from skiff.api.wellknown import (
+    TAINT_DISK_PRESSURE,
+    TAINT_MEMORY_PRESSURE,
+    TAINT_NETWORK_UNAVAILABLE,
     TAINT_NOT_READY,
+    TAINT_PID_PRESSURE,
     TAINT_UNREACHABLE,
-    taints_of,
+    TAINT_UNSCHEDULABLE,
 )
+from skiff.clock import rfc3339
+from skiff.controller_manager.podutil import NO_EXECUTE, NO_SCHEDULE, taints_of
 
 NODE_CONDITIONS = ("Ready", "MemoryPressure", "DiskPressure", "PIDPressure")
 LIFECYCLE_TAINT_KEYS = (TAINT_UNREACHABLE, TAINT_NOT_READY)
@@ -98,12 +101,11 @@ def mark_unknown(node: Mapping[str, Any], *, now: float) -> Obj | None:
 # TaintNodesByCondition: condition type → {status: taint key}, each a NoSchedule taint.
 CONDITION_TAINTS: dict[str, dict[str, str]] = {
     "Ready": {"False": TAINT_NOT_READY, "Unknown": TAINT_UNREACHABLE},
-    "MemoryPressure": {"True": "node.kubernetes.io/memory-pressure"},
-    "DiskPressure": {"True": "node.kubernetes.io/disk-pressure"},
-    "NetworkUnavailable": {"True": "node.kubernetes.io/network-unavailable"},
-    "PIDPressure": {"True": "node.kubernetes.io/pid-pressure"},
+    "MemoryPressure": {"True": TAINT_MEMORY_PRESSURE},
+    "DiskPressure": {"True": TAINT_DISK_PRESSURE},
+    "NetworkUnavailable": {"True": TAINT_NETWORK_UNAVAILABLE},
+    "PIDPressure": {"True": TAINT_PID_PRESSURE},
 }
-TAINT_UNSCHEDULABLE = "node.kubernetes.io/unschedulable"
 CONDITION_TAINT_KEYS = frozenset(
     [k for by_status in CONDITION_TAINTS.values() for k in by_status.values()]
     + [TAINT_UNSCHEDULABLE])

@@ -21,11 +21,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-LABEL_ZONE = "topology.kubernetes.io/zone"
-LABEL_REGION = "topology.kubernetes.io/region"
-LABEL_ZONE_BETA = "failure-domain.beta.kubernetes.io/zone"
-LABEL_REGION_BETA = "failure-domain.beta.kubernetes.io/region"
-LABEL_EXCLUDE_DISRUPTION = "node.kubernetes.io/exclude-disruption"
+from skiff.api.wellknown import (
+    LABEL_EXCLUDE_DISRUPTION,
+    LABEL_REGION,
+    LABEL_REGION_BETA,
+    LABEL_ZONE,
+    LABEL_ZONE_BETA,
+)
 
 
 class ZoneState(enum.StrEnum):

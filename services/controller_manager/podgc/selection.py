@@ -15,12 +15,8 @@ from typing import Any
 
 from skiff.api import is_pod_terminal, is_terminating
 from skiff.api.types import Obj
-from skiff.controller_manager.podutil import (
-    TAINT_OUT_OF_SERVICE,
-    condition_status,
-    creation_time,
-    has_taint,
-)
+from skiff.api.wellknown import TAINT_OUT_OF_SERVICE
+from skiff.controller_manager.podutil import condition_status, creation_time, has_taint
 
 
 def _name(obj: Mapping[str, Any]) -> str:

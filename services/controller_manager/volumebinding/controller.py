@@ -31,14 +31,16 @@ import shutil
 from pathlib import Path
 
 from skiff.api import ApiError, Reason, is_terminating
+from skiff.api.groups.storage import WAIT_FOR_FIRST_CONSUMER
 from skiff.api.types import Obj
-from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
+from skiff.api.wellknown import BIND_COMPLETED_ANNOTATION as BIND_COMPLETED
 from skiff.api.wellknown import DEFAULT_CLASS_ANNOTATION
+from skiff.api.wellknown import LOCAL_VOLUME_PLUGIN as LOCAL_PROVISIONER
+from skiff.api.wellknown import SELECTED_NODE_ANNOTATION as SELECTED_NODE
 from skiff.client import NORMAL, object_key
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.volumebinding.matching import (
     BOUND_BY_CONTROLLER,
-    LOCAL_PROVISIONER,
     STORAGE_PROVISIONER,
     claim_class,
     claim_ref,

@@ -17,8 +17,8 @@ from typing import Any
 from skiff.api import LabelSelector, parse_quantity
 from skiff.api.groups.storage import is_default_class
 from skiff.api.types import ObjView
+from skiff.api.wellknown import LOCAL_VOLUME_PLUGIN as LOCAL_PROVISIONER
 
-LOCAL_PROVISIONER = "skiff.io/local"
 PROVISIONED_BY = "pv.kubernetes.io/provisioned-by"
 BOUND_BY_CONTROLLER = "pv.kubernetes.io/bound-by-controller"
 STORAGE_PROVISIONER = "volume.kubernetes.io/storage-provisioner"

@@ -10,6 +10,8 @@ from __future__ import annotations
 import copy
 from typing import Any, Self
 
+from skiff.api.wellknown import LABEL_HOSTNAME
+
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
@@ -252,7 +254,7 @@ class NodeBuilder:
     def __init__(self, name: str) -> None:
         self._node: dict[str, Any] = {
             "apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+            "metadata": {"name": name, "labels": {LABEL_HOSTNAME: name}},
             "spec": {},
             "status": {"capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
                        "allocatable": {"cpu": "4", "memory": "8Gi", "pods": "110"}},

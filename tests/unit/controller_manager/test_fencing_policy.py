@@ -7,10 +7,12 @@ import pytest
 
 from skiff.api.testing import make_node, make_pod
 from skiff.api.types import Obj
+from skiff.api.wellknown import CORDONED_BY_FENCING_ANNOTATION as CORDONED_ANNOTATION
+from skiff.api.wellknown import UNFENCED_AT_ANNOTATION
 from skiff.clock import FakeClock, rfc3339
 from skiff.controller_manager.fencing import TAINT_FENCED, FencingPolicy, cordoned, decide
-from skiff.controller_manager.fencing.cordon import CORDONED_ANNOTATION, uncordoned
-from skiff.controller_manager.fencing.policy import UNFENCED_AT_ANNOTATION, fence_agent, opts_in
+from skiff.controller_manager.fencing.cordon import uncordoned
+from skiff.controller_manager.fencing.policy import fence_agent, opts_in
 from skiff.controller_manager.settings import parse_settings
 from skiff.settings import SettingsError
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from skiff.api.wellknown import TAINT_UNSCHEDULABLE
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
     SUCCESS,
@@ -16,7 +17,7 @@ from skiff.scheduler.plugins.helpers import tolerates
 from skiff.scheduler.podinfo import PodInfo, Taint
 
 ERR_REASON = "node(s) were unschedulable"
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+UNSCHEDULABLE_TAINT = Taint(TAINT_UNSCHEDULABLE, "", "NoSchedule")
 
 
 class NodeUnschedulable:

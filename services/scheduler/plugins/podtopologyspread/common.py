@@ -17,14 +17,13 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from skiff.api import LabelSelector
+from skiff.api.wellknown import LABEL_HOSTNAME, LABEL_ZONE
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.plugins.helpers import find_untolerated_taint, required_node_matcher
 from skiff.scheduler.podinfo import NodeFacts, PodInfo
 
 DO_NOT_SCHEDULE = "DoNotSchedule"
 SCHEDULE_ANYWAY = "ScheduleAnyway"
-LABEL_HOSTNAME = "kubernetes.io/hostname"
-LABEL_ZONE = "topology.kubernetes.io/zone"
 HONOR, IGNORE = "Honor", "Ignore"
 
 # Kubernetes' `defaultingType: System` constraints (used when the config sets none).

@@ -15,6 +15,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from skiff.api.wellknown import LABEL_HOSTNAME
 from skiff.scheduler.cache import NodeInfo
 from skiff.scheduler.framework.interface import (
     MAX_NODE_SCORE,
@@ -25,7 +26,6 @@ from skiff.scheduler.framework.interface import (
 )
 from skiff.scheduler.plugins.helpers import normalize_in_place
 from skiff.scheduler.plugins.podtopologyspread.common import (
-    LABEL_HOSTNAME,
     SCHEDULE_ANYWAY,
     Constraint,
     node_has_all_keys,

@@ -14,7 +14,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from skiff.api.volumeclaims import BIND_COMPLETED, SELECTED_NODE, WAIT_FOR_FIRST_CONSUMER
+from skiff.api.groups.storage import WAIT_FOR_FIRST_CONSUMER
+from skiff.api.wellknown import BIND_COMPLETED_ANNOTATION as BIND_COMPLETED
+from skiff.api.wellknown import SELECTED_NODE_ANNOTATION as SELECTED_NODE
 from skiff.scheduler.framework.interface import (
     SKIP,
     ClusterEvent,

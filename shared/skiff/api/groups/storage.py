@@ -23,7 +23,8 @@ from skiff.api.selectors import dns1123_subdomain_problems, validate_label_selec
 from skiff.api.types import Obj, ObjView
 from skiff.api.wellknown import DEFAULT_CLASS_ANNOTATION
 
-BINDING_MODES = ["Immediate", "WaitForFirstConsumer"]
+WAIT_FOR_FIRST_CONSUMER = "WaitForFirstConsumer"  # volumeBindingMode: bind once a pod is scheduled
+BINDING_MODES = ["Immediate", WAIT_FOR_FIRST_CONSUMER]
 
 
 def _quantity_problems(value: Any, path: str) -> list[FieldError]:

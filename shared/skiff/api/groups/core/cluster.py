@@ -12,6 +12,7 @@ from skiff.api.grouprules import GroupRules
 from skiff.api.groups.core.podspec import TAINT_EFFECTS
 from skiff.api.selectors import label_value_problems, validate_label_key
 from skiff.api.types import Obj, ObjView
+from skiff.api.wellknown import LABEL_METADATA_NAME, LABEL_NODE_ROLE, NODE_ROLE_LABEL_PREFIX
 
 
 def _validate_node(obj: ObjView, old: ObjView | None) -> list[FieldError]:
@@ -55,7 +56,7 @@ def _default_namespace(obj: Obj) -> None:
     name = (obj.get("metadata") or {}).get("name")
     if isinstance(name, str) and name:
         # kube-apiserver keeps this label equal to the name (namespaceSelectors match on it)
-        child(child(obj, "metadata"), "labels")["kubernetes.io/metadata.name"] = name
+        child(child(obj, "metadata"), "labels")[LABEL_METADATA_NAME] = name
     if not (obj.get("metadata") or {}).get("deletionTimestamp"):
         # the namespace controller's finalizer: deletion completes once it emptied it
         set_default(child(obj, "spec"), "finalizers", ["kubernetes"])
@@ -76,10 +77,10 @@ def node_roles(node: Obj) -> str:
     """kubectl's findNodeRoles: `node-role.kubernetes.io/<role>` labels and the
     `kubernetes.io/role` label's value, sorted."""
     labels = (node.get("metadata") or {}).get("labels") or {}
-    roles = {key.removeprefix("node-role.kubernetes.io/") for key in labels
-             if key.startswith("node-role.kubernetes.io/")}
-    if labels.get("kubernetes.io/role"):
-        roles.add(str(labels["kubernetes.io/role"]))
+    roles = {key.removeprefix(NODE_ROLE_LABEL_PREFIX) for key in labels
+             if key.startswith(NODE_ROLE_LABEL_PREFIX)}
+    if labels.get(LABEL_NODE_ROLE):
+        roles.add(str(labels[LABEL_NODE_ROLE]))
     roles.discard("")
     return ",".join(sorted(roles)) or "<none>"
 
