@@ -12,6 +12,7 @@ import pytest
 
 from skiff.client import ApiClient
 from tests.integration.cluster import Cluster
+from tests.integration.kubectl import http_front
 
 
 def _live_etcd_data_dirs() -> set[Path]:
@@ -59,6 +60,14 @@ def fresh_cluster(tmp_path: Path) -> Iterator[Cluster]:
         yield cluster
     finally:
         cluster.stop()
+
+
+@pytest.fixture(scope="module")
+def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A kubeconfig for the real kubectl, against an apiserver's HTTP front of the module's
+    own cluster."""
+    with http_front(tmp_path_factory.mktemp("kubectl")) as (_, _, config):
+        yield config
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -14,9 +13,8 @@ import pytest
 
 from skiff.api import ApiError
 from skiff.client import ApiClient
-from skiff.cluster.kubeconfig import write_kubeconfig
-from skiff.cluster.processes import free_port
 from tests.integration.cluster import Cluster
+from tests.integration.kubectl import http_front, kubectl
 
 STATEFULSET = """apiVersion: apps/v1
 kind: StatefulSet
@@ -45,20 +43,8 @@ spec:
 
 @pytest.fixture(scope="module")
 def front(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Cluster, int, Path]]:
-    assert shutil.which("kubectl"), "kubectl is not installed"
-    root = tmp_path_factory.mktemp("http-front")
-    port = free_port()
-    cluster = Cluster(root, apiserver_args=["--http-port", str(port)]).start()
-    try:
-        yield cluster, port, write_kubeconfig(root, f"http://127.0.0.1:{port}")
-    finally:
-        cluster.stop()
-
-
-def kubectl(config: Path, *args: str, stdin: str | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(config), *args], input=stdin,
-                          capture_output=True, text=True, timeout=60)
+    with http_front(tmp_path_factory.mktemp("http-front")) as front:
+        yield front
 
 
 def exchange(port: int, data: bytes, *, responses: int = 1) -> list[tuple[int, bytes]]:

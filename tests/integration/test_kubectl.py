@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
-import subprocess
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from skiff.cluster.kubeconfig import write_kubeconfig
-from skiff.cluster.processes import free_port
-from tests.integration.cluster import Cluster
+from tests.integration.kubectl import kubectl
 
 MANIFEST = """apiVersion: v1
 kind: Pod
@@ -30,25 +25,6 @@ kind: PriorityClass
 metadata: {name: gold}
 value: 1000
 """
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    kubectl = shutil.which("kubectl")
-    assert kubectl, "kubectl is not installed: .ci/run installs Debian's kubernetes-client"
-    root = tmp_path_factory.mktemp("kubectl")
-    port = free_port()
-    cluster = Cluster(root, apiserver_args=["--http-port", str(port)]).start()
-    try:
-        yield write_kubeconfig(root, f"http://127.0.0.1:{port}")
-    finally:
-        cluster.stop()
-
-
-def kubectl(config: Path, *args: str, stdin: str | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(config), *args], input=stdin,
-                          capture_output=True, text=True, timeout=60)
 
 
 def test_kubectl_apply_get_label_describe_and_force_delete(kubeconfig: Path) -> None:

@@ -10,37 +10,15 @@ filled, never dropped.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from skiff.cluster.kubeconfig import write_kubeconfig
-from skiff.cluster.processes import free_port
-from tests.integration.cluster import Cluster
+from tests.integration.kubectl import kubectl
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def kubeconfig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    assert shutil.which("kubectl"), "kubectl is not installed"
-    root = tmp_path_factory.mktemp("ssa")
-    port = free_port()
-    cluster = Cluster(root, apiserver_args=["--http-port", str(port)]).start()
-    try:
-        yield write_kubeconfig(root, f"http://127.0.0.1:{port}")
-    finally:
-        cluster.stop()
-
-
-def kubectl(config: Path, *args: str, stdin: str | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(config), *args], input=stdin,
-                          capture_output=True, text=True, timeout=60)
 
 
 def apply(config: Path, manifest: dict[str, Any], manager: str = "helm",
