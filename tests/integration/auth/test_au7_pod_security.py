@@ -19,6 +19,7 @@ import pytest
 
 from skiff.pki import CertPair, ClusterPki, issue_client
 from tests.integration.auth.conftest import start_secure_cluster
+from tests.integration.kubectl import kubectl
 
 pytestmark = pytest.mark.integration
 
@@ -84,12 +85,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def admin(cluster: Cluster) -> Path:
     return cluster.kubeconfig("admin", cluster.pki.admin)
-
-
-def kubectl(config: Path, *args: str, stdin: str | None = None
-            ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["kubectl", "--kubeconfig", str(config), *args], input=stdin,
-                          capture_output=True, text=True, timeout=60)
 
 
 def apply(config: Path, *objects: dict[str, object]) -> subprocess.CompletedProcess[str]:
