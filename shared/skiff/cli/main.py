@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from skiff.api import ApiError
 from skiff.api import tables as printers
-from skiff.cli import resources
+from skiff.cli import describe, fencing, resources
 from skiff.client import ApiClient
 from skiff.cluster.chaos.docker import ChaosError
 from skiff.cluster.chaos.members import MEMBER_COMMANDS, MemberError
@@ -179,7 +179,7 @@ def cmd_get(args: argparse.Namespace) -> None:
 
 
 def cmd_describe(args: argparse.Namespace) -> None:
-    with_client(args, lambda api: resources.describe(api, args.kind, args.name,
+    with_client(args, lambda api: describe.describe(api, args.kind, args.name,
                                                      namespace=args.namespace, out=_out))
 
 
@@ -206,7 +206,7 @@ def cmd_logs(args: argparse.Namespace) -> None:
         # asyncio's cancel-and-wait, which full test runs saw hang for 30 s and more while a
         # cancelled gRPC stream wound down.
         signal.signal(signal.SIGINT, lambda *_: _exit_now(130))
-    with_client(args, lambda api: resources.logs(
+    with_client(args, lambda api: describe.logs(
         api, args.pod, namespace=args.namespace, container=args.container, tail=args.tail,
         previous=args.previous, follow=args.follow, out=_out))
 
@@ -219,13 +219,13 @@ def _user() -> str:
 
 
 def cmd_fence(args: argparse.Namespace) -> None:
-    with_client(args, lambda api: resources.fence(
+    with_client(args, lambda api: fencing.fence(
         api, args.node, agent=args.agent, reason=args.reason,
         requested_by=f"skiff-cli ({_user()})", out=_out))
 
 
 def cmd_unfence(args: argparse.Namespace) -> None:
-    with_client(args, lambda api: resources.unfence(api, args.node, timeout=args.timeout,
+    with_client(args, lambda api: fencing.unfence(api, args.node, timeout=args.timeout,
                                                     out=_out))
 
 

@@ -1,4 +1,5 @@
-"""The resource commands: apply, get, describe, delete, history, label, logs.
+"""The resource commands: apply, get, delete, history, label (describe and logs are
+`describe`'s, fence and unfence `fencing`'s).
 
 Each is an async function taking the parsed arguments and an `ApiClient`; output goes to
 the `out` callable so tests can capture it. Errors are `ApiError` or `CliError`, which
@@ -19,11 +20,11 @@ import yaml
 from skiff.api import ApiError, Reason, lookup
 from skiff.api import tables as printers
 from skiff.api.kinds import KindInfo
-from skiff.client import ApiClient, pod_logs
+from skiff.api.types import Obj
+from skiff.client import ApiClient
 from skiff.client.conflicts import retry_on_conflict
 from skiff.cluster.config import yaml_problem
 
-Obj = dict[str, Any]
 Out = Callable[[str], None]
 
 FORCE_WARNING = (
@@ -46,7 +47,7 @@ def kind_of(name: str) -> KindInfo:
         raise CliError(f'the server doesn\'t have a resource type "{name}"') from None
 
 
-def _ns(info: KindInfo, namespace: str | None) -> str | None:
+def namespace_for(info: KindInfo, namespace: str | None) -> str | None:
     return (namespace or "default") if info.namespaced else None
 
 
@@ -225,7 +226,7 @@ async def get(api: ApiClient, kind: str, name: str | None, *, namespace: str | N
                         labels=labels)
         return
     info = kinds[0]
-    ns = None if all_namespaces else _ns(info, namespace)
+    ns = None if all_namespaces else namespace_for(info, namespace)
     wide = output == "wide"
     ns_column = all_namespaces and info.namespaced
     items, rv = await _read(api, info, name, ns, at_revision=at_revision, selector=selector)
@@ -278,7 +279,7 @@ async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
     every: list[Obj] = []
     tables: list[str] = []
     for info in kinds:
-        ns = None if all_namespaces else _ns(info, namespace)
+        ns = None if all_namespaces else namespace_for(info, namespace)
         items, _rv = await _read(api, info, name, ns, at_revision=at_revision,
                                  selector=selector)
         every += items
@@ -305,102 +306,6 @@ async def _get_many(api: ApiClient, kinds: list[KindInfo], name: str | None, *,
         out(f"No resources found{f' in {ns} namespace' if ns else ''}.")
 
 
-# -- describe ----------------------------------------------------------------------------
-
-
-def _kv(mapping: Obj | None, indent: int = 16) -> str:
-    if not mapping:
-        return "<none>"
-    pad = "\n" + " " * indent
-    return pad.join(f"{k}={v}" for k, v in sorted(mapping.items()))
-
-
-def _state(state: Obj) -> list[str]:
-    if "running" in state:
-        return ["Running", f"  Started:      {state['running'].get('startedAt', '')}"]
-    if "terminated" in state:
-        t = state["terminated"]
-        return ["Terminated", f"  Reason:       {t.get('reason', '')}",
-                f"  Exit Code:    {t.get('exitCode', '')}",
-                f"  Started:      {t.get('startedAt', '')}",
-                f"  Finished:     {t.get('finishedAt', '')}"]
-    if "waiting" in state:
-        return ["Waiting", f"  Reason:       {state['waiting'].get('reason', '')}"]
-    return ["<unknown>"]
-
-
-async def describe(api: ApiClient, kind: str, name: str, *, namespace: str | None,
-                   out: Out) -> None:
-    info = kind_of(kind)
-    ns = _ns(info, namespace)
-    obj = await api.get(info.resource, name, ns)
-    meta = obj["metadata"]
-    lines = [f"Name:         {meta['name']}"]
-    if ns:
-        lines.append(f"Namespace:    {ns}")
-    if info.kind == "Pod":
-        spec, status = obj.get("spec", {}), obj.get("status", {})
-        lines += [f"Priority:     {spec.get('priority', 0)}",
-                  f"Priority Class Name: {spec.get('priorityClassName') or '<none>'}",
-                  f"Node:         {spec.get('nodeName') or '<none>'}"]
-    lines += [f"Labels:       {_kv(meta.get('labels'))}",
-              f"Annotations:  {_kv(meta.get('annotations'))}",
-              f"Created:      {meta.get('creationTimestamp', '')}"]
-    if meta.get("deletionTimestamp"):
-        lines.append(f"Terminating:  since before {meta['deletionTimestamp']} "
-                     f"(grace period {meta.get('deletionGracePeriodSeconds')}s)")
-    if info.kind == "Pod":
-        status = obj.get("status", {})
-        lines.append(f"Status:       {printers.pod_status(obj)}")
-        if status.get("nominatedNodeName"):
-            lines.append(f"Nominated Node: {status['nominatedNodeName']}")
-        statuses = {c["name"]: c for c in (status.get("initContainerStatuses") or [])
-                    + (status.get("containerStatuses") or [])}
-        for title, key in (("Init Containers", "initContainers"),
-                           ("Containers", "containers")):
-            specs = obj.get("spec", {}).get(key) or []
-            if not specs:
-                continue
-            lines.append(f"{title}:")
-            for c in specs:
-                cs = statuses.get(c["name"], {})
-                lines.append(f"  {c['name']}:")
-                argv = " ".join(c.get("command", []) + c.get("args", []))
-                lines.append(f"    Command:      {argv}")
-                state = _state(cs.get("state", {})) if cs else ["<not started>"]
-                lines.append(f"    State:        {state[0]}")
-                lines += [f"    {s}" for s in state[1:]]
-                if cs.get("lastState"):
-                    last = _state(cs["lastState"])
-                    lines.append(f"    Last State:   {last[0]}")
-                    lines += [f"    {s}" for s in last[1:]]
-                lines.append(f"    Ready:        {cs.get('ready', False)}")
-                lines.append(f"    Restart Count: {cs.get('restartCount', 0)}")
-    conditions = obj.get("status", {}).get("conditions") or []
-    if conditions:
-        lines.append("Conditions:")
-        rows = [[c.get("type", ""), c.get("status", ""), c.get("reason", ""),
-                 c.get("message", "")] for c in conditions]
-        lines += ["  " + r for r in printers.table(
-            rows, ["Type", "Status", "Reason", "Message"]).splitlines()]
-    if info.kind == "Node":
-        taints = obj.get("spec", {}).get("taints") or []
-        lines.append("Taints:       " + ("\n              ".join(
-            f"{t['key']}{'=' + t['value'] if t.get('value') else ''}:{t['effect']}"
-            for t in taints) or "<none>"))
-    events = await api.list("events", ns if info.namespaced else None,
-                            field_selector=f"involvedObject.uid={meta.get('uid', '')}")
-    lines.append("Events:" + ("" if events["items"] else "       <none>"))
-    if events["items"]:
-        rows = [[e.get("type", ""), e.get("reason", ""),
-                 printers.age(e.get("lastTimestamp")),
-                 (e.get("source") or {}).get("component", ""), e.get("message", "")]
-                for e in sorted(events["items"], key=lambda e: e.get("lastTimestamp", ""))]
-        lines += ["  " + r for r in printers.table(
-            rows, ["Type", "Reason", "Age", "From", "Message"]).splitlines()]
-    out("\n".join(lines))
-
-
 # -- delete ------------------------------------------------------------------------------
 
 
@@ -408,7 +313,7 @@ async def delete(api: ApiClient, kind: str, names: list[str], *, namespace: str 
                  grace_period: int | None, force: bool, wait: bool, out: Out,
                  err: Out) -> None:
     info = kind_of(kind)
-    ns = _ns(info, namespace)
+    ns = namespace_for(info, namespace)
     if grace_period is not None and grace_period == 0 and not force:
         raise CliError(FORCE_WARNING)
     if force:
@@ -438,81 +343,6 @@ async def _wait_gone(api: ApiClient, info: KindInfo, name: str, ns: str | None,
         if obj["metadata"].get("uid") != uid:
             return
         await asyncio.sleep(0.5)
-
-
-# -- fence / unfence (SPEC FN1) -----------------------------------------------------------
-
-FENCE_FINALIZER = "skiff.io/fence-agent"  # removed by the fence agent once it unfenced
-FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
-FENCE_AGENTS = ("power", "network", "storage")
-
-
-async def fence(api: ApiClient, node: str, *, agent: str | None, reason: str | None,
-                requested_by: str, out: Out) -> None:
-    """Create the node's Fence; the fence agent does the rest (`skiff get fences`)."""
-    try:
-        node_obj = await api.get("nodes", node)
-    except ApiError as e:
-        if e.reason == Reason.NOT_FOUND:
-            raise CliError(f'node "{node}" not found; `skiff get nodes` lists them') from None
-        raise
-    if agent is None:
-        annotations = node_obj["metadata"].get("annotations") or {}
-        agent = annotations.get(FENCE_AGENT_ANNOTATION)
-        if not agent or agent == "none":
-            raise CliError(f'node "{node}" has no {FENCE_AGENT_ANNOTATION} annotation naming '
-                           f"its agent; pass --agent {'|'.join(FENCE_AGENTS)}")
-    if agent not in FENCE_AGENTS:
-        raise CliError(f"--agent: {agent!r} is not one of {', '.join(FENCE_AGENTS)}")
-    body: Obj = {"apiVersion": "skiff.io/v1", "kind": "Fence",
-                 "metadata": {"name": node, "finalizers": [FENCE_FINALIZER]},
-                 "spec": {"nodeName": node, "agent": agent,
-                          "reason": reason or "requested with skiff fence",
-                          "requestedBy": requested_by}}
-    try:
-        await api.create(body)
-    except ApiError as e:
-        if e.reason != Reason.ALREADY_EXISTS:
-            raise
-        current = await api.get("fences", node)
-        raise CliError(f'node "{node}" is already fenced (phase '
-                       f'{current.get("status", {}).get("phase")}); `skiff unfence {node}` '
-                       "first") from None
-    out(f'fence.skiff.io/{node} created (agent {agent}); watch it with `skiff get fences`')
-
-
-async def unfence(api: ApiClient, node: str, *, timeout: float, out: Out,
-                  interval: float = 0.2) -> None:
-    """Delete the node's Fence and wait until the fence agent has given the node back."""
-    try:
-        result = await api.delete("fences", node)
-    except ApiError as e:
-        if e.reason == Reason.NOT_FOUND:
-            raise CliError(f'node "{node}" is not fenced (no fence "{node}")') from None
-        raise
-    uid = result["object"]["metadata"].get("uid")
-    last: str | None = None
-    message = ""
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not result.get("deleted"):
-        try:
-            obj = await api.get("fences", node)
-        except ApiError as e:
-            if e.reason == Reason.NOT_FOUND:
-                break
-            raise
-        if obj["metadata"].get("uid") != uid:
-            break
-        phase = str(obj.get("status", {}).get("phase", ""))
-        message = str(obj.get("status", {}).get("message", ""))
-        if phase != last:
-            out(f"fence.skiff.io/{node} {phase}: {message}".rstrip(": "))
-            last = phase
-        if asyncio.get_running_loop().time() > deadline:
-            raise CliError(f'fence "{node}" is still {phase} after {timeout:g}s ({message}); '
-                           "is the fence agent running? (`skiff status`)")
-        await asyncio.sleep(interval)
-    out(f"fence.skiff.io/{node} deleted: node {node} is unfenced")
 
 
 # -- history -----------------------------------------------------------------------------
@@ -553,7 +383,7 @@ def changes(old: Obj | None, new: Obj | None) -> list[str]:
 async def history(api: ApiClient, kind: str, name: str, *, namespace: str | None,
                   out: Out) -> None:
     info = kind_of(kind)
-    versions = await api.history(info.resource, name, _ns(info, namespace))
+    versions = await api.history(info.resource, name, namespace_for(info, namespace))
     if versions and versions[0]["type"] != "ADDED":
         # History walks back to the creation unless etcd compacted what came before.
         out(f"(older versions compacted before REVISION {versions[0]['revision']}: the "
@@ -582,7 +412,7 @@ async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
     info = kind_of(kind)
 
     async def relabel() -> None:
-        obj = await api.get(info.resource, name, _ns(info, namespace))
+        obj = await api.get(info.resource, name, namespace_for(info, namespace))
         labels = dict(obj["metadata"].get("labels") or {})
         for pair in pairs:
             if pair.endswith("-") and "=" not in pair:
@@ -601,40 +431,3 @@ async def label(api: ApiClient, kind: str, name: str, pairs: list[str], *,
 
     await retry_on_conflict(relabel)
     out(f"{info.kind.lower()}/{name} labeled")
-
-
-# -- logs --------------------------------------------------------------------------------
-
-
-async def logs(api: ApiClient, pod_name: str, *, namespace: str | None,
-               container: str | None, tail: int | None, previous: bool, out: Out,
-               follow: bool = False) -> None:
-    """A container's log; with `follow`, new lines as they are written until the container
-    exits (or Ctrl-C), as `kubectl logs -f`. `--previous` shows an exited attempt, so it
-    is never followed (kubectl prints it and returns, too)."""
-    lines = _LineWriter(out)
-    try:
-        async for piece in pod_logs(api, pod_name, namespace or "default",
-                                    container=container, tail_lines=tail, previous=previous,
-                                    follow=follow and not previous):
-            lines.write(piece)
-    finally:
-        lines.flush()
-
-
-class _LineWriter:
-    """Prints whole lines as pieces of a log arrive (a piece may end mid-line)."""
-
-    def __init__(self, out: Out) -> None:
-        self.out = out
-        self.pending = ""
-
-    def write(self, piece: str) -> None:
-        *complete, self.pending = (self.pending + piece).split("\n")
-        for line in complete:
-            self.out(line)
-
-    def flush(self) -> None:
-        if self.pending:
-            self.out(self.pending)
-            self.pending = ""

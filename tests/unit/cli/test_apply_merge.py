@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from skiff.api.types import Obj
 from skiff.cli.resources import _merge_for_apply
 
 MANIFEST = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
@@ -11,13 +12,13 @@ MANIFEST = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web"},
 
 def test_reapplying_keeps_server_set_fields_of_named_list_items() -> None:
     token = {"name": "kube-api-access-x", "mountPath": "/var/run/secrets", "readOnly": True}
-    live = {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web", "resourceVersion": "7"},
-            "spec": {"serviceAccountName": "default",
-                     "volumes": [{"name": "kube-api-access-x", "projected": {}}],
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "command": ["sleep", "60"],
-                                     "volumeMounts": [token]}]}}
+    live: Obj = {"apiVersion": "v1", "kind": "Pod",
+                 "metadata": {"name": "web", "resourceVersion": "7"},
+                 "spec": {"serviceAccountName": "default",
+                          "volumes": [{"name": "kube-api-access-x", "projected": {}}],
+                          "containers": [{"name": "main", "image": "busybox",
+                                          "command": ["sleep", "60"],
+                                          "volumeMounts": [token]}]}}
     merged = _merge_for_apply(live, MANIFEST)
     assert merged["spec"]["containers"] == [{"name": "main", "image": "busybox",
                                              "command": ["sleep", "3600"],

@@ -39,19 +39,10 @@ from typing import Any
 
 from skiff.cgroupfs import remove_recorded
 from skiff.client.credentials import Credentials
+from skiff.cluster import launch
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.controlplane.mirror import nodes_for
 from skiff.cluster.kubeconfig import cli_credentials, write_kubeconfig
-from skiff.cluster.launch import (
-    CONTROL_PLANE_MODULE,
-    ENV,
-    FENCE_AGENT_ANNOTATION,
-    POD_CIDR_WAIT,
-    refuse_if_running,
-    service_available,
-    started_line,
-    zone_label,
-)
 from skiff.cluster.netns.commands import (
     GATEWAY_MODULE,
     NetnsError,
@@ -132,7 +123,7 @@ class NetnsCluster:
 
     def start(self, *, echo: Any = print) -> ClusterState:
         require_netns_support()
-        refuse_if_running(self.data_dir)
+        launch.refuse_if_running(self.data_dir)
         find_etcd()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.network = topo = Network.new()
@@ -228,7 +219,7 @@ class NetnsCluster:
              f"export KUBECONFIG={kubeconfig}{others}")
         self._start_services(services, [f"{h.ip}:{API_PORT}" for h in api_hosts],
                              health_pubs, echo=echo, timeout=timeout)
-        if self.fence_agent and service_available("skiff.fence_agent"):
+        if self.fence_agent and launch.service_available("skiff.fence_agent"):
             self.start_fence_agent(echo=echo)
 
     def _start_gateway(self, api_address: str, echo: Any) -> None:
@@ -236,18 +227,18 @@ class NetnsCluster:
         gateway = Process("gateway", [*python_module(GATEWAY_MODULE),
                                       *[a for p in self.published for a in (
                                           "--route", f"{p.sock.fileno()}:{p.netns}:{p.port}")]],
-                          self.data_dir / "logs" / "gateway.log", env=ENV)
+                          self.data_dir / "logs" / "gateway.log", env=launch.ENV)
         gateway.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(gateway.log_path, "ab") as log:
             gateway.popen = subprocess.Popen(
                 gateway.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, **ENV}, start_new_session=True,
+                env={**os.environ, **launch.ENV}, start_new_session=True,
                 pass_fds=[p.sock.fileno() for p in self.published])
         for pub in self.published:
             pub.sock.close()  # the gateway holds them now
         # Its health is the apiserver's health through it: both must work to be "healthy".
         self._record(gateway, "", api_address, api_address, gateway.argv)
-        echo(started_line("gateway", gateway, f"{api_address} (API)"))
+        echo(launch.started_line("gateway", gateway, f"{api_address} (API)"))
 
     def _start_etcd(self, members: list[tuple[Host, Published]], *, initial: str,
                     cluster_token: str = "", echo: Any, timeout: float) -> None:
@@ -269,7 +260,7 @@ class NetnsCluster:
             wait_etcd_healthy(proc, int(pub.address.rsplit(":", 1)[1]), timeout=timeout,
                               tls=tls)
             self._record(proc, host.netns, f"{scheme}://{pub.address}", "", argv)
-            echo(started_line(proc.name, proc, f"{scheme}://{host.ip}:{ETCD_PORT}"))
+            echo(launch.started_line(proc.name, proc, f"{scheme}://{host.ip}:{ETCD_PORT}"))
 
     def _start_apiserver(self, host: Host, pub: Published, etcd_urls: list[str], *,
                          echo: Any, timeout: float) -> None:
@@ -285,12 +276,12 @@ class NetnsCluster:
                 *self.config.flags("apiserver", config_dir),
                 *self.extra_args.get("apiserver", [])]
         proc = Process(host.name, ns_exec(host.netns, argv),
-                       self.data_dir / "logs" / f"{host.name}.log", env=ENV)
+                       self.data_dir / "logs" / f"{host.name}.log", env=launch.ENV)
         proc.start()
         wait_grpc_healthy(proc, pub.address, timeout=timeout,
                           credentials=self.security.credentials())
         self._record(proc, host.netns, pub.address, pub.address, argv)
-        echo(started_line(proc.name, proc, f"{host.ip}:{API_PORT}"))
+        echo(launch.started_line(proc.name, proc, f"{host.ip}:{API_PORT}"))
 
     def _start_services(self, services: list[tuple[str, str, str, list[str]]],
                         targets: list[str], health_pubs: dict[str, Published], *,
@@ -300,7 +291,7 @@ class NetnsCluster:
         assert self.network is not None
         started = []
         for spread, (name, host_name, module, args) in enumerate(services):
-            if not service_available(module):
+            if not launch.service_available(module):
                 continue
             host = self.network.host(host_name)
             argv = [*python_module(module),
@@ -309,13 +300,13 @@ class NetnsCluster:
                     "--health-port", str(HEALTH_PORT), *args]
             proc = Process(name, ns_exec(host.netns, argv),
                            self.data_dir / "logs" / f"{name}.log",
-                           env={**ENV, **self.security.component_env(name)})
+                           env={**launch.ENV, **self.security.component_env(name)})
             proc.start()
             started.append((proc, host, argv, health_pubs[name].address))
         for proc, host, argv, health in started:
             wait_grpc_healthy(proc, health, timeout=timeout)
             self._record(proc, host.netns, health, health, argv)
-            echo(started_line(proc.name, proc, f"{host.ip} ({host.netns})"))
+            echo(launch.started_line(proc.name, proc, f"{host.ip} ({host.netns})"))
 
     def start_fence_agent(self, *, echo: Any = print) -> Process:
         """The fence agent, in the root namespace (out of band), through the gateway."""
@@ -324,14 +315,14 @@ class NetnsCluster:
                 "--health-port", str(health_port), "--mode", "local",
                 "--data-dir", str(self.data_dir), *self.extra_args.get("fence-agent", [])]
         proc = Process("fence-agent", argv, self.data_dir / "logs" / "fence-agent.log",
-                       env={**ENV, **self.security.component_env("fence-agent")})
+                       env={**launch.ENV, **self.security.component_env("fence-agent")})
         self.save()  # the agent reads cluster.json
         proc.start()
         health = f"127.0.0.1:{health_port}"
         wait_grpc_healthy(proc, health)
         self._record(proc, "", health, health, argv)
         self.save()
-        echo(started_line("fence-agent", proc, f"{health} (root namespace: out of band)"))
+        echo(launch.started_line("fence-agent", proc, f"{health} (root namespace: out of band)"))
         return proc
 
     def _services(self) -> list[tuple[str, str, str, list[str]]]:
@@ -363,22 +354,22 @@ class NetnsCluster:
             args += [a for n in nodes for a in (
                 "--serving-certificate",
                 f"{n}={pki.kubelet_serving[n].cert},{pki.kubelet_serving[n].key}")]
-        return [("control-plane", CONTROL_PLANE_HOST, CONTROL_PLANE_MODULE,
+        return [("control-plane", CONTROL_PLANE_HOST, launch.CONTROL_PLANE_MODULE,
                  [*args, *self.config.flags("controlPlane", self.data_dir / "config")])]
 
     def _kubelet_service(self, i: int, config_dir: Path) -> tuple[str, str, str, list[str]]:
         """node-i's kubelet, on host node-i (the --ha cluster's too)."""
         node = f"node-{i}"
-        annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
+        annotations = self.node_annotations.get(node, f"{launch.FENCE_AGENT_ANNOTATION}=power")
         return (f"kubelet-{node}", node, "skiff.kubelet", [
             "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
             "--node-ip", self._host_ip(node),
-            "--node-labels", zone_label(i), "--node-annotations", annotations,
+            "--node-labels", launch.zone_label(i), "--node-annotations", annotations,
             "--volume-root", str(self.data_dir / "volumes"),
             # pods' sandboxes join a bridge in the cluster's bridge namespace (SB2), never
             # the kubelet's default one, which other clusters and runs would share
             "--pod-network-namespace", self._bridge_netns(),
-            "--pod-cidr-wait", POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
+            "--pod-cidr-wait", launch.POD_CIDR_WAIT,  # nodeipam runs: pods wait for a podCIDR
             *self.config.flags("kubelet", config_dir),
             *self.extra_args.get("kubelet", [])])
 
@@ -415,7 +406,7 @@ class NetnsCluster:
         """Start a stopped component again, the same way, in its namespace."""
         comp = self.component(name)
         argv = ns_exec(comp.netns, comp.argv) if comp.netns else comp.argv
-        proc = Process(name, argv, Path(comp.log), env=comp.env or dict(ENV))
+        proc = Process(name, argv, Path(comp.log), env=comp.env or dict(launch.ENV))
         proc.start()
         assert proc.pid is not None
         if comp.health:  # an apiserver's port is mutual TLS: the admin's kubeconfig

@@ -7,6 +7,7 @@ are made here, so every module spells them alike.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -49,6 +50,20 @@ def run(*argv: str, stdin: str | None = None, check: bool = True) -> str:
 def nft(netns: str, *args: str, stdin: str | None = None, check: bool = True) -> str:
     """`nft ARGS` inside `netns`."""
     return run("ip", "netns", "exec", netns, "nft", *args, stdin=stdin, check=check)
+
+
+def cut_rules(netns: str, *listing: str, prefix: str) -> list[tuple[int, str]]:
+    """(handle, comment) of every rule `nft list LISTING` shows in `netns` whose comment
+    starts with `prefix` ([] when there is no such table or chain)."""
+    out = nft(netns, "-j", "-a", "list", *listing, check=False)
+    if not out.strip():
+        return []
+    rules = []
+    for item in json.loads(out).get("nftables", []):
+        rule = item.get("rule")
+        if rule and str(rule.get("comment", "")).startswith(prefix):
+            rules.append((int(rule["handle"]), str(rule["comment"])))
+    return rules
 
 
 def ns_exec(netns: str, argv: list[str]) -> list[str]:

@@ -12,11 +12,10 @@ exactly those rules by handle and the table once it is empty. Pods' traffic is c
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from skiff.cluster.netns.commands import CUT_COMMENT, NetnsError, nft
+from skiff.cluster.netns.commands import CUT_COMMENT, NetnsError, cut_rules, nft
 from skiff.cluster.netns.hosts import Host, Network, existing_namespaces
 from skiff.cluster.netns.pods import heal_pods, partition_pods
 
@@ -32,15 +31,7 @@ def _ensure_table(netns: str, table: str) -> None:
 
 def _cut_rules(netns: str, table: str) -> list[tuple[int, str]]:
     """(handle, comment) of every cut rule in the table of `netns` ([] without a table)."""
-    out = nft(netns, "-j", "-a", "list", "table", "inet", table, check=False)
-    if not out.strip():
-        return []
-    rules = []
-    for item in json.loads(out).get("nftables", []):
-        rule = item.get("rule")
-        if rule and str(rule.get("comment", "")).startswith(CUT_COMMENT):
-            rules.append((int(rule["handle"]), str(rule["comment"])))
-    return rules
+    return cut_rules(netns, "table", "inet", table, prefix=CUT_COMMENT)
 
 
 def _add_cut(network: Network, here: Host, peer: Host, comment: str) -> bool:

@@ -11,10 +11,9 @@ podCIDR is read from its kubelet's IPAM directory (`<data-dir>/nodes/<node>/ipam
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from skiff.cluster.netns.commands import CUT_COMMENT, nft
+from skiff.cluster.netns.commands import CUT_COMMENT, cut_rules, nft
 from skiff.cluster.netns.hosts import Network
 
 __all__ = ["heal_pods", "node_pod_cidrs", "partition_pods"]
@@ -28,16 +27,8 @@ def node_pod_cidrs(data_dir: Path, node: str) -> list[str]:
 
 
 def _rules(network: Network) -> list[tuple[int, str]]:
-    out = nft(network.bridge_netns, "-j", "-a", "list", "chain", "inet", network.table,
-               "forward", check=False)
-    if not out.strip():
-        return []
-    found = []
-    for item in json.loads(out).get("nftables", []):
-        rule = item.get("rule")
-        if rule and str(rule.get("comment", "")).startswith(POD_CUT):
-            found.append((int(rule["handle"]), str(rule["comment"])))
-    return found
+    return cut_rules(network.bridge_netns, "chain", "inet", network.table, "forward",
+                     prefix=POD_CUT)
 
 
 def partition_pods(network: Network, data_dir: Path, a: str, b: str | None) -> str:
