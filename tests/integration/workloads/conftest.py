@@ -1,6 +1,6 @@
-"""A whole cluster for the real-manifest tests (issue 16): etcd, an apiserver with its HTTP
-front, a scheduler, a controller-manager with every default controller and three real
-kubelets, driven with the real `kubectl`."""
+"""A whole cluster for the real-manifest tests: etcd, an apiserver with its HTTP front, a
+scheduler, a controller-manager with every default controller and three real kubelets,
+driven with the real `kubectl`."""
 
 from __future__ import annotations
 
