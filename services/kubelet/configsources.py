@@ -26,7 +26,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.kubelet.poddir import resource_field_value, write_file_atomic
 
 _MANAGED = ".skiff-keys"  # the keys written last time, so removed keys are removed
@@ -45,7 +45,7 @@ class VolumeError(ConfigError):
         self.volume = volume
 
 
-async def _get(api: ApiClient, resource: str, namespace: str, name: str) -> Obj | None:
+async def _get(api: Client, resource: str, namespace: str, name: str) -> Obj | None:
     try:
         return await api.get(resource, name, namespace)
     except ApiError as err:
@@ -79,7 +79,7 @@ def _values(obj: Obj, resource: str) -> dict[str, str]:
     return {k: v.decode(errors="replace") for k, v in _bytes(obj, resource).items()}
 
 
-async def resolve_env(api: ApiClient, pod: Obj, container: Obj) -> tuple[
+async def resolve_env(api: Client, pod: Obj, container: Obj) -> tuple[
         dict[str, str], dict[str, str]]:
     """(variables from `envFrom`, values of `env` entries with a ConfigMap/Secret key)."""
     namespace = str(pod["metadata"].get("namespace") or "default")
@@ -187,7 +187,7 @@ def _volume_files(obj: Obj | None, resource: str, kind: str, name: str, source: 
     return files
 
 
-async def refresh_config_volumes(api: ApiClient, pod: Obj, volume_path: Any) -> None:
+async def refresh_config_volumes(api: Client, pod: Obj, volume_path: Any) -> None:
     """Write every configMap/secret volume of `pod`, and the configMap/secret sources of its
     projected volumes, into `volume_path(name)`; a missing non-optional object or key is a
     ConfigError (the containers wait for it)."""

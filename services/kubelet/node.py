@@ -21,7 +21,7 @@ from pathlib import Path
 import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import ApiClient, Client
 from skiff.clock import Clock, rfc3339, rfc3339_micro
 from skiff.kubelet.settings import KubeletSettings
 
@@ -101,8 +101,8 @@ def heartbeat_client(settings: KubeletSettings) -> ApiClient:
 
 
 class NodeAgent:
-    def __init__(self, *, api: ApiClient, clock: Clock, node_name: str,
-                 heartbeat: ApiClient | None = None,
+    def __init__(self, *, api: Client, clock: Clock, node_name: str,
+                 heartbeat: Client | None = None,
                  labels: dict[str, str], taints: list[dict[str, str]],
                  annotations: dict[str, str] | None = None,
                  capacity: dict[str, str], health_port: int, node_ip: str = "127.0.0.1",

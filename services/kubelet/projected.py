@@ -28,13 +28,13 @@ from pathlib import Path
 
 from skiff.api.errors import ApiError
 from skiff.api.types import ObjView
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.kubelet.poddir import downward_api_files, field_ref_value, write_file_atomic
 
 log = logging.getLogger(__name__)
 
 
-async def write_projected_volumes(pod: ObjView, volume_dir: Path, api: ApiClient, *,
+async def write_projected_volumes(pod: ObjView, volume_dir: Path, api: Client, *,
                                   root_ca_file: str = "") -> float | None:
     """Fill every projected volume of `pod`; returns when its tokens need refreshing (unix
     time), or None when it has none. Raises ApiError when a token cannot be had."""
@@ -87,7 +87,7 @@ async def write_projected_volumes(pod: ObjView, volume_dir: Path, api: ApiClient
 RETRY_SECONDS = 5.0
 
 
-async def keep_projected_volumes(pod: ObjView, volume_dir: Path, api: ApiClient, *,
+async def keep_projected_volumes(pod: ObjView, volume_dir: Path, api: Client, *,
                                  root_ca_file: str, first_due: float) -> None:
     """Refresh the pod's tokens at 80% of their lifetime until cancelled (with the pod)."""
     due: float | None = first_due

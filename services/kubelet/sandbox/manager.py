@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from skiff.api import ApiError
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import Client
 from skiff.kubelet.sandbox.landlock import LandlockPlan, confine
 from skiff.kubelet.sandbox.linux import (
     CLONE_NEWNET,
@@ -158,7 +158,7 @@ class Sandbox:
 
 
 class SandboxManager:
-    def __init__(self, *, api: ApiClient, node_name: str, network: PodNetwork,
+    def __init__(self, *, api: Client, node_name: str, network: PodNetwork,
                  pod_cidr_wait: float = 0.0) -> None:
         self.api = api
         self.node_name = node_name
