@@ -226,7 +226,7 @@ def cmd_fence(args: argparse.Namespace) -> None:
 
 def cmd_unfence(args: argparse.Namespace) -> None:
     with_client(args, lambda api: fencing.unfence(api, args.node, timeout=args.timeout,
-                                                    out=_out))
+                                                  out=_out))
 
 
 def cmd_chaos(args: argparse.Namespace) -> None:
@@ -379,7 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     fence_p = add("fence", help="fence a node: stop it (power), cut it off "
                                            "(network) or revoke its volumes (storage)")
     fence_p.add_argument("node")
-    fence_p.add_argument("--agent", choices=list(resources.FENCE_AGENTS),
+    fence_p.add_argument("--agent", choices=list(fencing.FENCE_AGENTS),
                          help="default: the node's skiff.io/fence-agent annotation")
     fence_p.add_argument("--reason", help="why (recorded in the Fence)")
     fence_p.set_defaults(func=cmd_fence)

@@ -24,6 +24,9 @@ import sys
 from collections.abc import Iterable
 from pathlib import Path
 
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
 from skiff.pki import CertPair, ClusterPki, ensure_pki, issue_client
 
 # The identity of the apiserver container's own health probe: a certificate the cluster CA
@@ -53,9 +56,6 @@ def _client(ca: Path, pair: CertPair) -> dict[str, Path]:
 def _service_account_key(path: Path) -> Path:
     """The RSA key every apiserver signs ServiceAccount tokens with (one for all of them)."""
     if not path.exists():
-        from cryptography.hazmat.primitives import serialization
-        from cryptography.hazmat.primitives.asymmetric import rsa
-
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as f:
