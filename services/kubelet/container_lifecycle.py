@@ -4,7 +4,8 @@
 through its attempt: a fresh cgroup with the container's limits (AU8), the runtime's
 start (an OSError is the attempt's StartError), Created and Started events, the
 postStart hook (a failing one kills the container, FailedPostStartHook), then its probes.
-`adopt` re-attaches to the containers an earlier kubelet started (GT8); every exit is
+`back_off` keeps a crashed container waiting out its CrashLoopBackOff (LC3); `adopt`
+re-attaches to the containers an earlier kubelet started (GT8); every exit is
 recorded as `state.terminated` with its reason (Completed, Error, OOMKilled,
 ContainerStatusUnknown) and termination message. When to start or restart a container is
 the pod worker's; how is here.
@@ -31,7 +32,7 @@ from skiff.kubelet.probe_manager import ProbeManager
 from skiff.kubelet.records import ContainerRecord
 from skiff.kubelet.runtime import ContainerHandle
 from skiff.kubelet.termination import KillReason
-from skiff.kubelet.unknownstatus import mark_lost
+from skiff.kubelet.unknownstatus import count_restart, mark_lost
 
 __all__ = ["ContainerLifecycle"]
 
@@ -107,6 +108,28 @@ class ContainerLifecycle:
         self._start_probes(r)
         self._changed()
         return True
+
+    def back_off(self, r: ContainerRecord) -> float | None:
+        """LC3, kuberuntime's doBackOff: None when exited container `r` may restart now
+        (its restart is counted), else when it may (CrashLoopBackOff until then; every
+        sync that declines to restart it says so with a BackOff event)."""
+        meta = self._pod()["metadata"]
+        key = (str(meta["uid"]), r.name)
+        finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
+        if not self.env.backoff.in_backoff_since(key, finished):
+            self.env.backoff.next(key)
+            count_restart(r)
+            return None
+        delay = self.env.backoff.get(key)
+        pod = f"{meta['name']}_{meta.get('namespace', 'default')}({meta['uid']})"
+        self._event(WARNING, "BackOff",
+                    f"Back-off restarting failed container {r.name} in pod {pod}")
+        r.retire_termination()
+        r.state = {"waiting": {
+            "reason": "CrashLoopBackOff",
+            "message": f"back-off {delay:g}s restarting failed container={r.name} "
+                       f"pod={pod}"}}
+        return finished + delay
 
     def _start_probes(self, r: ContainerRecord) -> None:
         pod = self._pod()

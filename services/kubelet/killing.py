@@ -8,8 +8,9 @@ stop signal → SIGKILL to the whole process group when the remaining period end
 until it is gone. This is the order of Kubernetes ≥ 1.28 `killContainer`.
 
 `ContainerKiller` kills one pod's containers that way, running their preStop hooks inside
-the container (kuberuntime's executePreStopHook); `kill_leftovers` makes sure no process of
-a pod outlives it before its sandbox goes (PS1).
+the container (kuberuntime's executePreStopHook); `PodKill` kills all of a terminating
+pod's containers, again with a shorter period when one arrives (GT7); `kill_leftovers`
+makes sure no process of a pod outlives it before its sandbox goes (PS1).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from skiff.api.types import ObjView
-from skiff.client import WARNING
+from skiff.client import NORMAL, WARNING
 from skiff.kubelet.handlers import run_handler
 from skiff.kubelet.pod_events import EventSink
 from skiff.kubelet.records import SIDECAR, ContainerRecord
@@ -36,7 +37,8 @@ from skiff.kubelet.termination import (
     kill_grace_period,
 )
 
-__all__ = ["ContainerKiller", "TerminationOrdering", "kill_container", "kill_leftovers"]
+__all__ = ["ContainerKiller", "PodKill", "TerminationOrdering", "kill_container",
+           "kill_leftovers"]
 
 log = logging.getLogger(__name__)
 
@@ -192,3 +194,63 @@ async def kill_leftovers(records: Sequence[ContainerRecord], runtime: ContainerR
             runtime.signal(r.handle, signals.SIGKILL)
         await asyncio.sleep(delay)
         delay = min(delay * 2, 2.0)
+
+
+class PodKill:
+    """GT4–GT9 for a whole pod: every running container killed with the pod-level period
+    as its gracePeriodOverride (sidecars last, GT9); a shorter period arriving meanwhile
+    (a second DELETE, `kubectl delete --now`) restarts the kill with it, as Kubernetes'
+    pod workers do (the period only decreases). `period(current)`: the pod's effective
+    period now; `updated`: set on every update of the pod."""
+
+    def __init__(self, *, killer: ContainerKiller, records: Sequence[ContainerRecord],
+                 period: Callable[[int], int], updated: asyncio.Event,
+                 event: EventSink, pod_name: str) -> None:
+        self._killer = killer
+        self._records = records
+        self._period = period
+        self._updated = updated
+        self._event = event
+        self._pod_name = pod_name
+
+    async def run(self, reason: KillReason, *, skip_pre_stop: bool, period: int) -> None:
+        self._killer.pre_stop_started.clear()  # hooks of earlier (probe) kills do not count
+        while True:
+            running = [r for r in self._records if r.running]
+            if not running:
+                return
+            ordering = TerminationOrdering(self._records)
+            started = self._killer.pre_stop_started
+            kill = asyncio.ensure_future(asyncio.gather(*(
+                self._killer.kill(r, reason, override=period, ordering=ordering,
+                                  skip_pre_stop=skip_pre_stop or r.name in started)
+                for r in running)))
+            shorter = await self._wait_for_shorter_period(kill, period)
+            if shorter is None:
+                return
+            kill.cancel()
+            await asyncio.wait({kill})
+            log.info("grace period shortened during termination; restarting the kill",
+                     extra={"pod": self._pod_name, "from": period, "to": shorter})
+            self._event(NORMAL, "Killing", "Stopping containers with a shorter grace "
+                        f"period ({shorter}s, was {period}s)")
+            period = shorter
+
+    async def _wait_for_shorter_period(self, kill: asyncio.Future[Any],
+                                       period: int) -> int | None:
+        """Wait for `kill`; on every pod update, recompute the effective period and return
+        it as soon as it is shorter than `period`. None once `kill` finished."""
+        while not kill.done():
+            self._updated.clear()
+            waker = asyncio.create_task(self._updated.wait())
+            try:
+                await asyncio.wait({kill, waker}, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                waker.cancel()
+            if kill.done():
+                break
+            shorter = self._period(period)
+            if shorter < period:
+                return shorter
+        kill.result()
+        return None

@@ -117,31 +117,44 @@ def _with_disruption_target(conditions: list[Obj], *, message: str, now: float) 
 
 
 class PodStatusWriter:
-    """Writes one pod's status; `compute(pod)` is the status for that version of it."""
+    """Writes one pod's status: `pod()` is the pod as its worker knows it now,
+    `compute(pod)` the status for that version of it, `written(pod)` takes the pod as
+    written back."""
 
     def __init__(self, *, api: ApiClient, uid: str, namespace: str, name: str,
-                 compute: Callable[[Obj], Obj]) -> None:
+                 pod: Callable[[], Obj], compute: Callable[[Obj], Obj],
+                 written: Callable[[Obj], None]) -> None:
         self._api = api
         self._uid = uid
         self._namespace = namespace
         self._name = name
+        self._pod = pod
         self._compute = compute
+        self._written = written
         self._last_written: Obj | None = None
 
-    async def write(self, pod: Obj) -> Obj | None:
-        """Write the status computed for `pod` (again for the pod read back after a
-        conflict); the pod as written, or None when nothing was written."""
+    async def run(self, dirty: asyncio.Event) -> None:
+        """Write whenever `dirty` is set, so the status stays current (GT12)."""
+        while True:
+            await dirty.wait()
+            dirty.clear()
+            await self.write()
+
+    async def write(self) -> None:
+        """Write the status computed for the pod (again for the pod read back after a
+        conflict), unless it is what was written last."""
+        pod = self._pod()
         for attempt in range(8):
             status = self._compute(pod)
             if status == self._last_written and attempt == 0:
-                return None
+                return
             body = copy.deepcopy(pod)
             body["status"] = status
             try:
                 written = await self._api.update_status(body)
             except ApiError as err:
                 if err.reason == Reason.NOT_FOUND:
-                    return None
+                    return
                 if err.reason != Reason.CONFLICT:
                     log.warning("status write failed; retrying", extra={
                         "pod": f"{self._namespace}/{self._name}", "error": err.message})
@@ -149,13 +162,13 @@ class PodStatusWriter:
                 try:
                     pod = await self._api.get("pods", self._name, self._namespace)
                 except ApiError:
-                    return None
+                    return
                 if pod["metadata"].get("uid") != self._uid:
-                    return None
+                    return
                 continue
             self._last_written = status
-            return written
-        return None
+            self._written(written)
+            return
 
     async def delete(self) -> bool:
         """Delete the pod with period 0 (only this uid); True once it is gone from the API,

@@ -3,8 +3,10 @@
 The pod directory (`poddir`) holds the volumes; claims wait for their attachment
 (`volumes`); this module is what the pod worker does with them over time, as the
 kubelet's volume manager: the projected ServiceAccount token written before any container
-starts and kept fresh (AX3), mounted ConfigMaps and Secrets rewritten periodically so
-updates reach the files, and a terminated pod's emptyDir data removed (AU10).
+starts and kept fresh (AX3), containers started only while every claim's volume is
+attached to this node (SC1, `ClaimsStep`), mounted ConfigMaps and Secrets rewritten
+periodically so updates reach the files, and a terminated pod's emptyDir data removed
+(AU10).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import asyncio
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from skiff.api.errors import ApiError
 from skiff.api.types import Obj
@@ -27,8 +29,11 @@ from skiff.kubelet.projected import (
     keep_projected_volumes,
     write_projected_volumes,
 )
+from skiff.kubelet.records import ContainerRecord
+from skiff.kubelet.volumes import PodVolumes
 
-__all__ = ["project_volumes", "refresh_config_volumes_forever", "tear_down_empty_dirs"]
+__all__ = ["ClaimsStep", "project_volumes", "refresh_config_volumes_forever",
+           "tear_down_empty_dirs"]
 
 log = logging.getLogger(__name__)
 
@@ -81,3 +86,56 @@ def tear_down_empty_dirs(pod: Obj, pod_dir: PodDir) -> None:
             path = pod_dir.volume_path(str(volume.get("name", "")))
             if not os.path.ismount(path):
                 shutil.rmtree(path, ignore_errors=True)
+
+
+class ClaimsStep:
+    """SC1: a pod's containers start only while every claim's volume is attached to this
+    node; until then they wait in ContainerCreating (one FailedAttachVolume event per
+    distinct reason). `retry()`: check again soon; `changed()`: the status is stale."""
+
+    def __init__(self, *, env: PodEnvironment, pod_dir: PodDir, claims: PodVolumes,
+                 pod_name: str, event: EventSink, changed: Callable[[], None],
+                 retry: Callable[[], None]) -> None:
+        self.env = env
+        self.dir = pod_dir
+        self.claims = claims
+        self._pod_name = pod_name
+        self._event = event
+        self._changed = changed
+        self._retry = retry
+        self._message: str | None = None
+
+    async def ensure(self, records: Sequence[ContainerRecord], *,
+                     active: bool) -> tuple[bool, str | None]:
+        """(ready, lost): `lost` says why a running pod (`active`) lost its storage: the
+        pod worker kills it."""
+        try:
+            readiness = await self.claims.check(node_name=self.env.node_name)
+        except ApiError as err:
+            log.warning(f"cannot check the pod's volumes: {err.message}",
+                        extra={"pod": self._pod_name})
+            self._retry()
+            return False, None
+        if readiness.ready:
+            for name, path in readiness.paths.items():
+                self.dir.link_claim(name, path)
+            self._message = None
+            return True, None
+        if active:
+            message = (f"{readiness.message}; the pod was using it, so it is killed: it lost "
+                       "its storage")
+            self._event(WARNING, "VolumeDetached", message)
+            log.warning("volume taken away from a running pod; killing it",
+                        extra={"pod": self._pod_name, "detail": message})
+            return False, message
+        for r in records:
+            if not r.has_run():
+                r.state = {"waiting": {"reason": "ContainerCreating",
+                                       "message": readiness.message}}
+        if readiness.message != self._message:
+            self._message = readiness.message
+            self._event(WARNING, "FailedAttachVolume", readiness.message)
+            self._changed()
+        if readiness.message.startswith("persistentvolumeclaim"):
+            self._retry()
+        return False, None

@@ -7,6 +7,12 @@ the object vanishing), then terminate (GT4–GT9), then finish (GT10/PS1: the te
 is written and, only once every process is confirmed gone, the pod is deleted with period
 0). Status is written by a companion task so it stays current during termination (GT12).
 Cancelling a worker (kubelet shutdown) leaves the pod's processes running on purpose.
+
+The worker is the state machine only: what to do next and when. How each step is done is
+its helpers': the claims and sandbox steps (`pod_volumes`, `pod_sandbox`, which asks the
+runtime for CRI's RunPodSandbox), container configs (`container_config`), starting,
+adopting and recording exits (`container_lifecycle`), probes (`probe_manager`), kills
+(`killing`), the status and the final delete (`pod_status`), Events (`pod_events`).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 from skiff.api.errors import ApiError
 from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING
-from skiff.clock import parse_rfc3339, rfc3339
+from skiff.clock import rfc3339
 from skiff.kubelet.admission import Rejection
 from skiff.kubelet.configsources import (
     ConfigError,
@@ -30,7 +36,12 @@ from skiff.kubelet.configsources import (
 )
 from skiff.kubelet.container_config import ContainerConfigs
 from skiff.kubelet.container_lifecycle import ContainerLifecycle
-from skiff.kubelet.killing import ContainerKiller, TerminationOrdering, kill_leftovers
+from skiff.kubelet.killing import (
+    ContainerKiller,
+    PodKill,
+    TerminationOrdering,
+    kill_leftovers,
+)
 from skiff.kubelet.pod_environment import PodEnvironment
 from skiff.kubelet.pod_events import PodEvents
 from skiff.kubelet.pod_sandbox import PodSandboxStep
@@ -41,6 +52,7 @@ from skiff.kubelet.pod_status import (
     resource_version,
 )
 from skiff.kubelet.pod_volumes import (
+    ClaimsStep,
     project_volumes,
     refresh_config_volumes_forever,
     tear_down_empty_dirs,
@@ -62,16 +74,15 @@ from skiff.kubelet.runtime import ContainerConfig
 from skiff.kubelet.sandbox import Sandbox
 from skiff.kubelet.termination import (
     KillReason,
+    active_deadline_remaining,
     effective_grace_period,
 )
-from skiff.kubelet.unknownstatus import count_restart
 from skiff.tracing import start_span_from_object
 
 __all__ = ["PodWorker"]
 
 log = logging.getLogger(__name__)
 
-_POST_START_TIMEOUT_SECONDS = 30.0  # hooks have no timeout field; bound a hanging one
 _CLAIM_RETRY_SECONDS = 2.0  # a missing claim is looked up again this often
 _LOST_VOLUME_GRACE_SECONDS = 1  # a pod whose storage was taken away stops at once
 # Kubernetes' pod workers kill pods found only in the runtime (no spec known) with 1 s.
@@ -80,6 +91,9 @@ _DEADLINE_EXCEEDED_MESSAGE = "Pod was active on the node longer than the specifi
 
 
 class PodWorker:
+    """One pod's worker (`run` is its task); `update`, `removed`, `evict` and
+    `volumes_changed` are its inputs, from the kubelet."""
+
     def __init__(self, *, env: PodEnvironment, pod: Obj,
                  rejection: Rejection | None = None) -> None:
         self.env = env
@@ -99,7 +113,6 @@ class PodWorker:
         self._eviction: tuple[int | None, str] | None = None
         self._eviction_reason = "Evicted"
         self.volumes = env.volumes.for_pod(pod)
-        self._volume_message: str | None = None
         self._evicted = asyncio.get_running_loop().create_future()
         self._terminal = False
         self._init_failed = False
@@ -108,7 +121,14 @@ class PodWorker:
         self._background: set[asyncio.Task[Any]] = set()
         self._events = PodEvents(recorder=env.recorder, uid=self.uid)
         self._status = PodStatusWriter(api=env.api, uid=self.uid, namespace=self.namespace,
-                                       name=self.name, compute=self.compute_status)
+                                       name=self.name, pod=lambda: self.pod,
+                                       compute=self.compute_status,
+                                       written=self._status_written)
+        self._claims = ClaimsStep(
+            env=env, pod_dir=self.dir, claims=self.volumes,
+            pod_name=f"{self.namespace}/{self.name}", event=self._event,
+            changed=self._status_dirty.set,
+            retry=lambda: self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS))
         self._sandbox = PodSandboxStep(env=env, pod_dir=self.dir, pod=lambda: self.pod,
                                        event=self._event, changed=self._status_dirty.set)
         self._configs = ContainerConfigs(env=env, pod_dir=self.dir, uid=self.uid,
@@ -117,7 +137,9 @@ class PodWorker:
         self._probes = ProbeManager(runtime=env.runtime, clock=env.clock,
                                     on_change=self._on_probe_change,
                                     on_failure=self._on_probe_failure,
-                                    on_unhealthy=self._on_probe_unhealthy)
+                                    # Kubernetes' prober: Unhealthy for every failed probe
+                                    on_unhealthy=lambda _r, message: self._event(
+                                        WARNING, "Unhealthy", message))
         self._killer = ContainerKiller(runtime=env.runtime, uid=self.uid, pod=lambda: self.pod,
                                        exec_config=self.exec_config, event=self._event,
                                        keep=self._keep)
@@ -222,7 +244,8 @@ class PodWorker:
     # -- the worker ------------------------------------------------------------------------
 
     async def run(self) -> None:
-        status_task = asyncio.create_task(self._status_loop(), name=f"status:{self.uid}")
+        status_task = asyncio.create_task(self._status.run(self._status_dirty),
+                                          name=f"status:{self.uid}")
         if config_volumes(self.pod):
             self._background.add(asyncio.create_task(
                 refresh_config_volumes_forever(lambda: self.pod, self.dir, env=self.env),
@@ -313,40 +336,13 @@ class PodWorker:
                        or not r.has_run() for r in apps)
 
     async def _volumes_ready(self) -> bool:
-        """SC1: containers start only while every claim's volume is attached to this node;
-        a pod whose volume is taken away while it runs is killed (it lost its storage)."""
-        try:
-            readiness = await self.volumes.check(node_name=self.env.node_name)
-        except ApiError as err:
-            readiness_message = f"cannot check the pod's volumes: {err.message}"
-            log.warning(readiness_message, extra={"pod": f"{self.namespace}/{self.name}"})
-            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
-            return False
-        if readiness.ready:
-            for name, path in readiness.paths.items():
-                self.dir.link_claim(name, path)
-            self._volume_message = None
-            return True
-        if self.active:
-            message = (f"{readiness.message}; the pod was using it, so it is killed: it lost "
-                       "its storage")
-            self._event(WARNING, "VolumeDetached", message)
-            log.warning("volume taken away from a running pod; killing it",
-                        extra={"pod": f"{self.namespace}/{self.name}", "detail": message})
+        """SC1 (pod_volumes.ClaimsStep); a pod whose volume is taken away while it runs is
+        killed at once (it lost its storage)."""
+        ready, lost = await self._claims.ensure(self.records, active=self.active)
+        if lost is not None:
             self._eviction_reason = "VolumeDetached"
-            self.evict(override=_LOST_VOLUME_GRACE_SECONDS, message=message)
-            return False
-        for r in self.records:
-            if not r.has_run():
-                r.state = {"waiting": {"reason": "ContainerCreating",
-                                       "message": readiness.message}}
-        if readiness.message != self._volume_message:
-            self._volume_message = readiness.message
-            self._event(WARNING, "FailedAttachVolume", readiness.message)
-            self._status_dirty.set()
-        if readiness.message.startswith("persistentvolumeclaim"):
-            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
-        return False
+            self.evict(override=_LOST_VOLUME_GRACE_SECONDS, message=lost)
+        return ready
 
     async def _sandbox_ready(self) -> bool:
         """SB1: the pod's sandbox exists before any of its containers starts (pod_sandbox)."""
@@ -362,26 +358,14 @@ class PodWorker:
             if r.state.get("terminated"):
                 # LC2: the crash is published as state.terminated before anything replaces
                 # it (kubectl shows Error/Completed, then CrashLoopBackOff).
-                await self._write_status()
+                await self._status.write()
                 if self.terminating:
                     return  # termination was requested meanwhile: nothing starts
-            key = (self.uid, r.name)
-            finished = r.finished_at if r.finished_at is not None else self.env.clock.now()
-            if self.env.backoff.in_backoff_since(key, finished):
-                delay = self.env.backoff.get(key)
-                # kuberuntime's doBackOff: every sync that declines to restart says so.
-                self._event(WARNING, "BackOff", f"Back-off restarting failed container "
-                            f"{r.name} in pod {self.name}_{self.namespace}({self.uid})")
-                r.retire_termination()
-                r.state = {"waiting": {
-                    "reason": "CrashLoopBackOff",
-                    "message": f"back-off {delay:g}s restarting failed container={r.name} "
-                               f"pod={self.name}_{self.namespace}({self.uid})"}}
+            restart_at = self._containers.back_off(r)
+            if restart_at is not None:
                 self._status_dirty.set()
-                self._wake_at(finished + delay)
+                self._wake_at(restart_at)
                 return
-            self.env.backoff.next(key)
-            count_restart(r)
         await self._start_container(r)
 
     def _wake_at(self, when: float) -> None:
@@ -394,52 +378,41 @@ class PodWorker:
         """What pods/exec runs a command with in container `r` (SB4), in its cgroup."""
         return self._configs.in_cgroup(self.pod, r, self._configs.build(self.pod, r))
 
-    async def _resolve_config(self, r: ContainerRecord) -> bool:
-        """ConfigMaps and Secrets the container reads (env and volumes); False, with the
-        container waiting in CreateContainerConfigError (ContainerCreating, with a
-        FailedMount event, for a volume), while one is missing."""
+    async def _start_container(self, r: ContainerRecord) -> None:
+        """Create and start `r`'s next attempt, once what it reads exists (ConfigMaps,
+        Secrets: else CreateContainerConfigError, or ContainerCreating with FailedMount
+        for a volume) and the kubelet does not refuse it (container_config)."""
+        r.retire_termination()
         try:
             await self._configs.resolve_sources(self.pod, r)
         except VolumeError as err:  # the volume waits, the container is not created yet
-            r.state = {"waiting": {"reason": "ContainerCreating"}}
-            self._event(WARNING, "FailedMount", str(err))
-            self._status_dirty.set()
-            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
-            return False
+            self._wait_to_create(r, {"reason": "ContainerCreating"}, "FailedMount", str(err))
+            return
         except (ConfigError, ApiError) as err:
             message = str(err) if isinstance(err, ConfigError) else err.message
-            r.state = {"waiting": {"reason": "CreateContainerConfigError",
-                                   "message": message}}
-            self._event(WARNING, "Failed", f"Error: {message}")
-            self._status_dirty.set()
-            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
-            return False
-        return True
-
-    async def _start_container(self, r: ContainerRecord) -> None:
-        r.retire_termination()
-        if not await self._resolve_config(r):
+            self._wait_to_create(r, {"reason": "CreateContainerConfigError",
+                                     "message": message}, "Failed", f"Error: {message}")
             return
         refused = self._configs.refused(self.pod, r)
         if refused is not None:
-            r.state = {"waiting": {"reason": "CreateContainerConfigError",
-                                   "message": refused}}
-            self._event(WARNING, "Failed", f"Error: {refused}")
-            self._status_dirty.set()
-            self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+            self._wait_to_create(r, {"reason": "CreateContainerConfigError",
+                                     "message": refused}, "Failed", f"Error: {refused}")
             return
         self._configs.prepare(self.pod, r)
         if not await self._containers.start(r):
             self._wake.set()  # StartError: counted as an attempt, restarted with back-off
 
+    def _wait_to_create(self, r: ContainerRecord, waiting: Obj, reason: str,
+                        message: str) -> None:
+        """`r` waits (a Warning event says why) and its creation is tried again soon."""
+        r.state = {"waiting": waiting}
+        self._event(WARNING, reason, message)
+        self._status_dirty.set()
+        self._wake_at(self.env.clock.now() + _CLAIM_RETRY_SECONDS)
+
     def _on_probe_change(self) -> None:
         self._status_dirty.set()
         self._wake.set()
-
-    def _on_probe_unhealthy(self, r: ContainerRecord, message: str) -> None:
-        """Kubernetes' prober: a Warning Unhealthy Event for every failed probe (repeats
-        are counted on one Event by the recorder)."""
-        self._event(WARNING, "Unhealthy", message)
 
     def _on_probe_failure(self, r: ContainerRecord, reason: KillReason, message: str) -> None:
         """A liveness or startup probe reached its failureThreshold (its Unhealthy Events
@@ -474,16 +447,13 @@ class PodWorker:
         return effective_grace_period(self.pod, current=current, override=override)
 
     async def _terminate(self) -> None:
-        """Stop every container of the pod (GT4–GT9). The pod-level period (GT7) is the
-        gracePeriodOverride of every container kill; a shorter period arriving meanwhile
-        (a second DELETE, `kubectl delete --now`) restarts the kill with it, as
-        Kubernetes' pod workers do."""
+        """Stop every container of the pod (GT4–GT9) with the pod-level period (GT7), or
+        a shorter one arriving meanwhile (killing.PodKill)."""
         reason, skip = self._kill_reason()
         for r in self.records:
             self._probes.stop(r, keep_readiness=True)  # GT12: readiness keeps running
         if not self.active:
             return
-        self._killer.pre_stop_started.clear()  # hooks of earlier (probe) kills do not count
         period = self._effective_grace_period(current=0)
         pod_name = f"{self.namespace}/{self.name}"
         if self._removed:
@@ -498,45 +468,10 @@ class PodWorker:
                     self._event(NORMAL, "Killing", f"Stopping container {r.name}")
         with start_span_from_object(self.env.tracer, "kubelet.kill_pod", self.pod,
                                     attributes={"pod": pod_name, "reason": reason.value}):
-            while True:
-                running = [r for r in self.records if r.running]
-                if not running:
-                    return
-                ordering = TerminationOrdering(self.records)
-                kill = asyncio.ensure_future(asyncio.gather(*(
-                    self._killer.kill(r, reason, override=period, ordering=ordering,
-                                      skip_pre_stop=skip or r.name in self._killer.pre_stop_started)
-                    for r in running)))
-                shorter = await self._wait_for_shorter_period(kill, period)
-                if shorter is None:
-                    return
-                kill.cancel()
-                await asyncio.wait({kill})
-                log.info("grace period shortened during termination; restarting the kill",
-                         extra={"pod": pod_name, "from": period, "to": shorter})
-                self._event(NORMAL, "Killing", "Stopping containers with a shorter grace "
-                            f"period ({shorter}s, was {period}s)")
-                period = shorter
-
-    async def _wait_for_shorter_period(self, kill: asyncio.Future[Any],
-                                       period: int) -> int | None:
-        """Wait for `kill`; on every pod update, recompute the effective period and return
-        it as soon as it is shorter than `period` (Kubernetes: the period only decreases).
-        None once `kill` finished."""
-        while not kill.done():
-            self._wake.clear()
-            waker = asyncio.create_task(self._wake.wait())
-            try:
-                await asyncio.wait({kill, waker}, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                waker.cancel()
-            if kill.done():
-                break
-            shorter = self._effective_grace_period(current=period)
-            if shorter < period:
-                return shorter
-        kill.result()
-        return None
+            await PodKill(killer=self._killer, records=self.records,
+                          period=lambda current: self._effective_grace_period(current=current),
+                          updated=self._wake, event=self._event,
+                          pod_name=pod_name).run(reason, skip_pre_stop=skip, period=period)
 
     def _active_deadline_exceeded(self) -> bool:
         """`activeDeadlineSeconds` (Kubernetes' activeDeadlineHandler): once the pod has
@@ -546,19 +481,17 @@ class PodWorker:
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
             self._deadline_timer = None
-        deadline = self.pod.get("spec", {}).get("activeDeadlineSeconds")
-        if deadline is None or isinstance(deadline, bool) or self._start_time is None:
-            return False
-        try:
-            remaining = parse_rfc3339(self._start_time) + int(deadline) - self.env.clock.now()
-        except (TypeError, ValueError):
+        remaining = active_deadline_remaining(self.pod, self._start_time,
+                                              now=self.env.clock.now())
+        if remaining is None:
             return False
         if remaining > 0:
             self._deadline_timer = asyncio.get_running_loop().call_later(
                 remaining, self._wake.set)
             return False
         log.info("pod exceeded its active deadline; failing it",
-                 extra={"pod": f"{self.namespace}/{self.name}", "deadline": deadline})
+                 extra={"pod": f"{self.namespace}/{self.name}",
+                        "deadline": self.pod["spec"].get("activeDeadlineSeconds")})
         self._eviction_reason = "DeadlineExceeded"
         self._eviction = (None, _DEADLINE_EXCEEDED_MESSAGE)
         self._status_dirty.set()
@@ -592,7 +525,7 @@ class PodWorker:
         self._terminal = True
         if not self._evicted.done():
             self._evicted.set_result(None)
-        await self._write_status()
+        await self._status.write()
         while not self._removed:
             if self.pod["metadata"].get("deletionTimestamp"):
                 self._removed = await self._status.delete() or self._removed
@@ -615,16 +548,9 @@ class PodWorker:
         self._phase = str(status["phase"])
         return status
 
-    async def _status_loop(self) -> None:
-        while True:
-            await self._status_dirty.wait()
-            self._status_dirty.clear()
-            await self._write_status()
-
-    async def _write_status(self) -> None:
-        written = await self._status.write(self.pod)
-        if written is not None and resource_version(written) > resource_version(self.pod):
-            self.pod = written
+    def _status_written(self, pod: Obj) -> None:
+        if resource_version(pod) > resource_version(self.pod):
+            self.pod = pod
 
     # -- helpers ---------------------------------------------------------------------------
 

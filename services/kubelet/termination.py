@@ -8,6 +8,7 @@ the unit tests can check every branch as a table.
 The termination message (`terminationMessagePath`, `terminationMessagePolicy`): what the
 container wrote to its termination-log file, or with `FallbackToLogsOnError` the tail of its
 log when that is empty and the container failed, as kuberuntime reads it after an exit.
+And how long a pod may still be active (`activeDeadlineSeconds`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.types import ObjView
+from skiff.clock import parse_rfc3339
 
 __all__ = [
     "DEFAULT_TERMINATION_MESSAGE_PATH",
@@ -27,6 +29,7 @@ __all__ = [
     "MINIMUM_GRACE_PERIOD_SECONDS",
     "PRESTOP_EXTENSION_SECONDS",
     "KillReason",
+    "active_deadline_remaining",
     "container_grace_period",
     "effective_grace_period",
     "falls_back_to_logs",
@@ -195,3 +198,16 @@ def termination_message(message_file: Path | None, log_path: Path | None, *,
         return ""
     except OSError as err:
         return f"Error on reading termination message from logs: {err}"
+
+
+def active_deadline_remaining(pod: ObjView, start_time: str | None, *,
+                              now: float) -> float | None:
+    """Seconds left of the pod's `activeDeadlineSeconds` since its startTime (≤ 0: it
+    passed), or None when it has none (or no usable startTime)."""
+    deadline = (pod.get("spec") or {}).get("activeDeadlineSeconds")
+    if deadline is None or isinstance(deadline, bool) or start_time is None:
+        return None
+    try:
+        return parse_rfc3339(start_time) + int(deadline) - now
+    except (TypeError, ValueError):
+        return None
