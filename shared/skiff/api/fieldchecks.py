@@ -34,7 +34,7 @@ MAX_GRACE_SECONDS = INT64_MAX // 10**9
 
 
 def int_field(obj: ObjView, key: str, path: str, *, minimum: int | None = None,
-         maximum: int = INT64_MAX, detail: str | None = None) -> list[FieldError]:
+              maximum: int = INT64_MAX, detail: str | None = None) -> list[FieldError]:
     """An optional integer field: an int (not bool, not str) in [`minimum`, `maximum`]; every
     integer field of the API is an int64 at most."""
     if key not in obj or obj[key] is None:
@@ -76,7 +76,7 @@ def str_field(obj: ObjView, key: str, path: str) -> list[FieldError]:
 
 
 def enum_field(obj: ObjView, key: str, path: str, allowed: list[str], *,
-          is_required: bool = False) -> list[FieldError]:
+               is_required: bool = False) -> list[FieldError]:
     value = obj.get(key)
     if value is None or value == "":
         return [required(path)] if is_required else []

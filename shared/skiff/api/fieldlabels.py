@@ -19,15 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import ObjView
 
-Obj = Mapping[str, Any]
-Extractor = Callable[[Obj], str]
+Extractor = Callable[[ObjView], str]
 
 NAME = "metadata.name"
 NAMESPACE = "metadata.namespace"
 
 
-def _get(obj: Obj, path: str) -> Any:
+def _get(obj: ObjView, path: str) -> Any:
     current: Any = obj
     for part in path.split("."):
         if not isinstance(current, Mapping):
@@ -47,7 +47,7 @@ def _text(value: Any, absent: str) -> str:
     return absent  # a list or an object is never a selectable field's value
 
 
-def read(obj: Obj, path: str, *, absent: str = "") -> str:
+def read(obj: ObjView, path: str, *, absent: str = "") -> str:
     """The field at a dotted path as a field selector compares it; `absent` is what a
     missing or empty one compares as."""
     return _text(_get(obj, path), absent)
@@ -58,23 +58,23 @@ def at(path: str, *, absent: str = "") -> Extractor:
     return lambda obj: read(obj, path, absent=absent)
 
 
-def _pod_ip(pod: Obj) -> str:
+def _pod_ip(pod: ObjView) -> str:
     ips = _get(pod, "status.podIPs")
     if isinstance(ips, list) and ips and isinstance(ips[0], Mapping):
         return _text(ips[0].get("ip"), "")
     return _text(_get(pod, "status.podIP"), "")
 
 
-def _service_account(pod: Obj) -> str:
+def _service_account(pod: ObjView) -> str:
     # the deprecated `serviceAccount` fills serviceAccountName when that is empty
     return _text(_get(pod, "spec.serviceAccountName") or _get(pod, "spec.serviceAccount"), "")
 
 
-def _event_source(event: Obj) -> str:
+def _event_source(event: ObjView) -> str:
     return _text(_get(event, "source.component") or _get(event, "reportingComponent"), "")
 
 
-def _never_set(_obj: Obj) -> str:
+def _never_set(_obj: ObjView) -> str:
     return ""  # accepted by the conversion, but not among the object's selectable fields
 
 
@@ -98,7 +98,7 @@ class KindFieldLabels:
         raise ApiError(Reason.BAD_REQUEST, f'"{label}" is not a known field selector: '
                                            f'only "{NAME}", "{NAMESPACE}"')
 
-    def value(self, obj: Obj, label: str) -> str:
+    def value(self, obj: ObjView, label: str) -> str:
         extract = self.fields.get(label)
         return extract(obj) if extract is not None else ""
 

@@ -51,7 +51,7 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("Namespace", "v1", "namespaces", False, ("ns",)),
     KindInfo("Node", "v1", "nodes", False, ("no",)),
     KindInfo("Pod", "v1", "pods", True, ("po",)),
-    # stored as core v1; events.k8s.io/v1 converted (skiff.api.eventsv1)
+    # stored as core v1; events.k8s.io/v1 converted (skiff.api.groups.events)
     KindInfo("Event", "v1", "events", True, ("ev",), has_status=False,
              also_served=("events.k8s.io/v1",)),
     KindInfo("PriorityClass", "scheduling.k8s.io/v1", "priorityclasses", False, ("pc",),
@@ -76,15 +76,15 @@ KINDS: tuple[KindInfo, ...] = (
              has_status=False),
     KindInfo("ClusterRoleBinding", "rbac.authorization.k8s.io/v1", "clusterrolebindings",
              False, (), has_status=False),
-    # SPEC AX3, AX4 (skiff.api.accountkinds).
+    # SPEC AX3, AX4 (skiff.api.groups.core.config, core.volumes, storage).
     KindInfo("ServiceAccount", "v1", "serviceaccounts", True, ("sa",), has_status=False),
     KindInfo("PersistentVolume", "v1", "persistentvolumes", False, ("pv",)),
     KindInfo("StorageClass", "storage.k8s.io/v1", "storageclasses", False, ("sc",),
              has_status=False),
-    # served empty: Skiff has no CSI drivers to report capacity (skiff.api.storagecapacity)
+    # served empty: Skiff has no CSI drivers to report capacity (skiff.api.groups.storage)
     KindInfo("CSIStorageCapacity", "storage.k8s.io/v1", "csistoragecapacities", True, (),
              has_status=False),
-    # Real manifests (issue 16): rules in skiff.api.workloads.
+    # the kinds real manifests bring; their rules are their API groups' (skiff.api.groups)
     KindInfo("Deployment", "apps/v1", "deployments", True, ("deploy",)),
     KindInfo("DaemonSet", "apps/v1", "daemonsets", True, ("ds",)),
     KindInfo("ControllerRevision", "apps/v1", "controllerrevisions", True, (),

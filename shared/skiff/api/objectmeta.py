@@ -32,7 +32,7 @@ TOTAL_ANNOTATION_SIZE_LIMIT = 256 * 1024
 
 
 def validate_metadata(obj: ObjView, kind: str, path: str, *, namespaced: bool,
-                       name_check: NameCheck, top_level: bool = True) -> list[FieldError]:
+                      name_check: NameCheck, top_level: bool = True) -> list[FieldError]:
     meta, errors = as_dict(obj.get("metadata"), path)
     name, generate_name = meta.get("name"), meta.get("generateName")
     if top_level and not name and not generate_name:
@@ -68,7 +68,7 @@ def validate_metadata(obj: ObjView, kind: str, path: str, *, namespaced: bool,
         else:
             errors += [invalid(fpath, finalizer, p) for p in qualified_name_problems(finalizer)]
     errors += int_field(meta, "deletionGracePeriodSeconds", f"{path}.deletionGracePeriodSeconds",
-                   minimum=0, maximum=MAX_GRACE_SECONDS)
+                        minimum=0, maximum=MAX_GRACE_SECONDS)
     errors += int_field(meta, "generation", f"{path}.generation", minimum=0)
     return errors
 

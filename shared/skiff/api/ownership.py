@@ -11,11 +11,9 @@ the finalizer here; the collector in the controller-manager does the rest.
 from __future__ import annotations
 
 import copy
-from typing import Any
 
 from skiff.api.errors import ApiError, not_supported
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 ORPHAN_FINALIZER = "orphan"
 FOREGROUND_FINALIZER = "foregroundDeletion"

@@ -9,31 +9,30 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from skiff.api.types import ObjView
 from skiff.clock import rfc3339
-
-Obj = Mapping[str, Any]
 
 TERMINAL_PHASES = ("Succeeded", "Failed")
 
 
-def _meta(obj: Obj) -> Obj:
+def _meta(obj: ObjView) -> ObjView:
     meta = obj.get("metadata")
     return meta if isinstance(meta, Mapping) else {}
 
 
-def pod_key(obj: Obj) -> str:
+def pod_key(obj: ObjView) -> str:
     """`namespace/name`, or `name` for cluster-scoped objects (`cache.MetaNamespaceKeyFunc`)."""
     meta = _meta(obj)
     namespace, name = meta.get("namespace"), meta.get("name") or ""
     return f"{namespace}/{name}" if namespace else str(name)
 
 
-def is_terminating(pod: Obj) -> bool:
+def is_terminating(pod: ObjView) -> bool:
     """A delete has been requested: `metadata.deletionTimestamp` is set."""
     return bool(_meta(pod).get("deletionTimestamp"))
 
 
-def is_pod_terminal(pod: Obj) -> bool:
+def is_pod_terminal(pod: ObjView) -> bool:
     """The pod's phase is Succeeded or Failed; it will never run again."""
     status = pod.get("status")
     return isinstance(status, Mapping) and status.get("phase") in TERMINAL_PHASES
@@ -65,7 +64,7 @@ def set_condition(obj: dict[str, Any], condition_type: str, status: str, *, now:
     return True
 
 
-def get_condition(pod: Obj, condition_type: str) -> dict[str, Any] | None:
+def get_condition(pod: ObjView, condition_type: str) -> dict[str, Any] | None:
     """The `status.conditions` entry of `condition_type`, or None."""
     status = pod.get("status")
     if not isinstance(status, Mapping):
@@ -76,7 +75,7 @@ def get_condition(pod: Obj, condition_type: str) -> dict[str, Any] | None:
     return None
 
 
-def tolerates(toleration: Obj, taint: Obj) -> bool:
+def tolerates(toleration: ObjView, taint: ObjView) -> bool:
     """`Toleration.ToleratesTaint`: effect, key and (for Equal) value must match."""
     effect = toleration.get("effect") or ""
     if effect and effect != taint.get("effect"):

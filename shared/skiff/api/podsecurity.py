@@ -242,7 +242,7 @@ def significant_pod_update(new: Obj, old: Obj) -> bool:
     for key in ("containers", "initContainers"):
         mine, theirs = maps_of(new_spec.get(key)), maps_of(old_spec.get(key))
         if len(mine) != len(theirs) or any(changed(c, o) for c, o in zip(mine, theirs,
-                                                                          strict=True)):
+                                                                         strict=True)):
             return True
     old_ephemeral = {container_name(c): c for c in maps_of(old_spec.get("ephemeralContainers"))}
     return any(container_name(c) not in old_ephemeral

@@ -10,8 +10,7 @@ from fractions import Fraction
 from typing import Any
 
 from skiff.api.quantity import bytes_, cpu_millis, parse_quantity
-
-Obj = Mapping[str, Any]
+from skiff.api.types import ObjView
 
 # Kubernetes' scoring defaults for containers without requests (schedutil.NonZeroRequests).
 DEFAULT_MILLI_CPU_REQUEST = 100
@@ -86,7 +85,7 @@ class Resource:
         return out
 
 
-def _container_requests(container: Obj) -> tuple[Resource, Resource]:
+def _container_requests(container: ObjView) -> tuple[Resource, Resource]:
     """(requests, non-zero requests for scoring) of one container."""
     requests = ((container.get("resources") or {}).get("requests") or {})
     actual = Resource.from_list(requests) if requests else Resource()
@@ -103,7 +102,7 @@ def _max(a: Resource, b: Resource) -> Resource:
                     max(a.ephemeral_storage, b.ephemeral_storage), scalar)
 
 
-def pod_requests(spec: Obj) -> tuple[Resource, Resource]:
+def pod_requests(spec: ObjView) -> tuple[Resource, Resource]:
     """Kubernetes' `resource.PodRequests`: app containers plus sidecars, at least the
     largest init container (with the sidecars started before it), plus overhead."""
     total, total_nz = Resource(), Resource()

@@ -1,4 +1,4 @@
-"""Issue 10 defect 9: Status objects shaped and worded like apimachinery's."""
+"""Status objects shaped and worded like apimachinery's."""
 
 from __future__ import annotations
 

@@ -486,7 +486,7 @@ def test_statefulset_selector_is_immutable() -> None:
     assert paths(new, STS) == [("spec", "Forbidden")]
     assert "spec.selector" in str(validate(new, old=STS)[0])
     assert validate(with_(STS, "spec.replicas", 5), old=STS) == []
-    # issue 16: the template may change; the controller rolls the pods to it
+    # the template may change; the controller rolls the pods to it
     image = with_(STS, "spec.template.spec.containers[0].image", "busybox:2")
     assert validate(image, old=STS) == []
 

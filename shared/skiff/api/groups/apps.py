@@ -103,12 +103,18 @@ def _default_stateful_set(obj: Obj) -> None:
 # -- validation --------------------------------------------------------------------------
 
 
+def _selector_unchanged(spec: ObjView, old: ObjView | None) -> list[FieldError]:
+    """apps/v1 selectors are immutable once created."""
+    if old is None:
+        return []
+    return immutable(spec.get("selector"), (old.get("spec") or {}).get("selector"),
+                     "spec.selector")
+
+
 def _validate_replica_set(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     errors += validate_workload_template(spec)
-    if old is not None:
-        errors += immutable(spec.get("selector"), (old.get("spec") or {}).get("selector"),
-                             "spec.selector")
+    errors += _selector_unchanged(spec, old)
     return errors
 
 
@@ -144,7 +150,7 @@ def _validate_stateful_set(obj: ObjView, old: ObjView | None) -> list[FieldError
     errors += validate_workload_template(_with_claim_volumes(spec))
     errors += str_field(spec, "serviceName", "spec.serviceName")
     errors += enum_field(spec, "podManagementPolicy", "spec.podManagementPolicy",
-                    ["OrderedReady", "Parallel"])
+                         ["OrderedReady", "Parallel"])
     errors += int_field(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit", minimum=0)
     strategy, errs = as_dict(spec.get("updateStrategy"), "spec.updateStrategy")
     errors += errs
@@ -156,7 +162,7 @@ def _validate_stateful_set(obj: ObjView, old: ObjView | None) -> list[FieldError
         errors.append(invalid("spec.updateStrategy.rollingUpdate", strategy["rollingUpdate"],
                               "only allowed for updateStrategy 'RollingUpdate'"))
     errors += int_field(rolling, "partition", "spec.updateStrategy.rollingUpdate.partition",
-                   minimum=0)
+                        minimum=0)
     if rolling.get("maxUnavailable") is not None:
         max_unavailable = rolling["maxUnavailable"]
         mpath = "spec.updateStrategy.rollingUpdate.maxUnavailable"
@@ -168,7 +174,7 @@ def _validate_stateful_set(obj: ObjView, old: ObjView | None) -> list[FieldError
     errors += errs
     for key in ("whenDeleted", "whenScaled"):
         errors += enum_field(retention, key, f"spec.persistentVolumeClaimRetentionPolicy.{key}",
-                        ["Retain", "Delete"])
+                             ["Retain", "Delete"])
     ordinals, errs = as_dict(spec.get("ordinals"), "spec.ordinals")
     errors += errs
     errors += int_field(ordinals, "start", "spec.ordinals.start", minimum=0)
@@ -189,9 +195,9 @@ def _validate_deployment(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     errors += validate_workload_template(spec)
     errors += int_field(spec, "revisionHistoryLimit", "spec.revisionHistoryLimit",
-                              minimum=0)
+                        minimum=0)
     errors += int_field(spec, "progressDeadlineSeconds", "spec.progressDeadlineSeconds",
-                              minimum=1)
+                        minimum=1)
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds")
     if isinstance(deadline, int) and isinstance(min_ready, int) and deadline <= min_ready:
         errors.append(invalid("spec.progressDeadlineSeconds", deadline,
@@ -199,7 +205,7 @@ def _validate_deployment(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     strategy, errs = as_dict(spec.get("strategy"), "spec.strategy")
     errors += errs
     errors += enum_field(strategy, "type", "spec.strategy.type",
-                               ["Recreate", "RollingUpdate"])
+                         ["Recreate", "RollingUpdate"])
     if strategy.get("type") == "Recreate" and strategy.get("rollingUpdate") is not None:
         errors.append(forbidden("spec.strategy.rollingUpdate",
                                            "may not be specified when strategy `type` is "
@@ -215,10 +221,7 @@ def _validate_deployment(obj: ObjView, old: ObjView | None) -> list[FieldError]:
             unavailable in (0, "0%"):
         errors.append(invalid("spec.strategy.rollingUpdate.maxUnavailable", unavailable,
                               "may not be 0 when `maxSurge` is 0"))
-    if old is not None:
-        errors += immutable(spec.get("selector"),
-                                        (old.get("spec") or {}).get("selector"),
-                                        "spec.selector")
+    errors += _selector_unchanged(spec, old)
     return errors
 
 
@@ -228,11 +231,8 @@ def _validate_daemon_set(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     strategy, errs = as_dict(spec.get("updateStrategy"), "spec.updateStrategy")
     errors += errs
     errors += enum_field(strategy, "type", "spec.updateStrategy.type",
-                               ["RollingUpdate", "OnDelete"])
-    if old is not None:
-        errors += immutable(spec.get("selector"),
-                                        (old.get("spec") or {}).get("selector"),
-                                        "spec.selector")
+                         ["RollingUpdate", "OnDelete"])
+    errors += _selector_unchanged(spec, old)
     return errors
 
 
@@ -333,7 +333,7 @@ RULES = GroupRules(
                                  "numberUnavailable", "collisionCount", conditions=CONDITIONS),
         ),
         "ControllerRevision": fields(*TOP, "data", "revision",
-                                            metadata=OBJECT_META),
+                                     metadata=OBJECT_META),
         "ReplicaSet": fields(
             *TOP, metadata=OBJECT_META,
             spec=fields("replicas", "minReadySeconds", selector=LABEL_SELECTOR,

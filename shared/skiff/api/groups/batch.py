@@ -48,7 +48,7 @@ def _default_job(obj: Obj) -> None:
     set_if_none(spec, "parallelism", 1)
     # With a per-index limit the Job-wide one is unbounded unless set (as Kubernetes).
     set_if_none(spec, "backoffLimit",
-                 2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
+                2147483647 if spec.get("backoffLimitPerIndex") is not None else 6)
     set_if_none(spec, "completionMode", "NonIndexed")
     set_if_none(spec, "suspend", False)
     set_if_none(spec, "podReplacementPolicy",
@@ -104,9 +104,9 @@ def _validate_job(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     for key in ("parallelism", "completions", "backoffLimit", "ttlSecondsAfterFinished"):
         errors += int_field(spec, key, f"spec.{key}", minimum=0)
     errors += int_field(spec, "activeDeadlineSeconds", "spec.activeDeadlineSeconds",
-                              minimum=1)
+                        minimum=1)
     errors += enum_field(spec, "completionMode", "spec.completionMode",
-                               ["NonIndexed", "Indexed"])
+                         ["NonIndexed", "Indexed"])
     if spec.get("completionMode") == "Indexed" and spec.get("completions") is None:
         errors.append(required("spec.completions"))
     selector = spec.get("selector")
@@ -139,8 +139,8 @@ def _validate_job(obj: ObjView, old: ObjView | None) -> list[FieldError]:
         rule_obj, errs = as_dict(rule, rpath)
         errors += errs
         errors += enum_field(rule_obj, "action", f"{rpath}.action",
-                                   ["Count", "FailIndex", "FailJob", "Ignore"],
-                                   is_required=True)
+                             ["Count", "FailIndex", "FailJob", "Ignore"],
+                             is_required=True)
         if bool(rule_obj.get("onExitCodes")) == bool(rule_obj.get("onPodConditions")):
             errors.append(invalid(rpath, "", "specifying one of onExitCodes and "
                                              "onPodConditions is required"))

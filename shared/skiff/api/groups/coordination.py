@@ -15,7 +15,7 @@ def _validate_lease(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     errors += str_field(spec, "holderIdentity", "spec.holderIdentity")
     errors += int_field(spec, "leaseDurationSeconds", "spec.leaseDurationSeconds", minimum=1,
-                   detail="must be greater than 0")
+                        detail="must be greater than 0")
     errors += int_field(spec, "leaseTransitions", "spec.leaseTransitions", minimum=0)
     for key in ("acquireTime", "renewTime"):
         errors += str_field(spec, key, f"spec.{key}")

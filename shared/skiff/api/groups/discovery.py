@@ -14,7 +14,7 @@ from skiff.api.types import Obj, ObjView
 
 def _validate_endpoint_slice(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     errors = enum_field(obj, "addressType", "addressType", ["IPv4", "IPv6", "FQDN"],
-                              is_required=True)
+                        is_required=True)
     endpoints, errs = as_list(obj.get("endpoints"), "endpoints")
     errors += errs
     for i, endpoint in enumerate(endpoints):

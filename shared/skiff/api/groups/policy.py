@@ -26,7 +26,7 @@ def _validate_pdb(obj: ObjView, old: ObjView | None) -> list[FieldError]:
         errors += int_or_percent(max_unavailable, "spec.maxUnavailable")
     errors += validate_label_selector(spec.get("selector"), "spec.selector")
     errors += enum_field(spec, "unhealthyPodEvictionPolicy", "spec.unhealthyPodEvictionPolicy",
-                    ["IfHealthyBudget", "AlwaysAllow"])
+                         ["IfHealthyBudget", "AlwaysAllow"])
     return errors
 
 

@@ -49,7 +49,7 @@ def _validate_priority_class(obj: ObjView, old: ObjView | None) -> list[FieldErr
         errors.append(invalid("globalDefault", global_default, "must be a boolean"))
     errors += str_field(obj, "description", "description")
     errors += enum_field(obj, "preemptionPolicy", "preemptionPolicy",
-                    ["PreemptLowerPriority", "Never"])
+                         ["PreemptLowerPriority", "Never"])
     if isinstance(name, str) and name.startswith("system-"):
         problem = None
         if name not in SYSTEM_PRIORITY_CLASSES:

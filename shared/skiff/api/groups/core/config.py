@@ -95,8 +95,8 @@ RULES = GroupRules(
     },
     schemas={
         "ConfigMap": fields(*TOP, "data", "binaryData", "immutable",
-                                   metadata=OBJECT_META),
+                            metadata=OBJECT_META),
         "Secret": fields(*TOP, "data", "stringData", "type", "immutable",
-                                metadata=OBJECT_META),
+                         metadata=OBJECT_META),
     },
 )

@@ -168,7 +168,7 @@ def _validate_pod(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     status, errs = as_dict(obj.get("status"), "status")
     errors += errs
     errors += enum_field(status, "phase", "status.phase",
-                    ["Pending", "Running", "Succeeded", "Failed", "Unknown"])
+                         ["Pending", "Running", "Succeeded", "Failed", "Unknown"])
     if old is not None:
         errors += _validate_pod_update(obj, old)
     return errors

@@ -91,16 +91,16 @@ def validate_pod_spec(spec_value: Any, path: str) -> list[FieldError]:
     names: set[str] = set()
     for i, container in enumerate(init_containers):
         errors += validate_container(container, f"{path}.initContainers[{i}]", names,
-                                      volume_names, pod_grace, init=True)
+                                     volume_names, pod_grace, init=True)
     for i, container in enumerate(containers):
         errors += validate_container(container, f"{path}.containers[{i}]", names,
-                                      volume_names, pod_grace, init=False)
+                                     volume_names, pod_grace, init=False)
 
     errors += enum_field(spec, "restartPolicy", f"{path}.restartPolicy", RESTART_POLICIES)
     errors += enum_field(spec, "dnsPolicy", f"{path}.dnsPolicy", DNS_POLICIES)
     errors += _dns_config(spec, f"{path}.dnsConfig")
     errors += int_field(spec, "activeDeadlineSeconds", f"{path}.activeDeadlineSeconds", minimum=1,
-                   detail="must be between 1 and 2147483647, inclusive")
+                        detail="must be between 1 and 2147483647, inclusive")
     errors += validate_labels(spec.get("nodeSelector"), f"{path}.nodeSelector")
     for key, check in (("nodeName", dns1123_subdomain_problems),
                        ("serviceAccountName", dns1123_subdomain_problems),
@@ -203,7 +203,7 @@ def _dns_config(spec: ObjView, path: str) -> list[FieldError]:
 
 
 def validate_container(value: Any, path: str, names: set[str], volume_names: set[str],
-                        pod_grace: int | None, *, init: bool) -> list[FieldError]:
+                       pod_grace: int | None, *, init: bool) -> list[FieldError]:
     container, errors = as_dict(value, path)
     if errors:
         return errors
@@ -225,7 +225,7 @@ def validate_container(value: Any, path: str, names: set[str], volume_names: set
     errors += str_field(container, "workingDir", f"{path}.workingDir")
     errors += enum_field(container, "imagePullPolicy", f"{path}.imagePullPolicy", PULL_POLICIES)
     errors += enum_field(container, "terminationMessagePolicy", f"{path}.terminationMessagePolicy",
-                    TERMINATION_MESSAGE_POLICIES)
+                         TERMINATION_MESSAGE_POLICIES)
     errors += _validate_ports(container.get("ports"), f"{path}.ports")
     errors += _validate_env(container.get("env"), f"{path}.env")
     errors += _validate_resources(container.get("resources"), f"{path}.resources")
@@ -421,7 +421,7 @@ def _validate_probe(value: Any, path: str, which: str) -> list[FieldError]:
                                   "must not be set for readinessProbes"))
         else:
             errors += int_field(probe, "terminationGracePeriodSeconds", tpath, minimum=1,
-                           maximum=MAX_GRACE_SECONDS, detail="must be greater than 0")
+                                maximum=MAX_GRACE_SECONDS, detail="must be greater than 0")
     return errors
 
 
@@ -471,7 +471,7 @@ def _validate_spread(value: Any, path: str) -> list[FieldError]:
             errors.append(required(f"{cpath}.maxSkew"))
         else:
             errors += int_field(constraint, "maxSkew", f"{cpath}.maxSkew", minimum=1,
-                           detail="must be greater than zero")
+                                detail="must be greater than zero")
         key = constraint.get("topologyKey")
         if not key:
             errors.append(required(f"{cpath}.topologyKey", "can not be empty"))
@@ -479,7 +479,7 @@ def _validate_spread(value: Any, path: str) -> list[FieldError]:
             errors += validate_label_key(key, f"{cpath}.topologyKey")
         when = constraint.get("whenUnsatisfiable")
         errors += enum_field(constraint, "whenUnsatisfiable", f"{cpath}.whenUnsatisfiable",
-                        WHEN_UNSATISFIABLE, is_required=True)
+                             WHEN_UNSATISFIABLE, is_required=True)
         if isinstance(key, str) and isinstance(when, str):
             if (key, when) in seen:
                 errors.append(duplicate(f"{cpath}.{{topologyKey, whenUnsatisfiable}}",
@@ -487,7 +487,7 @@ def _validate_spread(value: Any, path: str) -> list[FieldError]:
             seen.add((key, when))
         if constraint.get("minDomains") is not None:
             errors += int_field(constraint, "minDomains", f"{cpath}.minDomains", minimum=1,
-                           detail="must be greater than 0")
+                                detail="must be greater than 0")
             if when != "DoNotSchedule":
                 errors.append(invalid(f"{cpath}.minDomains", constraint["minDomains"],
                                       "can only use minDomains if whenUnsatisfiable="
@@ -495,9 +495,9 @@ def _validate_spread(value: Any, path: str) -> list[FieldError]:
         errors += validate_label_selector(constraint.get("labelSelector"),
                                           f"{cpath}.labelSelector")
         errors += enum_field(constraint, "nodeAffinityPolicy", f"{cpath}.nodeAffinityPolicy",
-                        NODE_INCLUSION_POLICIES)
+                             NODE_INCLUSION_POLICIES)
         errors += enum_field(constraint, "nodeTaintsPolicy", f"{cpath}.nodeTaintsPolicy",
-                        NODE_INCLUSION_POLICIES)
+                             NODE_INCLUSION_POLICIES)
         label_keys, errs = as_list(constraint.get("matchLabelKeys"), f"{cpath}.matchLabelKeys")
         errors += errs
         for j, label_key in enumerate(label_keys):

@@ -167,7 +167,7 @@ POD_TEMPLATE = fields(metadata=OBJECT_META, spec=POD_SPEC)
 
 
 def validate_workload_template(spec: ObjView, *, kind: str = "ReplicaSet"
-                                ) -> list[FieldError]:
+                               ) -> list[FieldError]:
     """Selector and pod template shared by ReplicaSet, StatefulSet and (with its label map
     for a selector) ReplicationController."""
     errors = int_field(spec, "replicas", "spec.replicas", minimum=0)
@@ -195,7 +195,7 @@ def validate_workload_template(spec: ObjView, *, kind: str = "ReplicaSet"
         errors.append(required("spec.template"))
         return errors
     errors += validate_metadata(template, "Pod", "spec.template.metadata", namespaced=True,
-                                 name_check=dns1123_subdomain_problems, top_level=False)
+                                name_check=dns1123_subdomain_problems, top_level=False)
     labels = (template.get("metadata") or {}).get("labels")
     if not selector_errors:
         parsed = LabelSelector.from_dict(selector, path="spec.selector")

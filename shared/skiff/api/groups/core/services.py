@@ -46,9 +46,9 @@ def _default_endpoints(obj: Obj) -> None:
 def _validate_service(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     errors += enum_field(spec, "type", "spec.type",
-                               ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"])
+                         ["ClusterIP", "NodePort", "LoadBalancer", "ExternalName"])
     errors += enum_field(spec, "sessionAffinity", "spec.sessionAffinity",
-                               ["None", "ClientIP"])
+                         ["None", "ClientIP"])
     ports, errs = as_list(spec.get("ports"), "spec.ports")
     errors += errs
     if not ports and spec.get("type") != "ExternalName" and spec.get("clusterIP") != "None":
@@ -71,9 +71,9 @@ def _validate_service(obj: ObjView, old: ObjView | None) -> list[FieldError]:
             errors += port_field(port_obj["port"], f"{ppath}.port", allow_name=False)
         if port_obj.get("targetPort") is not None:
             errors += port_field(port_obj["targetPort"], f"{ppath}.targetPort",
-                                       allow_name=True)
+                                 allow_name=True)
         errors += enum_field(port_obj, "protocol", f"{ppath}.protocol",
-                                   ["TCP", "UDP", "SCTP"])
+                             ["TCP", "UDP", "SCTP"])
     errors += _validate_node_ports(spec, ports)
     errors += validate_labels(spec.get("selector"), "spec.selector")
     return errors
@@ -127,7 +127,7 @@ def _validate_endpoints(obj: ObjView, old: ObjView | None) -> list[FieldError]:
                 errors.append(required(f"{path}.port"))
             errors += int_field(port, "port", f"{path}.port", minimum=1, maximum=65535)
             errors += enum_field(port, "protocol", f"{path}.protocol",
-                                       ["TCP", "UDP", "SCTP"], is_required=True)
+                                 ["TCP", "UDP", "SCTP"], is_required=True)
             if len(ports) > 1 and not port.get("name"):
                 errors.append(required(f"{path}.name"))
     return errors
