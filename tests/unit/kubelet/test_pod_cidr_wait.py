@@ -7,25 +7,20 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from skiff.client.fake import FakeClient
 from skiff.kubelet.sandbox import SandboxError, SandboxManager
 from skiff.kubelet.sandbox.network import PodNetwork
 
 POD = {"metadata": {"uid": "u-1", "name": "p", "namespace": "default"}, "spec": {}}
 
 
-class _Nodes:
-    """The apiserver's answer for the Node: no podCIDR yet."""
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> Any:
-        return {"metadata": {"name": name}, "spec": {}}
-
-
 def _manager(tmp_path: Path, wait: float) -> SandboxManager:
-    return SandboxManager(api=_Nodes(), node_name="node-1",  # type: ignore[arg-type]
+    node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+            "spec": {}}  # no podCIDR yet
+    return SandboxManager(api=FakeClient(node), node_name="node-1",
                           network=PodNetwork(namespace="unused", ipam_dir=tmp_path),
                           pod_cidr_wait=wait)
 
