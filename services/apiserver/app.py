@@ -31,21 +31,29 @@ from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.auth.rbac import ApiAuthorizer
 from skiff.apiserver.auth.reconcile import reconcile_bootstrap_policy
 from skiff.apiserver.auth.satoken import DEFAULT_ISSUER, BoundObjects, TokenAuthority
-from skiff.apiserver.clusterip import DEFAULT_SERVICE_CIDR, ServiceIPRepair, ServiceIPs
-from skiff.apiserver.guard import RequestGuard, TlsFiles
-from skiff.apiserver.healthz import HealthChecks
-from skiff.apiserver.http import HttpServer
-from skiff.apiserver.kubeapi import KubeApi
+from skiff.apiserver.endpoints.grpcservice import NOT_SERVING, SERVING, ApiService, build_server
+from skiff.apiserver.endpoints.guard import RequestGuard, TlsFiles
+from skiff.apiserver.endpoints.healthz import HealthChecks
+from skiff.apiserver.endpoints.http import HttpServer
+from skiff.apiserver.endpoints.kubeapi import KubeApi
+from skiff.apiserver.endpoints.metricsapi import MetricsApi
+from skiff.apiserver.endpoints.streaming.proxy import PodStreams
 from skiff.apiserver.kubernetesservice import KubernetesService
-from skiff.apiserver.metricsapi import MetricsApi
-from skiff.apiserver.nodeports import DEFAULT_NODE_PORT_RANGE, NodePortRepair, NodePorts
-from skiff.apiserver.registry import Registry, RegistryConfig
-from skiff.apiserver.server import NOT_SERVING, SERVING, ApiService, build_server
+from skiff.apiserver.registry.service.clusterip import (
+    DEFAULT_SERVICE_CIDR,
+    ServiceIPRepair,
+    ServiceIPs,
+)
+from skiff.apiserver.registry.service.nodeports import (
+    DEFAULT_NODE_PORT_RANGE,
+    NodePortRepair,
+    NodePorts,
+)
+from skiff.apiserver.registry.store import Registry, RegistryConfig
 from skiff.apiserver.storage.compaction import Compactor
 from skiff.apiserver.storage.etcd import EtcdStorage
 from skiff.apiserver.storage.values import NO_SPACE
 from skiff.apiserver.storage.watchcache import WatchCache
-from skiff.apiserver.streaming import PodStreams
 from skiff.apiserver.supervise import supervised
 from skiff.certtoken import MAX_LIFETIME_SECONDS
 from skiff.client.credentials import Credentials

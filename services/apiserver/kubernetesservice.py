@@ -23,7 +23,7 @@ from typing import Any
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.serviceips import dns_service_ip, kubernetes_service_ip
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.registry.store import Registry
 
 __all__ = ["ENDPOINT_PREFIX", "KubernetesService"]
 

@@ -12,7 +12,7 @@ from skiff.api.types import Obj
 from skiff.auth import READ_VERBS, Attributes, AuthorizationResult, Decision, node_identity
 
 if TYPE_CHECKING:
-    from skiff.apiserver.registry import Registry
+    from skiff.apiserver.registry.store import Registry
 
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"

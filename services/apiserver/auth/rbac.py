@@ -25,7 +25,7 @@ from skiff.auth import (
 )
 
 if TYPE_CHECKING:
-    from skiff.apiserver.registry import Registry
+    from skiff.apiserver.registry.store import Registry
 
 
 class RbacAuthorizer:

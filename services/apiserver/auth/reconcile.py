@@ -18,7 +18,7 @@ from skiff.apiserver.auth.bootstrappolicy import (
 )
 
 if TYPE_CHECKING:
-    from skiff.apiserver.registry import Registry
+    from skiff.apiserver.registry.store import Registry
 
 
 log = logging.getLogger(__name__)

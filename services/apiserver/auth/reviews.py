@@ -33,7 +33,7 @@ from skiff.apiserver.auth.satoken import GetObject, TokenAuthority
 from skiff.auth import Attributes, AuthorizationResult, Authorizer, Decision, UserInfo
 
 if TYPE_CHECKING:
-    from skiff.apiserver.registry import Registry
+    from skiff.apiserver.registry.store import Registry
 
 Obj = dict[str, Any]
 

@@ -11,7 +11,7 @@ import pytest
 from skiff.api import ApiError, FieldSelector, Reason
 from skiff.api.fieldlabels import field_labels
 from skiff.api.types import Obj
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.storage.values import KeyValue
 
 POD: Obj = {"metadata": {"name": "web-1", "namespace": "team", "labels": {"app": "web"}},

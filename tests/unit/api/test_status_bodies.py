@@ -8,7 +8,7 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import required
-from skiff.apiserver.http import encode_json
+from skiff.apiserver.endpoints.http import encode_json
 
 HEAD = '{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",'
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from skiff.apiserver.apimetrics import ApiMetrics, request_labels
-from skiff.apiserver.http import Request, Response
+from skiff.apiserver.endpoints.apimetrics import ApiMetrics, request_labels
+from skiff.apiserver.endpoints.http import Request, Response
 
 
 def req(method: str, path: str, query: dict[str, str] | None = None,

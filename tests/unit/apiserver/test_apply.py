@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError
-from skiff.apiserver.apply import record_update, server_side_apply
+from skiff.apiserver.endpoints.handlers.fieldmanager.apply import record_update, server_side_apply
 
 
 def pod(labels: dict[str, str], image: str = "busybox") -> dict[str, Any]:

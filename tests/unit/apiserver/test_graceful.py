@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from skiff.api.testing import make_pod
-from skiff.apiserver.graceful import (
+from skiff.apiserver.registry.graceful import (
     Action,
     decide,
     finished_finalizing,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from skiff.apiserver.healthz import HealthChecks
+from skiff.apiserver.endpoints.healthz import HealthChecks
 
 
 def test_cp2_readyz_is_a_plain_ok_and_lists_its_checks_when_verbose() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skiff.apiserver.managers import from_metadata, from_user_agent
+from skiff.apiserver.endpoints.handlers.fieldmanager.managers import from_metadata, from_user_agent
 
 
 @pytest.mark.parametrize(("user_agent", "manager"), [

@@ -5,11 +5,12 @@ a list and a watch from a revision."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.registry import Registry, RegistryConfig
+from skiff.apiserver.registry.store import Registry, RegistryConfig
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.memory import MemoryStorage
 from skiff.apiserver.storage.watchcache import WatchCache
@@ -66,8 +67,12 @@ async def test_the_registry_and_watch_cache_run_on_memory() -> None:
         created = await registry.create("configmaps", "default", _cm("a", "1"))
         rv = created.object["metadata"]["resourceVersion"]
         events = registry.watch("configmaps", "default", resource_version=rv)
+        assert isinstance(events, AsyncGenerator)
         await registry.update("configmaps", "default", _cm("a", "2"), name="a")
-        event = await asyncio.wait_for(anext(events), 5)
+        try:
+            event = await asyncio.wait_for(anext(events), 5)
+        finally:
+            await events.aclose()
         assert (event.type, event.object["data"]) == ("MODIFIED", {"k": "2"})
         listed = await registry.list("configmaps", "default")
         assert [item["data"] for item in listed["items"]] == [{"k": "2"}]

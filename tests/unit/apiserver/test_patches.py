@@ -9,7 +9,11 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError
-from skiff.apiserver.patches import apply_json_patch, merge_patch, strategic_merge_patch
+from skiff.apiserver.endpoints.handlers.patch import (
+    apply_json_patch,
+    merge_patch,
+    strategic_merge_patch,
+)
 
 POD: dict[str, Any] = {
     "apiVersion": "v1", "kind": "Pod",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver.protobuf import decode
+from skiff.apiserver.endpoints.protobuf import decode
 
 
 def _varint(value: int) -> bytes:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from skiff.apiserver.queryparams import query_bool
+from skiff.apiserver.endpoints.handlers.queryparams import query_bool
 
 
 @pytest.mark.parametrize(("query", "expected"), [

@@ -1,5 +1,5 @@
 """SPEC AU5: the scope a request reaches, as both the guard and the registry compute it
-(skiff.apiserver.scope) — a table of request namespaces and what they address."""
+(skiff.apiserver.registry.scope) — a table of request namespaces and what they address."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason, lookup
-from skiff.apiserver.scope import (
+from skiff.apiserver.registry.scope import (
     authorized_namespace,
     past_revision,
     request_namespace,

@@ -8,7 +8,7 @@ import zlib
 
 import pytest
 
-from skiff.apiserver import spdy
+from skiff.apiserver.endpoints.streaming import spdy
 
 
 def test_sb4_syn_streams_decode_across_one_compression_context_per_direction() -> None:

@@ -265,25 +265,6 @@ def reject_binary(obj: Any, where: str = "object") -> None:
             pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
 
 
-def token_request(body: Any) -> Obj:
-    """A TokenRequest body whose `spec` and `spec.boundObjectRef` are maps and whose
-    `spec.audiences` is a list (the fields the TokenRequest code reads first)."""
-    if not isinstance(body, dict):
-        raise wrong_type("TokenRequest", "TokenRequest", body, "v1.TokenRequest")
-    spec = body.get("spec")
-    if spec is not None and not isinstance(spec, dict):
-        raise wrong_type("TokenRequest", "TokenRequest.spec", spec, "v1.TokenRequestSpec")
-    ref = (spec or {}).get("boundObjectRef")
-    if ref is not None and not isinstance(ref, dict):
-        raise wrong_type("TokenRequest", "TokenRequestSpec.spec.boundObjectRef", ref,
-                         "v1.BoundObjectReference")
-    audiences = (spec or {}).get("audiences")
-    if audiences is not None and not isinstance(audiences, list):
-        raise wrong_type("TokenRequest", "TokenRequestSpec.spec.audiences", audiences,
-                         "[]string")
-    return body
-
-
 _META_STRINGS = ("name", "generateName", "namespace", "resourceVersion", "uid")
 
 

@@ -30,8 +30,8 @@ from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
-from skiff.apiserver import holds
-from skiff.apiserver.holds import HoldRepair
+from skiff.apiserver.registry.service import holds
+from skiff.apiserver.registry.service.holds import HoldRepair
 from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["DEFAULT_SERVICE_CIDR", "SERVICE_IP_PREFIX", "ServiceIPRepair", "ServiceIPs",

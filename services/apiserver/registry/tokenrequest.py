@@ -26,7 +26,7 @@ from skiff.apiserver.auth.satoken import (
     WARN_ONLY_BOUND_TOKEN_EXPIRATION_SECONDS,
     TokenAuthority,
 )
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.registry.store import Registry
 from skiff.auth import node_identity
 
 Obj = dict[str, Any]
@@ -46,15 +46,25 @@ def _decode_error(field: str, value: Any, go_type: str) -> ApiError:
 
 
 def _request_fields(request: Any) -> tuple[Obj, Obj]:
-    """(metadata, spec) of the body, each a map, or 400."""
+    """(metadata, spec) of the body, each a map, or 400; so are `spec.boundObjectRef` (a
+    map) and `spec.audiences` (a list), the fields read first, checked before anything
+    else is (the body's one set of type checks, for both fronts)."""
     if not isinstance(request, dict):
         raise _decode_error("TokenRequest", request, "v1.TokenRequest")
     meta = request.get("metadata") or {}
     if not isinstance(meta, dict):
         raise _decode_error("TokenRequest.metadata", meta, "v1.ObjectMeta")
-    spec = request.get("spec") or {}
-    if not isinstance(spec, dict):
+    spec = request.get("spec")
+    if spec is not None and not isinstance(spec, dict):
         raise _decode_error("TokenRequest.spec", spec, "v1.TokenRequestSpec")
+    spec = spec or {}
+    ref = spec.get("boundObjectRef")
+    if ref is not None and not isinstance(ref, dict):
+        raise _decode_error("TokenRequestSpec.spec.boundObjectRef", ref,
+                            "v1.BoundObjectReference")
+    audiences = spec.get("audiences")
+    if audiences is not None and not isinstance(audiences, list):
+        raise _decode_error("TokenRequestSpec.spec.audiences", audiences, "[]string")
     return meta, spec
 
 

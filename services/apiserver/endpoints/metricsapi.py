@@ -13,8 +13,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason
-from skiff.apiserver.http import Request, Response
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.endpoints.http import Request, Response
+from skiff.apiserver.registry.store import Registry
 from skiff.client.credentials import Credentials
 from skiff.client.logs import kubelet_endpoint
 from skiff.client.metrics import fetch_resource_metrics

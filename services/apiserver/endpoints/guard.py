@@ -27,8 +27,8 @@ from skiff.apiserver.auth.authenticator import Authenticator
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.impersonation import impersonate
 from skiff.apiserver.auth.rbac import ApiAuthorizer
-from skiff.apiserver.queryparams import query_bool
-from skiff.apiserver.scope import (
+from skiff.apiserver.endpoints.handlers.queryparams import query_bool
+from skiff.apiserver.registry.scope import (
     COLLECTION_VERBS,
     authorized_namespace,
     past_revision,

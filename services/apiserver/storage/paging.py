@@ -1,4 +1,4 @@
-"""List pagination as Kubernetes does it (`limit` / `continue`).
+"""List pagination's continue tokens, as Kubernetes' storage encodes them (`continue`).
 
 A continue token names the revision the first page was read at and the key the next page
 starts from, so every page of one list is a consistent snapshot. When etcd has compacted
@@ -11,12 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api.errors import ApiError
-from skiff.apiserver import decoding
 
 _VERSION = "meta.k8s.io/v1"
 
@@ -53,9 +50,3 @@ def expired(revision: int) -> ApiError:
     return ApiError.gone(
         "The provided continue parameter is too old to display a consistent list result. "
         "You can start a new list without the continue parameter.")
-
-
-def list_options(query: Mapping[str, str]) -> dict[str, Any]:
-    """`limit` and `continue` from an HTTP list's query string, as registry.list takes them."""
-    limit = decoding.go_int("limit", query.get("limit", "") or "0")
-    return {"limit": max(limit, 0), "continue_token": query.get("continue", "")}

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import Any
 
-from skiff.apiserver.apply import default_manager
+from skiff.apiserver.endpoints.handlers.fieldmanager.apply import default_manager
 
 # Skiff's component user agents -> the manager names of Kubernetes' components.
 KUBERNETES_NAMES = {"skiff-kubelet": "kubelet", "skiff-scheduler": "kube-scheduler",

@@ -29,7 +29,7 @@ import grpc
 from aiohttp import WSMsgType, web
 
 from skiff.api import ApiError
-from skiff.apiserver import spdy
+from skiff.apiserver.endpoints.streaming import spdy
 from skiff.client.credentials import Credentials
 from skiff.client.kubelet import kubelet_channel
 from skiff.client.streaming import portforward_call

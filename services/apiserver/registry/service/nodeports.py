@@ -33,8 +33,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason, invalid
-from skiff.apiserver import holds
-from skiff.apiserver.holds import HoldRepair
+from skiff.apiserver.registry.service import holds
+from skiff.apiserver.registry.service.holds import HoldRepair
 from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["DEFAULT_NODE_PORT_RANGE", "NODE_PORT_PREFIX", "NodePortRepair", "NodePorts",

@@ -10,7 +10,7 @@ fails (HTTP 500), `?exclude=name` to skip one, `/readyz/<name>` for one alone.
 
 from __future__ import annotations
 
-from skiff.apiserver.http import Response
+from skiff.apiserver.endpoints.http import Response
 
 # check name -> the endpoints that run it (Kubernetes' names; etcd-readiness and shutdown
 # are readiness only: a live process that cannot reach etcd is not restarted for it).

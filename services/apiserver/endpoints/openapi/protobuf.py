@@ -4,7 +4,7 @@ the encoding kubectl asks for first (SPEC AX5).
 kubectl 1.32 reads the v2 document for `kubectl explain --output=plaintext-openapiv2` and,
 when a kind's v3 document gives no strategic-merge metadata, for client-side apply/diff
 patches. The body is gnostic's `openapi.v2.Document` message. As for the request bodies in
-`skiff.apiserver.protobuf`, no maintained package ships its Python bindings, so Skiff lists the
+`endpoints.protobuf`, no maintained package ships its Python bindings, so Skiff lists the
 field names and numbers of gnostic's public `OpenAPIv2.proto` in a table below (only the
 messages and fields a Kubernetes document uses), builds descriptors from it, and fills the
 messages from the JSON document (`openapi.v2_document`) with the maintained `protobuf`

@@ -4,7 +4,7 @@ strategic merge patch.
 - JSON patch (RFC 6902, `application/json-patch+json`) is the `jsonpatch` library's.
 - Merge patch (RFC 7386) replaces lists and merges maps.
 - Strategic merge patch reads each list's `x-kubernetes-patch-strategy` and
-  `x-kubernetes-patch-merge-key` from Kubernetes' schema (`skiff.apiserver.openapi`):
+  `x-kubernetes-patch-merge-key` from Kubernetes' schema (`endpoints.openapi.schemas`):
   containers merge by `name`, finalizers merge as a set, tolerations (atomic) are replaced.
   It honours the directives kubectl sends: `$patch: delete|replace|merge` on maps and list
   items, `$setElementOrder/<list>`, `$deleteFromPrimitiveList/<list>` and `$retainKeys`.
@@ -19,7 +19,7 @@ from typing import Any
 import jsonpatch
 
 from skiff.api import ApiError, Reason
-from skiff.apiserver import openapi
+from skiff.apiserver.endpoints.openapi import schemas as openapi
 
 Obj = dict[str, Any]
 

@@ -14,10 +14,10 @@ from typing import Any, TypeVar
 
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
-from skiff.apiserver import decoding
-from skiff.apiserver.registry import Registry
+from skiff.apiserver.endpoints.handlers import decoding
+from skiff.apiserver.endpoints.handlers.versions import VersionView
+from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.storage.watchcache import WatchEvent
-from skiff.apiserver.versions import VersionView
 
 T = TypeVar("T")
 Obj = dict[str, Any]

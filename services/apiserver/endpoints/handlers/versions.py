@@ -21,7 +21,7 @@ from skiff.api.groups import autoscaling
 from skiff.api.groups import events as eventsv1
 from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
-from skiff.apiserver.registry import Registry, Result
+from skiff.apiserver.registry.store import Registry, Result
 from skiff.apiserver.storage.watchcache import WatchEvent
 
 Obj = dict[str, Any]

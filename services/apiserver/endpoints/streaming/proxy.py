@@ -23,10 +23,14 @@ from aiohttp import WSMsgType, web
 
 from skiff.api import ApiError, Reason
 from skiff.apiserver.auth.context import current_user
-from skiff.apiserver.guard import RequestGuard
-from skiff.apiserver.http import impersonation_headers, peer_certificate
-from skiff.apiserver.portforward import SPDY_TUNNEL, forward_over_websocket, parse_ports
-from skiff.apiserver.queryparams import query_bool
+from skiff.apiserver.endpoints.guard import RequestGuard
+from skiff.apiserver.endpoints.handlers.queryparams import query_bool
+from skiff.apiserver.endpoints.http import impersonation_headers, peer_certificate
+from skiff.apiserver.endpoints.streaming.portforward import (
+    SPDY_TUNNEL,
+    forward_over_websocket,
+    parse_ports,
+)
 from skiff.auth import Attributes
 from skiff.client.credentials import Credentials
 from skiff.client.kubelet import kubelet_channel
@@ -154,7 +158,7 @@ class PodStreams:
 
     async def _portforward(self, raw: web.Request, namespace: str,
                            name: str) -> web.StreamResponse:
-        """SB4: pods/portforward (see skiff.apiserver.portforward)."""
+        """SB4: pods/portforward (see skiff.apiserver.endpoints.streaming.portforward)."""
         pod = await self.registry.get("pods", namespace, name)
         if pod.get("status", {}).get("phase") != "Running":
             raise ApiError.bad_request("unable to forward port because pod is not running. "

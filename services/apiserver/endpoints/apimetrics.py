@@ -34,8 +34,8 @@ from prometheus_client.gc_collector import GCCollector
 from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 
-from skiff.apiserver.http import Request, Response
-from skiff.apiserver.queryparams import query_bool
+from skiff.apiserver.endpoints.handlers.queryparams import query_bool
+from skiff.apiserver.endpoints.http import Request, Response
 
 __all__ = ["ApiMetrics", "CONTENT_TYPE", "request_labels"]
 

@@ -41,8 +41,6 @@ from skiff.api.validation import (
     revision_problem,
     validate_ephemeral_containers_update,
 )
-from skiff.apiserver import apply as field_managers
-from skiff.apiserver import clusterip, graceful, nodeports, paging
 from skiff.apiserver.admission.chain import Sources, default_chain
 from skiff.apiserver.admission.interface import Attributes, Operation
 from skiff.apiserver.admission.podsecurity import PodSecurityAdmission
@@ -50,7 +48,11 @@ from skiff.apiserver.admission.priority import builtin_priority_classes
 from skiff.apiserver.admission.resourcequota import QuotaAdmission
 from skiff.apiserver.admission.tolerations import AdmissionConfig
 from skiff.apiserver.auth.escalation import EscalationCheck
-from skiff.apiserver.scope import request_namespace
+from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
+from skiff.apiserver.registry import graceful
+from skiff.apiserver.registry.scope import request_namespace
+from skiff.apiserver.registry.service import clusterip, nodeports
+from skiff.apiserver.storage import paging
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.apiserver.storage.values import LIST_PAGE, KeyValue, LeaderFenced

@@ -19,14 +19,16 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS, lookup
-from skiff.apiserver import collection, decoding, managers, openapi
 from skiff.apiserver.auth.satoken import TokenAuthority
-from skiff.apiserver.guard import RequestGuard, TlsFiles
-from skiff.apiserver.metricsapi import MetricsApi
-from skiff.apiserver.registry import Registry
-from skiff.apiserver.scope import request_namespace
+from skiff.apiserver.endpoints.guard import RequestGuard, TlsFiles
+from skiff.apiserver.endpoints.handlers import collection, decoding
+from skiff.apiserver.endpoints.handlers.fieldmanager import managers
+from skiff.apiserver.endpoints.metricsapi import MetricsApi
+from skiff.apiserver.endpoints.openapi import schemas as openapi
+from skiff.apiserver.registry.scope import request_namespace
+from skiff.apiserver.registry.store import Registry
+from skiff.apiserver.registry.tokenrequest import create_token
 from skiff.apiserver.storage.fencing import leader_epoch
-from skiff.apiserver.tokenrequest import create_token
 from skiff.rpc import (
     MAX_MESSAGE_BYTES,
     MAX_OBJECT_BYTES,
@@ -172,7 +174,7 @@ class ApiService:
         assert namespace is not None  # serviceaccounts are namespaced
         token = await create_token(self.registry, self.tokens, namespace,
                                    _str(req, "name"),
-                                   decoding.token_request(req.get("object") or {}))
+                                   req.get("object") or {})
         return {"object": token}
 
     async def PodMetrics(self, req: Obj) -> Obj:

@@ -27,7 +27,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError
-from skiff.apiserver import openapi
+from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.clock import rfc3339
 
 Obj = dict[str, Any]
