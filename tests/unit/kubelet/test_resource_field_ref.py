@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from skiff.client.fake import FakeClient
 from skiff.kubelet.configsources import ConfigError, resolve_env
 from skiff.kubelet.poddir import PodDir, container_env, write_downward_api
 from skiff.kubelet.projected import write_projected_volumes
@@ -86,7 +87,7 @@ def test_env_bad_resource_field_ref_is_a_config_error_with_a_message(
     container = {**pod["spec"]["containers"][0],
                  "env": [{"name": "OUT", "valueFrom": {"resourceFieldRef": ref}}]}
     with pytest.raises(ConfigError, match=message):
-        asyncio.run(resolve_env(None, pod, container))  # type: ignore[arg-type]
+        asyncio.run(resolve_env(FakeClient(), pod, container))
     # and the env itself never raises: the variable is empty
     assert container_env(pod, container, node_name="n1", base={})["OUT"] == ""
 
@@ -117,7 +118,7 @@ def test_sb3_projected_downward_api_source_writes_labels_and_resource_field_refs
             {"path": "app", "fieldRef": {"fieldPath": "metadata.labels['app']"}},
             {"path": "cpu_limit", "mode": 0o600, "resourceFieldRef": {
                 "containerName": "main", "resource": "limits.cpu", "divisor": "1m"}}]}}]}}]
-    asyncio.run(write_projected_volumes(pod, tmp_path, None))  # type: ignore[arg-type]
+    asyncio.run(write_projected_volumes(pod, tmp_path, FakeClient()))
     assert (tmp_path / "all" / "labels").read_text() == 'app="web"\ntier="x"'
     assert (tmp_path / "all" / "app").read_text() == "web"
     assert (tmp_path / "all" / "cpu_limit").read_text() == "500"
