@@ -3,14 +3,12 @@
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client.fake import FakeClient
 from skiff.clock import FakeClock
 from skiff.cluster.netns.cluster import NetnsCluster
 from skiff.cluster.netns.hosts import Host, Network
@@ -19,27 +17,18 @@ from skiff.kubelet.node import NodeAgent
 from skiff.kubelet.settings import parse_settings
 
 
-class FakeNodes:
-    def __init__(self) -> None:
-        self.node: Obj = {"metadata": {"name": "node-1", "resourceVersion": "1"}, "status": {}}
-
-    async def get(self, resource: str, name: str, namespace: str | None = None) -> Obj:
-        return copy.deepcopy(self.node)
-
-    async def update_status(self, obj: Obj) -> Obj:
-        self.node = copy.deepcopy(obj)
-        return copy.deepcopy(obj)
-
-
 async def test_node_ip_flag_is_the_nodes_internal_ip() -> None:
     settings = parse_settings(["--node-name", "node-2", "--node-ip", "10.231.0.102"])
-    api = FakeNodes()
-    agent = NodeAgent(api=cast(ApiClient, api), clock=FakeClock(), node_name="node-2",
+    api = FakeClient({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-2"},
+                      "status": {}})
+    agent = NodeAgent(api=api, clock=FakeClock(), node_name="node-2",
                       labels={}, taints=[], capacity={"cpu": "1"}, health_port=10248,
                       node_ip=settings.node_ip, lease_duration=40, renew_interval=10,
                       status_update_frequency=10, status_report_frequency=300)
-    await agent._write_status(copy.deepcopy(api.node))
-    addresses = {a["type"]: a["address"] for a in api.node["status"]["addresses"]}
+    await agent._write_status(await api.get("nodes", "node-2"))
+    node = api.stored("nodes", "node-2")
+    assert node is not None
+    addresses = {a["type"]: a["address"] for a in node["status"]["addresses"]}
     assert addresses == {"InternalIP": "10.231.0.102", "Hostname": "node-2"}
 
 
