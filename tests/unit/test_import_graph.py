@@ -250,9 +250,15 @@ def cycles(graph: dict[str, dict[str, int]]) -> list[list[str]]:
     return found
 
 
-def describe_cycle(circle: list[str], graph: dict[str, dict[str, int]]) -> str:
+def describe_cycle(circle: list[str], graph: dict[str, dict[str, int]], *,
+                   runtime: dict[str, dict[str, int]] | None = None) -> str:
+    """`a (line 3) → b (line 9) → a`: each module and the line of its import of the next;
+    edges missing from `runtime` (when given) are marked as typing-only."""
     pairs = zip(circle, circle[1:] + circle[:1], strict=True)
-    steps = [f"{a} (line {graph[a][b]})" for a, b in pairs]
+    steps = [f"{a} (line {graph[a][b]}"
+             + (", TYPE_CHECKING" if runtime is not None and b not in runtime.get(a, {})
+                else "") + ")"
+             for a, b in pairs]
     return " → ".join([*steps, circle[0]])
 
 
@@ -392,7 +398,11 @@ def main() -> int:
     print("\ncircles closed only by `if TYPE_CHECKING:` imports (informational):")
     for circle in cycles(typed):
         if circle not in found:
-            print("  " + describe_cycle(circle, typed))
+            print("  " + describe_cycle(circle, typed, runtime=graph))
+    services = service_names()
+    print("\nshared library → a service (informational):\n" + _listing(
+        [imp for imp in imports if service_of(imp.importer, services) is None
+         and service_of(imp.name, services) is not None]))
     return 1 if found or cross_service_imports(imports) or launcher_imports(imports) else 0
 
 
