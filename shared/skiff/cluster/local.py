@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
-from skiff.cgroupfs import remove_recorded
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.kubeconfig import write_kubeconfig
 from skiff.cluster.launch import (
@@ -39,7 +38,6 @@ from skiff.cluster.launch import (
     started_line,
     zone_label,
 )
-from skiff.cluster.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cluster.processes import (
     Process,
     StartError,
@@ -50,10 +48,11 @@ from skiff.cluster.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.cluster.sandboxes import isolation_warning, pod_network_namespace, remove_sandboxes
+from skiff.cluster.sandboxes import isolation_warning, pod_network_namespace
 from skiff.cluster.security import ClusterSecurity, prepare
-from skiff.cluster.state import ClusterState, Component, remove_state, stop_component
+from skiff.cluster.state import ClusterState, Component, stop_component
 from skiff.cluster.supervisor import stop_supervisor
+from skiff.cluster.teardown import end_pods, forget, pod_roots, stop_recorded
 from skiff.cluster.topology import CLUSTER_TOKEN, SINGLE, Topology, rotated
 
 __all__ = ["LocalCluster", "stop_by_state"]
@@ -273,17 +272,13 @@ class LocalCluster:
         """Stop every service, then end the pods' process groups (the kubelets leave them
         running when they stop); returns how many pod groups were ended, as one line."""
         state = ClusterState.load(self.data_dir)
-        roots = kubelet_root_dirs(self.data_dir, [
-            c.argv for c in (state.components if state else self.components)
-            if c.name.startswith("kubelet-")])
+        roots = pod_roots(self.data_dir, state.components if state else self.components)
         for proc in reversed(self.processes):
             proc.stop()
         self._stop_adopted()
-        ended = end_pod_groups(roots)
-        remove_sandboxes(roots, pod_network_namespace(self.data_dir))
-        remove_recorded(roots)  # the pods' cgroups (AU8)
-        remove_state(self.data_dir)
-        return summary(ended)
+        ended = end_pods(roots)
+        forget(self.data_dir, roots, pod_network=pod_network_namespace(self.data_dir))
+        return ended
 
 
 def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
@@ -299,14 +294,8 @@ def stop_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
         stopped += stop_supervisor(state.supervisor_pid, timeout=timeout,
                                    data_dir=data_dir)
         state = ClusterState.load(data_dir) or state  # with the PIDs it started last
-    roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
-                                         if c.name.startswith("kubelet-")])
-    for comp in reversed(state.components):
-        stop_component(comp, timeout=timeout)
-        stopped.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
-    # The kubelets leave their containers running when they stop; the cluster does not.
-    stopped.append(summary(end_pod_groups(roots)))
-    remove_sandboxes(roots, pod_network_namespace(data_dir))
-    remove_recorded(roots)  # the pods' cgroups (AU8), once their processes are gone
-    remove_state(data_dir)
+    roots = pod_roots(data_dir, state.components)
+    stopped += stop_recorded(state.components, timeout=timeout)
+    stopped.append(end_pods(roots))
+    forget(data_dir, roots, pod_network=pod_network_namespace(data_dir))
     return stopped

@@ -37,7 +37,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skiff.cgroupfs import remove_recorded
 from skiff.client.credentials import Credentials
 from skiff.cluster import launch
 from skiff.cluster.config import ClusterConfig
@@ -59,7 +58,6 @@ from skiff.cluster.netns.hosts import (
     destroy,
 )
 from skiff.cluster.netns.partitions import heal, partition
-from skiff.cluster.podgroups import end_pod_groups, kubelet_root_dirs, summary
 from skiff.cluster.processes import (
     EtcdTlsFiles,
     Process,
@@ -69,9 +67,9 @@ from skiff.cluster.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
-from skiff.cluster.sandboxes import remove_sandboxes
 from skiff.cluster.security import ClusterSecurity, prepare
-from skiff.cluster.state import ClusterState, Component, remove_state, stop_component
+from skiff.cluster.state import ClusterState, Component
+from skiff.cluster.teardown import end_pods, forget, pod_roots, stop_recorded
 from skiff.cluster.topology import CLUSTER_TOKEN, SINGLE, Topology, rotated
 
 __all__ = ["NetnsCluster", "destroy_by_state"]
@@ -451,19 +449,15 @@ class NetnsCluster:
             pub.sock.close()
         state = ClusterState.load(self.data_dir)
         components = state.components if state else self.components
-        roots = kubelet_root_dirs(self.data_dir, [c.argv for c in components
-                                                  if c.name.startswith("kubelet-")])
-        for comp in reversed(components):
-            stop_component(comp, timeout=5)
+        roots = pod_roots(self.data_dir, components)
+        stop_recorded(components, timeout=5)
         for proc in reversed(self.processes):
             proc.stop(timeout=5)
-        ended = end_pod_groups(roots)
+        ended = end_pods(roots)
         if self.network is not None:
             destroy(self.network)
-        remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
-        remove_recorded(roots)  # and their cgroups (AU8)
-        remove_state(self.data_dir)
-        return summary(ended)
+        forget(self.data_dir, roots, pod_network="")  # the pods' own namespaces only
+        return ended
 
 
 def _etcd_argv(data_dir: Path, ip: str, *, initial: str, tls: EtcdTlsFiles | None,
@@ -490,16 +484,10 @@ def destroy_by_state(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
     state = ClusterState.load(data_dir)
     if state is None or not state.netns:
         raise NetnsError(f"no netns cluster state in {data_dir}")
-    lines = []
-    roots = kubelet_root_dirs(data_dir, [c.argv for c in state.components
-                                         if c.name.startswith("kubelet-")])
-    for comp in reversed(state.components):
-        stop_component(comp, timeout=timeout)
-        lines.append(f"{comp.name:<22} pid {comp.pid:<8} stopped")
-    lines.append(summary(end_pod_groups(roots)))
+    roots = pod_roots(data_dir, state.components)
+    lines = stop_recorded(state.components, timeout=timeout)
+    lines.append(end_pods(roots))
     for netns in destroy(Network.from_json(state.netns)):
         lines.append(f"{'netns':<22} {netns} deleted")
-    remove_sandboxes(roots, "")  # the pods' namespaces the kubelets named (SB4)
-    remove_recorded(roots)  # and their cgroups (AU8)
-    remove_state(data_dir)
+    forget(data_dir, roots, pod_network="")  # the pods' own namespaces only
     return lines
