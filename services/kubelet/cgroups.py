@@ -40,6 +40,7 @@ from pathlib import Path
 from skiff.api.quantity import bytes_, cpu_millis
 from skiff.api.types import Obj
 from skiff.cgroupfs import record_node_dirs, remove_tree
+from skiff.kubelet.status import qos_class  # the kubelet's own QoS rule
 
 __all__ = ["CgroupError", "CgroupLayout", "CgroupManager", "ContainerCgroup", "Usage",
            "detect_node", "node_cgroup_name",
@@ -434,7 +435,6 @@ class CgroupManager:
     # -- pods and containers ---------------------------------------------------------------
 
     def pod_relative(self, pod: Obj) -> Path:
-        from skiff.kubelet.status import qos_class  # the kubelet's own QoS rule
 
         uid = str((pod.get("metadata") or {}).get("uid", ""))
         qos = qos_class(pod)

@@ -33,6 +33,7 @@ from typing import Any
 from skiff.api.quantity import bytes_, parse_quantity
 from skiff.api.types import ObjView
 from skiff.kubelet.sandbox import linux
+from skiff.kubelet.settings import KubeletSettings
 
 __all__ = ["PRIVATE_DIR_MODE", "PodDir", "container_env", "downward_api_files",
            "expand_references", "field_ref_value", "node_allocatable", "private_dir",
@@ -205,7 +206,6 @@ def expand_references(text: str, env: Mapping[str, str]) -> str:
 def node_allocatable() -> dict[str, str]:
     """This host's cpu and memory as the kubelet reports them by default (no
     `--capacity-*` flags): what a container without a limit may use."""
-    from skiff.kubelet.settings import KubeletSettings  # settings is heavy; only if needed
     settings = KubeletSettings()
     return {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity()}
 
