@@ -5,7 +5,8 @@ counter, and answers as the apiserver does where controllers depend on it: NotFo
 AlreadyExists, Conflict on a stale resourceVersion or a failed delete precondition; update
 keeps the status of kinds with a status subresource and `update_status` changes only the
 status; a delete of an object with finalizers (or of a scheduled pod with a grace period)
-marks it terminating, and it goes once its finalizers are gone; `generateName`; label and
+marks it terminating, and it goes once its finalizers are gone (a pod: once deleted with
+grace 0, as its kubelet does); `generateName`; label and
 field selectors on list and watch; a watch that replays from a resourceVersion, then
 follows. Every call is recorded in `actions` (the verb, what it named, what it sent), and
 a reactor (`prepend_reactor`) can answer a verb instead of the store or fail it, as
@@ -119,6 +120,7 @@ class FakeClient:
 
     def objects(self, resource: str, namespace: str | None = None) -> builtins.list[Obj]:
         """The stored objects of a resource (in one namespace if given), in creation order."""
+        resource = lookup(resource).resource
         return [obj for (res, ns, _), obj in self.store.objects.items()
                 if res == resource and (namespace is None or ns == namespace)]
 
@@ -220,18 +222,22 @@ class FakeClient:
             if given and given != have:
                 raise ApiError.conflict(resource, name, f"Precondition failed: {what} in "
                                         f"precondition: {given}, {what} in object meta: {have}")
-        graceful = (resource == "pods" and current.get("spec", {}).get("nodeName")
-                    and grace_period_seconds != 0)
+        is_pod = lookup(resource).resource == "pods"
+        graceful = bool(is_pod and current.get("spec", {}).get("nodeName")
+                        and grace_period_seconds != 0)
         if not meta.get("finalizers") and not graceful:
             self._remove(self._key_of(current))
             return {"object": copy.deepcopy(current), "deleted": True}
-        if not meta.get("deletionTimestamp"):
-            body = copy.deepcopy(current)
-            body["metadata"]["deletionTimestamp"] = rfc3339(self.clock.now())
+        body = copy.deepcopy(current)
+        body["metadata"].setdefault("deletionTimestamp", rfc3339(self.clock.now()))
+        if is_pod:  # its kubelet deletes it again with grace 0 once its containers stopped
+            grace = 0
             if graceful:
-                grace = grace_period_seconds if grace_period_seconds is not None else \
-                    current["spec"].get("terminationGracePeriodSeconds", 30)
-                body["metadata"]["deletionGracePeriodSeconds"] = grace
+                grace = grace_period_seconds if grace_period_seconds is not None else int(
+                    current["spec"].get("terminationGracePeriodSeconds", 30))
+            body["metadata"]["deletionGracePeriodSeconds"] = min(
+                grace, meta.get("deletionGracePeriodSeconds", grace))
+        if body != current:
             current = self._put(self._key_of(body), body, "MODIFIED")
         return {"object": copy.deepcopy(current), "deleted": False}
 

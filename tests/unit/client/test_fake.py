@@ -103,3 +103,22 @@ async def test_watch_replays_from_a_resource_version_then_follows() -> None:
     await stream.aclose()
     assert [(e.type, e.object["metadata"]["name"]) for e in (first, second)] == [
         ("ADDED", "b"), ("DELETED", "a")]
+
+
+async def test_a_scheduled_pod_terminates_until_deleted_again_with_grace_zero() -> None:
+    api = FakeClient(make_pod("p").namespace("ns").node("node-1").obj())
+    first = await api.delete("pods", "p", "ns")
+    assert first["deleted"] is False
+    assert first["object"]["metadata"]["deletionGracePeriodSeconds"] == 30
+    again = await api.delete("pods", "p", "ns", grace_period_seconds=0)
+    assert again["deleted"] is True and api.stored("pods", "p", "ns") is None
+
+
+async def test_bind_sets_the_node_once() -> None:
+    api = FakeClient(make_pod("p").namespace("ns").obj())
+    await api.bind("ns", "p", "node-1")
+    with pytest.raises(ApiError) as twice:
+        await api.bind("ns", "p", "node-2")
+    assert twice.value.reason == Reason.CONFLICT
+    assert (await api.get("pods", "p", "ns"))["spec"]["nodeName"] == "node-1"
+    assert api.calls("bind", failed=True)[0].name == "p"
