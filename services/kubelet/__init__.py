@@ -7,9 +7,15 @@ Kubernetes does (SPEC LC1–LC8, GT4–GT12, PS1).
 
 What a "container" is in Skiff: `command` + `args` run as a local process in its own
 process group (the image is recorded in the status but never pulled or run), with its
-`env`, the pod directory as default working directory, `emptyDir` volumes as directories
-(see `poddir`), stdout/stderr in log files served to `skiff logs`, and the configured stop
-signal (`lifecycle.stopSignal`, default SIGTERM). The pod IP is the node's 127.0.0.1.
+`env`, volumes as directories of the pod's (see `poddir`), stdout/stderr in log files
+served to `skiff logs`, and the configured stop signal (`lifecycle.stopSignal`, default
+SIGTERM). The runtime (`runtime`, CRI's shape) first makes the pod's sandbox (its network
+namespace, address and hostname, `sandbox`) when it may; otherwise the pod shares the
+node (pod IP 127.0.0.1) and is told so.
+
+A pod's way through: `kubelet` (routing, admission) → `pod_worker` (the per-pod state
+machine) → `pod_sandbox` → `container_config` → `container_lifecycle` → `runtime`;
+`pod_status` writes what happened.
 """
 
 import os

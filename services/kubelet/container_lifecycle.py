@@ -44,7 +44,7 @@ _POST_START_TIMEOUT_SECONDS = 30.0  # hooks have no timeout field; bound a hangi
 class ContainerLifecycle:
     """`pod()`: the pod as its worker knows it now; `changed()`: the status is stale;
     `exited()`: a container exited (its record says how); `save()`: persist the records
-    (GT8); `kill(r, reason)`: stop a container (the pod worker's kill)."""
+    (GT8); `kill(r, reason)`: stop a container (killing.ContainerKiller)."""
 
     def __init__(self, *, env: PodEnvironment, configs: ContainerConfigs,
                  probes: ProbeManager, pod: Callable[[], Obj], event: EventSink,
