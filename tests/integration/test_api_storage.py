@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import aetcd
 import grpc
 import msgpack
@@ -226,8 +228,8 @@ async def test_list_filters_by_label_and_field_selectors(api: ApiClient,
     await api.create(pod("b", namespace, labels={"app": "db"}, node="node-2"))
     await api.create(pod("c", namespace, labels={"app": "web"}))
 
-    def names(result: dict[str, object]) -> list[str]:
-        return sorted(i["metadata"]["name"] for i in result["items"])  # type: ignore[attr-defined]
+    def names(result: dict[str, Any]) -> list[str]:
+        return sorted(i["metadata"]["name"] for i in result["items"])
 
     assert names(await api.list("pods", namespace, label_selector="app=web")) == ["a", "c"]
     assert names(await api.list("pods", namespace, label_selector="app in (db)")) == ["b"]

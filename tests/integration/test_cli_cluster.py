@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,9 +22,9 @@ CONFIG = """kubelet:
 """
 
 
-def _wait(predicate: object, timeout: float = 60.0) -> None:
+def _wait(predicate: Callable[[], object], timeout: float = 60.0) -> None:
     deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
+    while not predicate():
         assert time.monotonic() < deadline, "condition not reached in time"
         time.sleep(0.2)
 

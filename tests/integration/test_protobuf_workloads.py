@@ -10,8 +10,8 @@ import urllib.request
 from pathlib import Path
 
 from tests.integration.cluster import Cluster
+from tests.integration.kubectl import kubectl
 from tests.integration.test_http_front import front as front  # noqa: F401 (the fixture)
-from tests.integration.test_http_front import kubectl
 from tests.unit.apiserver.test_protobuf import envelope, field, pod_template
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"

@@ -37,9 +37,9 @@ async def _namespace(admin: ApiClient) -> str:
     return name
 
 
-async def _forbidden(call: object) -> ApiError:
+async def _forbidden(call: Awaitable[object]) -> ApiError:
     with pytest.raises(ApiError) as err:
-        await call  # type: ignore[misc]
+        await call
     assert err.value.reason == Reason.FORBIDDEN, err.value.message
     return err.value
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from skiff.api import get_condition
+from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.cluster.processes import Process
 from tests.integration.cluster import Cluster
@@ -42,8 +43,8 @@ def tolerating(seconds: int) -> list[dict[str, object]]:
              "tolerationSeconds": seconds} for key in (UNREACHABLE, NOT_READY)]
 
 
-def lifecycle_no_execute(node: dict[str, object]) -> list[str]:
-    taints = (node.get("spec") or {}).get("taints") or []  # type: ignore[attr-defined]
+def lifecycle_no_execute(node: Obj) -> list[str]:
+    taints = (node.get("spec") or {}).get("taints") or []
     return [t["key"] for t in taints
             if t.get("effect") == "NoExecute" and t.get("key") in (UNREACHABLE, NOT_READY)]
 

@@ -4,7 +4,7 @@ helpers that create Nodes as a kubelet would register them."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -50,7 +50,7 @@ async def api(cluster: Cluster) -> AsyncIterator[ApiClient]:
 
 async def create_node(api: ApiClient, name: str, *, cpu: str = "4", memory: str = "8Gi",
                       labels: dict[str, str] | None = None,
-                      taints: list[tuple[str, str]] = ()) -> Obj:  # type: ignore[assignment]
+                      taints: Sequence[tuple[str, str]] = ()) -> Obj:
     builder = make_node(name).capacity({"cpu": cpu, "memory": memory, "pods": "110"})
     builder.condition("Ready", "True")
     for key, value in (labels or {}).items():

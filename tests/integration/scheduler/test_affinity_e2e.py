@@ -56,8 +56,8 @@ async def test_required_pod_anti_affinity_spreads_replicas_across_nodes(
 
         async def bound_or_refused(name: str = name) -> str:
             pod = await get_pod(api, name)
-            if (pod or {}).get("spec", {}).get("nodeName"):
-                return str(pod["spec"]["nodeName"])  # type: ignore[index]
+            if pod is not None and pod.get("spec", {}).get("nodeName"):
+                return str(pod["spec"]["nodeName"])
             cond = get_condition(pod or {}, "PodScheduled") or {}
             return "-" if cond.get("reason") == "Unschedulable" else ""
         nodes[name] = await wait_for(bound_or_refused, what=f"a decision about {name}")
@@ -110,12 +110,13 @@ async def test_stale_nominated_node_is_cleared_and_its_resources_released(
     async def cleared() -> Obj | None:
         pod = await get_pod(api, "big")
         cond = get_condition(pod or {}, "PodScheduled") or {}
-        if cond.get("reason") == "Unschedulable" and not pod["status"].get(  # type: ignore[index]
+        if cond.get("reason") == "Unschedulable" and pod is not None and not pod["status"].get(
                 "nominatedNodeName"):
             return pod
         return None
     pod = await wait_for(cleared, what="the stale nominatedNodeName to be cleared")
-    assert get_condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
+    condition = get_condition(pod, "PodScheduled")
+    assert condition is not None and condition["message"] == (
         "0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: "
         "1 No preemption victims found for incoming pod.")
 

@@ -126,7 +126,8 @@ async def test_pp5_never_policy_pod_waits_instead_of_preempting(
         cond = get_condition(pod or {}, "PodScheduled")
         return pod if cond and cond.get("reason") == "Unschedulable" else None
     pod = await wait_for(unschedulable, what="Unschedulable condition")
-    assert get_condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
+    condition = get_condition(pod, "PodScheduled")
+    assert condition is not None and condition["message"] == (
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never.")
     failed = await recorded(api, "default", reason="FailedScheduling", name="polite")

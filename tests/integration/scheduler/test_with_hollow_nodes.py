@@ -161,7 +161,8 @@ async def test_pp5_never_policy_pod_waits_on_hollow_nodes(
         cond = get_condition(pod or {}, "PodScheduled")
         return pod if cond and cond.get("reason") == "Unschedulable" else None
     pod = await wait_for(unschedulable, what="the Unschedulable condition")
-    assert get_condition(pod, "PodScheduled")["message"] == (  # type: ignore[index]
+    condition = get_condition(pod, "PodScheduled")
+    assert condition is not None and condition["message"] == (
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never.")
     await asyncio.sleep(1.5)  # several backoff retries (0.2 s → 1 s) later: still waiting

@@ -39,7 +39,9 @@ def test_daemonset_one_pod_per_node_kept_through_a_node_partition(kube: Kube) ->
 
     victim = pods[0]
     node = victim["spec"]["nodeName"]
-    pid = kube.cluster.services[f"kubelet-{node}"].popen.pid  # type: ignore[union-attr]
+    popen = kube.cluster.services[f"kubelet-{node}"].popen
+    assert popen is not None  # the kubelet is running
+    pid = popen.pid
     os.kill(pid, signal.SIGSTOP)
     try:
         _wait(lambda: any(t.get("key") == "node.kubernetes.io/unreachable"
