@@ -226,8 +226,10 @@ class ApiServer:
             s.disable_admission_plugins.split(","),
             pod_security=pod_security_config(s)))
         try:
-            registry.service_ips = ServiceIPs(storage, s.service_cluster_ip_range)
-            registry.node_ports = NodePorts(storage, s.service_node_port_range)
+            registry.strategies.services.service_ips = ServiceIPs(storage,
+                                                                  s.service_cluster_ip_range)
+            registry.strategies.services.node_ports = NodePorts(storage,
+                                                                s.service_node_port_range)
         except ValueError as err:
             raise SystemExit(f"skiff-apiserver: {err}") from None
         try:
@@ -239,7 +241,7 @@ class ApiServer:
         except ValueError as err:
             raise SystemExit(f"skiff-apiserver: {err}") from None
         # what ServiceAccount tokens are bound to, checked on every request (SPEC AU9)
-        bound = BoundObjects(storage, cache, service_accounts=registry.service_accounts)
+        bound = BoundObjects(storage, cache, service_accounts=registry.lookups.service_accounts)
         tls, guard = self._security(registry, tokens, bound)
         reuse = s.reuse_port or s.processes > 1
         metrics = MetricsApi(registry, kubelet=self._kubelet_credentials())

@@ -19,17 +19,15 @@ import contextlib
 import functools
 import logging
 import time
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.serviceips import dns_service_ip, kubernetes_service_ip
+from skiff.api.types import Obj
 from skiff.apiserver.registry.store import Registry
 
 __all__ = ["ENDPOINT_PREFIX", "KubernetesService"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 ENDPOINT_PREFIX = "/skiff/apiserver-endpoints/"
 SERVICE_NAME = "kubernetes"

@@ -1,4 +1,4 @@
-"""Several apiserver processes behind one address (issue 15).
+"""Several apiserver processes behind one address.
 
 `--processes N` (N > 1) makes this process start N-1 more copies of itself on the same
 gRPC and HTTP ports; every one binds with SO_REUSEPORT, so the kernel spreads connections

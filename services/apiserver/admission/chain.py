@@ -10,9 +10,10 @@ validating webhooks before ResourceQuota, which stays last.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
-from dataclasses import dataclass
 
+from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver.admission.interface import Attributes, Plugin
 from skiff.apiserver.admission.limitranger import LimitRanger
 from skiff.apiserver.admission.namespacelifecycle import NamespaceLifecycle
@@ -25,6 +26,7 @@ from skiff.apiserver.admission.storageclass import DefaultStorageClass
 from skiff.apiserver.admission.tolerations import AdmissionConfig, DefaultTolerationSeconds
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
+from skiff.apiserver.storage.watchcache import WatchCache
 
 
 class Chain:
@@ -52,31 +54,45 @@ class Chain:
         return warnings
 
 
-@dataclass(frozen=True)
 class Sources:
-    """What the plugins read: the registry's watch-fed lookups and storage."""
+    """What the plugins read: storage and the watch-fed lookups (as Kubernetes' plugins
+    read informers), which `run` keeps current."""
 
-    storage: Storage
-    namespaces: Lookup
-    priority_classes: Lookup
-    limit_ranges: Lookup
-    get_service_account: GetServiceAccount
+    def __init__(self, storage: Storage, cache: WatchCache) -> None:
+        self.storage = storage
+        self.namespaces = Lookup("namespaces", storage, cache)
+        self.priority_classes = Lookup("priorityclasses", storage, cache)
+        self.service_accounts = Lookup("serviceaccounts", storage, cache)
+        self.limit_ranges = Lookup("limitranges", storage, cache)
+        self.quota = QuotaAdmission(storage, cache)
+
+    async def run(self) -> None:
+        """Keep the lookups current (a task beside the watch cache)."""
+        async with asyncio.TaskGroup() as tg:
+            tg.create_task(self.namespaces.run(), name="lookup-namespaces")
+            tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
+            tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
+            tg.create_task(self.limit_ranges.run(), name="lookup-limitranges")
+            tg.create_task(self.quota.quotas.run(), name="lookup-resourcequotas")
 
 
 def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
-                  service_account: bool, pod_security: PodSecurityAdmission | None,
-                  quota: QuotaAdmission) -> Chain:
-    """Skiff's plugins in kube-apiserver's order; ServiceAccount and PodSecurity only when
-    turned on (`--disable-admission-plugins`, the AdmissionConfiguration)."""
+                  service_account: GetServiceAccount | None,
+                  pod_security: PodSecurityConfig | None) -> Chain:
+    """Skiff's plugins in kube-apiserver's order; ServiceAccount (given the accounts'
+    getter) and PodSecurity (given its configuration) only when turned on
+    (`--disable-admission-plugins`, the AdmissionConfiguration)."""
     plugins: list[Plugin | None] = [
         NamespaceLifecycle(sources.namespaces),
         LimitRanger(sources.limit_ranges),
-        ServiceAccount(sources.get_service_account) if service_account else None,
+        ServiceAccount(service_account) if service_account is not None else None,
         NodeRestriction(),
         Priority(sources.priority_classes, sources.storage),
         DefaultTolerationSeconds(tolerations),
         DefaultStorageClass(sources.storage),
-        PodSecurity(pod_security) if pod_security is not None else None,
-        ResourceQuota(quota),
+        PodSecurity(PodSecurityAdmission(config=pod_security, namespaces=sources.namespaces,
+                                         storage=sources.storage))
+        if pod_security is not None else None,
+        ResourceQuota(sources.quota),
     ]
     return Chain([p for p in plugins if p is not None])

@@ -29,15 +29,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Protocol
+from typing import Protocol
 
 from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
+from skiff.api.types import Obj
 from skiff.apiserver.auth.bootstrappolicy import RBAC_GROUP
 from skiff.apiserver.auth.context import current_user
 from skiff.auth import MASTERS_GROUP, Attributes, Authorizer, RbacRules, UserInfo
-
-Obj = dict[str, Any]
 
 # What a ClusterRole's aggregationRule may gather: anything (Kubernetes' fullAuthority).
 FULL_AUTHORITY: list[Obj] = [{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]},

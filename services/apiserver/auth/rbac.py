@@ -69,7 +69,7 @@ class RbacAuthorizer:
 
 class ApiAuthorizer:
     """The apiserver's authorizer chain: system:masters, Node, RBAC; the first ALLOW or
-    DENY decides, no opinion from all is a denial. This is the API issue 19's
+    DENY decides, no opinion from all is a denial. This is the API the
     SelfSubjectAccessReview uses: `await authorizer.authorize(attrs)`."""
 
     def __init__(self, registry: Registry) -> None:

@@ -1,4 +1,4 @@
-"""Access and token reviews (SPEC AX5, issue 32 item 11): what `kubectl auth can-i` and
+"""Access and token reviews (SPEC AX5): what `kubectl auth can-i` and
 `kubectl auth whoami` ask about the caller, and what operators, webhooks and metrics
 proxies (kube-rbac-proxy, metrics-server, Vault) ask about someone else.
 
@@ -29,13 +29,12 @@ import jwt
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError, invalid
+from skiff.api.types import Obj
 from skiff.apiserver.auth.satoken import GetObject, TokenAuthority
 from skiff.auth import Attributes, AuthorizationResult, Authorizer, Decision, UserInfo
 
 if TYPE_CHECKING:
     from skiff.apiserver.registry.store import Registry
-
-Obj = dict[str, Any]
 
 AUTHORIZATION_GV = "authorization.k8s.io/v1"
 AUTHENTICATION_GV = "authentication.k8s.io/v1"

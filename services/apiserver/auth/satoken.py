@@ -43,6 +43,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from skiff.api import ApiError
+from skiff.api.types import Obj
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.auth import UserInfo
 from skiff.clock import parse_rfc3339
@@ -53,7 +54,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 # (resource, namespace or None, name) -> the object, or None when there is none
 GetObject = Callable[[str, str | None, str], Awaitable[Obj | None]]
 

@@ -19,6 +19,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS, lookup
+from skiff.api.types import Obj
 from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.apiserver.endpoints.guard import RequestGuard, TlsFiles
 from skiff.apiserver.endpoints.handlers import collection, decoding
@@ -43,7 +44,6 @@ from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Handler = Callable[[Obj], Awaitable[Obj]]
 
 

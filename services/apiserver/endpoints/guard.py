@@ -23,6 +23,7 @@ import grpc
 
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
+from skiff.api.types import Obj
 from skiff.apiserver.auth.authenticator import Authenticator
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.impersonation import impersonate
@@ -37,8 +38,6 @@ from skiff.apiserver.registry.scope import (
     text_field,
 )
 from skiff.auth import Attributes, UserInfo, unauthorized
-
-Obj = dict[str, Any]
 
 # gRPC method -> (verb, subresource); Discovery needs only authentication.
 _GRPC_VERBS: dict[str, tuple[str, str]] = {

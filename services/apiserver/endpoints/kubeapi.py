@@ -13,10 +13,10 @@ import asyncio
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KindInfo
+from skiff.api.types import Obj
 from skiff.api.validation import revision_problem
 from skiff.apiserver.auth import reviews
 from skiff.apiserver.auth.context import current_user
@@ -55,14 +55,12 @@ from skiff.apiserver.endpoints.http import Request, Response
 from skiff.apiserver.endpoints.openapi import protobuf as openapi_pb
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.apiserver.endpoints.routes import Route, api_path, find
-from skiff.apiserver.registry.store import Registry, object_subresource
+from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.registry.tokenrequest import create_token
 from skiff.auth import Authorizer
 from skiff.client.credentials import Credentials
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "delete",
             "GET": "get"}
@@ -297,13 +295,13 @@ class KubeApi:
         special = self._subresources.get((info.kind, sub))
         if special is not None and special[0] in ("", req.method):
             return await special[1](req, info, namespace, name)
-        if not object_subresource(info.kind, sub):
+        if not self.registry.strategies[info.kind].serves(sub):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         r, q, method = versions.view(self.registry, info), req.query, req.method
         if method == "GET":
             resource_version(q)
             obj = await r.get(info.resource, namespace, name)
-            return Response(200, maybe_table(req, info, [obj], obj))
+            return Response(200, self._table(req, info, [obj], obj))
         if method == "PUT":
             body = read_body(req, kind=info.kind)
             if sub == "":
@@ -356,7 +354,7 @@ class KubeApi:
                                   label_selector=q.get("labelSelector", ""),
                                   field_selector=q.get("fieldSelector", ""),
                                   **list_options(q))
-            return Response(200, maybe_table(req, info, listed["items"], listed))
+            return Response(200, self._table(req, info, listed["items"], listed))
         if method == "POST":
             body = field_managers.record_update(info.kind, None,
                                                 read_body(req, kind=info.kind),
@@ -479,6 +477,10 @@ class KubeApi:
                      name: str) -> Response:
         return await scale(self.registry, req, info, namespace or "default", name)
 
+    def _table(self, req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
+        """`whole`, or a Table of `items` when the client asks for one."""
+        return maybe_table(req, info, self.registry.strategies[info.kind], items, whole)
+
     def _watch(self, req: Request, info: KindInfo, namespace: str | None) -> Response:
         q = req.query
         table = "as=Table" in req.header("accept")
@@ -508,7 +510,7 @@ class KubeApi:
                     continue
                 obj = ev.object
                 if table and ev.type != "BOOKMARK":
-                    obj = maybe_table(req, info, [obj], obj)
+                    obj = self._table(req, info, [obj], obj)
                     if not first:
                         obj["columnDefinitions"] = []
                     first = False

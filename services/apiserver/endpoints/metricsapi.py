@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.apiserver.endpoints.http import Request, Response
 from skiff.apiserver.registry.store import Registry
 from skiff.client.credentials import Credentials
@@ -20,8 +20,6 @@ from skiff.client.logs import kubelet_endpoint
 from skiff.client.metrics import fetch_resource_metrics
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 GROUP = "metrics.k8s.io"
 VERSION = "v1beta1"

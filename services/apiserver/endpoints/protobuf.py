@@ -102,7 +102,7 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                 ("namespace", 4, "string")],
     "RoleBinding": [("metadata", 1, "ObjectMeta"), ("subjects", 2, "[]Subject"),
                     ("roleRef", 3, "RoleRef")],
-    # core/v1 pod templates, for `kubectl create deployment|job` (issue 16). A field named
+    # core/v1 pod templates, for `kubectl create deployment|job`. A field named
     # `inline...` is embedded in Go: its fields appear in the parent's JSON.
     "Quantity": [("string", 1, "string")],
     "LocalObjectReference": [("name", 1, "string")],

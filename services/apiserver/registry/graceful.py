@@ -10,12 +10,10 @@ from __future__ import annotations
 import copy
 import enum
 from dataclasses import dataclass
-from typing import Any
 
+from skiff.api.types import Obj
 from skiff.api.validation import MAX_GRACE_SECONDS
 from skiff.clock import parse_rfc3339, rfc3339
-
-Obj = dict[str, Any]
 
 DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS = 30
 

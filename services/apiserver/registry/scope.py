@@ -12,8 +12,8 @@ its scope through `request_namespace`, so the two can never disagree. As in Kube
   and skiff.client fall back to); a write's body must then name the same namespace.
 
 A namespace that is not a string (`0`, a list) is a 400 naming the field, never "no
-namespace". `past_revision` says whether a read looks at history (SPEC AU5 with issue 31
-item 8): such reads need the authorization of a `list`.
+namespace". `past_revision` says whether a read looks at history (SPEC AU5): such reads
+need the authorization of a `list`.
 """
 
 from __future__ import annotations

@@ -1,21 +1,24 @@
-"""The registry: every API verb, as Kubernetes' generic registry + strategies do it.
+"""The generic store: every API verb for every kind, as Kubernetes' generic registry
+(`k8s.io/apiserver/pkg/registry/generic/registry/store.go`) does it, asking each kind's
+strategy (strategy.py, strategies/) wherever kinds differ.
 
-Each verb validates and admits a request, then makes exactly one etcd transaction (SPEC
-AS3–AS4); nothing is half-written. Update and status-update keep spec and status apart
-(AS8); delete follows the graceful rules of GT1–GT3; `bind` and `evict` are the pod
-subresources. Reads at a past revision and history come from etcd's log (AS6).
+Each verb validates and admits a request (the admission chain, admission/), then makes
+exactly one storage transaction (SPEC AS3–AS4); nothing is half-written. Update and
+status-update keep spec and status apart (AS8); delete follows the graceful rules of
+GT1–GT3; `bind` and `evict` are the pod subresources (podsubresources.py). Reads at a past
+revision and history come from etcd's log (AS6). The store depends on the `Storage`
+Protocol only, so it runs on etcd or on the in-memory store.
 """
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from skiff.api import (
     ApiError,
@@ -26,69 +29,55 @@ from skiff.api import (
     apply_defaults,
     lookup,
     ownership,
-    prune_unknown_fields,
     validate,
 )
-from skiff.api.bytesfields import decode_bytes_fields
-from skiff.api.defaults import initial_status
-from skiff.api.errors import FieldError
-from skiff.api.kinds import GENERATION_KINDS, storage_key, storage_prefix
+from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.names import generate_name
-from skiff.api.pods import set_condition
 from skiff.api.podsecurity import PodSecurityConfig
-from skiff.api.validation import (
-    grace_period_problem,
-    revision_problem,
-    validate_ephemeral_containers_update,
-)
+from skiff.api.types import Obj
+from skiff.api.validation import grace_period_problem
 from skiff.apiserver.admission.chain import Sources, default_chain
 from skiff.apiserver.admission.interface import Attributes, Operation
-from skiff.apiserver.admission.podsecurity import PodSecurityAdmission
 from skiff.apiserver.admission.priority import builtin_priority_classes
-from skiff.apiserver.admission.resourcequota import QuotaAdmission
 from skiff.apiserver.admission.tolerations import AdmissionConfig
 from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
 from skiff.apiserver.registry import graceful
+from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
+from skiff.apiserver.registry.objects import (
+    check_identity,
+    check_preconditions,
+    check_revision,
+    check_size,
+    has_spec_change,
+    name_of,
+    nonzero_revision,
+    omit_empty_metadata,
+    prune,
+    strip_rv,
+)
+from skiff.apiserver.registry.podsubresources import PodSubresources
 from skiff.apiserver.registry.scope import request_namespace
-from skiff.apiserver.registry.service import clusterip, nodeports
+from skiff.apiserver.registry.strategies.catalog import Strategies
+from skiff.apiserver.registry.strategy import Strategy
 from skiff.apiserver.storage import paging
 from skiff.apiserver.storage.interface import Storage
-from skiff.apiserver.storage.lookups import Lookup
-from skiff.apiserver.storage.values import LIST_PAGE, KeyValue, LeaderFenced
+from skiff.apiserver.storage.values import LIST_PAGE, KeyValue
 from skiff.apiserver.storage.watchcache import BATCH_LIMIT, WatchCache, WatchEvent, WatchRequest
 from skiff.clock import Clock, RealClock, rfc3339
-from skiff.rpc import MAX_OBJECT_BYTES, decode_map, encode
 from skiff.tracing import inject_into_object
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 T = TypeVar("T")
 
-# Kinds whose status is reset on create (the controller or kubelet owns it).
-# the Pod subresource `kubectl debug` writes: only spec.ephemeralContainers changes
-EPHEMERAL_CONTAINERS = "ephemeralcontainers"
-
-
-def object_subresource(kind: str, subresource: str) -> bool:
-    """Whether requests to `subresource` read and write the object itself (through `get`
-    and `update`): the object, its status, a Pod's ephemeral containers."""
-    return subresource in ("", "status") or (kind, subresource) == ("Pod",
-                                                                     EPHEMERAL_CONTAINERS)
-
-
-_RESET_STATUS_ON_CREATE = {"Pod", "ReplicaSet", "ReplicationController", "StatefulSet",
-                           "PodDisruptionBudget",
-                           "HorizontalPodAutoscaler",
-                           "PersistentVolumeClaim", "VolumeAttachment", "Fence",
-                           "PersistentVolume"}
-# Kinds whose top-level fields other than metadata are all "spec" (no status subresource).
 _SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 
 
 @dataclass
 class Result:
+    """A write's answer: the stored object and the warnings for the response."""
+
     object: Obj
     warnings: list[str] = field(default_factory=list)
 
@@ -101,6 +90,8 @@ class Result:
 
 @dataclass(frozen=True)
 class RegistryConfig:
+    """The registry's settings (admission plugins' among them)."""
+
     admission: AdmissionConfig = AdmissionConfig()
     max_conflict_retries: int = 16
     # SPEC AX3: default and check pod.spec.serviceAccountName (the apiserver turns it on
@@ -110,76 +101,38 @@ class RegistryConfig:
     pod_security: PodSecurityConfig | None = PodSecurityConfig()
 
 
-def _name(obj: Obj) -> str:
-    return str(obj.get("metadata", {}).get("name", ""))
-
-
-def _strip_rv(obj: Obj) -> Obj:
-    meta = {k: v for k, v in obj.get("metadata", {}).items() if k != "resourceVersion"}
-    return {**obj, "metadata": meta}
-
-
-def _start_generation(info: KindInfo, meta: Obj) -> None:
-    if info.kind in GENERATION_KINDS:
+def _start_generation(strategy: Strategy, meta: Obj) -> None:
+    if strategy.generation:
         meta["generation"] = 1
     else:
         meta.pop("generation", None)
 
 
-# Go's omitempty: an empty map or list in these ObjectMeta fields is not written, so
-# `annotations: {}` (which kubectl's apply patches carry) never shows in a stored object.
-_OMIT_EMPTY_METADATA = ("labels", "annotations", "finalizers", "ownerReferences",
-                        "managedFields")
-
-
-def _omit_empty_metadata(meta: Obj) -> None:
-    for name in _OMIT_EMPTY_METADATA:
-        if name in meta and not meta[name]:
-            del meta[name]
-
-
-def _has_spec_change(old: Obj, new: Obj) -> bool:
-    skip = {"metadata", "status", "apiVersion", "kind"}
-    return {k: v for k, v in old.items() if k not in skip} != {
-        k: v for k, v in new.items() if k not in skip}
-
-
 class Registry:
+    """The generic store over `Storage`, with the watch cache for watches."""
+
     def __init__(self, storage: Storage, cache: WatchCache, *,
                  config: RegistryConfig | None = None, clock: Clock | None = None) -> None:
         self.storage = storage
         self.cache = cache
         self.config = config or RegistryConfig()
         self.clock = clock or RealClock()
-        self.namespaces = Lookup("namespaces", storage, cache)
-        self.priority_classes = Lookup("priorityclasses", storage, cache)
-        self.service_accounts = Lookup("serviceaccounts", storage, cache)
-        self.limit_ranges = Lookup("limitranges", storage, cache)
-        self.pod_security = None if self.config.pod_security is None else PodSecurityAdmission(
-            config=self.config.pod_security, namespaces=self.namespaces, storage=storage)
-        self.quota = QuotaAdmission(storage, cache)
+        self.lookups = Sources(storage, cache)  # what admission reads
         self.admission = default_chain(
-            Sources(storage=storage, namespaces=self.namespaces,
-                    priority_classes=self.priority_classes, limit_ranges=self.limit_ranges,
-                    get_service_account=self._get_service_account),
-            tolerations=self.config.admission,
-            service_account=self.config.service_account_admission,
-            pod_security=self.pod_security, quota=self.quota)
-        # AX7: cluster IPs of Services (None: not allocated, e.g. in unit tests)
-        self.service_ips: clusterip.ServiceIPs | None = None
-        # node ports of NodePort and LoadBalancer Services (None: not allocated)
-        self.node_ports: nodeports.NodePorts | None = None
+            self.lookups, tolerations=self.config.admission,
+            service_account=(self._get_service_account
+                             if self.config.service_account_admission else None),
+            pod_security=self.config.pod_security)
+        # every kind's strategy; the Services' holds the cluster IP and node port
+        # allocators (AX7), which the apiserver sets (None: not allocated, unit tests)
+        self.strategies = Strategies()
+        self.pods = PodSubresources(self)
         # AU6: RBAC escalation prevention (None: not authorizing, the insecure mode)
         self.escalation: EscalationCheck | None = None
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self.namespaces.run(), name="lookup-namespaces")
-            tg.create_task(self.priority_classes.run(), name="lookup-priorityclasses")
-            tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
-            tg.create_task(self.limit_ranges.run(), name="lookup-limitranges")
-            tg.create_task(self.quota.quotas.run(), name="lookup-resourcequotas")
+        await self.lookups.run()
 
     # -- helpers -------------------------------------------------------------------------
 
@@ -188,12 +141,14 @@ class Registry:
         """The namespace a request for one object addresses (SPEC AU5, see scope.py)."""
         return request_namespace(info, namespace, collection=False)
 
-    def _pod_namespace(self, namespace: str | None) -> str:
+    def pod_namespace(self, namespace: str | None) -> str:
+        """The namespace a request for one pod addresses."""
         ns = self._namespace(lookup("pods"), namespace)
         assert ns is not None  # pods are namespaced
         return ns
 
-    async def _get_kv(self, info: KindInfo, namespace: str | None, name: str) -> KeyValue:
+    async def get_kv(self, info: KindInfo, namespace: str | None, name: str) -> KeyValue:
+        """The stored key of one object (404 when there is none)."""
         if not name:
             raise ApiError.bad_request(f"a name is required to address a {info.kind}")
         kv, _ = await self.storage.get(storage_key(info, namespace, name))
@@ -201,86 +156,17 @@ class Registry:
             raise ApiError.not_found(info.resource, name, group=info.group)
         return kv
 
-    async def _retry_conflicts(self, fn: Callable[[], Awaitable[T]]) -> T:
+    async def retry_conflicts(self, fn: Callable[[], Awaitable[T]]) -> T:
         """Re-run a read-modify-write that lost a race (when no rv was requested)."""
-        for _ in range(self.config.max_conflict_retries):
-            try:
-                return await fn()
-            except _Retry:
-                continue
-        raise ApiError(Reason.CONFLICT, "too many concurrent writers; try again")
-
-    def _check_size(self, info: KindInfo, obj: Obj) -> None:
-        size = len(encode(obj))
-        if size > MAX_OBJECT_BYTES:
-            raise ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
-                           f'{info.kind} "{_name(obj)}" is too large: {size} bytes, the '
-                           f"limit is {MAX_OBJECT_BYTES} bytes (1.5 MiB)")
+        return await retry_conflicts(fn, attempts=self.config.max_conflict_retries)
 
     def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None, *,
                   subresource: str = "") -> None:
-        errors = (validate_ephemeral_containers_update(obj, old)
-                  if subresource == EPHEMERAL_CONTAINERS and old is not None
-                  else validate(obj, old=old))
+        errors = (validate(obj) if old is None else
+                  self.strategies[info.kind].validate_update(obj, old,
+                                                             subresource=subresource))
         if errors:
-            raise ApiError.invalid(info.kind, _name(obj), errors, group=info.group)
-
-    @staticmethod
-    def _prune(obj: Obj, field_validation: str, info: KindInfo | None = None) -> list[str]:
-        # kube-apiserver's decode error wording, as kubectl shows it
-        prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
-                  f"{info.kind}: ") if info is not None else ""
-        undecodable = decode_bytes_fields(obj)  # base64 []byte fields (Secret data)
-        if undecodable:
-            raise ApiError.bad_request(f"{prefix}{undecodable}")
-        unknown = prune_unknown_fields(obj)
-        if unknown and field_validation == "Strict":
-            listed = ", ".join(f'unknown field "{p}"' for p in unknown)
-            raise ApiError.bad_request(f"{prefix}strict decoding error: {listed}")
-        if field_validation == "Ignore":
-            return []
-        return [f'unknown field "{p}"' for p in unknown]
-
-    def _check_identity(self, info: KindInfo, namespace: str | None, obj: Obj,
-                        name: str | None = None) -> Obj:
-        if not isinstance(obj, dict):
-            raise ApiError.bad_request("object: must be a map (a Kubernetes object)")
-        obj = copy.deepcopy(obj)
-        kind = obj.get("kind")
-        if kind not in (None, info.kind):
-            raise ApiError.bad_request(
-                f"kind: the object's kind {kind!r} does not match the resource "
-                f"{info.resource!r}; send it to /{lookup(str(kind)).resource}"
-                if _known(str(kind)) else
-                f"kind: {kind!r} is not a kind Skiff serves")
-        api_version = obj.get("apiVersion")
-        if api_version not in (None, info.api_version):
-            raise ApiError.bad_request(
-                f"apiVersion: {api_version!r} is not served for {info.kind}; "
-                f"use {info.api_version!r}")
-        obj["kind"], obj["apiVersion"] = info.kind, info.api_version
-        meta = obj.get("metadata")
-        if meta is None:
-            meta = obj["metadata"] = {}
-        if not isinstance(meta, dict):
-            raise ApiError.bad_request("metadata: must be a map")
-        # SPEC AU5: what is written is what the request names (and was authorized): a
-        # body naming another namespace or object is refused with Kubernetes' messages.
-        if info.namespaced:
-            if meta.get("namespace") and namespace and meta["namespace"] != namespace:
-                raise ApiError.bad_request(
-                    "the namespace of the provided object does not match the namespace sent "
-                    "on the request")
-            meta["namespace"] = meta.get("namespace") or namespace or "default"
-        else:
-            meta.pop("namespace", None)
-        if name is not None and meta.get("name") and meta["name"] != name:
-            raise ApiError.bad_request(
-                f"the name of the object ({meta['name']}) does not match the name on the URL "
-                f"({name})")
-        if name is not None:
-            meta["name"] = name
-        return obj
+            raise ApiError.invalid(info.kind, name_of(obj), errors, group=info.group)
 
     # -- create --------------------------------------------------------------------------
 
@@ -291,11 +177,12 @@ class Registry:
         is stored. `manager`: record the write in managedFields under this name (AX1).
         `name`: the URL's, when the create comes from an apply patch to that URL."""
         info = lookup(resource)
+        strategy = self.strategies[info.kind]
         namespace = self._namespace(info, namespace)
-        obj = self._check_identity(info, namespace, obj, name)
-        warnings = self._prune(obj, field_validation, info)
+        obj = check_identity(info, namespace, obj, name)
+        warnings = prune(obj, field_validation, info)
         meta = obj["metadata"]
-        if _nonzero_revision(meta.pop("resourceVersion", None)):
+        if nonzero_revision(meta.pop("resourceVersion", None)):
             # etcd3 store's check: only a value that parses as a revision other than 0;
             # anything else ("0", "v1") is dropped, as Kubernetes drops it.
             raise ApiError.bad_request(
@@ -306,14 +193,10 @@ class Registry:
             meta.pop(transient, None)
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
-        _start_generation(info, meta)
-        if info.kind in _RESET_STATUS_ON_CREATE:
-            obj.pop("status", None)
-        status = initial_status(info.kind)  # PrepareForCreate: the zero status
-        if status is not None:
-            obj["status"] = status
+        _start_generation(strategy, meta)
+        strategy.prepare_for_create(obj)
         apply_defaults(obj)
-        _omit_empty_metadata(meta)
+        omit_empty_metadata(meta)
         self._validate(info, obj)
         if self.escalation is not None:
             await self.escalation.admit(info, obj, None, request_name=name or "")
@@ -324,14 +207,9 @@ class Registry:
         if manager:
             obj = field_managers.record_update(info.kind, None, obj, manager=manager)
         inject_into_object(obj)
-        self._check_size(info, obj)
+        check_size(info, obj)
         key = storage_key(info, meta.get("namespace"), meta["name"])
-        held = await self._allocate_service_ips(info, obj, dry_run)
-        try:
-            held_ports = await self._allocate_node_ports(info, obj, dry_run)
-        except BaseException:
-            await self._give_back(held, [])
-            raise
+        held = await strategy.allocate(obj, dry_run=dry_run)
         if dry_run:
             existing, _ = await self.storage.get(key)
             if existing is not None:
@@ -340,44 +218,18 @@ class Registry:
         try:
             stored = await self.storage.create(key, obj)
         except BaseException as err:
-            await self._give_back(held, held_ports)
+            await held.give_back()
             if isinstance(err, ApiError) and err.reason == Reason.ALREADY_EXISTS:
                 raise ApiError.already_exists(info.resource, meta["name"],
                                                group=info.group) from None
             raise
         return Result(stored, warnings)
 
-    async def _allocate_service_ips(self, info: KindInfo, obj: Obj,
-                                    dry_run: bool) -> list[str]:
-        if info.kind != "Service" or self.service_ips is None:
-            return []
-        return await self.service_ips.allocate(obj, dry_run=dry_run)
-
-    async def _allocate_node_ports(self, info: KindInfo, obj: Obj,
-                                   dry_run: bool) -> list[int]:
-        if info.kind != "Service" or self.node_ports is None:
-            return []
-        return await self.node_ports.allocate(obj, dry_run=dry_run)
-
-    async def _give_back(self, ips: list[str], ports: list[int]) -> None:
-        """Free what a Service write held when the write was not stored."""
-        if ips and self.service_ips is not None:
-            await self.service_ips.release(ips)
-        if ports and self.node_ports is not None:
-            await self.node_ports.release(ports)
-
-    async def _released(self, info: KindInfo, obj: Obj) -> None:
-        """AX7: a deleted Service's cluster IP and node ports are free again."""
-        if info.kind == "Service" and self.service_ips is not None:
-            await self.service_ips.release_service(obj)
-        if info.kind == "Service" and self.node_ports is not None:
-            await self.node_ports.release_service(obj)
-
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")
         # From the watch-fed copy (as Kubernetes' admission reads its lister); a miss reads
         # etcd, so an account created a moment ago is found.
-        account = await self.service_accounts.get(f"{namespace}/{name}")
+        account = await self.lookups.service_accounts.get(f"{namespace}/{name}")
         if account is None and name == "default":
             # Skiff's deviation: the serviceaccount controller makes `default` in every
             # namespace, but a pod created in the moment before it does (a new namespace, a
@@ -411,7 +263,7 @@ class Registry:
         meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
-        _start_generation(info, meta)
+        _start_generation(self.strategies[info.kind], meta)
         apply_defaults(obj)
         try:
             await self.storage.create(storage_key(info, meta.get("namespace"),
@@ -426,7 +278,7 @@ class Registry:
                   revision: int = 0) -> Obj:
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
-        _check_revision("revision", revision)
+        check_revision("revision", revision)
         kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
         if kv is None or kv.obj is None:
             err = ApiError.not_found(info.resource, name, group=info.group)
@@ -446,7 +298,7 @@ class Registry:
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
         ns = request_namespace(info, namespace, collection=True)  # None: every namespace
-        _check_revision("revision", revision)
+        check_revision("revision", revision)
         if limit < 0:
             raise ApiError.bad_request(f"limit: {limit} must not be negative")
         prefix = storage_prefix(info, ns)
@@ -517,34 +369,32 @@ class Registry:
         """`name`: the object the request addresses (the URL's); a body naming another
         object is a 400, never a write to that other object (SPEC AU5)."""
         info = lookup(resource)
+        strategy = self.strategies[info.kind]
         namespace = self._namespace(info, namespace)
-        obj = self._check_identity(info, namespace, obj, name)
-        warnings = self._prune(obj, field_validation, info)
+        obj = check_identity(info, namespace, obj, name)
+        warnings = prune(obj, field_validation, info)
         pruned = len(warnings)  # admission's warnings follow, replaced on each retry
-        name = _name(obj)
+        name = name_of(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
-        if not object_subresource(info.kind, subresource):
+        if not strategy.serves(subresource):
             raise ApiError.bad_request(f"subresource {subresource!r} is not supported")
         if subresource == "status" and not info.has_status:
             raise ApiError.bad_request(f"{info.resource} have no status subresource")
 
         async def attempt() -> Result:
-            cur = await self._get_kv(info, namespace, name)
+            cur = await self.get_kv(info, namespace, name)
             assert cur.obj is not None
             if requested_rv and requested_rv != str(cur.mod_revision):
                 raise ApiError.conflict(
                     info.resource, name,
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again")
-            new = self._merge_update(info, cur.obj, obj, subresource)
-            service_spec = info.kind == "Service" and subresource == ""
-            if service_spec:
-                clusterip.keep_on_update(cur.obj, new)
-                nodeports.prepare_update(cur.obj, new)
+            new = self._merge_update(info, strategy, cur.obj, obj, subresource)
+            strategy.prepare_for_update(cur.obj, new, subresource=subresource)
             apply_defaults(new)
-            _omit_empty_metadata(new["metadata"])
-            if (subresource == "" and info.kind in GENERATION_KINDS
-                    and _has_spec_change(cur.obj, new)):
+            omit_empty_metadata(new["metadata"])
+            if (subresource == "" and strategy.generation
+                    and has_spec_change(cur.obj, new)):
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
@@ -557,14 +407,11 @@ class Registry:
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
                 new = field_managers.record_update(info.kind, cur.obj, new, manager=manager,
                                                    subresource=subresource)
-            self._check_size(info, new)
-            if _strip_rv(new) == _strip_rv(cur.obj):
+            check_size(info, new)
+            if strip_rv(new) == strip_rv(cur.obj):
                 return Result(cur.obj, warnings)
-            held_ports: list[int] = []
-            freed_ports: list[int] = []
-            if service_spec and self.node_ports is not None:
-                held_ports, freed_ports = await self.node_ports.allocate_update(
-                    cur.obj, new, dry_run=dry_run)
+            held = await strategy.allocate_update(cur.obj, new, subresource=subresource,
+                                                  dry_run=dry_run)
             if dry_run:
                 new["metadata"]["resourceVersion"] = str(cur.mod_revision)
                 return Result(new, warnings)
@@ -573,39 +420,37 @@ class Registry:
                 if graceful.finished_finalizing(new):
                     rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
                     new["metadata"]["resourceVersion"] = str(rev)
-                    await self._released(info, new)
+                    await strategy.released(new)
                     return Result(new, warnings)
                 stored = await self.storage.update(key, new,
                                                    expected_revision=cur.mod_revision)
             except BaseException as err:
-                await self._give_back([], held_ports)
-                if not isinstance(err, ApiError) or not _lost_race(err):
+                await held.give_back()
+                if not isinstance(err, ApiError) or not lost_race(err):
                     raise
                 if requested_rv:
                     raise ApiError.conflict(
                         info.resource, name,
                         "the object has been modified; please apply your changes to the "
                         "latest version and try again") from None
-                raise _Retry() from None
-            if freed_ports and self.node_ports is not None:
-                await self.node_ports.release(freed_ports)
+                raise Retry() from None
+            await held.commit()
             return Result(stored, warnings)
 
-        return await self._retry_conflicts(attempt)
+        return await self.retry_conflicts(attempt)
 
     @staticmethod
-    def _merge_update(info: KindInfo, old: Obj, new_in: Obj, subresource: str) -> Obj:
+    def _merge_update(info: KindInfo, strategy: Strategy, old: Obj, new_in: Obj,
+                      subresource: str) -> Obj:
         """AS8: a spec write keeps the stored status; a status write keeps everything else;
-        an `ephemeralcontainers` write changes only `spec.ephemeralContainers`."""
+        another subresource's write changes what its strategy says (a Pod's
+        `ephemeralcontainers`: only `spec.ephemeralContainers`)."""
         if subresource == "status":
             merged = copy.deepcopy(old)
             merged["status"] = copy.deepcopy(new_in.get("status", {}))
             return merged
-        if subresource == EPHEMERAL_CONTAINERS:
-            merged = copy.deepcopy(old)
-            merged.setdefault("spec", {})["ephemeralContainers"] = copy.deepcopy(
-                (new_in.get("spec") or {}).get("ephemeralContainers") or [])
-            return merged
+        if subresource:
+            return strategy.merge_subresource(old, new_in, subresource)
         new = copy.deepcopy(new_in)
         meta, old_meta = new["metadata"], old["metadata"]
         for fixed in ("uid", "creationTimestamp", "deletionTimestamp",
@@ -632,6 +477,7 @@ class Registry:
         whether it is gone (`{"object": ..., "deleted": bool}`). `propagation_policy`
         Orphan/Foreground adds the garbage collector's finalizer (see skiff.api.ownership)."""
         info = lookup(resource)
+        strategy = self.strategies[info.kind]
         propagation_finalizer = ownership.propagation_finalizer(
             propagation_policy, orphan_dependents=orphan_dependents)
         namespace = self._namespace(info, namespace)
@@ -645,15 +491,11 @@ class Registry:
                                            f"{grace_period_seconds}: {problem}")
 
         async def attempt() -> Obj:
-            cur = await self._get_kv(info, namespace, name)
+            cur = await self.get_kv(info, namespace, name)
             assert cur.obj is not None
-            _check_preconditions(info, name, cur, preconditions)
+            check_preconditions(info, name, cur, preconditions)
             current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
-            period: int | None = 0
-            if info.kind == "Pod" and current["metadata"].get("deletionTimestamp"):
-                period = graceful.later_delete_period(grace_period_seconds)
-            elif info.kind == "Pod":
-                period = graceful.pod_grace_period(current, grace_period_seconds)
+            period = strategy.delete_grace_period(current, grace_period_seconds)
             decision = graceful.decide(current, period, self.clock.now())
             terminating = graceful.mark_namespace_terminating(current, self.clock.now())
             if terminating is not None:
@@ -680,186 +522,25 @@ class Registry:
                     return {"object": stored, "deleted": False}
                 rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
             except ApiError as err:
-                if _lost_race(err):
-                    raise _Retry() from None
+                if lost_race(err):
+                    raise Retry() from None
                 raise
             gone = copy.deepcopy(cur.obj)
             gone["metadata"]["resourceVersion"] = str(rev)
-            await self._released(info, gone)
+            await strategy.released(gone)
             return {"object": gone, "deleted": True}
 
-        return await self._retry_conflicts(attempt)
+        return await self.retry_conflicts(attempt)
 
     # -- pod subresources ----------------------------------------------------------------
 
     async def bind(self, namespace: str | None, name: str, binding: Obj) -> Obj:
-        """pods/binding: set spec.nodeName once and PodScheduled=True (AS8)."""
-        info = lookup("pods")
-        namespace = self._pod_namespace(namespace)
-        _check_subresource_name(binding, name, "Binding")
-        target = (binding.get("target") or {}).get("name") if isinstance(binding, dict) else None
-        if not target:
-            raise ApiError.invalid("Binding", name, [FieldError("target.name",
-                                                                "Required value")])
-        uid = (binding.get("metadata") or {}).get("uid")
-        key = storage_key(info, namespace, name)
-        first = [True]
-
-        async def attempt() -> Obj:
-            # First try: the watch cache's newest copy as the compare-and-swap's suggestion
-            # (one etcd txn instead of a read and a txn, as Kubernetes' GuaranteedUpdate
-            # does); it is only trusted where it lets the binding through, and a stale copy
-            # fails the txn's compare, so both fall back to a fresh read.
-            if first[0]:
-                first[0] = False
-                suggested = self._bind_suggestion(key, uid)
-                if suggested is not None:
-                    return await _swap(*suggested)
-            cur = await self._get_kv(info, namespace, name)
-            pod = cur.obj  # freshly decoded for this request, shared with nobody: no copy
-            assert pod is not None
-            if uid and pod["metadata"].get("uid") != uid:
-                raise ApiError.conflict("pods", name, "the pod's UID does not match the "
-                                        "binding; it was deleted and recreated")
-            if pod["metadata"].get("deletionTimestamp"):
-                raise ApiError.conflict("pods/binding", name,
-                                        f"pod {name} is being deleted, cannot be assigned to "
-                                        "a host")
-            if pod["spec"].get("nodeName"):
-                raise ApiError.conflict("pods/binding", name,
-                                        f"pod {name} is already assigned to node "
-                                        f'"{pod["spec"]["nodeName"]}"')
-            return await _swap(pod, cur.mod_revision)
-
-        async def _swap(pod: Obj, revision: int) -> Obj:
-            pod["spec"]["nodeName"] = target
-            set_condition(pod, "PodScheduled", "True", now=self.clock.now())
-            inject_into_object(pod)
-            try:
-                return await self.storage.update(key, pod, expected_revision=revision)
-            except ApiError as err:
-                if _lost_race(err):
-                    raise _Retry() from None
-                raise
-
-        return await self._retry_conflicts(attempt)
-
-    def _bind_suggestion(self, key: str, uid: str | None) -> tuple[Obj, int] | None:
-        """A private copy of the watch cache's newest pod at `key` and its revision, when
-        that copy can be bound as it is (not deleted, terminating, bound or another uid)."""
-        raw = self.cache.recent(key)
-        if raw is None or raw.obj is None:
-            return None
-        meta, spec = raw.obj.get("metadata") or {}, raw.obj.get("spec") or {}
-        if ((uid and meta.get("uid") != uid) or meta.get("deletionTimestamp")
-                or spec.get("nodeName")):
-            return None
-        return decode_map(encode(raw.obj)), raw.revision
+        """pods/binding (podsubresources.py)."""
+        return await self.pods.bind(namespace, name, binding)
 
     async def evict(self, namespace: str | None, name: str, eviction: Obj) -> Obj:
-        """pods/eviction: a graceful delete that honours PodDisruptionBudgets (429)."""
-        namespace = self._pod_namespace(namespace)
-        _check_subresource_name(eviction, name, "Eviction")
-        options = (eviction.get("deleteOptions") or {}) if isinstance(eviction, dict) else {}
-        grace = options.get("gracePeriodSeconds")
-        cur = await self._get_kv(lookup("pods"), namespace, name)
-        pod = cur.obj
-        assert pod is not None
-        phase = pod.get("status", {}).get("phase")
-        unchanged_since: int | None = None
-        if phase not in ("Succeeded", "Failed", "Pending") and not pod["metadata"].get(
-                "deletionTimestamp"):
-            if await self._take_disruption(namespace, pod):
-                # An unhealthy pod evicted without using the budget: only if it has not
-                # become ready since (Kubernetes' resourceVersion precondition).
-                unchanged_since = cur.mod_revision
-        await self._add_disruption_target(namespace, name, "EvictionByEvictionAPI",
-                                          "Eviction API: evicting",
-                                          unchanged_since=unchanged_since)
-        return await self.delete("pods", namespace, name, grace_period_seconds=grace,
-                                 preconditions={"uid": pod["metadata"]["uid"]})
-
-    async def _take_disruption(self, namespace: str, pod: Obj) -> bool:
-        """Take one disruption from the pod's PDB (429 when none is left). True when the
-        pod may go without taking one: it is not ready and the budget's
-        `unhealthyPodEvictionPolicy` is AlwaysAllow, or (IfHealthyBudget, the default)
-        the budget is healthy enough (currentHealthy >= desiredHealthy > 0)."""
-        info = lookup("poddisruptionbudgets")
-        kvs, _ = await self.storage.list(storage_prefix(info, namespace))
-        labels = pod.get("metadata", {}).get("labels") or {}
-        matching = [kv for kv in kvs
-                    if kv.obj is not None and _pdb_selects(kv.obj, labels)]
-        if not matching:
-            return False
-        if len(matching) > 1:
-            raise ApiError(Reason.INTERNAL_ERROR,
-                           "This pod has more than one PodDisruptionBudget, which the "
-                           "eviction subresource does not support.")
-        kv = matching[0]
-        pdb = copy.deepcopy(kv.obj)
-        assert pdb is not None
-        status = pdb.setdefault("status", {})
-        pdb_name = pdb["metadata"]["name"]
-        if not _is_ready(pod):
-            policy = (pdb.get("spec") or {}).get("unhealthyPodEvictionPolicy")
-            if policy == "AlwaysAllow":
-                return True
-            desired = int(status.get("desiredHealthy", 0))
-            if int(status.get("currentHealthy", 0)) >= desired > 0:
-                return True
-        if int(status.get("observedGeneration", 0)) < int(pdb["metadata"].get("generation", 1)):
-            raise ApiError(Reason.TOO_MANY_REQUESTS,
-                           f"Cannot evict pod as it would violate the pod's disruption budget. "
-                           f"The disruption budget {pdb_name} is still being processed by "
-                           "the server.", retry_after_seconds=10)
-        allowed = int(status.get("disruptionsAllowed", 0))
-        if allowed <= 0:
-            raise ApiError(Reason.TOO_MANY_REQUESTS,
-                           "Cannot evict pod as it would violate the pod's disruption budget. "
-                           f"The disruption budget {pdb_name} needs "
-                           f"{status.get('desiredHealthy', 0)} healthy pods and has "
-                           f"{status.get('currentHealthy', 0)} currently",
-                           retry_after_seconds=10)
-        status["disruptionsAllowed"] = allowed - 1
-        status.setdefault("disruptedPods", {})[pod["metadata"]["name"]] = rfc3339(
-            self.clock.now())
-        try:
-            await self.storage.update(kv.key, pdb, expected_revision=kv.mod_revision)
-        except ApiError as err:
-            if _lost_race(err):
-                raise ApiError(Reason.TOO_MANY_REQUESTS,
-                               "the disruption budget changed during eviction; retry",
-                               retry_after_seconds=1) from None
-            raise
-        return False
-
-    async def _add_disruption_target(self, namespace: str, name: str, reason: str,
-                                     message: str, *, unchanged_since: int | None = None
-                                     ) -> None:
-        info = lookup("pods")
-
-        async def attempt() -> None:
-            cur = await self._get_kv(info, namespace, name)
-            pod = copy.deepcopy(cur.obj)
-            assert pod is not None
-            if unchanged_since is not None and cur.mod_revision != unchanged_since:
-                raise ApiError(Reason.TOO_MANY_REQUESTS,
-                               "Cannot evict pod as it would violate the pod's disruption "
-                               "budget. The pod changed during eviction; retry",
-                               retry_after_seconds=10)
-            if pod["metadata"].get("deletionTimestamp"):
-                return
-            set_condition(pod, "DisruptionTarget", "True", now=self.clock.now(),
-                           reason=reason, message=message)
-            try:
-                await self.storage.update(storage_key(info, namespace, name), pod,
-                                          expected_revision=cur.mod_revision)
-            except ApiError as err:
-                if _lost_race(err):
-                    raise _Retry() from None
-                raise
-
-        await self._retry_conflicts(attempt)
+        """pods/eviction (podsubresources.py)."""
+        return await self.pods.evict(namespace, name, eviction)
 
     # -- watch ---------------------------------------------------------------------------
 
@@ -908,77 +589,6 @@ class Registry:
                 raise ApiError.bad_request(
                     f"resourceVersion: {resource_version!r} is not a valid resource "
                     "version; use one from a list or a previous watch event") from None
-            _check_revision("resourceVersion", after)
+            check_revision("resourceVersion", after)
         async for batch in self.cache.watch_batches(request, after):
             yield batch
-
-
-def _nonzero_revision(value: Any) -> bool:
-    try:
-        return int(str(value)) != 0
-    except ValueError:
-        return False
-
-
-def _check_revision(name: str, value: int) -> None:
-    problem = revision_problem(value)
-    if problem:
-        raise ApiError.bad_request(f"{name}: Invalid value: {value}: {problem}")
-
-
-def _check_subresource_name(body: Any, name: str, kind: str) -> None:
-    """A Binding or Eviction names the pod it is posted to (SPEC AU5): another is a 400."""
-    meta = body.get("metadata") if isinstance(body, dict) else None
-    named = meta.get("name") if isinstance(meta, dict) else None
-    if named and named != name:
-        raise ApiError.bad_request(f"name in URL does not match name in {kind} object")
-
-
-def _lost_race(err: ApiError) -> bool:
-    """A compare-and-swap Conflict (read again and retry), not a leader-fencing refusal."""
-    return err.reason == Reason.CONFLICT and not isinstance(err, LeaderFenced)
-
-
-class _Retry(Exception):
-    """A compare-and-swap lost to a concurrent writer; read again and retry."""
-
-
-def _known(kind: str) -> bool:
-    try:
-        lookup(kind)
-    except ApiError:
-        return False
-    return True
-
-
-def _pdb_selects(pdb: Obj, labels: dict[str, str]) -> bool:
-    """policy/v1: an empty selector selects every pod of the namespace, a missing one none;
-    a PDB with an invalid selector selects nothing."""
-    try:
-        return LabelSelector.from_dict((pdb.get("spec") or {}).get("selector")).matches(labels)
-    except ApiError:
-        return False
-
-
-def _is_ready(pod: Obj) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True"
-               for c in (pod.get("status") or {}).get("conditions") or [])
-
-
-def _check_preconditions(info: KindInfo, name: str, cur: KeyValue,
-                         preconditions: Obj | None) -> None:
-    if not preconditions:
-        return
-    assert cur.obj is not None
-    uid = preconditions.get("uid")
-    if uid and cur.obj["metadata"].get("uid") != uid:
-        raise ApiError.conflict(
-            info.resource, name,
-            f"Precondition failed: UID in precondition: {uid}, UID in object meta: "
-            f"{cur.obj['metadata'].get('uid')}")
-    rv = preconditions.get("resourceVersion")
-    if rv and str(rv) != str(cur.mod_revision):
-        raise ApiError.conflict(
-            info.resource, name,
-            f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
-            f"object meta: {cur.mod_revision}")

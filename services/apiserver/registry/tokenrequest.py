@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason, invalid
+from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.satoken import (
     DEFAULT_EXPIRATION_SECONDS,
@@ -28,8 +29,6 @@ from skiff.apiserver.auth.satoken import (
 )
 from skiff.apiserver.registry.store import Registry
 from skiff.auth import node_identity
-
-Obj = dict[str, Any]
 
 KIND = "TokenRequest"
 GROUP = "authentication.k8s.io"

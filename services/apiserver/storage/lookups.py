@@ -13,18 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Any
 
 from skiff.api import ApiError, lookup
 from skiff.api.kinds import storage_prefix
+from skiff.api.types import Obj
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.watchcache import WatchCache, WatchRequest
 
 log = logging.getLogger(__name__)
 
 LIVE_LOOKUP_TTL = 30.0
-
-Obj = dict[str, Any]
 
 
 class Lookup:

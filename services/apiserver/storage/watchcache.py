@@ -42,20 +42,19 @@ import collections
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import aetcd.exceptions
 import tenacity
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX, KindInfo, parse_key, storage_prefix
+from skiff.api.types import Obj
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.values import RawEvent
 from skiff.rpc import encode
 
 log = logging.getLogger(__name__)
 
-Obj = dict[str, Any]
 Matcher = Callable[[Obj], bool]
 
 

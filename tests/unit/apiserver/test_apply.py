@@ -130,7 +130,7 @@ def defaulted(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-def test_defect6_port_renumbered_under_its_name_is_replaced_whole() -> None:
+def test_port_renumbered_under_its_name_is_replaced_whole() -> None:
     live = defaulted(server_side_apply("Service", None, service([{"name": "http",
                                                                   "port": 80}]),
                                        manager="helm", force=False))
@@ -141,7 +141,7 @@ def test_defect6_port_renumbered_under_its_name_is_replaced_whole() -> None:
     assert list(fields["f:spec"]["f:ports"]) == ['k:{"port":8080,"protocol":"TCP"}']
 
 
-def test_defect6_an_item_another_applier_owns_stays_and_keeps_its_keys() -> None:
+def test_an_item_another_applier_owns_stays_and_keeps_its_keys() -> None:
     live = defaulted(server_side_apply("Service", None, service([
         {"name": "http", "port": 80}, {"name": "dns", "port": 53, "protocol": "UDP"}]),
         manager="helm", force=False))
@@ -152,7 +152,7 @@ def test_defect6_an_item_another_applier_owns_stays_and_keeps_its_keys() -> None
                                          "targetPort": 80}]
 
 
-def test_defect6_entries_with_null_key_defaults_keep_their_items() -> None:
+def test_entries_with_null_key_defaults_keep_their_items() -> None:
     live = defaulted(server_side_apply("Service", None, service([{"name": "http",
                                                                   "port": 80}]),
                                        manager="helm", force=False))
@@ -171,7 +171,7 @@ def test_defect6_entries_with_null_key_defaults_keep_their_items() -> None:
     ([2], [1, 2, 3], [1, 2, 3]),
     ([1, 2, 3], [3, 4, 1], [2, 3, 4, 1]),
 ])
-def test_defect6_keyed_lists_merge_in_structured_merge_diffs_order(
+def test_keyed_lists_merge_in_structured_merge_diffs_order(
         live_ports: list[int], applied_ports: list[int], merged: list[int]) -> None:
     live = defaulted(server_side_apply("Service", None, service(
         [{"port": p} for p in live_ports]), manager="kubectl", force=False))
@@ -180,7 +180,7 @@ def test_defect6_keyed_lists_merge_in_structured_merge_diffs_order(
     assert [p["port"] for p in result["spec"]["ports"]] == merged
 
 
-def test_defect6_applied_empty_map_is_owned_then_filled() -> None:
+def test_applied_empty_map_is_owned_then_filled() -> None:
     cm: dict[str, Any] = {"apiVersion": "v1", "kind": "ConfigMap",
                           "metadata": {"name": "c", "labels": {}}, "data": {}}
     live = server_side_apply("ConfigMap", None, cm, manager="helm", force=False)
@@ -194,7 +194,7 @@ def test_defect6_applied_empty_map_is_owned_then_filled() -> None:
     assert emptied["data"] == {} and "labels" not in emptied["metadata"]
 
 
-def test_defect6_a_removed_item_leaves_the_other_managers_entries() -> None:
+def test_a_removed_item_leaves_the_other_managers_entries() -> None:
     live = server_side_apply("Pod", None, pod({"tier": "a"}) | {"spec": {"containers": [
         {"name": "main", "image": "busybox"}, {"name": "side", "image": "busybox"}]}},
         manager="helm", force=False)

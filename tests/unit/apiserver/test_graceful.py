@@ -111,7 +111,7 @@ def test_gt3_finalizers_keep_a_force_deleted_object_until_removed() -> None:
     assert finished_finalizing(released)
 
 
-def test_issue10_defect7_stored_huge_grace_is_capped_so_the_pod_stays_deletable() -> None:
+def test_stored_huge_grace_is_capped_so_the_pod_stays_deletable() -> None:
     pod = make_pod().node("n1").termination_grace_period(1_000_000_000_000).obj()
     period = pod_grace_period(pod, None)
     assert period == (2**63 - 1) // 10**9

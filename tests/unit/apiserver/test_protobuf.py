@@ -1,4 +1,4 @@
-"""Issue 10 defect 4: Kubernetes protobuf request bodies become the JSON objects they carry.
+"""Kubernetes protobuf request bodies become the JSON objects they carry.
 
 The bodies are built from raw wire fields, the way kubectl's generated code lays them out
 (field numbers of `generated.proto`), so the decoder is checked against the wire format and
@@ -34,7 +34,7 @@ def envelope(api_version: str, kind: str, raw: bytes) -> bytes:
                                                                    "kubernetes.protobuf")
 
 
-def test_defect4_pdb_with_int_or_string_selector_and_labels() -> None:
+def test_pdb_with_int_or_string_selector_and_labels() -> None:
     meta = (field(1, "guard") + field(3, "prod")
             + field(11, field(1, "team") + field(2, "web")))
     selector = (field(1, field(1, "app") + field(2, "web"))
@@ -50,7 +50,7 @@ def test_defect4_pdb_with_int_or_string_selector_and_labels() -> None:
             "matchExpressions": [{"key": "tier", "operator": "In", "values": ["a", "b"]}]}}}
 
 
-def test_defect4_priority_class_scalars_and_time() -> None:
+def test_priority_class_scalars_and_time() -> None:
     meta = field(1, "gold") + field(8, field(1, 1_700_000_000))
     body = envelope("scheduling.k8s.io/v1", "PriorityClass",
                     field(1, meta) + field(2, 1000) + field(3, 1) + field(5, "Never"))
@@ -67,14 +67,14 @@ def test_defect4_priority_class_scalars_and_time() -> None:
                  Reason.UNSUPPORTED_MEDIA_TYPE,
                  id="kind-not-served-as-protobuf"),
 ])
-def test_defect4_bad_protobuf_bodies_are_clear_errors(body: bytes, reason: Reason) -> None:
+def test_bad_protobuf_bodies_are_clear_errors(body: bytes, reason: Reason) -> None:
     with pytest.raises(ApiError) as err:
         decode(body)
     assert err.value.reason == reason
     assert "Traceback" not in err.value.message and "Error" not in err.value.message
 
 
-def test_issue16_kubectl_create_deployment_body_decodes_with_embedded_fields() -> None:
+def test_kubectl_create_deployment_body_decodes_with_embedded_fields() -> None:
     """`kubectl create deployment` sends a protobuf Deployment; Go-embedded messages
     (Volume's source, a probe's handler) land in their parent's JSON, like kubectl's JSON."""
     int_or_string_80 = bytes([1 << 3, 0, 2 << 3, 80])  # type 0 (int), intVal 80
@@ -95,7 +95,7 @@ def test_issue16_kubectl_create_deployment_body_decodes_with_embedded_fields() -
     assert obj["spec"]["template"]["metadata"]["labels"] == {"app": "web"}
 
 
-def test_issue16_secret_data_bytes_become_base64() -> None:
+def test_secret_data_bytes_become_base64() -> None:
     entry = field(1, b"password") + field(2, b"s3cret")
     obj = decode(envelope("v1", "Secret", field(1, field(1, b"db")) + field(2, entry)))
 
@@ -108,7 +108,7 @@ def pod_template(app: str) -> bytes:
             + field(2, field(2, field(1, "main") + field(2, "busybox"))))
 
 
-def test_issue16_daemonset_body_decodes() -> None:
+def test_daemonset_body_decodes() -> None:
     """A typed client's protobuf DaemonSet (apps/v1 generated.proto numbers)."""
     selector = field(1, field(1, "app") + field(2, "agent"))
     rolling = field(1, bytes([1 << 3, 1, 3 << 3 | 2, 3]) + b"25%")  # maxUnavailable "25%"
@@ -126,7 +126,7 @@ def test_issue16_daemonset_body_decodes() -> None:
                  "minReadySeconds": 5, "revisionHistoryLimit": 3}}
 
 
-def test_issue16_statefulset_body_decodes_with_claim_templates() -> None:
+def test_statefulset_body_decodes_with_claim_templates() -> None:
     selector = field(1, field(1, "app") + field(2, "db"))
     claim = field(1, field(1, "data")) + field(2, (
         field(1, "ReadWriteOnce") + field(2, field(2, field(1, "storage") + field(
@@ -153,7 +153,7 @@ def test_issue16_statefulset_body_decodes_with_claim_templates() -> None:
                  "ordinals": {"start": 1}}}
 
 
-def test_defect4_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
+def test_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
     """`kubectl debug --copy-to` sends the live pod's spec back as a protobuf Pod: the
     kube-api-access projected volume, security contexts, a debug container with stdin/tty.
     A Go *bool's false is kept (it differs from unset); a plain bool's false is not."""
@@ -202,7 +202,7 @@ def test_defect4_pod_body_of_kubectl_debug_copy_to_decodes() -> None:
     assert "field 3 of Pod" in err.value.message
 
 
-def test_defect4_protobuf_field_the_decoder_does_not_know_is_refused_not_dropped() -> None:
+def test_protobuf_field_the_decoder_does_not_know_is_refused_not_dropped() -> None:
     # PodSpec.affinity (not in Skiff's table): a node affinity term on key "zone"
     affinity = field(18, field(1, field(1, field(1, field(1, field(1, "zone"))))))
     body = envelope("v1", "Pod", field(1, field(1, "p"))

@@ -1,4 +1,4 @@
-"""Issue 32 defect 1: boolean query parameters as Kubernetes' Convert_Slice_string_To_bool."""
+"""Boolean query parameters as Kubernetes' Convert_Slice_string_To_bool."""
 
 from __future__ import annotations
 
@@ -19,6 +19,6 @@ from skiff.apiserver.endpoints.handlers.queryparams import query_bool
     pytest.param({"watch": "False"}, False, id="Python-False"),
     pytest.param({"watch": "0"}, False, id="zero"),
 ])
-def test_defect1_every_value_but_false_and_0_is_true(query: dict[str, str],
+def test_every_value_but_false_and_0_is_true(query: dict[str, str],
                                                      expected: bool) -> None:
     assert query_bool(query, "watch") is expected

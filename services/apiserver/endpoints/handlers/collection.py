@@ -14,14 +14,13 @@ from typing import Any, TypeVar
 
 from skiff.api import ApiError
 from skiff.api.kinds import lookup
+from skiff.api.types import Obj
 from skiff.apiserver.endpoints.handlers import decoding
 from skiff.apiserver.endpoints.handlers.versions import VersionView
 from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.storage.watchcache import WatchEvent
 
 T = TypeVar("T")
-Obj = dict[str, Any]
-
 
 def timeout_seconds(value: Any) -> float | None:
     """`timeoutSeconds` of a watch: None when absent; a 400 naming it when malformed."""

@@ -22,8 +22,7 @@ from typing import Any
 import yaml
 
 from skiff.api import ApiError
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 # Kubernetes' bound on nesting (Go's encoding/json maxNestingDepth, go-yaml's max depth).
 MAX_DEPTH = 10_000

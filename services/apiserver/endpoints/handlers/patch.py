@@ -19,9 +19,8 @@ from typing import Any
 import jsonpatch
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.apiserver.endpoints.openapi import schemas as openapi
-
-Obj = dict[str, Any]
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

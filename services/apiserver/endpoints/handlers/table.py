@@ -4,23 +4,24 @@ the same columns `skiff get` prints, and `includeObject` for each row.
 
 from __future__ import annotations
 
-from skiff.api import tables
 from skiff.api.kinds import KindInfo
 from skiff.api.types import Obj
 from skiff.apiserver.endpoints.handlers import versions
 from skiff.apiserver.endpoints.handlers.request import include_object
 from skiff.apiserver.endpoints.http import Request
+from skiff.apiserver.registry.strategy import Strategy
 
 
-def maybe_table(req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
+def maybe_table(req: Request, info: KindInfo, strategy: Strategy, items: list[Obj],
+                whole: Obj) -> Obj:
     """`whole` as asked: as it is, or (`Accept: ...;as=Table`) as a Table of `items`
-    with the columns `skiff get` prints."""
+    with the columns of the kind's strategy (those `skiff get` prints)."""
     if "as=Table" not in req.header("accept"):
         return whole
     include = include_object(req.query)
-    cols = tables.columns_for(info.kind, wide=True)
+    cols = strategy.columns(wide=True)
     # kubectl's own columns; the NODE the skiff CLI adds to pods is -o wide here
-    narrow = {name for name, _ in tables.COLUMNS.get(info.kind, tables.DEFAULT_COLUMNS)}
+    narrow = strategy.kubectl_columns()
     rows = []
     for obj in items:
         shown = versions.stored_form(info, obj)  # the columns read the stored version

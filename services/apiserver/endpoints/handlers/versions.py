@@ -21,10 +21,10 @@ from skiff.api.groups import autoscaling
 from skiff.api.groups import events as eventsv1
 from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
+from skiff.api.types import Obj
 from skiff.apiserver.registry.store import Registry, Result
 from skiff.apiserver.storage.watchcache import WatchEvent
 
-Obj = dict[str, Any]
 Convert = Callable[[Obj], Obj]
 
 # (kind, served version) -> (to the stored version, from the stored version)

@@ -24,8 +24,7 @@ from typing import Any
 
 from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import SCHEMAS, ListOf, _AnyType
-
-Obj = dict[str, Any]
+from skiff.api.types import Obj
 
 KUBERNETES_SCHEMA_VERSION = "v1.32.0"
 _SKIFF_PREFIX = "io.skiff.api"

@@ -22,6 +22,7 @@ import grpc
 from aiohttp import WSMsgType, web
 
 from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.endpoints.guard import RequestGuard
 from skiff.apiserver.endpoints.handlers.queryparams import query_bool
@@ -42,8 +43,6 @@ from skiff.rpc.errors import from_grpc
 __all__ = ["PROTOCOLS", "PodStreams"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 PROTOCOLS = ("v5.channel.k8s.io", "v4.channel.k8s.io", "v3.channel.k8s.io",
              "v2.channel.k8s.io", "channel.k8s.io")

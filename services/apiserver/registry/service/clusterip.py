@@ -26,10 +26,10 @@ from __future__ import annotations
 import ipaddress
 import logging
 import random
-from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason, invalid
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, kubernetes_service_ip
+from skiff.api.types import Obj
 from skiff.apiserver.registry.service import holds
 from skiff.apiserver.registry.service.holds import HoldRepair
 from skiff.apiserver.storage.interface import Storage
@@ -38,8 +38,6 @@ __all__ = ["DEFAULT_SERVICE_CIDR", "SERVICE_IP_PREFIX", "ServiceIPRepair", "Serv
            "kubernetes_service_ip"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 SERVICE_IP_PREFIX = "/skiff/serviceips/"
 HEADLESS = "None"

@@ -16,17 +16,15 @@ import abc
 import asyncio
 import contextlib
 import logging
-from typing import Any
 
 from skiff.api.errors import ApiError, FieldError, Reason
 from skiff.api.kinds import lookup, storage_prefix
+from skiff.api.types import Obj
 from skiff.apiserver.storage.interface import Storage
 
 __all__ = ["HoldRepair", "claim", "held", "invalid_service", "release", "release_held"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 
 def invalid_service(service: Obj, errors: list[FieldError]) -> ApiError:

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.errors import ApiError, Reason, invalid
+from skiff.api.types import Obj
 from skiff.apiserver.registry.service import holds
 from skiff.apiserver.registry.service.holds import HoldRepair
 from skiff.apiserver.storage.interface import Storage
@@ -41,8 +42,6 @@ __all__ = ["DEFAULT_NODE_PORT_RANGE", "NODE_PORT_PREFIX", "NodePortRepair", "Nod
            "PortRange", "prepare_update"]
 
 log = logging.getLogger(__name__)
-
-Obj = dict[str, Any]
 
 DEFAULT_NODE_PORT_RANGE = "30000-32767"
 NODE_PORT_PREFIX = "/skiff/servicenodeports/"

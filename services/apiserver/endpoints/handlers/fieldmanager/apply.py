@@ -27,10 +27,10 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError
+from skiff.api.types import Obj
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.clock import rfc3339
 
-Obj = dict[str, Any]
 Path = tuple[str, ...]
 
 _OWNED_META = ("labels", "annotations", "finalizers", "ownerReferences")

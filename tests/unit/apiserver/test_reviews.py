@@ -1,4 +1,4 @@
-"""Issue 32, item 11: the pure parts of the reviews — the RBAC reason a
+"""The pure parts of the reviews (SPEC AX5) — the RBAC reason a
 SubjectAccessReview reports, and how a TokenReview treats `spec.audiences` (kube-apiserver:
 ServiceAccount tokens are audience-aware, static tokens valid for the API's audiences only).
 The real apiserver is driven in tests/integration/auth/test_defect11_reviews.py."""
@@ -16,7 +16,7 @@ ISSUER = "https://kubernetes.default.svc.cluster.local"
 SA: Obj = {"metadata": {"name": "robot", "namespace": "team", "uid": "sa-uid"}}
 
 
-def test_defect11_rbac_reason_names_a_service_account_subject_with_its_namespace() -> None:
+def test_rbac_reason_names_a_service_account_subject_with_its_namespace() -> None:
     rules = RbacRules.from_objects(
         roles=[{"metadata": {"name": "reader", "namespace": "team"},
                 "rules": [{"apiGroups": [""], "resources": ["pods"], "verbs": ["get"]}]}],
@@ -63,7 +63,7 @@ async def _service_account(resource: str, namespace: str | None, name: str) -> O
     pytest.param(["vault"], ["vault"], "forged", (), "invalid bearer token",
                  id="sa-token-signed-by-another-key"),
 ])
-async def test_defect11_token_review_audiences_as_kube_apiserver(
+async def test_token_review_audiences_as_kube_apiserver(
         token_audiences: list[str] | None, asked: list[str], user: str,
         audiences: tuple[str, ...], error: str) -> None:
     authority = TokenAuthority()

@@ -1,0 +1,105 @@
+"""What differs between kinds, as Kubernetes' REST strategies (`pkg/registry/<group>/<kind>/
+strategy.go`) say it to the generic store: one `Strategy` per resource, asked by the store
+(store.py) at each point where kinds differ, so the store has no `if kind ==`.
+
+The base class is the generic strategy every kind without its own gets: the client's status
+is kept on create (and the zero status Kubernetes gives some kinds is set), the object and
+its status are served as subresources, an update is validated as a whole, deletion is
+immediate unless finalizers hold it (graceful.py), and nothing is allocated beside it.
+A kind with its own rules overrides the hooks in its module under strategies/, and is
+listed in strategies/catalog.py.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from skiff.api import ApiError, tables, validate
+from skiff.api.defaults import initial_status
+from skiff.api.errors import FieldError
+from skiff.api.kinds import GENERATION_KINDS
+from skiff.api.types import Obj
+
+# The subresources every kind with a status serves through the object's own verbs.
+OBJECT_SUBRESOURCES = frozenset({"", "status"})
+
+
+class Held:
+    """What one write took beside its object; nothing, unless a strategy says otherwise."""
+
+    async def give_back(self) -> None:
+        """The write was not stored: free what it took."""
+
+    async def commit(self) -> None:
+        """The write was stored: free what the object held before and no longer does."""
+
+
+NOTHING_HELD = Held()
+
+
+class Strategy:
+    """The generic strategy; `kind` names the resource it serves."""
+
+    # Whether the status a client sends on create is dropped (a controller or the kubelet
+    # owns it), as these kinds' PrepareForCreate does.
+    reset_status_on_create: ClassVar[bool] = False
+    # Subresources read and written through `get` and `update` of the object itself.
+    object_subresources: ClassVar[frozenset[str]] = OBJECT_SUBRESOURCES
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+
+    @property
+    def generation(self) -> bool:
+        """Whether the kind counts `metadata.generation` (bumped on a spec change)."""
+        return self.kind in GENERATION_KINDS
+
+    def serves(self, subresource: str) -> bool:
+        """Whether requests to `subresource` read and write the object itself."""
+        return subresource in self.object_subresources
+
+    def prepare_for_create(self, obj: Obj) -> None:
+        """PrepareForCreate: the status the object starts with."""
+        if self.reset_status_on_create:
+            obj.pop("status", None)
+        status = initial_status(self.kind)  # the zero status
+        if status is not None:
+            obj["status"] = status
+
+    def merge_subresource(self, old: Obj, new: Obj, subresource: str) -> Obj:
+        """The object an update of `subresource` (one `serves` names, other than the
+        object and its status) stores: none by default."""
+        raise ApiError.bad_request(f"subresource {subresource!r} is not supported")
+
+    def prepare_for_update(self, old: Obj, new: Obj, *, subresource: str) -> None:
+        """PrepareForUpdate: fields a write may not change, carried over from `old`
+        (after the store kept spec and status apart); nothing by default."""
+
+    def validate_update(self, new: Obj, old: Obj, *, subresource: str) -> list[FieldError]:
+        """ValidateUpdate: the whole object against the stored one."""
+        return validate(new, old=old)
+
+    def delete_grace_period(self, current: Obj, requested: int | None) -> int | None:
+        """The grace period a DELETE gets (0: deleted now, unless finalizers hold it)."""
+        return 0
+
+    async def allocate(self, obj: Obj, *, dry_run: bool) -> Held:
+        """Take what a created object holds beside itself (cluster IPs, node ports)."""
+        return NOTHING_HELD
+
+    async def allocate_update(self, old: Obj, new: Obj, *, subresource: str,
+                              dry_run: bool) -> Held:
+        """Take what an update newly holds (freed again by `Held.commit` when it no longer
+        needs what `old` held)."""
+        return NOTHING_HELD
+
+    async def released(self, obj: Obj) -> None:
+        """The object was deleted: free what it held."""
+
+    def columns(self, *, wide: bool) -> list[tables.Column]:
+        """The table columns of `skiff get` and server-side Table output."""
+        return tables.columns_for(self.kind, wide=wide)
+
+    def kubectl_columns(self) -> set[str]:
+        """The names of the columns kubectl prints without `-o wide` (priority 0)."""
+        return {name for name, _ in tables.COLUMNS.get(self.kind, tables.DEFAULT_COLUMNS)}
