@@ -347,8 +347,8 @@ class ApiServer:
             certificate_token_max_age=s.certificate_token_max_lifetime)
         authorizer = ApiAuthorizer(registry)
         # AU6: RBAC writes need the permissions they grant (or escalate/bind)
-        registry.escalation = EscalationCheck(authorizer=authorizer,
-                                              rbac=authorizer.rbac)
+        registry.strategies.rbac.escalation = EscalationCheck(authorizer=authorizer,
+                                                              rbac=authorizer.rbac)
         return tls, RequestGuard(authenticator, authorizer)
 
     async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:

@@ -40,7 +40,6 @@ from skiff.apiserver.admission.chain import Sources, default_chain
 from skiff.apiserver.admission.interface import Attributes, Operation
 from skiff.apiserver.admission.priority import builtin_priority_classes
 from skiff.apiserver.admission.tolerations import AdmissionConfig
-from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
 from skiff.apiserver.registry import graceful
 from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
@@ -127,8 +126,6 @@ class Registry:
         # allocators (AX7), which the apiserver sets (None: not allocated, unit tests)
         self.strategies = Strategies()
         self.pods = PodSubresources(self)
-        # AU6: RBAC escalation prevention (None: not authorizing, the insecure mode)
-        self.escalation: EscalationCheck | None = None
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -198,8 +195,7 @@ class Registry:
         apply_defaults(obj)
         omit_empty_metadata(meta)
         self._validate(info, obj)
-        if self.escalation is not None:
-            await self.escalation.admit(info, obj, None, request_name=name or "")
+        await strategy.before_write(info, obj, None, request_name=name or "")
         attrs = Attributes(info, obj, None, Operation.CREATE, dry_run=dry_run,
                            revalidate=lambda changed: self._validate(info, changed))
         warnings += await self.admission.admit(attrs)
@@ -398,8 +394,7 @@ class Registry:
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
-            if self.escalation is not None:
-                await self.escalation.admit(info, new, cur.obj)
+            await strategy.before_write(info, new, cur.obj, request_name=None)
             attrs = Attributes(info, new, cur.obj, Operation.UPDATE, subresource=subresource,
                                dry_run=dry_run)
             warnings[pruned:] = [*await self.admission.admit(attrs),

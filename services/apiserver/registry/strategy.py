@@ -17,7 +17,7 @@ from typing import ClassVar
 from skiff.api import ApiError, tables, validate
 from skiff.api.defaults import initial_status
 from skiff.api.errors import FieldError
-from skiff.api.kinds import GENERATION_KINDS
+from skiff.api.kinds import GENERATION_KINDS, KindInfo
 from skiff.api.types import Obj
 
 # The subresources every kind with a status serves through the object's own verbs.
@@ -78,6 +78,11 @@ class Strategy:
     def validate_update(self, new: Obj, old: Obj, *, subresource: str) -> list[FieldError]:
         """ValidateUpdate: the whole object against the stored one."""
         return validate(new, old=old)
+
+    async def before_write(self, info: KindInfo, obj: Obj, old: Obj | None, *,
+                           request_name: str | None) -> None:
+        """A check of the writer's rights over the object, before admission (RBAC's
+        escalation check); `request_name`: the name on a create's URL. None by default."""
 
     def delete_grace_period(self, current: Obj, requested: int | None) -> int | None:
         """The grace period a DELETE gets (0: deleted now, unless finalizers hold it)."""
