@@ -5,14 +5,21 @@ authorizer does. Any other user gets no opinion from it.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from skiff.api import ApiError
 from skiff.api.types import Obj
 from skiff.auth import READ_VERBS, Attributes, AuthorizationResult, Decision, node_identity
 
-if TYPE_CHECKING:
-    from skiff.apiserver.registry.store import Registry
+
+class ObjectReader(Protocol):
+    """What the Node authorizer reads of the registry: objects and field-selected lists."""
+
+    async def get(self, resource: str, namespace: str | None, name: str, *,
+                  revision: int = 0) -> Obj: ...
+
+    async def list(self, resource: str, namespace: str | None, *, label_selector: str = "",
+                   field_selector: str = "") -> Obj: ...
 
 
 NODE_LEASE_NAMESPACE = "kube-node-lease"
@@ -69,7 +76,7 @@ class NodeAuthorizer:
     (`system:node:<name>` in `system:nodes`) reads what its pods need and writes its own
     Node, its own Lease, its pods' status and their deletion, and events."""
 
-    def __init__(self, registry: Registry) -> None:
+    def __init__(self, registry: ObjectReader) -> None:
         self.registry = registry
 
     async def authorize(self, attrs: Attributes) -> AuthorizationResult:
