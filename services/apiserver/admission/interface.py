@@ -54,3 +54,18 @@ class Plugin:
     async def validate(self, attrs: Attributes) -> list[str]:
         """The validating hook (none by default)."""
         return []
+
+
+class DefaultingPlugin(Plugin):
+    """A mutating plugin that acts on the creation of objects of `kinds` only (as the
+    defaulting plugins: ServiceAccount, DefaultStorageClass, DefaultTolerationSeconds...)."""
+
+    kinds: ClassVar[frozenset[str]] = frozenset()
+
+    async def admit(self, attrs: Attributes) -> list[str]:
+        if attrs.operation is Operation.CREATE and attrs.info.kind in self.kinds:
+            await self.admit_create(attrs)
+        return []
+
+    async def admit_create(self, attrs: Attributes) -> None:
+        """Change the object being created."""

@@ -21,7 +21,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.api.quantity import canonical, parse_quantity
 from skiff.api.resources import binary_amounts, pod_amounts
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
 from skiff.apiserver.storage.lookups import Lookup
 
 ANNOTATION = "kubernetes.io/limit-ranger"
@@ -163,21 +163,18 @@ def admit_claim(claim: Obj, ranges: Iterable[Mapping[str, Any]]) -> None:
                       problems)
 
 
-class LimitRanger(Plugin):
+class LimitRanger(DefaultingPlugin):
     """Applies the namespace's LimitRanges to a created pod or claim."""
 
     name = "LimitRanger"
+    kinds = frozenset({"Pod", "PersistentVolumeClaim"})
 
     def __init__(self, limit_ranges: Lookup) -> None:
         self.limit_ranges = limit_ranges
 
-    async def admit(self, attrs: Attributes) -> list[str]:
-        if attrs.operation is not Operation.CREATE or attrs.info.kind not in (
-                "Pod", "PersistentVolumeClaim"):
-            return []
+    async def admit_create(self, attrs: Attributes) -> None:
         ranges = await self.limit_ranges.in_namespace(attrs.obj["metadata"]["namespace"])
         if attrs.info.kind == "PersistentVolumeClaim":
             admit_claim(attrs.obj, ranges)
         elif admit_pod(attrs.obj, ranges):
             attrs.revalidate(attrs.obj)
-        return []

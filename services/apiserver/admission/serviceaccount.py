@@ -19,7 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
 
 DEFAULT_SERVICE_ACCOUNT = "default"
 MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
@@ -85,15 +85,14 @@ def _mount_token(spec: Obj, account: Obj) -> None:
             {"name": name, "readOnly": True, "mountPath": TOKEN_MOUNT_PATH})
 
 
-class ServiceAccount(Plugin):
+class ServiceAccount(DefaultingPlugin):
     """Defaults and checks a created pod's ServiceAccount and mounts its token."""
 
     name = "ServiceAccount"
+    kinds = frozenset({"Pod"})
 
     def __init__(self, get: GetServiceAccount) -> None:
         self.get = get
 
-    async def admit(self, attrs: Attributes) -> list[str]:
-        if attrs.operation is Operation.CREATE and attrs.info.kind == "Pod":
-            await admit_service_account(attrs.obj, self.get)
-        return []
+    async def admit_create(self, attrs: Attributes) -> None:
+        await admit_service_account(attrs.obj, self.get)

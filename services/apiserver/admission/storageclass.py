@@ -12,7 +12,7 @@ from skiff.api import lookup
 from skiff.api.groups.storage import is_default_class
 from skiff.api.kinds import storage_prefix
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
 from skiff.apiserver.storage.interface import Storage
 
 
@@ -27,16 +27,15 @@ def admit_default_storage_class(claim: Obj, classes: list[Obj]) -> None:
         spec["storageClassName"] = defaults[-1]["metadata"]["name"]
 
 
-class DefaultStorageClass(Plugin):
+class DefaultStorageClass(DefaultingPlugin):
     """Gives a created claim without a class the default StorageClass."""
 
     name = "DefaultStorageClass"
+    kinds = frozenset({"PersistentVolumeClaim"})
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
 
-    async def admit(self, attrs: Attributes) -> list[str]:
-        if attrs.operation is Operation.CREATE and attrs.info.kind == "PersistentVolumeClaim":
-            classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
-            admit_default_storage_class(attrs.obj, [kv.obj for kv in classes if kv.obj])
-        return []
+    async def admit_create(self, attrs: Attributes) -> None:
+        classes, _ = await self.storage.list(storage_prefix(lookup("storageclasses")))
+        admit_default_storage_class(attrs.obj, [kv.obj for kv in classes if kv.obj])

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
+from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
 
 NOT_READY_TAINT = "node.kubernetes.io/not-ready"
 UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
@@ -43,15 +43,14 @@ def admit_default_tolerations(pod: Obj, config: AdmissionConfig) -> None:
                                 "tolerationSeconds": seconds})
 
 
-class DefaultTolerationSeconds(Plugin):
+class DefaultTolerationSeconds(DefaultingPlugin):
     """Adds the two tolerations to a created pod."""
 
     name = "DefaultTolerationSeconds"
+    kinds = frozenset({"Pod"})
 
     def __init__(self, config: AdmissionConfig) -> None:
         self.config = config
 
-    async def admit(self, attrs: Attributes) -> list[str]:
-        if attrs.operation is Operation.CREATE and attrs.info.kind == "Pod":
-            admit_default_tolerations(attrs.obj, self.config)
-        return []
+    async def admit_create(self, attrs: Attributes) -> None:
+        admit_default_tolerations(attrs.obj, self.config)
