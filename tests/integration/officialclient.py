@@ -1,12 +1,14 @@
 """The official Python client's objects as the tests read them. Its models type every
 field optional, even those a server always fills (metadata, a Pod's spec, a name); these
 say "this one is there" and fail the test where it is not, so that a test reads as the plain
-attribute chain it checks (`present(pod.status).phase`, `name_of(node)`)."""
+attribute chain it checks (`present(pod.status).phase`, `name_of(node)`). And the RBAC
+grant the in-cluster client tests give their namespace's default ServiceAccount."""
 
 from __future__ import annotations
 
 from typing import Protocol, TypeVar
 
+from kubernetes import client
 from kubernetes.client import V1ObjectMeta
 
 T = TypeVar("T")
@@ -49,3 +51,18 @@ class HasPhase(Protocol):
 
 def phase_of(obj: HasPhase) -> str | None:
     return present(obj.status).phase
+
+
+def let_default_account_list_pods(core: client.CoreV1Api, namespace: str) -> None:
+    """As on Kubernetes, a ServiceAccount may do nothing until RBAC grants it something:
+    a Role `pod-reader` (list pods) bound to the namespace's `default` account."""
+    rbac = client.RbacAuthorizationV1Api(core.api_client)
+    rbac.create_namespaced_role(namespace, client.V1Role(
+        metadata=client.V1ObjectMeta(name="pod-reader"),
+        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["list"])]))
+    rbac.create_namespaced_role_binding(namespace, client.V1RoleBinding(
+        metadata=client.V1ObjectMeta(name="default-reads-pods"),
+        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
+                                  name="pod-reader"),
+        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
+                                       namespace=namespace)]))

@@ -18,7 +18,13 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client import ApiException
 
-from tests.integration.officialclient import meta, name_of, phase_of, present
+from tests.integration.officialclient import (
+    let_default_account_list_pods,
+    meta,
+    name_of,
+    phase_of,
+    present,
+)
 from tests.integration.skiffcli import skiff_up
 from tests.integration.waiting import until
 
@@ -149,17 +155,7 @@ print("namespace=%s pods=%s" % (namespace, ",".join(sorted(p.metadata.name for p
 def test_AX3_pod_with_the_official_client_lists_pods_with_its_token(
         core: client.CoreV1Api) -> None:
     ns = new_namespace(core)
-    # As on Kubernetes, a ServiceAccount may do nothing until RBAC grants it something.
-    rbac = client.RbacAuthorizationV1Api(core.api_client)
-    rbac.create_namespaced_role(ns, client.V1Role(
-        metadata=client.V1ObjectMeta(name="pod-reader"),
-        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["list"])]))
-    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
-        metadata=client.V1ObjectMeta(name="default-reads-pods"),
-        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
-                                  name="pod-reader"),
-        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
-                                       namespace=ns)]))
+    let_default_account_list_pods(core, ns)
     # hostNetwork: the apiserver listens on the node's loopback, which a sandboxed pod's
     # own network namespace cannot reach yet (README, pod sandboxes).
     # Its own root (AU8): the official client reaches the container's python3 as an image

@@ -20,7 +20,12 @@ import pytest
 from kubernetes import client, config
 
 from tests.integration import waiting
-from tests.integration.officialclient import name_of, phase_of, present
+from tests.integration.officialclient import (
+    let_default_account_list_pods,
+    name_of,
+    phase_of,
+    present,
+)
 from tests.integration.skiffcli import skiff_up
 
 CONFIG = """kubelet:
@@ -103,16 +108,7 @@ def test_ax7_sandboxed_pod_lists_pods_with_load_incluster_config(
     kubernetes = until(lambda: core.list_namespaced_service(
         "default", field_selector="metadata.name=kubernetes").items, "the kubernetes Service")
     assert kubernetes[0].spec.cluster_ip == "10.96.0.1"
-    rbac = client.RbacAuthorizationV1Api(core.api_client)
-    rbac.create_namespaced_role(ns, client.V1Role(
-        metadata=client.V1ObjectMeta(name="pod-reader"),
-        rules=[client.V1PolicyRule(api_groups=[""], resources=["pods"], verbs=["list"])]))
-    rbac.create_namespaced_role_binding(ns, client.V1RoleBinding(
-        metadata=client.V1ObjectMeta(name="default-reads-pods"),
-        role_ref=client.V1RoleRef(api_group="rbac.authorization.k8s.io", kind="Role",
-                                  name="pod-reader"),
-        subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
-                                       namespace=ns)]))
+    let_default_account_list_pods(core, ns)
     core.create_namespaced_pod(ns, python_pod("lister", IN_CLUSTER))
     done = finished(core, "lister", ns)
     log = core.read_namespaced_pod_log("lister", ns)
