@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from skiff.api import ApiError, Reason
+from skiff.api import ApiError, Reason, get_condition
 from skiff.api.testing import make_node
 from skiff.api.types import Obj
 from skiff.client import ApiClient
@@ -117,6 +117,19 @@ def start_controller_manager(cluster: Cluster) -> StartControllerManager:
         cluster.add_service("controller-manager", "skiff.controller_manager", [
             "--controllers", ",".join(controllers), "--leader-elect", "false"])
     return start
+
+
+async def wait_unschedulable(api: ApiClient, name: str, *, what: str) -> str:
+    """The message of the pod's PodScheduled=False condition, once its reason is
+    Unschedulable."""
+    async def unschedulable() -> Obj | None:
+        pod = await get_pod(api, name)
+        cond = get_condition(pod or {}, "PodScheduled")
+        return pod if cond and cond.get("reason") == "Unschedulable" else None
+    pod = await wait_for(unschedulable, what=what)
+    condition = get_condition(pod, "PodScheduled")
+    assert condition is not None
+    return str(condition["message"])
 
 
 async def wait_running(api: ApiClient, name: str, namespace: str = "default",

@@ -21,6 +21,7 @@ from tests.integration.scheduler.conftest import (
     get_pod,
     wait_bound,
     wait_for,
+    wait_unschedulable,
 )
 from tests.integration.waiting import recorded
 
@@ -121,13 +122,7 @@ async def test_pp5_never_policy_pod_waits_instead_of_preempting(
     await wait_bound(api, "low")
     await api.create(_pod("polite", cpu="1", priority_class_name="polite").obj())
 
-    async def unschedulable() -> Obj | None:
-        pod = await get_pod(api, "polite")
-        cond = get_condition(pod or {}, "PodScheduled")
-        return pod if cond and cond.get("reason") == "Unschedulable" else None
-    pod = await wait_for(unschedulable, what="Unschedulable condition")
-    condition = get_condition(pod, "PodScheduled")
-    assert condition is not None and condition["message"] == (
+    assert await wait_unschedulable(api, "polite", what="Unschedulable condition") == (
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never.")
     failed = await recorded(api, "default", reason="FailedScheduling", name="polite")

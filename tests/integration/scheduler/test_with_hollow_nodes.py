@@ -25,6 +25,7 @@ from tests.integration.scheduler.conftest import (
     wait_for,
     wait_gone,
     wait_running,
+    wait_unschedulable,
 )
 from tests.integration.waiting import recorded
 
@@ -156,13 +157,7 @@ async def test_pp5_never_policy_pod_waits_on_hollow_nodes(
     await wait_running(api, "low")
     await api.create(_pod("polite", cpu="1", priority_class_name="polite").obj())
 
-    async def unschedulable() -> Obj | None:
-        pod = await get_pod(api, "polite")
-        cond = get_condition(pod or {}, "PodScheduled")
-        return pod if cond and cond.get("reason") == "Unschedulable" else None
-    pod = await wait_for(unschedulable, what="the Unschedulable condition")
-    condition = get_condition(pod, "PodScheduled")
-    assert condition is not None and condition["message"] == (
+    assert await wait_unschedulable(api, "polite", what="the Unschedulable condition") == (
         "0/1 nodes are available: 1 Insufficient cpu. "
         "preemption: not eligible due to preemptionPolicy=Never.")
     await asyncio.sleep(1.5)  # several backoff retries (0.2 s → 1 s) later: still waiting
