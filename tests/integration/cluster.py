@@ -29,6 +29,8 @@ class Cluster:
     apiserver_args: list[str] = field(default_factory=list)
     apiserver_env: dict[str, str] = field(default_factory=dict)
     services: dict[str, Process] = field(default_factory=dict)
+    # each added service's gRPC health endpoint ("127.0.0.1:port"), by service name
+    health_targets: dict[str, str] = field(default_factory=dict)
     # Most tests run no controller-manager, so nothing would make the `default`
     # ServiceAccount their pods need; the tests of SPEC AX3 turn the admission on.
     service_account_admission: bool = False
@@ -88,12 +90,12 @@ class Cluster:
         proc = service_process(name, module, [
             "--apiserver", self.api_target, "--health-port", str(health_port), *args],
             log_dir=self.root / "logs", env={"SKIFF_LOG_FORMAT": "json", **(env or {})})
-        proc.health_target = f"127.0.0.1:{health_port}"  # type: ignore[attr-defined]
+        self.health_targets[name] = f"127.0.0.1:{health_port}"
         self.services[name] = proc
         if start:
             proc.start()
             if wait:
-                wait_grpc_healthy(proc, proc.health_target)  # type: ignore[attr-defined]
+                wait_grpc_healthy(proc, self.health_targets[name])
         return proc
 
     def stop(self) -> None:

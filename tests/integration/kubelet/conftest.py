@@ -49,7 +49,7 @@ class Node:
 
     @property
     def health_target(self) -> str:
-        return str(self.process.health_target)  # type: ignore[attr-defined]
+        return self.cluster.health_targets[f"kubelet-{self.name}"]
 
 
 def start_kubelet(cluster: Cluster, root: Path, *, extra: list[str] | None = None,
