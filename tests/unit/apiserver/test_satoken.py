@@ -54,10 +54,9 @@ def test_AX3_tokens_not_ours_verify_to_none(tmp_path: Path, case: str) -> None:
 NOW = time.time()
 
 
-def _objects(*objs: dict[str, object]) -> Callable[[str, str | None, str],
-                                                  Awaitable[dict[str, Any] | None]]:
-    by_key = {(str(o["kind"]), str(o["metadata"]["name"])): o  # type: ignore[index]
-              for o in objs}
+def _objects(*objs: dict[str, Any]) -> Callable[[str, str | None, str],
+                                               Awaitable[dict[str, Any] | None]]:
+    by_key = {(str(o["kind"]), str(o["metadata"]["name"])): o for o in objs}
     kinds = {"serviceaccounts": "ServiceAccount", "pods": "Pod", "secrets": "Secret",
              "nodes": "Node"}
 

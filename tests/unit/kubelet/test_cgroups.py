@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from skiff.api.types import Obj
 from skiff.kubelet.cgroups import (
     CgroupLayout,
     CgroupManager,
@@ -79,7 +80,7 @@ def test_au8_cpu_conversions_are_kubernetes() -> None:
     assert [cpu_weight(s) for s in (2, 1024, 262144)] == [1, 39, 10000]
 
 
-def _pod(uid: str, containers: list[dict[str, object]]) -> dict[str, object]:
+def _pod(uid: str, containers: list[Obj]) -> Obj:
     return {"metadata": {"uid": uid}, "spec": {"containers": containers}}
 
 
@@ -107,7 +108,7 @@ def test_au8_v2_writes_limits_on_the_pod_and_container_and_enables_controllers(
     (container).mkdir()
     (container / "memory.swap.max").write_text("max\n")  # what the kernel provides
     (container / "memory.oom.group").write_text("0\n")
-    cgroup = manager.prepare(pod, pod["spec"]["containers"][0])  # type: ignore[index]
+    cgroup = manager.prepare(pod, pod["spec"]["containers"][0])
     assert cgroup.dirs == {"unified": container}
     assert (container / "memory.max").read_text() == str(32 << 20)
     assert (container / "memory.swap.max").read_text() == "0"
@@ -142,8 +143,7 @@ def test_au8_v1_writes_each_controllers_files_and_a_guaranteed_pod_sits_under_th
                              root_dir=tmp_path / "kubelet")
     node = str(manager.node_dir)
     manager.setup()
-    spec: dict[str, object] = {"name": "app",
-                               "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}}}
+    spec: Obj = {"name": "app", "resources": {"limits": {"memory": "64Mi", "cpu": "250m"}}}
     cgroup = manager.prepare(_pod("u2", [spec]), spec)
     memory = tmp_path / "memory" / "skiff" / node / "podu2" / "app"
     cpu = tmp_path / "cpu" / "skiff" / node / "podu2" / "app"
