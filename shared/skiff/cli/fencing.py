@@ -7,6 +7,8 @@ agent's finalizer on it goes once the node is unfenced, which `unfence` waits fo
 from __future__ import annotations
 
 import asyncio
+import contextlib
+from collections.abc import Iterator
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
@@ -18,15 +20,22 @@ FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 FENCE_AGENTS = ("power", "network", "storage")
 
 
+@contextlib.contextmanager
+def _not_found(message: str) -> Iterator[None]:
+    """A NotFound from the API inside becomes a CliError saying `message`."""
+    try:
+        yield
+    except ApiError as e:
+        if e.reason == Reason.NOT_FOUND:
+            raise CliError(message) from None
+        raise
+
+
 async def fence(api: ApiClient, node: str, *, agent: str | None, reason: str | None,
                 requested_by: str, out: Out) -> None:
     """Create the node's Fence; the fence agent does the rest (`skiff get fences`)."""
-    try:
+    with _not_found(f'node "{node}" not found; `skiff get nodes` lists them'):
         node_obj = await api.get("nodes", node)
-    except ApiError as e:
-        if e.reason == Reason.NOT_FOUND:
-            raise CliError(f'node "{node}" not found; `skiff get nodes` lists them') from None
-        raise
     if agent is None:
         annotations = node_obj["metadata"].get("annotations") or {}
         agent = annotations.get(FENCE_AGENT_ANNOTATION)
@@ -55,12 +64,8 @@ async def fence(api: ApiClient, node: str, *, agent: str | None, reason: str | N
 async def unfence(api: ApiClient, node: str, *, timeout: float, out: Out,
                   interval: float = 0.2) -> None:
     """Delete the node's Fence and wait until the fence agent has given the node back."""
-    try:
+    with _not_found(f'node "{node}" is not fenced (no fence "{node}")'):
         result = await api.delete("fences", node)
-    except ApiError as e:
-        if e.reason == Reason.NOT_FOUND:
-            raise CliError(f'node "{node}" is not fenced (no fence "{node}")') from None
-        raise
     uid = result["object"]["metadata"].get("uid")
     last: str | None = None
     message = ""
