@@ -135,8 +135,10 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                                    root=root / name if len(names) > 1 else root)
             sandboxes = sandbox_manager(settings, api=api, node_name=name,
                                         root=root / name if len(names) > 1 else root)
-            # SB1: the process runtime makes this node's pod sandboxes (when it may)
-            runtime: ContainerRuntime = fake or ProcessRuntime(sandboxes=sandboxes)
+            # SB1, AU8: the process runtime makes this node's pod sandboxes and cgroups
+            # (when it may)
+            runtime: ContainerRuntime = fake or ProcessRuntime(sandboxes=sandboxes,
+                                                               cgroups=cgroups)
             env = PodEnvironment(
                 api=api, recorder=EventRecorder(api, component="kubelet", host=name),
                 runtime=runtime, root_dir=root / name if len(names) > 1 else root,

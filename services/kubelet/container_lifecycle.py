@@ -1,8 +1,8 @@
 """One pod's containers from start to exit, as kuberuntime's startContainer does it (LC1–LC3, AU8).
 
 `ContainerLifecycle.start` takes a container whose config the pod worker has resolved
-through its attempt: a fresh cgroup with the container's limits (AU8), the runtime's
-start (an OSError is the attempt's StartError), Created and Started events, the
+through its attempt: the runtime's start, in a fresh cgroup with the container's limits
+(AU8; an OSError is the attempt's StartError), Created and Started events, the
 postStart hook (a failing one kills the container, FailedPostStartHook), then its probes.
 `back_off` keeps a crashed container waiting out its CrashLoopBackOff (LC3); `adopt`
 re-attaches to the containers an earlier kubelet started (GT8); every exit is
@@ -23,14 +23,13 @@ from typing import Any
 from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING
 from skiff.clock import rfc3339
-from skiff.kubelet.cgroups import ContainerCgroup
 from skiff.kubelet.container_config import ContainerConfigs
 from skiff.kubelet.handlers import run_handler
 from skiff.kubelet.pod_environment import PodEnvironment
 from skiff.kubelet.pod_events import EventSink
 from skiff.kubelet.probe_manager import ProbeManager
 from skiff.kubelet.records import ContainerRecord
-from skiff.kubelet.runtime import ContainerHandle
+from skiff.kubelet.runtime import ContainerHandle, ContainerResources
 from skiff.kubelet.termination import KillReason
 from skiff.kubelet.unknownstatus import count_restart, mark_lost
 
@@ -60,17 +59,15 @@ class ContainerLifecycle:
         self._exited = exited
         self._save = save
         self._kill = kill
-        self._cgroups: dict[str, ContainerCgroup] = {}  # container → its attempt's cgroup
 
     async def start(self, r: ContainerRecord) -> bool:
         """Start `r`'s next attempt; False when it could not start (StartError)."""
         pod = self._pod()
-        config = self._configs.build(pod, r)
+        # AU8: the runtime starts the attempt in a fresh cgroup with these limits
+        config = dataclasses.replace(self._configs.build(pod, r),
+                                     resources=ContainerResources(pod=pod, container=r.spec))
         r.image = config.image
         try:
-            if self.env.cgroups is not None:  # AU8: a fresh cgroup with the limits
-                cgroup = self._cgroups[r.name] = self.env.cgroups.prepare(pod, r.spec)
-                config = dataclasses.replace(config, join_cgroup=cgroup.join())
             handle = await self.env.runtime.start(config)
         except OSError as err:
             now = self.env.clock.now()
@@ -202,9 +199,12 @@ class ContainerLifecycle:
         self._exited()
 
     def _oom_killed(self, r: ContainerRecord, code: int, handle: ContainerHandle) -> bool:
-        """AU8: the kernel's OOM killer ended this attempt (its cgroup's own counter)."""
+        """AU8: the kernel's OOM killer ended this attempt: as the runtime saw it, or for a
+        re-adopted container (the runtime did not make its cgroup) its cgroup's counter."""
+        if handle.oom_killed is not None:
+            return handle.oom_killed
         if self.env.cgroups is None:
             return False
-        cgroup = self._cgroups.get(r.name) or self.env.cgroups.container(self._pod(), r.name)
+        cgroup = self.env.cgroups.container(self._pod(), r.name)
         return cgroup.oom_killed(exit_code=code,
                                  kubelet_killed=signals.SIGKILL in handle.signals_sent)

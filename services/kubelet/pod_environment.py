@@ -51,5 +51,7 @@ class PodEnvironment:
     cluster_dns: tuple[str, ...] = ()
     cluster_domain: str = "cluster.local"
     resolv_conf: str = "/etc/resolv.conf"
-    # AU8: pod and container cgroups (limits, OOMKilled); None: not enforced on this node
+    # AU8: the node's pod and container cgroups, which the process runtime makes and
+    # removes; the kubelet reads them (usage, OOM of re-adopted containers, exec joins its
+    # container's). None: not enforced on this node
     cgroups: CgroupManager | None = None

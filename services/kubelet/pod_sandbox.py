@@ -6,7 +6,8 @@ so far, a failing network set-up) the pod's containers wait in ContainerCreating
 FailedCreatePodSandBox event per distinct reason, and the step is retried. A pod the
 runtime leaves sharing the node is told so (SandboxNotIsolated), never silently. Memory-
 backed emptyDirs are mounted once the sandbox exists; once the pod's last process is gone
-the pod directory's mounts are undone and the runtime stops and removes the sandbox.
+the pod directory's mounts are undone and the runtime stops and removes the sandbox (with
+the pod's cgroups).
 """
 
 from __future__ import annotations
@@ -85,14 +86,12 @@ class PodSandboxStep:
     async def remove(self, uid: str) -> None:
         """SB4: the sandbox goes once the pod's last process is gone (also one an earlier
         kubelet made): the volume mounts made for it, then the runtime's StopPodSandbox
-        and RemovePodSandbox."""
-        if self._not_isolated:
-            return
-        if self.env.mount_volumes:
+        (its network) and RemovePodSandbox (what is left: the pod's cgroups, AU8)."""
+        if not self._not_isolated and self.env.mount_volumes:
             unmount_volumes(self.dir.path)
         try:
             await self.env.runtime.stop_pod_sandbox(uid)
-            await self.env.runtime.remove_pod_sandbox(uid)
         except OSError as err:
             log.warning("could not remove the pod's sandbox", extra={
                 "uid": uid, "error": str(err)})
+        await self.env.runtime.remove_pod_sandbox(uid)

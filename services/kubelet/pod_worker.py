@@ -508,8 +508,6 @@ class PodWorker:
                                    for r in self.records if r.running))
         await kill_leftovers(self.records, self.env.runtime)
         await self._sandbox.remove(self.uid)
-        if self.env.cgroups is not None:
-            await asyncio.to_thread(self.env.cgroups.remove_pod, self.uid)
         await asyncio.to_thread(tear_down_empty_dirs, self.pod, self.dir)
         await self._terminal_until_removed()
         self.dir.remove()

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Protocol
 
-from skiff.api.types import Obj
+from skiff.api.types import Obj, ObjView
 from skiff.kubelet.sandbox import Sandbox
 
-__all__ = ["ContainerConfig", "ContainerHandle", "ContainerRuntime", "ExecResult",
-           "PodSandbox", "PodSandboxConfig"]
+__all__ = ["ContainerConfig", "ContainerHandle", "ContainerResources", "ContainerRuntime",
+           "ExecResult", "PodSandbox", "PodSandboxConfig"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +53,16 @@ class PodSandbox:
 
 
 @dataclass(frozen=True)
+class ContainerResources:
+    """CRI's LinuxContainerResources as Skiff reads them (AU8): the pod (its QoS class and
+    pod-level limits) and the container (its requests and limits), from which the
+    runtime makes the attempt's cgroup."""
+
+    pod: ObjView
+    container: ObjView
+
+
+@dataclass(frozen=True)
 class ContainerConfig:
     """Everything needed to start one container (one attempt of it)."""
 
@@ -73,8 +83,11 @@ class ContainerConfig:
     stdin_once: bool = False
     tty: bool = False  # on a terminal the kubelet holds (runtime/terminal.py)
     # AU8: the child's first pre-exec step, moving it into the container's cgroup (before
-    # it enters the sandbox), so nothing it allocates escapes the limits (cgroups.py)
+    # it enters the sandbox), so nothing it allocates escapes the limits (cgroups.py);
+    # a container the runtime starts gets its cgroup from `resources` instead
     join_cgroup: Callable[[], None] | None = field(default=None, compare=False)
+    # what `start` makes the attempt's cgroup from (None: no cgroup of its own)
+    resources: ContainerResources | None = field(default=None, compare=False)
 
 
 @dataclass(eq=False)
@@ -95,6 +108,10 @@ class ContainerHandle:
     # the write end of the container's stdin (containers with `stdin: true`; lost when the
     # kubelet restarts, as the process is re-adopted without it)
     stdin: IO[bytes] | None = field(default=None, repr=False)
+    # AU8: whether the kernel's OOM killer ended it, as the runtime saw in the cgroup it
+    # made (CRI's OOMKilled reason); None: the runtime cannot tell (no cgroup of its own,
+    # or a container re-adopted after a kubelet restart)
+    oom_killed: bool | None = None
 
     @property
     def running(self) -> bool:
@@ -120,7 +137,7 @@ class ContainerRuntime(Protocol):
         ...
 
     async def remove_pod_sandbox(self, pod_uid: str) -> None:
-        """Forget the stopped sandbox; idempotent."""
+        """Remove what is left of the stopped sandbox (the pod's cgroups); idempotent."""
         ...
 
     async def start(self, config: ContainerConfig) -> ContainerHandle:

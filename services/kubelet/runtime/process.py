@@ -18,13 +18,16 @@ The pod sandbox step (SPEC SB1) is the runtime's: given a `SandboxManager` (as r
 the capabilities namespaces need) each pod gets its network namespace, address and
 hostname before its first container, and loses them once its last process is gone; a
 `hostNetwork` pod keeps the node's network but still gets a root of its own. Without a
-manager, pods share the node and are told so.
+manager, pods share the node and are told so. Given the node's `CgroupManager` (AU8), each
+container attempt starts in a fresh cgroup with its limits, its exit says whether the OOM
+killer ended it, and the pod's cgroups go with its sandbox.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import signal as signals
@@ -35,6 +38,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
+from skiff.kubelet.cgroups import CgroupManager, ContainerCgroup
 from skiff.kubelet.handlers import POD_IP
 from skiff.kubelet.runtime import (
     ContainerConfig,
@@ -148,34 +152,51 @@ def child_setup(config: ContainerConfig, *, pid: int | None = None
 
 
 class ProcessRuntime:
-    """`sandboxes`: the node's pod sandboxes (None: pods share the node's network)."""
+    """`sandboxes`: the node's pod sandboxes (None: pods share the node's network);
+    `cgroups`: the node's cgroups (None: limits are not enforced)."""
 
-    def __init__(self, *, sandboxes: SandboxManager | None = None) -> None:
+    def __init__(self, *, sandboxes: SandboxManager | None = None,
+                 cgroups: CgroupManager | None = None) -> None:
         self._children: dict[int, subprocess.Popen[bytes]] = {}
         self._sandboxes = sandboxes
-        self._host_network: set[str] = set()  # pods on the node's network: nothing to undo
+        self._cgroups = cgroups
+        self._node_network: set[str] = set()  # pods on the node's network: nothing to undo
 
     async def run_pod_sandbox(self, config: PodSandboxConfig) -> PodSandbox:
         if self._sandboxes is None:
             return PodSandbox(None, "" if config.host_network else NOT_ISOLATED_MESSAGE)
         if config.host_network:  # AU8: the node's network, but a root of its own
-            self._host_network.add(config.uid)
+            self._node_network.add(config.uid)
             return PodSandbox(Sandbox(uid=config.uid, ip=POD_IP,
                                       hostname=socket.gethostname(), host_network=True))
         sandbox = await self._sandboxes.ensure(config.pod, holders=config.holders)
         if sandbox is None:
+            self._node_network.add(config.uid)
             return PodSandbox(None, NO_POD_CIDR_MESSAGE.format(
                 node=self._sandboxes.node_name))
         return PodSandbox(sandbox)
 
     async def stop_pod_sandbox(self, pod_uid: str) -> None:
-        if self._sandboxes is not None and pod_uid not in self._host_network:
+        if self._sandboxes is not None and pod_uid not in self._node_network:
             await self._sandboxes.remove(pod_uid)
 
     async def remove_pod_sandbox(self, pod_uid: str) -> None:
-        self._host_network.discard(pod_uid)
+        self._node_network.discard(pod_uid)
+        if self._cgroups is not None:
+            await asyncio.to_thread(self._cgroups.remove_pod, pod_uid)
+
+    def _attempt_cgroup(self, config: ContainerConfig
+                        ) -> tuple[ContainerConfig, ContainerCgroup | None]:
+        """AU8: a fresh cgroup with the limits for this attempt, joined first thing in the
+        child; raises OSError (the attempt's StartError)."""
+        if self._cgroups is None or config.resources is None:
+            return config, None
+        cgroup = self._cgroups.prepare(dict(config.resources.pod),
+                                       dict(config.resources.container))
+        return dataclasses.replace(config, join_cgroup=cgroup.join()), cgroup
 
     async def start(self, config: ContainerConfig) -> ContainerHandle:
+        config, cgroup = self._attempt_cgroup(config)
         if not config.command:
             raise OSError(f"container {config.name!r} has no command: Skiff runs "
                           "`command` + `args` as a process (the image is not run)")
@@ -187,7 +208,7 @@ class ProcessRuntime:
             enter = _reporting(child_setup(config), errors_write)
             try:
                 if config.tty:
-                    return self._start_on_terminal(config, enter)
+                    return self._start_on_terminal(config, enter, cgroup)
                 with open(config.log_path, "ab") as logf:
                     popen = subprocess.Popen(
                         _command(config), stdout=logf, stderr=subprocess.STDOUT,
@@ -202,10 +223,10 @@ class ProcessRuntime:
             os.close(errors_read)
             if errors_write >= 0:
                 os.close(errors_write)
-        return self._started(popen, popen.stdin)
+        return self._started(popen, popen.stdin, cgroup)
 
-    def _start_on_terminal(self, config: ContainerConfig,
-                           enter: Callable[[], None] | None) -> ContainerHandle:
+    def _start_on_terminal(self, config: ContainerConfig, enter: Callable[[], None] | None,
+                           cgroup: ContainerCgroup | None) -> ContainerHandle:
         """`tty: true`: the container runs on a terminal the kubelet holds (SB4)."""
         terminal = Terminal(config.log_path)
         try:
@@ -219,17 +240,17 @@ class ProcessRuntime:
             os.close(terminal.slave)
             terminal.close()
             raise
-        return self._started(popen, os.fdopen(terminal.started(), "wb", buffering=0))
+        return self._started(popen, os.fdopen(terminal.started(), "wb", buffering=0), cgroup)
 
-    def _started(self, popen: subprocess.Popen[bytes], stdin: IO[bytes] | None
-                 ) -> ContainerHandle:
+    def _started(self, popen: subprocess.Popen[bytes], stdin: IO[bytes] | None,
+                 cgroup: ContainerCgroup | None) -> ContainerHandle:
         stat = read_stat(popen.pid)
         self._children[popen.pid] = popen
         handle = ContainerHandle(
             id=f"process://{popen.pid}", pid=popen.pid, pgid=popen.pid,
             start_ticks=stat.start_ticks if stat else 0, started_at=time.time(),
             exited=asyncio.get_running_loop().create_future(), stdin=stdin)
-        self._watch(handle)
+        self._watch(handle, cgroup)
         return handle
 
     def adopt(self, *, pid: int, pgid: int, start_ticks: int,
@@ -243,12 +264,21 @@ class ProcessRuntime:
         self._watch(handle)
         return handle
 
-    def _watch(self, handle: ContainerHandle) -> None:
+    def _watch(self, handle: ContainerHandle, cgroup: ContainerCgroup | None = None) -> None:
+        """Resolve `handle.exited` when the process exits; with the attempt's `cgroup`,
+        first record whether the OOM killer ended it (AU8)."""
         loop = asyncio.get_running_loop()
+
+        def exited(code: int | None) -> None:
+            if cgroup is not None and code is not None:
+                handle.oom_killed = cgroup.oom_killed(
+                    exit_code=code, kubelet_killed=signals.SIGKILL in handle.signals_sent)
+            handle.exited.set_result(code)
+
         try:
             fd = os.pidfd_open(handle.pid)
         except ProcessLookupError:
-            handle.exited.set_result(self._reap(handle.pid))
+            exited(self._reap(handle.pid))
             return
 
         def on_exit() -> None:
@@ -261,7 +291,7 @@ class ProcessRuntime:
                 with contextlib.suppress(OSError):
                     handle.stdin.close()
             if not handle.exited.done():
-                handle.exited.set_result(code)
+                exited(code)
 
         loop.add_reader(fd, on_exit)
 
