@@ -3,11 +3,11 @@
 Shaped like CRI's RuntimeService: a pod sandbox step first (`run_pod_sandbox`: the pod's
 namespaces, its address and hostname; `stop_pod_sandbox` / `remove_pod_sandbox`, with the
 pod's cgroups, once its last process is gone), then containers started in it, each
-attempt in a cgroup with its limits (`ContainerConfig.resources`). Skiff's containers are not images:
-the default `ProcessRuntime` runs a container's `command` + `args` as a local process in
-its own process group, inside the pod's sandbox when it may make one; `FakeRuntime` runs
-nothing (hollow nodes for scale tests) and only records its sandboxes. Pod workers only
-talk to this protocol.
+attempt in a cgroup with its limits (`ContainerConfig.resources`). Skiff's containers are
+not images: the default `ProcessRuntime` runs a container's `command` + `args` as a local
+process in its own process group, inside the pod's sandbox when it may make one;
+`FakeRuntime` runs nothing (hollow nodes for scale tests) and only records its sandboxes.
+Pod workers only talk to this protocol.
 """
 
 from __future__ import annotations
