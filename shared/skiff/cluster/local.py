@@ -194,7 +194,7 @@ class LocalCluster:
 
     def _start_services(self, api_targets: list[str]) -> list[_Member]:
         """Every other installed service, each listing every apiserver (spread over them)."""
-        members = []
+        members: list[_Member] = []
         for name, module, extra in self._services():
             if not service_available(module):
                 continue
