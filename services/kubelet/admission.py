@@ -28,12 +28,13 @@ from dataclasses import dataclass
 from skiff.api.pods import tolerates
 from skiff.api.resources import Resource, is_extended_resource_name, pod_requests
 from skiff.api.types import Obj
+from skiff.api.wellknown import TAINT_MEMORY_PRESSURE
 from skiff.kubelet.eviction import is_critical_pod
 from skiff.kubelet.status import qos_class
 
 __all__ = ["Admission", "Rejection"]
 
-_MEMORY_PRESSURE_TAINT = {"key": "node.kubernetes.io/memory-pressure", "effect": "NoSchedule"}
+_MEMORY_PRESSURE_TAINT = {"key": TAINT_MEMORY_PRESSURE, "effect": "NoSchedule"}
 
 
 @dataclass(frozen=True)

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from skiff.api.quantity import bytes_, canonical
+from skiff.api.wellknown import CONFIG_SOURCE_ANNOTATION, MIRROR_POD_ANNOTATION
 from skiff.client import WARNING
 from skiff.clock import Clock, rfc3339
 from skiff.kubelet.status import pod_requests_memory
@@ -71,16 +72,14 @@ _THRESHOLD = re.compile(r"^([A-Za-z.]+)[<=](\S+)$")
 IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1
 # scheduling.SystemCriticalPriority: system-cluster-critical and above.
 SYSTEM_CRITICAL_PRIORITY = 2_000_000_000
-_CONFIG_SOURCE_ANNOTATION = "kubernetes.io/config.source"
-_CONFIG_MIRROR_ANNOTATION = "kubernetes.io/config.mirror"
 
 
 def is_critical_pod(pod: dict[str, Any]) -> bool:
     """Kubernetes' `IsCriticalPod`: a static pod (config source other than the API), a
     mirror pod, or a pod whose priority is at least system-cluster-critical's."""
     annotations = (pod.get("metadata") or {}).get("annotations") or {}
-    source = annotations.get(_CONFIG_SOURCE_ANNOTATION)
-    if (source is not None and source != "api") or _CONFIG_MIRROR_ANNOTATION in annotations:
+    source = annotations.get(CONFIG_SOURCE_ANNOTATION)
+    if (source is not None and source != "api") or MIRROR_POD_ANNOTATION in annotations:
         return True
     priority = (pod.get("spec") or {}).get("priority")
     return isinstance(priority, int) and not isinstance(priority, bool) and \

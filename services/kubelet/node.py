@@ -21,6 +21,7 @@ from pathlib import Path
 import skiff
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
+from skiff.api.wellknown import LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS
 from skiff.client import ApiClient, Client
 from skiff.clock import Clock, rfc3339, rfc3339_micro
 from skiff.kubelet.settings import KubeletSettings
@@ -116,8 +117,8 @@ class NodeAgent:
         self.heartbeat = heartbeat or api
         self.clock = clock
         self.node_name = node_name
-        self.labels = {"kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux",
-                       "kubernetes.io/arch": node_arch(), **labels}
+        self.labels = {LABEL_HOSTNAME: node_name, LABEL_OS: "linux",
+                       LABEL_ARCH: node_arch(), **labels}
         self.taints = taints
         self.annotations = dict(annotations or {})
         self.capacity = capacity

@@ -11,6 +11,15 @@ from collections.abc import Iterable
 from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
 from skiff.api.types import Obj
+from skiff.api.wellknown import (
+    LABEL_ARCH,
+    LABEL_HOSTNAME,
+    LABEL_OS,
+    LABEL_REGION,
+    LABEL_REGION_BETA,
+    LABEL_ZONE,
+    LABEL_ZONE_BETA,
+)
 from skiff.apiserver.admission.interface import Attributes, Plugin
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.node import NODE_LEASE_NAMESPACE
@@ -18,11 +27,10 @@ from skiff.auth import node_identity
 
 _NODE_LABEL_DOMAINS = ("kubernetes.io", "k8s.io")
 _NODE_LABELS_ALLOWED = frozenset({
-    "kubernetes.io/hostname", "kubernetes.io/arch", "kubernetes.io/os",
+    LABEL_HOSTNAME, LABEL_ARCH, LABEL_OS,
     "beta.kubernetes.io/arch", "beta.kubernetes.io/os", "beta.kubernetes.io/instance-type",
-    "node.kubernetes.io/instance-type", "failure-domain.beta.kubernetes.io/region",
-    "failure-domain.beta.kubernetes.io/zone", "topology.kubernetes.io/region",
-    "topology.kubernetes.io/zone"})
+    "node.kubernetes.io/instance-type", LABEL_REGION_BETA, LABEL_ZONE_BETA, LABEL_REGION,
+    LABEL_ZONE})
 _NODE_LABEL_PREFIXES_ALLOWED = ("kubelet.kubernetes.io/", "node.kubernetes.io/")
 
 

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
+from skiff.api.wellknown import MIRROR_POD_ANNOTATION
 from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
 
 DEFAULT_SERVICE_ACCOUNT = "default"
-MIRROR_POD_ANNOTATION = "kubernetes.io/config.mirror"
 DEFAULT_ATTEMPTS = 10
 TOKEN_MOUNT_PATH = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOKEN_VOLUME_PREFIX = "kube-api-access-"

@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from skiff.api.types import Obj
+from skiff.api.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
 from skiff.apiserver.admission.interface import Attributes, DefaultingPlugin
-
-NOT_READY_TAINT = "node.kubernetes.io/not-ready"
-UNREACHABLE_TAINT = "node.kubernetes.io/unreachable"
 
 
 @dataclass(frozen=True)
@@ -36,8 +34,8 @@ def admit_default_tolerations(pod: Obj, config: AdmissionConfig) -> None:
             for t in tolerations
         )
 
-    for key, seconds in ((NOT_READY_TAINT, config.default_not_ready_toleration_seconds),
-                         (UNREACHABLE_TAINT, config.default_unreachable_toleration_seconds)):
+    for key, seconds in ((TAINT_NOT_READY, config.default_not_ready_toleration_seconds),
+                         (TAINT_UNREACHABLE, config.default_unreachable_toleration_seconds)):
         if not tolerates(key):
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute",
                                 "tolerationSeconds": seconds})

@@ -12,11 +12,10 @@ from collections.abc import Iterator
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
+from skiff.api.wellknown import FENCE_AGENT_ANNOTATION, FENCE_FINALIZER
 from skiff.cli.resources import CliError, Out
 from skiff.client import ApiClient
 
-FENCE_FINALIZER = "skiff.io/fence-agent"  # removed by the fence agent once it unfenced
-FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 FENCE_AGENTS = ("power", "network", "storage")
 
 

@@ -13,7 +13,6 @@ from pathlib import Path
 from skiff.cluster.processes import Process, StartError
 from skiff.cluster.state import running_elsewhere
 
-FENCE_AGENT_ANNOTATION = "skiff.io/fence-agent"
 ZONES = ("zone-a", "zone-b", "zone-c")
 # The nodeipam controller runs in every cluster `skiff up` makes: a pod created before its
 # Node has a podCIDR waits for one (ContainerCreating) rather than run without a sandbox.

@@ -26,12 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
+from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.kubeconfig import write_kubeconfig
 from skiff.cluster.launch import (
     CONTROL_PLANE_MODULE,
     ENV,
-    FENCE_AGENT_ANNOTATION,
     POD_CIDR_WAIT,
     refuse_if_running,
     service_available,

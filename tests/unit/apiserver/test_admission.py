@@ -9,10 +9,9 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.testing import make_pod
 from skiff.api.types import Obj
+from skiff.api.wellknown import TAINT_NOT_READY, TAINT_UNREACHABLE
 from skiff.apiserver.admission.priority import admit_priority
 from skiff.apiserver.admission.tolerations import (
-    NOT_READY_TAINT,
-    UNREACHABLE_TAINT,
     AdmissionConfig,
     admit_default_tolerations,
 )
@@ -29,22 +28,22 @@ def _defaulted_keys(*tolerations: Obj) -> list[str]:
 
 
 @pytest.mark.parametrize(("tolerations", "added"), [
-    pytest.param([], [NOT_READY_TAINT, UNREACHABLE_TAINT], id="none"),
-    pytest.param([{"key": UNREACHABLE_TAINT, "operator": "Exists", "effect": "NoExecute"}],
-                 [NOT_READY_TAINT], id="unreachable-NoExecute"),
-    pytest.param([{"key": NOT_READY_TAINT, "operator": "Exists"}],
-                 [UNREACHABLE_TAINT], id="not-ready-any-effect"),
-    pytest.param([{"key": NOT_READY_TAINT, "operator": "Exists", "effect": "NoSchedule"}],
-                 [NOT_READY_TAINT, UNREACHABLE_TAINT], id="not-ready-NoSchedule-only"),
+    pytest.param([], [TAINT_NOT_READY, TAINT_UNREACHABLE], id="none"),
+    pytest.param([{"key": TAINT_UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}],
+                 [TAINT_NOT_READY], id="unreachable-NoExecute"),
+    pytest.param([{"key": TAINT_NOT_READY, "operator": "Exists"}],
+                 [TAINT_UNREACHABLE], id="not-ready-any-effect"),
+    pytest.param([{"key": TAINT_NOT_READY, "operator": "Exists", "effect": "NoSchedule"}],
+                 [TAINT_NOT_READY, TAINT_UNREACHABLE], id="not-ready-NoSchedule-only"),
     pytest.param([{"operator": "Exists"}], [], id="every-key-every-effect"),
     pytest.param([{"operator": "Exists", "effect": "NoExecute"}], [],
                  id="every-key-NoExecute"),
     pytest.param([{"operator": "Exists", "effect": "NoSchedule"}],
-                 [NOT_READY_TAINT, UNREACHABLE_TAINT], id="every-key-NoSchedule-only"),
+                 [TAINT_NOT_READY, TAINT_UNREACHABLE], id="every-key-NoSchedule-only"),
     pytest.param([{"operator": "Exists", "effect": "PreferNoSchedule"}],
-                 [NOT_READY_TAINT, UNREACHABLE_TAINT], id="every-key-PreferNoSchedule"),
+                 [TAINT_NOT_READY, TAINT_UNREACHABLE], id="every-key-PreferNoSchedule"),
     pytest.param([{"key": "example.com/other", "operator": "Exists"}],
-                 [NOT_READY_TAINT, UNREACHABLE_TAINT], id="other-key"),
+                 [TAINT_NOT_READY, TAINT_UNREACHABLE], id="other-key"),
 ])
 def test_ps2_default_toleration_seconds_skip_only_a_covered_key(
         tolerations: list[Obj], added: list[str]) -> None:

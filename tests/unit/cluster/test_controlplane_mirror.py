@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from skiff.api import wellknown
 from skiff.cluster.controlplane import mirror
 from skiff.cluster.state import Component
 
@@ -35,9 +36,9 @@ def test_defect10_the_mirror_pod_carries_the_kubelets_annotations_and_kubeadms_l
     meta = obj["metadata"]
     assert meta["namespace"] == "kube-system"
     assert meta["labels"] == {"component": "kube-apiserver", "tier": "control-plane"}
-    digest = meta["annotations"][mirror.CONFIG_MIRROR]
-    assert digest == meta["annotations"][mirror.CONFIG_HASH] == pod.config_hash(c)
-    assert meta["annotations"][mirror.CONFIG_SOURCE] == "file"
+    digest = meta["annotations"][wellknown.MIRROR_POD_ANNOTATION]
+    assert digest == meta["annotations"][wellknown.CONFIG_HASH_ANNOTATION] == pod.config_hash(c)
+    assert meta["annotations"][wellknown.CONFIG_SOURCE_ANNOTATION] == "file"
     assert meta["ownerReferences"] == [{"apiVersion": "v1", "kind": "Node",
                                         "name": "skiff-control-plane2", "uid": "u-1",
                                         "controller": True}]

@@ -24,16 +24,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.types import Obj
+from skiff.api.wellknown import (
+    CONFIG_HASH_ANNOTATION,
+    CONFIG_SEEN_ANNOTATION,
+    CONFIG_SOURCE_ANNOTATION,
+    LABEL_CONTROL_PLANE_ROLE,
+    MIRROR_POD_ANNOTATION,
+)
 from skiff.cluster.state import Component
 
 NAMESPACE = "kube-system"
 CLUSTER_NAME = "skiff"  # kind names its control-plane nodes `<cluster>-control-plane`
-ROLE_LABEL = "node-role.kubernetes.io/control-plane"
-CONTROL_PLANE_TAINT = {"key": ROLE_LABEL, "effect": "NoSchedule"}
-CONFIG_SOURCE = "kubernetes.io/config.source"
-CONFIG_HASH = "kubernetes.io/config.hash"
-CONFIG_SEEN = "kubernetes.io/config.seen"
-CONFIG_MIRROR = "kubernetes.io/config.mirror"
+CONTROL_PLANE_TAINT = {"key": LABEL_CONTROL_PLANE_ROLE, "effect": "NoSchedule"}
 # Skiff's component (its cluster.json name without the replica number) → kubeadm's name.
 KUBEADM_NAMES = {"etcd": "etcd", "apiserver": "kube-apiserver",
                  "scheduler": "kube-scheduler", "controller-manager": "kube-controller-manager"}
@@ -93,8 +95,8 @@ def static_pods(components: list[Component]) -> list[tuple[StaticPod, Component]
 def mirror_pod(pod: StaticPod, comp: Component, *, node_uid: str, seen: str) -> Obj:
     """The mirror pod to create (the apiserver defaults the rest)."""
     digest = pod.config_hash(comp)
-    annotations = {CONFIG_SOURCE: "file", CONFIG_HASH: digest, CONFIG_SEEN: seen,
-                   CONFIG_MIRROR: digest}
+    annotations = {CONFIG_SOURCE_ANNOTATION: "file", CONFIG_HASH_ANNOTATION: digest,
+                   CONFIG_SEEN_ANNOTATION: seen, MIRROR_POD_ANNOTATION: digest}
     if pod.kubeadm in _ENDPOINT_ANNOTATIONS and comp.address:
         annotations[_ENDPOINT_ANNOTATIONS[pod.kubeadm]] = comp.address
     return {

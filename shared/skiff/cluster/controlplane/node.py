@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import skiff
+from skiff.api import wellknown
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.client import ApiClient
@@ -142,10 +143,10 @@ class NodeAgent:
     _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
 
     def _labels(self, node: str) -> dict[str, str]:
-        return {"kubernetes.io/hostname": node, "kubernetes.io/os": "linux",
-                "kubernetes.io/arch": {"x86_64": "amd64", "aarch64": "arm64"}.get(
+        return {wellknown.LABEL_HOSTNAME: node, wellknown.LABEL_OS: "linux",
+                wellknown.LABEL_ARCH: {"x86_64": "amd64", "aarch64": "arm64"}.get(
                     platform.machine(), platform.machine()),
-                mirror.ROLE_LABEL: "",
+                wellknown.LABEL_CONTROL_PLANE_ROLE: "",
                 "node.kubernetes.io/exclude-from-external-load-balancers": ""}
 
     def _status(self, node: str) -> Obj:
@@ -170,7 +171,7 @@ class NodeAgent:
                           {"type": "Hostname", "address": node}],
             "daemonEndpoints": {"kubeletEndpoint": {
                 "Port": self.ports.get(node, self.settings.health_port)}},
-            "nodeInfo": system_info(self._labels(node)["kubernetes.io/arch"]),
+            "nodeInfo": system_info(self._labels(node)[wellknown.LABEL_ARCH]),
         }
 
     async def register(self, node: str) -> None:
@@ -188,7 +189,7 @@ class NodeAgent:
             taints = created.setdefault("spec", {}).setdefault("taints", [])
             changed = any(labels.get(k) != v for k, v in self._labels(node).items())
             labels.update(self._labels(node))
-            if not any(t.get("key") == mirror.ROLE_LABEL for t in taints):
+            if not any(t.get("key") == wellknown.LABEL_CONTROL_PLANE_ROLE for t in taints):
                 taints.append(dict(mirror.CONTROL_PLANE_TAINT))
                 changed = True
             if changed:
@@ -278,7 +279,8 @@ class NodeAgent:
                 continue  # not registered (yet): its pods come once it is
             listed = await self.api.list("pods", None, field_selector=f"spec.nodeName={node}")
             existing = {p["metadata"]["name"]: p for p in listed["items"]
-                        if mirror.CONFIG_MIRROR in (p["metadata"].get("annotations") or {})}
+                        if wellknown.MIRROR_POD_ANNOTATION
+                        in (p["metadata"].get("annotations") or {})}
             for pod, comp in desired.get(node, []):
                 try:
                     await self._sync_one(pod, comp, existing.pop(pod.name, None), start_time,
@@ -302,8 +304,8 @@ class NodeAgent:
         if current is not None:
             meta = current["metadata"]
             owners = meta.get("ownerReferences") or []
-            if meta.get("deletionTimestamp") or \
-                    (meta.get("annotations") or {}).get(mirror.CONFIG_MIRROR) != digest or \
+            mirror_of = (meta.get("annotations") or {}).get(wellknown.MIRROR_POD_ANNOTATION)
+            if meta.get("deletionTimestamp") or mirror_of != digest or \
                     not any(o.get("uid") == self.uids[pod.node] for o in owners):
                 await self._delete(current)  # the kubelet recreates a deleted mirror pod
                 current = None

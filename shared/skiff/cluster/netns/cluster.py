@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
 from skiff.client.credentials import Credentials
 from skiff.cluster import launch
 from skiff.cluster.config import ClusterConfig
@@ -358,7 +359,7 @@ class NetnsCluster:
     def _kubelet_service(self, i: int, config_dir: Path) -> tuple[str, str, str, list[str]]:
         """node-i's kubelet, on host node-i (the --ha cluster's too)."""
         node = f"node-{i}"
-        annotations = self.node_annotations.get(node, f"{launch.FENCE_AGENT_ANNOTATION}=power")
+        annotations = self.node_annotations.get(node, f"{FENCE_AGENT_ANNOTATION}=power")
         return (f"kubelet-{node}", node, "skiff.kubelet", [
             "--node-name", node, "--root-dir", str(self.data_dir / "nodes" / node),
             "--node-ip", self._host_ip(node),
