@@ -282,14 +282,7 @@ class TokenVerdict:
 
 def registry_getter(registry: Registry) -> GetObject:
     """A live `GetObject` over the registry (None for an object that does not exist)."""
-    async def get(resource: str, namespace: str | None, name: str) -> Obj | None:
-        try:
-            return await registry.get(resource, namespace, name)
-        except ApiError as err:
-            if err.reason == Reason.NOT_FOUND:
-                return None
-            raise
-    return get
+    return registry.get_or_none
 
 
 class TokenReviewer:

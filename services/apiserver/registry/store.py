@@ -283,6 +283,12 @@ class Registry:
             raise err
         return kv.obj
 
+    async def get_or_none(self, resource: str, namespace: str | None, name: str) -> Obj | None:
+        """`get`, with None for an object that does not exist."""
+        info = lookup(resource)
+        kv, _ = await self.storage.get(storage_key(info, self._namespace(info, namespace), name))
+        return None if kv is None else kv.obj
+
     async def list(self, resource: str, namespace: str | None, *,
                    label_selector: str = "", field_selector: str = "",
                    revision: int = 0, limit: int = 0, continue_token: str = "",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from skiff.api.errors import ApiError, Reason, invalid
+from skiff.api.errors import ApiError, invalid
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.satoken import (
@@ -116,16 +116,6 @@ def _admit_node(node: str, namespace: str, name: str, ref: Obj | None,
         raise refuse("node requested token bound to a pod scheduled on a different node")
 
 
-async def _get_or_none(registry: Registry, resource: str, namespace: str | None,
-                       name: str) -> Obj | None:
-    try:
-        return await registry.get(resource, namespace, name)
-    except ApiError as err:
-        if err.reason == Reason.NOT_FOUND:
-            return None
-        raise
-
-
 async def create_token(registry: Registry, tokens: TokenAuthority, namespace: str,
                        name: str, request: Any) -> Obj:
     meta, spec = _request_fields(request)
@@ -154,8 +144,8 @@ async def create_token(registry: Registry, tokens: TokenAuthority, namespace: st
     node = node_identity(user) if user is not None else None
     if node is not None:  # NodeRestriction admission
         pod_name = str((ref or {}).get("name") or "")
-        _admit_node(node, namespace, name, ref, await _get_or_none(
-            registry, "pods", namespace, pod_name) if pod_name else None)
+        _admit_node(node, namespace, name, ref, await registry.get_or_none(
+            "pods", namespace, pod_name) if pod_name else None)
 
     bound_pod: Obj | None = None
     bound_secret: Obj | None = None
@@ -173,7 +163,7 @@ async def create_token(registry: Registry, tokens: TokenAuthority, namespace: st
                     f"different serviceaccount name.")
             uid = bound_pod["metadata"].get("uid")
             if pod_spec.get("nodeName"):  # named in the token, for information
-                pod_node = await _get_or_none(registry, "nodes", None, pod_spec["nodeName"]) \
+                pod_node = await registry.get_or_none("nodes", None, pod_spec["nodeName"]) \
                     or {"metadata": {"name": pod_spec["nodeName"]}}
         elif group == "" and kind == "Node":
             bound_node = await registry.get("nodes", None, ref_name)
