@@ -350,7 +350,10 @@ async def test_as5_events_waiting_together_reach_a_batching_watcher_in_one_messa
     start = (await api.list("pods", namespace))["metadata"]["resourceVersion"]
     written = [int((await api.create(pod(f"p{i}", namespace)))["metadata"]["resourceVersion"])
                for i in range(40)]
-    # All 40 are in the watch cache's window when the watch opens: they are ready together.
+    # The watch cache follows etcd a moment behind the writes: once it has sent the last
+    # one to a watcher, all 40 are in its window when the next watch opens, ready together.
+    await asyncio.wait_for(_raw_watch(shared_cluster.api_target, namespace,
+                                      str(written[-2]), 1, batch=False), 20)
     batched = await asyncio.wait_for(_raw_watch(shared_cluster.api_target, namespace, start,
                                                 40, batch=True), 20)
     assert isinstance(batched[0], list) and len(batched[0]) == 40, (
