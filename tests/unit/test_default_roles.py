@@ -8,49 +8,32 @@ import copy
 
 import pytest
 
-from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.apiserver.auth.bootstrappolicy import bootstrap_policy
 from skiff.apiserver.auth.rbac import RbacAuthorizer
 from skiff.apiserver.auth.reconcile import reconcile_bootstrap_policy, reconciled
+from skiff.apiserver.registry.store import Registry, RegistryConfig
+from skiff.apiserver.storage.memory import MemoryStorage
+from skiff.apiserver.storage.watchcache import WatchCache
 from skiff.auth import Attributes, Decision, UserInfo
 
 NS = "team"
 SA = UserInfo("system:serviceaccount:team:bot", groups=("system:serviceaccounts",
                                                          "system:authenticated"))
-_RESOURCES = {"ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings",
-              "RoleBinding": "rolebindings", "Role": "roles"}
 
 
-class FakeRegistry:
-    """The part of the Registry the RBAC authorizer and the reconciler use, in memory."""
+async def _registry(objects: list[Obj]) -> Registry:
+    """The apiserver's Registry over in-memory storage, holding `objects` as stored."""
+    store = MemoryStorage()
+    registry = Registry(store, WatchCache(store), config=RegistryConfig(pod_security=None))
+    for obj in objects:
+        await registry.ensure(obj)
+    return registry
 
-    def __init__(self, objects: list[Obj]) -> None:
-        self.objects: dict[tuple[str, str], Obj] = {}
-        self.updates = 0
-        for obj in objects:
-            self._put(obj)
 
-    def _put(self, obj: Obj) -> None:
-        self.objects[(_RESOURCES[obj["kind"]], obj["metadata"]["name"])] = obj
-
-    async def list(self, resource: str, namespace: str | None) -> Obj:
-        return {"items": [copy.deepcopy(o) for (r, _), o in self.objects.items()
-                          if r == resource]}
-
-    async def ensure(self, obj: Obj) -> None:
-        key = (_RESOURCES[obj["kind"]], obj["metadata"]["name"])
-        self.objects.setdefault(key, copy.deepcopy(obj))
-
-    async def get(self, resource: str, namespace: str | None, name: str) -> Obj:
-        try:
-            return copy.deepcopy(self.objects[(resource, name)])
-        except KeyError:
-            raise ApiError(Reason.NOT_FOUND, f"{resource} {name!r} not found") from None
-
-    async def update(self, resource: str, namespace: str | None, obj: Obj) -> None:
-        self.updates += 1
-        self._put(copy.deepcopy(obj))
+async def _revision(registry: Registry) -> int:
+    """The storage's current revision: it moves with every write."""
+    return await registry.storage.current_revision()
 
 
 def _binding_to(role: str) -> Obj:
@@ -117,9 +100,8 @@ ADMIN_CASES = [
 
 
 async def _decide(role: str, request: Attributes) -> bool:
-    registry = FakeRegistry([*bootstrap_policy(), _binding_to(role)])
-    result = await RbacAuthorizer(registry, refresh_seconds=60).authorize(  # type: ignore[arg-type]
-        request)
+    registry = await _registry([*bootstrap_policy(), _binding_to(role)])
+    result = await RbacAuthorizer(registry, refresh_seconds=60).authorize(request)
     return result.decision is Decision.ALLOW
 
 
@@ -144,18 +126,18 @@ async def test_AU3_admin_grants_roles_in_its_namespace(request_attrs: Attributes
 async def test_AU3_admin_binding_grants_nothing_in_other_namespaces() -> None:
     other = Attributes(user=SA, verb="create", api_group="rbac.authorization.k8s.io",
                        resource="roles", namespace="elsewhere")
-    registry = FakeRegistry([*bootstrap_policy(), _binding_to("admin")])
-    result = await RbacAuthorizer(registry).authorize(other)  # type: ignore[arg-type]
+    registry = await _registry([*bootstrap_policy(), _binding_to("admin")])
+    result = await RbacAuthorizer(registry).authorize(other)
     assert result.decision is not Decision.ALLOW
 
 
 async def test_AU3_every_user_may_review_itself() -> None:
-    registry = FakeRegistry(bootstrap_policy())
+    registry = await _registry(bootstrap_policy())
     for group, resource in [("authorization.k8s.io", "selfsubjectaccessreviews"),
                             ("authorization.k8s.io", "selfsubjectrulesreviews"),
                             ("authentication.k8s.io", "selfsubjectreviews")]:
         ask = Attributes(user=SA, verb="create", api_group=group, resource=resource)
-        result = await RbacAuthorizer(registry).authorize(ask)  # type: ignore[arg-type]
+        result = await RbacAuthorizer(registry).authorize(ask)
         assert result.decision is Decision.ALLOW, resource
 
 
@@ -174,30 +156,35 @@ def test_AU3_default_roles_carry_kubernetes_labels() -> None:
 def _old_view() -> Obj:
     """`view` as an older Skiff bootstrapped it: every resource readable, Secrets too."""
     return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "view", "resourceVersion": "7",
+            "metadata": {"name": "view",
                          "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"}},
             "rules": [{"apiGroups": ["*"], "resources": ["*"],
                        "verbs": ["get", "list", "watch"]}]}
 
 
 async def test_AU3_restart_replaces_the_rules_of_an_old_view_role() -> None:
-    registry = FakeRegistry([_old_view(), _binding_to("view")])
-    await reconcile_bootstrap_policy(registry)  # type: ignore[arg-type]
+    registry = await _registry([_old_view(), _binding_to("view")])
+    old = await registry.get("clusterroles", None, "view")
+    await reconcile_bootstrap_policy(registry)
     view = await registry.get("clusterroles", None, "view")
     wanted = next(o for o in bootstrap_policy() if o["metadata"]["name"] == "view")
     assert view["rules"] == wanted["rules"]
-    assert view["metadata"]["resourceVersion"] == "7"  # an update, not a re-create
+    # an update, not a re-create: the same object (uid), at a newer resourceVersion
+    assert view["metadata"]["uid"] == old["metadata"]["uid"]
+    assert int(view["metadata"]["resourceVersion"]) > int(old["metadata"]["resourceVersion"])
     secrets = _ask("get", "secrets")
-    result = await RbacAuthorizer(registry).authorize(secrets)  # type: ignore[arg-type]
+    result = await RbacAuthorizer(registry).authorize(secrets)
     assert result.decision is not Decision.ALLOW
-    assert ("clusterroles", "admin") in registry.objects  # created where it was missing
+    # created where it was missing
+    assert await registry.get_or_none("clusterroles", None, "admin") is not None
 
 
 async def test_AU3_reconcile_is_idempotent() -> None:
-    registry = FakeRegistry([])
-    await reconcile_bootstrap_policy(registry)  # type: ignore[arg-type]
-    await reconcile_bootstrap_policy(registry)  # type: ignore[arg-type]
-    assert registry.updates == 0
+    registry = await _registry([])
+    await reconcile_bootstrap_policy(registry)
+    before = await _revision(registry)
+    await reconcile_bootstrap_policy(registry)
+    assert await _revision(registry) == before  # the second pass writes nothing
 
 
 def test_AU3_reconcile_keeps_additions_and_honours_autoupdate_false() -> None:

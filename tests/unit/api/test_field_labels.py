@@ -4,15 +4,14 @@ object leaves out compares as its zero value or default (`spec.hostNetwork=false
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from skiff.api import ApiError, FieldSelector, Reason
 from skiff.api.fieldlabels import field_labels
 from skiff.api.types import Obj
-from skiff.apiserver.registry.store import Registry
-from skiff.apiserver.storage.values import KeyValue
+from skiff.apiserver.registry.store import Registry, RegistryConfig
+from skiff.apiserver.storage.memory import MemoryStorage
+from skiff.apiserver.storage.watchcache import WatchCache
 
 POD: Obj = {"metadata": {"name": "web-1", "namespace": "team", "labels": {"app": "web"}},
             "spec": {"nodeName": "n1", "restartPolicy": "Always",
@@ -148,23 +147,17 @@ def test_as7_skiff_components_field_selectors_stay_supported() -> None:
     assert FieldSelector.parse("involvedObject.uid=u-1", kind="Event").matches(EVENT)
 
 
-class _ListingStorage:
-    """Just enough of EtcdStorage for `Registry.list`: a fixed set of objects."""
-
-    def __init__(self, objects: list[Obj]) -> None:
-        self.objects = objects
-
-    async def list(self, prefix: str, *, revision: int = 0) -> tuple[list[Any], int]:
-        return [KeyValue(f"{prefix}{o['metadata']['name']}", o, 1, 1)
-                for o in self.objects], 5
-
-
-def _registry(objects: list[Obj]) -> Registry:
-    return Registry(_ListingStorage(objects), None)  # type: ignore[arg-type]
+async def _registry(objects: list[Obj]) -> Registry:
+    """The apiserver's Registry over in-memory storage, holding `objects` (Nodes)."""
+    store = MemoryStorage()
+    registry = Registry(store, WatchCache(store), config=RegistryConfig(pod_security=None))
+    for obj in objects:
+        await registry.ensure({"apiVersion": "v1", "kind": "Node", **obj})
+    return registry
 
 
 async def test_as7_registry_list_checks_and_reads_field_labels() -> None:
-    registry = _registry([NODE, CORDONED])
+    registry = await _registry([NODE, CORDONED])
     listed = await registry.list("nodes", None, field_selector="spec.unschedulable=false")
     assert [n["metadata"]["name"] for n in listed["items"]] == ["n1"]
     with pytest.raises(ApiError) as caught:
@@ -174,7 +167,7 @@ async def test_as7_registry_list_checks_and_reads_field_labels() -> None:
 
 
 async def test_as7_registry_watch_refuses_an_unsupported_label() -> None:
-    registry = _registry([])
+    registry = await _registry([])
     with pytest.raises(ApiError) as caught:
         await anext(registry.watch_batches("pods", "team",
                                            field_selector="metadata.labels.app=web"))
