@@ -59,7 +59,7 @@ async def _run(outage: int) -> int:
     return watches.generation
 
 
-async def test_ps2_heartbeats_back_after_an_cutreconnect_the_pod_watches_once() -> None:
+async def test_ps2_heartbeats_back_after_an_outage_reconnect_the_pod_watches_once() -> None:
     assert await _run(outage=5) == 1
 
 
