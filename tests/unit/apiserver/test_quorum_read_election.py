@@ -1,4 +1,4 @@
-"""Defect (CI, stop 38): the watch cache's quorum read during an etcd leader election.
+"""Defect seen in CI: the watch cache's quorum read during an etcd leader election.
 
 When the member in use froze while it was etcd's leader, the apiserver moved to the next
 member, which answered "etcdserver: leader changed" while the others elected a new leader;

@@ -1,4 +1,4 @@
-"""Issue 10 defect 11: `skiff get -w` rows line up under the header the way kubectl's do:
+"""`skiff get -w` rows line up under the header the way kubectl's do:
 the first batch (header + listed rows) fixes the widths; later rows are padded to them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 14 "the compose cluster runs with TLS": what compose.yaml's `pki` service writes.
+"""The compose cluster runs with TLS: what compose.yaml's `pki` service writes.
 
 Each component's directory (the only one its container mounts) holds the CA and its own
 identity, nothing of anyone else's; the admin kubeconfig's relative paths resolve from the

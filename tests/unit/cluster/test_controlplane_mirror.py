@@ -1,4 +1,4 @@
-"""Issue 32, defect 10: which component is which mirror pod, on which Node, in what phase."""
+"""Which component is which mirror pod, on which Node, in what phase."""
 
 from __future__ import annotations
 

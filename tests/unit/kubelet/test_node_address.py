@@ -1,4 +1,4 @@
-"""Issue 20: in `--netns` mode each Node reports its own namespace address as InternalIP
+"""In `--netns` mode each Node reports its own namespace address as InternalIP
 (kubelet `--node-ip`), not 127.0.0.1 for every node."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 32, defect 8 (b): a pod worker that fails is started again after Kubernetes'
+"""A pod worker that fails is started again after Kubernetes'
 back-off (backOffPeriod, jittered by up to half), with the newest pod the informer
 delivered meanwhile; resyncs during the back-off do not restart it in a tight loop."""
 

@@ -1,4 +1,4 @@
-"""Issue 32, defect 8 (b): a container the runtime no longer has is reported as
+"""A container the runtime no longer has is reported as
 Kubernetes' convertToAPIContainerStatuses reports it, and its restart counted once."""
 
 from __future__ import annotations
