@@ -1,4 +1,4 @@
-"""Issue 20, SPEC SC1/FN3 with real processes: a node fenced by the power agent and then
+"""SPEC SC1/FN3 with real processes: a node fenced by the power agent and then
 unfenced, with the fencing controller switched off, gets its StatefulSet pod's ReadWriteOnce
 volume attached again, and the same pod is Running and Ready within the kubelet's restart
 backoff. Before the fix nothing re-attached the volume after the Fence was deleted and the

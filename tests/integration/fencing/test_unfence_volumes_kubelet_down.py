@@ -1,4 +1,4 @@
-"""Issue 20, SPEC SC1/FN3: the Fence of a node is deleted while the node's kubelet is
+"""SPEC SC1/FN3: the Fence of a node is deleted while the node's kubelet is
 still down (the test plays the fence agent). The attach/detach controller attaches the
 volume the node's pod needs as soon as the Fence is gone — before the kubelet writes
 anything — and the pod is Running and Ready once the kubelet is back."""

@@ -8,7 +8,7 @@ from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.waiting import get_or_none, wait_for
 
-# The controllers the scenario needs, the fencing controller left out (issue 20).
+# The controllers the scenario needs, the fencing controller left out.
 CONTROLLERS = "statefulset,attachdetach,persistentvolume-binder"
 
 

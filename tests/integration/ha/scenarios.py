@@ -1,4 +1,4 @@
-"""Helpers for issue 11's control-plane failure scenarios (tests/integration/ha/
+"""Helpers for the control-plane failure scenarios (tests/integration/ha/
 test_scenarios.py and bench/ha_recovery.py): watchers that record every event they get and
 resume from their last resourceVersion, etcd's own revision log to compare them with, a
 writer that records which writes were acknowledged, and etcd member status read from the

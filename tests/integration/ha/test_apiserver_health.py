@@ -1,4 +1,4 @@
-"""Issue 11 remainder, item 2: an apiserver whose etcd member lost the quorum reports gRPC
+"""An apiserver whose etcd member lost the quorum reports gRPC
 health NOT_SERVING (so `skiff status` and clients see it), and SERVING again once healed;
 its HTTP `/readyz` fails the etcd check meanwhile, as kube-apiserver's does, so a front or
 load balancer reading it stops sending requests there."""

@@ -1,4 +1,4 @@
-"""Issue 11 (a): clients take several apiservers and fail over, resuming watches exactly."""
+"""Clients take several apiservers and fail over, resuming watches exactly."""
 
 from __future__ import annotations
 

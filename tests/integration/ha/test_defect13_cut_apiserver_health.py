@@ -1,4 +1,4 @@
-"""Issue 32, defect 13: an apiserver cut off from every etcd member closes its watches and
+"""An apiserver cut off from every etcd member closes its watches and
 reports gRPC NOT_SERVING within its currency bound, under a client load, and serves again
 after the heal (README, "A replicated control plane": `skiff chaos partition apiserver-1
 --from etcd`).

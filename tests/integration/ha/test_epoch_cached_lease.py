@@ -1,4 +1,4 @@
-"""Issue 15 / SPEC CP4: a fenced write takes the leader's Lease from the watch cache instead
+"""SPEC CP4: a fenced write takes the leader's Lease from the watch cache instead
 of reading it from etcd first, and a cache that lags (or is wrong) never lets a deposed
 leader write nor refuses the current one: real etcd, the apiserver's own storage."""
 

@@ -1,4 +1,4 @@
-"""Issue 11 (c): destructive writes carry the leader's epoch; the apiserver refuses a
+"""Epoch fencing: destructive writes carry the leader's epoch; the apiserver refuses a
 deposed leader's and accepts the current leader's, atomically with the write."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 (d): an apiserver whose etcd member is cut off from the quorum serves no stale
+"""An apiserver whose etcd member is cut off from the quorum serves no stale
 data: writes and consistent reads fail with a clear ServiceUnavailable (or Timeout), and it
 catches up once the member rejoins. A real three-member etcd cluster on loopback."""
 

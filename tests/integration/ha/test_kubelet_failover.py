@@ -1,4 +1,4 @@
-"""Issue 11: a kubelet given several apiservers keeps running the pods bound to it after it
+"""A kubelet given several apiservers keeps running the pods bound to it after it
 fails over (compose HA scenario 4: the pet recreated on node-3 stayed Pending for good)."""
 
 from __future__ import annotations

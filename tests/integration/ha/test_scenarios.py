@@ -1,4 +1,4 @@
-"""Issue 11, "What must be shown": the control-plane failure scenarios on one real
+"""The control-plane failure scenarios on one real
 `skiff up --ha --netns` topology (3 etcd members, 2 apiservers, 2 schedulers, 2
 controller-managers, 2 nodes; every replica on its own network host, cuts made with
 nftables), shared by the scenarios in order. Throughout, the at-most-one checker runs as

@@ -1,4 +1,4 @@
-"""Issue 11 (b): two schedulers elect a leader on the Lease kube-system/kube-scheduler; the
+"""Two schedulers elect a leader on the Lease kube-system/kube-scheduler; the
 standby takes over from a frozen leader, and no pod is bound twice or lost."""
 
 from __future__ import annotations

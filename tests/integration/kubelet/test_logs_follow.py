@@ -1,4 +1,4 @@
-"""Issue 10 defect 5: following a container's log (`kubectl logs -f`, `skiff.client.pod_logs(
+"""Following a container's log (`kubectl logs -f`, `skiff.client.pod_logs(
 follow=True)`) streams new lines until the container exits, through a real kubelet."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 16: a Service's EndpointSlice drops the pod of a node cut off by a real network
+"""A Service's EndpointSlice drops the pod of a node cut off by a real network
 partition (nftables, not a stopped kubelet) and takes it back after the cut heals."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SPEC SC2, master–node partition (seed 003, "Testing"): node-1, running the pet `db-0`,
+"""SPEC SC2, master–node partition (SPEC "Testing"): node-1, running the pet `db-0`,
 is cut by nftables from every other host of a netns cluster. With power fencing the node is
 fenced and `db-0` comes back elsewhere; without, `db-0` stays Terminating until the
 partition heals. In both, the checker proves there never were two `db-0` processes."""

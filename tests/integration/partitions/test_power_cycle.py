@@ -1,4 +1,4 @@
-"""Issue 32, defect 8: a node of a `skiff up --netns` cluster power-cycled by the power
+"""A node of a `skiff up --netns` cluster power-cycled by the power
 fence agent (Kubernetes' e2e "StatefulSet should come back up if node goes down"), or a
 kubelet that crashed together with its pods, restarts its pods in a sandbox it reuses or
 makes again — never a pod reported `Running` with no process behind it.

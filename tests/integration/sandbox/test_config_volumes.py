@@ -1,4 +1,4 @@
-"""Issue 32 defect 4, the kubelet's side, with real kubelets as root: a ConfigMap's
+"""Config volumes, the kubelet's side, with real kubelets as root: a ConfigMap's
 `binaryData` and a Secret's `data` reach a volume as their exact bytes, and a volume the
 kubelet cannot build is a FailedMount, after which the pod still goes cleanly."""
 

@@ -1,4 +1,4 @@
-"""SPEC AU8 (issue 31, finding 2) with real kubelets as root: a pod is not root on the node.
+"""SPEC AU8 with real kubelets as root: a pod is not root on the node.
 
 Each container gets its own root filesystem: the node's data dirs (the kubelet's, etcd's,
 other pods' volumes), /root and the kubelet's Python do not exist in it; /usr is read-only,

@@ -1,4 +1,4 @@
-"""SPEC AU8 (issue 31, finding 2: containers that are containers) with real kubelets as
+"""SPEC AU8 (containers that are containers) with real kubelets as
 root: without a PID namespace every pod's processes are in the node's /proc, and a
 container whose process has the same uid and capabilities as another's (two default root
 pods) could read that pod's Secret volume through `/proc/<pid>/root`, list its working

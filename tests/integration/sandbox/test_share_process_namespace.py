@@ -1,4 +1,4 @@
-"""`shareProcessNamespace: true` (issue 18): a container sees its pod-mates' processes and can
+"""`shareProcessNamespace: true`: a container sees its pod-mates' processes and can
 signal them, as the Kubernetes documentation's example does (a sidecar sends SIGHUP to the
 main process). Skiff makes no PID namespaces: every container's processes are in the node's
 PID namespace, so this holds for every pod (see README, "Pod sandboxes")."""
