@@ -1,4 +1,4 @@
-"""SPEC AU10 (issue 31, finding 14): over HTTPS, a client that opens a connection and sends
+"""SPEC AU10: over HTTPS, a client that opens a connection and sends
 its request headers slowly, or not at all, is disconnected after the header timeout
 (kube-apiserver's ReadHeaderTimeout, 32 s; `--http-read-header-timeout`, compressed here),
 while a client that sends its request in time is served on the same port."""

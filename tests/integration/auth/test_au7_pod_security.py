@@ -1,4 +1,4 @@
-"""SPEC AU7 (issue 31, finding 2): Pod Security admission against a real TLS apiserver,
+"""SPEC AU7: Pod Security admission against a real TLS apiserver,
 driven with the real kubectl where its output is what users see.
 
 The apiserver runs with an AdmissionConfiguration whose PodSecurityConfiguration sets the

@@ -1,4 +1,4 @@
-"""Issue 32, item 11: the read-only kinds clients discover.
+"""The read-only kinds clients discover.
 
 On the real secure apiserver, with the official Python client and the real kubectl:
 TokenReview is answered by the apiserver's own authenticator (static tokens, ServiceAccount

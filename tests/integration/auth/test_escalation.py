@@ -1,6 +1,6 @@
 """SPEC AU6 against a real apiserver and etcd over TLS: a user who may write Roles and
-RoleBindings in one namespace does not become cluster admin through them (issue 31, item
-3). bob (token `token-bob`, groups developers and system:authenticated) binds himself to
+RoleBindings in one namespace does not become cluster admin through them.
+bob (token `token-bob`, groups developers and system:authenticated) binds himself to
 cluster-admin and writes a Role granting everything over HTTPS (POST, PUT, PATCH,
 server-side apply), gRPC and the real kubectl, and is refused with Kubernetes' message,
 unless he holds what he grants or has the `bind` / `escalate` verbs."""

@@ -1,4 +1,4 @@
-"""Issue 14: the kubelet's own port (logs, exec, metrics) is mutual TLS in a secure
+"""The kubelet's own port (logs, exec, metrics) is mutual TLS in a secure
 cluster, as in Kubernetes: only the apiserver's `kube-apiserver-kubelet-client` identity
 (and system:masters) gets in. Without a certificate, or with another node's, node-1's
 kubelet answers nothing; `kubectl logs` and `kubectl exec` (through the apiserver) work."""

@@ -1,4 +1,4 @@
-"""SPEC AU5 and issue 31 items 1, 4 and 8 against a real apiserver and etcd over TLS:
+"""SPEC AU5 against a real apiserver and etcd over TLS:
 authorization covers exactly the scope a request reads or writes, on both fronts.
 
 - A namespaced user's gRPC List / Watch / PodMetrics without a namespace (missing, "" or a

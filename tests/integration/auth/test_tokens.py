@@ -1,6 +1,6 @@
-"""SPEC AU9 (issue 31, findings 5, 12, 13): credentials die with what they are bound to.
+"""SPEC AU9: credentials die with what they are bound to.
 
-Attacked as the issue describes, on the real secure cluster: a ServiceAccount token whose
+Attacked as a hostile user would, on the real secure cluster: a ServiceAccount token whose
 pod was deleted, whose ServiceAccount was deleted or recreated (new uid); a kubelet minting
 tokens for pods that are not its own; a client certificate that expired after it was
 accepted; a certificate token meant to live a century; a serving-only certificate."""

@@ -55,7 +55,7 @@ def test_AU1_kubectl_works_with_the_kubeconfig_and_not_with_bad_credentials(
     kubeconfig = secure_up / "kubeconfig"
     nodes = kubectl(kubeconfig, "get", "nodes", "-o", "name")
     assert nodes.returncode == 0, nodes.stderr
-    # node-1's kubelet, and the control plane's Node (cli/controlplane, issue 32: 10)
+    # node-1's kubelet, and the control plane's Node (cli/controlplane: kind's control-plane Node)
     assert nodes.stdout.split() == ["node/node-1", "node/skiff-control-plane"]
     anonymous = json.loads(kubeconfig.read_text())
     anonymous["users"][0]["user"] = {"token": "not-a-token"}

@@ -1,5 +1,5 @@
 """DO2: `docker compose up` of deploy/compose gives a working cluster that chaos can cut,
-and (issue 14) that cluster runs with TLS: mutual TLS on gRPC, HTTPS for kubectl with the
+and that cluster runs with TLS: mutual TLS on gRPC, HTTPS for kubectl with the
 kubeconfig the `pki` service wrote, etcd only for the apiserver's certificate.
 
 One test walks the whole path a user takes: the offline image, the cluster up and healthy, a
@@ -183,7 +183,7 @@ for creds in (grpc.ssl_channel_credentials(ca, key, cert), grpc.ssl_channel_cred
 
 
 def check_tls(project: ComposeProject) -> None:
-    """Issue 14 "the compose cluster runs with TLS", as a user on the host sees it."""
+    """The compose cluster runs with TLS, as a user on the host sees it."""
     target = f"127.0.0.1:{project.api_port}"
 
     async def anonymous() -> None:

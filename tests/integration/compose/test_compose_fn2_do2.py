@@ -1,4 +1,4 @@
-"""SPEC FN2 and DO2/DO3 in the compose cluster (issue 13 item 5), on one TLS cluster started
+"""SPEC FN2 and DO2/DO3 in the compose cluster, on one TLS cluster started
 with the tracing profile.
 
 * DO2: `COMPOSE_PROFILES=tracing` with `SKIFF_OTLP_ENDPOINT=http://jaeger:4317`: the profile's

@@ -1,4 +1,4 @@
-"""Issue 11, "What must be shown" 6: scenarios 1 and 4 in the compose cluster's HA profile
+"""Control-plane failure scenarios 1 and 4 in the compose cluster's HA profile
 (deploy/compose/compose.ha.yaml: etcd, etcd-2, etcd-3, apiserver, apiserver-2, two
 schedulers, two controller-managers, three nodes, the dockerized power fence agent), with
 real containers and real cuts (`skiff chaos`, i.e. skiff.cluster.chaos). Timings compressed by
@@ -112,7 +112,7 @@ def test_issue11_compose_ha_scenarios_1_and_4(tmp_path: Path, docker_engine: Any
                                               skiff_image: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     project = HaProject(engine=docker_engine, image=skiff_image)
-    project.use_admin(monkeypatch)  # the HA profile runs with TLS too (issue 14)
+    project.use_admin(monkeypatch)  # the HA profile runs with TLS too
     project.override = tmp_path / "compose.override.json"  # JSON is YAML
     project.override.write_text(json.dumps(OVERRIDE))
     try:
@@ -153,7 +153,7 @@ async def _rs_whole(api: ApiClient) -> bool:
 
 
 def _member_revision(project: HaProject, service: str) -> int:
-    # etcd serves TLS with client-certificate auth (issue 14): the member's own certificate
+    # etcd serves TLS with client-certificate auth: the member's own certificate
     # (server and client usage, from the etcd CA) is the one in its container.
     code = ("import json,ssl,urllib.request as u\n"
             "c=ssl.create_default_context(cafile='/etc/skiff/pki/ca.crt')\n"
@@ -167,7 +167,7 @@ def _member_revision(project: HaProject, service: str) -> int:
 
 
 # etcd's revision log read where a client certificate for etcd exists and the members' names
-# resolve (etcd is TLS with client-certificate auth, issue 14): inside apiserver-2, with
+# resolve (etcd is TLS with client-certificate auth): inside apiserver-2, with
 # its etcd client files and the same watch tests/integration/ha/scenarios.etcd_log makes.
 _ETCD_LOG = """
 import asyncio, json, sys

@@ -1,4 +1,4 @@
-"""AS8 as Kubernetes 1.32 does it (issue 12 item 16), with the real disruption controller
+"""AS8 as Kubernetes 1.32 does it, with the real disruption controller
 and the apiserver's eviction subresource: an empty selector covers every pod of the
 namespace in both; pods without a controller are reported (UnmanagedPods) instead of
 zeroing a relative budget; a not-ready pod may go without spending the budget when the

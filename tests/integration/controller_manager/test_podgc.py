@@ -75,7 +75,7 @@ async def test_ps3_orphaned_pod_goes_after_the_quarantine(
         api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
     await api.create(pod("orphan", namespace, node="no-such-node"))
     # A quarantine far longer than the check below, so a loaded machine cannot make the
-    # 1 s look pass the quarantine (issue 13: widen what is not the point of the test).
+    # 1 s look pass the quarantine (widen what is not the point of the test).
     controller_manager("--controllers", "podgc", "--pod-gc-quarantine-time", "8s")
     await asyncio.sleep(1.0)
     assert await get_or_none(api, "pods", "orphan", namespace) is not None

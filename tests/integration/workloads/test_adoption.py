@@ -1,4 +1,4 @@
-"""Adoption and release (Kubernetes' ControllerRefManager, issue 16): a workload controller
+"""Adoption and release (Kubernetes' ControllerRefManager): a workload controller
 adopts running orphans its selector matches instead of creating new pods, and releases an
 owned pod whose labels stop matching."""
 

@@ -1,4 +1,4 @@
-"""ConfigMaps and Secrets reach a pod's environment and volume files (issue 16)."""
+"""ConfigMaps and Secrets reach a pod's environment and volume files."""
 
 from __future__ import annotations
 

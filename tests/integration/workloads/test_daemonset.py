@@ -1,4 +1,4 @@
-"""A DaemonSet puts one pod on every node and keeps it through a partition (issue 16)."""
+"""A DaemonSet puts one pod on every node and keeps it through a partition."""
 
 from __future__ import annotations
 

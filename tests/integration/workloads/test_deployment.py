@@ -1,4 +1,4 @@
-"""Deployments with the real kubectl and real kubelets (issue 16)."""
+"""Deployments with the real kubectl and real kubelets."""
 
 from __future__ import annotations
 

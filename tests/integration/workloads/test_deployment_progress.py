@@ -1,4 +1,4 @@
-"""Deployment progress deadline, revision history limit and describe (issue 16)."""
+"""Deployment progress deadline, revision history limit and describe."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Job policies (issue 16): the failure back-off, backoffLimitPerIndex / maxFailedIndexes,
+"""Job policies: the failure back-off, backoffLimitPerIndex / maxFailedIndexes,
 successPolicy, and a finished Job that keeps no uncounted pods and no tracking finalizers.
 The controller-manager runs with `--job-pod-failure-backoff 1s`."""
 

@@ -1,4 +1,4 @@
-"""Deleting a namespace deletes everything in it, then the namespace (issue 16)."""
+"""Deleting a namespace deletes everything in it, then the namespace."""
 
 from __future__ import annotations
 

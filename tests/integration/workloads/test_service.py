@@ -1,4 +1,4 @@
-"""A Service's EndpointSlice lists its ready pods; kubectl shows it (issue 16)."""
+"""A Service's EndpointSlice lists its ready pods; kubectl shows it."""
 
 from __future__ import annotations
 
