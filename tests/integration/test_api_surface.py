@@ -1,4 +1,4 @@
-"""Issue 19 part A (SPEC AX1, AX2, AX5, AX6): the API surface real tools use, with the real
+"""SPEC AX1, AX2, AX5, AX6: the API surface real tools use, with the real
 `kubectl` and the official Python client against a real apiserver and etcd: JSON patch,
 server-side apply with field managers and conflicts, `kubectl diff` / dry run, watch
 `timeoutSeconds`, deletecollection with a label selector, OpenAPI (`kubectl explain`),

@@ -1,4 +1,4 @@
-"""Issue 19 part B against a whole `skiff up` cluster, with the real kubectl and the
+"""The API surface against a whole `skiff up` cluster, with the real kubectl and the
 official Python client: ServiceAccounts and tokens (SPEC AX3), PersistentVolumes and
 StorageClasses (AX4), metrics.k8s.io (AX5)."""
 

@@ -1,4 +1,4 @@
-"""Issue 19, third part (SPEC AX1, AX5): what the real kubectl 1.32 reads and writes against a
+"""SPEC AX1, AX5: what the real kubectl 1.32 reads and writes against a
 cluster whose own components (kubelet, controller-manager, scheduler) write over gRPC:
 - the OpenAPI v2 document in protobuf, which `kubectl explain --output=plaintext-openapiv2`
   reads (it found no kind in the stub Skiff served before);

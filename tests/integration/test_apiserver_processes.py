@@ -1,4 +1,4 @@
-"""Issue 15: several apiserver processes serve one address (SO_REUSEPORT), each with its own
+"""Several apiserver processes serve one address (SO_REUSEPORT), each with its own
 etcd client and watch cache; what one process writes, every process lists and watches."""
 
 from __future__ import annotations

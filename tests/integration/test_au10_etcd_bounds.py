@@ -1,4 +1,4 @@
-"""SPEC AU10, issue 31 finding 6: etcd stays bounded, and an etcd out of space does not take
+"""SPEC AU10: etcd stays bounded, and an etcd out of space does not take
 the API down.
 
 Real etcd members with a small `--quota-backend-bytes`, so a write loop would reach the

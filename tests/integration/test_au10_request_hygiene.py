@@ -1,4 +1,4 @@
-"""SPEC AU10 (issue 31, findings 7, 11, 14, 15): hostile request bodies and connections get
+"""SPEC AU10: hostile request bodies and connections get
 Kubernetes' answers, bounded in size and time, and leave no traceback in the apiserver log.
 
 Against a real etcd + apiserver (insecure mode, Kubernetes REST port and gRPC): a YAML

@@ -147,7 +147,7 @@ def test_down_stops_every_process_by_pid(tmp_path: Path) -> None:
     assert ClusterState.load(tmp_path) is None
 
 
-# -- issue 10 defect 11: CLI inconsistencies ----------------------------------------------
+# -- CLI consistency: --data-dir anywhere, a subcommand's own usage on its errors ---------
 
 
 def test_defect11_data_dir_works_after_every_subcommand(cluster_dir: Path,

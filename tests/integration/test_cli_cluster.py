@@ -119,7 +119,7 @@ def _sleepers(seconds: int) -> list[int]:
 
 
 def test_defect1_down_ends_every_pod_process_and_says_how_many(tmp_path: Path) -> None:
-    """Issue 10 defect 1 (and 11: the hint names the data dir): `skiff down` leaves no pod
+    """`skiff down` (its hint names the data dir) leaves no pod
     process running and prints how many process groups it ended."""
     data_dir = tmp_path / "cluster"
     other = tmp_path / "elsewhere"  # SKIFF_DATA_DIR points away: --data-dir is what counts
@@ -169,7 +169,7 @@ def test_defect1_ctrl_c_on_foreground_up_ends_every_pod_process(tmp_path: Path) 
 
 
 def test_defect5_logs_follow_streams_until_the_container_exits(one_node: Path) -> None:
-    """Issue 10 defect 5 (CLI): `skiff logs -f` prints lines as the container writes them
+    """`skiff logs -f` prints lines as the container writes them
     and returns by itself once the container exited. The container waits for a gate file
     after its first line, so it is still running however slowly the test polls (a fixed
     4 s run could be over before a loaded machine saw it Running)."""
@@ -240,7 +240,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def test_defect12_the_tours_get_nodes_shows_the_zones_it_promises(one_node: Path) -> None:
-    """Issue 10 defect 12: the README tour's `skiff get nodes` line, run as written, shows
+    """The README tour's `skiff get nodes` line, run as written, shows
     the zones its comment promises."""
     line = next(ln for ln in README.read_text().splitlines()
                 if ln.startswith("skiff get nodes"))

@@ -1,4 +1,4 @@
-"""`skiff up --ha` as a user meets it (issue 11): a three-member etcd cluster, two of every
+"""`skiff up --ha` as a user meets it: a three-member etcd cluster, two of every
 control-plane service, roles and restarts in `skiff status`, `skiff chaos kill/stop/start`
 and a `skiff down` that leaves nothing behind. Back-off and kubelet timings are compressed.
 """
@@ -216,7 +216,7 @@ def test_issue11_chaos_names_an_unknown_member_clearly(ha: Path) -> None:
 
 @pytest.mark.timeout(300)
 def test_defect10_up_ha_shows_each_replica_on_its_own_control_plane_node(ha: Path) -> None:
-    """Issue 32, defect 10: kind's HA naming, one control-plane Node per replica number,
+    """Kind's HA naming, one control-plane Node per replica number,
     each serving its own components' logs (through either apiserver)."""
     def kubectl(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(["kubectl", "--kubeconfig", str(ha / "kubeconfig"), *args],

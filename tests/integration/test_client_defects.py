@@ -1,5 +1,5 @@
-"""Issue 32: what the official Python client and other client libraries hit, against a real
-etcd + apiserver through the HTTP front (defects 2, 3, 4 and 5)."""
+"""What the official Python client and other client libraries hit, against a real
+etcd + apiserver through the HTTP front."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Issue 32, defect 10: the control plane in `kube-system`, as kind and kubeadm show it.
+"""The control plane in `kube-system`, as kind and kubeadm show it.
 
 A real `skiff up --detach` and the real kubectl: a control-plane Node with kubeadm's role
 label and NoSchedule taint, one mirror pod per component with the kubelet's annotations

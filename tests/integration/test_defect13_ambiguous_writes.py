@@ -1,4 +1,4 @@
-"""Issue 32, defect 13 (second part): a write whose outcome the apiserver cannot know is
+"""A write whose outcome the apiserver cannot know is
 answered as one, as kube-apiserver answers it: 504 Timeout "the server was unable to return
 a response in the time allotted, but may still be processing the request", never a Conflict
 or AlreadyExists for a write that happened.

@@ -1,5 +1,5 @@
-"""Issue 32, defect 13, the cause: the watch cache's currency check outlives an etcd client
-that another request's failover closes under its quorum read.
+"""Why a cut apiserver kept serving: the watch cache's currency check outlived an etcd
+client that another request's failover closed under its quorum read.
 
 grpc.aio cancels the calls of a closed channel, and the awaiting coroutine gets a
 CancelledError nobody asked its task for. The check caught `Exception` only, so it ended

@@ -1,5 +1,5 @@
-"""Issue 10: the Kubernetes HTTP front as kubectl and raw HTTP clients meet it (defects 4, 6,
-7, 9, 10), against a real etcd + apiserver and the real `kubectl`."""
+"""The Kubernetes HTTP front as kubectl and raw HTTP clients meet it, against a real
+etcd + apiserver and the real `kubectl`."""
 
 from __future__ import annotations
 
@@ -328,7 +328,7 @@ def test_defect10_kubectl_scale_statefulset_and_replicaset(
 
 def test_defect10_rollout_restart_statefulset_changes_the_template_to_roll(
         front: tuple[Cluster, int, Path]) -> None:
-    """Issue 16: StatefulSet updates roll (tests/integration/workloads/
+    """StatefulSet updates roll (tests/integration/workloads/
     test_statefulset_update.py shows the pods restarting), so the restart is accepted."""
     _, _, config = front
     assert kubectl(config, "apply", "-f", "-", stdin=STATEFULSET).returncode == 0

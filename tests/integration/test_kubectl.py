@@ -168,8 +168,8 @@ def test_AX3_kubectl_create_serviceaccount_and_token_send_protobuf_bodies(kubeco
 
 def test_defect4_kubectl_debug_copy_to_posts_a_protobuf_pod_that_is_created_whole(
         kubeconfig: Path) -> None:
-    """`kubectl debug --copy-to` posts the pod's spec back as a protobuf Pod (issue 10's
-    decoder): the copy is created with the debug container added and nothing dropped."""
+    """`kubectl debug --copy-to` posts the pod's spec back as a protobuf Pod (the
+    protobuf decoder): the copy is created with the debug container added and nothing dropped."""
     pod = _pod_in_namespace("original", "debug-copy")
     assert kubectl(kubeconfig, "apply", "-f", "-", stdin=pod).returncode == 0
     debug = kubectl(kubeconfig, "debug", "-n", "debug-copy", "original",

@@ -1,4 +1,4 @@
-"""Lists that scale (issue 15): 50,000 pods list in pages and in one unpaged list, continue
+"""Lists that scale: 50,000 pods list in pages and in one unpaged list, continue
 tokens pin the first page's revision and expire (410) once it is compacted, and an informer
 re-lists 50,000 pods after a forced compaction.
 

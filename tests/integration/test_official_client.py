@@ -1,4 +1,4 @@
-"""Issue 10 defect 3: the official Kubernetes Python client (`kubernetes` on PyPI) drives a
+"""The official Kubernetes Python client (`kubernetes` on PyPI) drives a
 pod's whole life against the kubeconfig `skiff up` writes, with a real kubelet running the
 pod as a process: list nodes, create, watch from the list's resourceVersion, read the log,
 patch, 409 on a stale replace, 422 on an invalid name, graceful delete."""
@@ -45,7 +45,7 @@ def pod_manifest(name: str, command: list[str]) -> client.V1Pod:
 def test_defect3_list_node_deserializes_node_info_with_true_values(
         core: client.CoreV1Api) -> None:
     nodes = core.list_node()
-    # node-1's kubelet, and the control plane's Node (cli/controlplane, issue 32: 10)
+    # node-1's kubelet, and the control plane's Node (cli/controlplane: kind's control-plane Node)
     assert [name_of(n) for n in nodes.items] == ["node-1", "skiff-control-plane"]
     info = present(present(nodes.items[0].status).node_info)
     assert info.boot_id == Path("/proc/sys/kernel/random/boot_id").read_text().strip()

@@ -1,4 +1,4 @@
-"""Issue 10 defect 1, the safety half: stopping a cluster ends only the container process
+"""The safety half of stopping a cluster: it ends only the container process
 groups whose identity is confirmed from the kubelet's state (/proc start time), including a
 group whose leader already exited, and never a process that merely reuses a recorded PID."""
 

@@ -1,4 +1,4 @@
-"""Issue 16: DaemonSet and StatefulSet bodies in Kubernetes' protobuf encoding (what a typed
+"""DaemonSet and StatefulSet bodies in Kubernetes' protobuf encoding (what a typed
 Go client such as client-go sends with `application/vnd.kubernetes.protobuf`) are stored as
 the objects they carry, and the real kubectl reads them back. (kubectl 1.32 itself sends
 these two kinds as JSON: `create -f` posts JSON, `scale`/`rollout`/`set` send patches.)"""

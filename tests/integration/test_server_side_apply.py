@@ -1,4 +1,4 @@
-"""Issue 32, defect 6: `kubectl apply --server-side` (what Helm 4 does on every upgrade)
+"""`kubectl apply --server-side` (what Helm 4 does on every upgrade)
 changing keyed list items and filling maps it applied empty, against a real apiserver.
 
 Kubernetes (structured-merge-diff) identifies a keyed list item by its keys (Service ports
