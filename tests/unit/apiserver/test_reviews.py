@@ -1,7 +1,7 @@
 """The pure parts of the reviews (SPEC AX5) — the RBAC reason a
 SubjectAccessReview reports, and how a TokenReview treats `spec.audiences` (kube-apiserver:
 ServiceAccount tokens are audience-aware, static tokens valid for the API's audiences only).
-The real apiserver is driven in tests/integration/auth/test_defect11_reviews.py."""
+The real apiserver is driven in tests/integration/auth/test_access_reviews.py."""
 
 from __future__ import annotations
 
