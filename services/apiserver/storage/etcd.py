@@ -283,9 +283,10 @@ class EtcdStorage:
                 await client.connect()
                 return await client.kvstub.Range(request, timeout=limit)
 
+            answers: list[str] = []  # what a live but leaderless member said
             try:
                 async with asyncio.timeout(limit):  # not wait_for: see skiff.tasks
-                    resp = await during_election(call)
+                    resp = await during_election(call, answers)
                 return int(resp.header.revision)
             except ClientClosed:
                 closed += 1
@@ -297,6 +298,9 @@ class EtcdStorage:
                 if isinstance(err, etcdrpc.AioRpcError) and (
                         err.code() != grpc.StatusCode.DEADLINE_EXCEEDED):
                     what = f"is unavailable ({err.details() or 'no connection'})"
+                elif isinstance(err, TimeoutError):  # (an OSError: test it first)
+                    what = (f"is unavailable ({answers[-1]})" if answers else
+                            f"did not answer a quorum read within {timeout:g}s")
                 elif isinstance(err, aetcd.exceptions.ClientError | OSError):
                     what = f"is unavailable ({err or 'no connection'})"
         raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(what))

@@ -56,11 +56,13 @@ async def call_once(call: Callable[[], Awaitable[T]]) -> T:
         raise ClientClosed("the etcd client was closed during the call") from None
 
 
-async def during_election(call: Callable[[], Awaitable[T]]) -> T:
+async def during_election(call: Callable[[], Awaitable[T]],
+                          answers: list[str] | None = None) -> T:
     """`call_once(call)`, asked again (with a short backoff, until the caller's timeout) while
     the member answers that its leader changed or that it has none yet: a member that
     answers is alive, and an election ends within etcd's election timeout. Only a member
-    that stays silent or leaderless for its whole slot is left for the next one."""
+    that stays silent or leaderless for its whole slot is left for the next one. Each such
+    answer is appended to `answers`, so a caller whose timeout ends the wait can say why."""
     delay = 0.05
     while True:
         try:
@@ -68,6 +70,8 @@ async def during_election(call: Callable[[], Awaitable[T]]) -> T:
         except etcdrpc.AioRpcError as err:
             if not any(text in (err.details() or "") for text in _ELECTION_ERRORS):
                 raise
+            if answers is not None:
+                answers.append(err.details() or "")
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.4)
 

@@ -12,7 +12,7 @@ import pytest
 
 from skiff.api import ApiError, Reason
 from skiff.apiserver.storage.values import MAY_STILL_BE_PROCESSING
-from skiff.client import ApiClient, Informer
+from skiff.client import ApiClient, Informer, WatchEvent
 from tests.integration.ha.conftest import HaCluster
 from tests.integration.waiting import freeze, get_or_none, wait_for
 
@@ -95,6 +95,20 @@ async def _seen(seen: list[str], name: str) -> bool:
     return name in seen
 
 
+async def _first_event(api: ApiClient, resource: str, namespace: str, rv: str) -> WatchEvent:
+    """The first event of a watch from `rv`, watching again after ServiceUnavailable."""
+    while True:
+        stream = api.watch(resource, namespace, resource_version=rv)
+        try:
+            return await anext(stream)
+        except ApiError as err:
+            if err.reason != Reason.SERVICE_UNAVAILABLE:
+                raise
+        finally:
+            await stream.aclose()
+        await asyncio.sleep(0.2)
+
+
 async def test_issue11_apiserver_with_every_etcd_member_moves_off_a_frozen_one(
         ha_cluster: HaCluster) -> None:
     """`--etcd-servers a,b,c`: when the member in use stops answering, the apiserver's
@@ -109,11 +123,12 @@ async def test_issue11_apiserver_with_every_etcd_member_moves_off_a_frozen_one(
         freeze(ha_cluster.etcd[0])  # the first member, the one in use
         try:
             await api.create(_lease("while-etcd-1-frozen", ns))
-            # The watch cache follows the new member too.
-            stream = api.watch("leases", ns,
-                               resource_version=created["metadata"]["resourceVersion"])
-            ev = await asyncio.wait_for(anext(stream), 60)
-            await stream.aclose()
+            # The watch cache follows the new member too. While the remaining members elect
+            # a leader (the frozen one may have led) the cache cannot confirm it is current
+            # and refuses watches with ServiceUnavailable: a client watches again, as an
+            # informer does, from the same resourceVersion.
+            ev = await asyncio.wait_for(
+                _first_event(api, "leases", ns, created["metadata"]["resourceVersion"]), 60)
             assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "while-etcd-1-frozen")
             got = await api.get("leases", "while-etcd-1-frozen", ns)
             assert got["spec"]["holderIdentity"] == "while-etcd-1-frozen"

@@ -9,6 +9,7 @@ out, and only a member that stays leaderless for its whole slot is left for the 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from types import SimpleNamespace
 from typing import Any
@@ -23,6 +24,9 @@ from skiff.apiserver.storage.etcd import EtcdStorage
 
 def _rpc_error(details: str) -> AioRpcError:
     return AioRpcError(grpc.StatusCode.UNAVAILABLE, Metadata(), Metadata(), details=details)
+
+
+HANG = "(no answer)"
 
 
 class FakeMember:
@@ -43,6 +47,8 @@ class FakeMember:
     async def Range(self, request: Any, timeout: float) -> Any:  # noqa: N802 (etcd's name)
         answer = self.answers[min(self.calls, len(self.answers) - 1)]
         self.calls += 1
+        if answer == HANG:
+            await asyncio.sleep(3600)
         if isinstance(answer, str):
             raise _rpc_error(answer)
         return SimpleNamespace(header=SimpleNamespace(revision=answer))
@@ -76,3 +82,13 @@ async def test_quorum_read_of_a_leaderless_cluster_fails_in_bounded_time() -> No
     with pytest.raises(ApiError) as err:
         await storage.quorum_revision(timeout=0.6)
     assert "unavailable" in err.value.message
+
+
+async def test_quorum_read_of_silent_members_says_they_did_not_answer() -> None:
+    """Defect seen in CI: a read that timed out was reported as "is unavailable ()" (a
+    TimeoutError is an OSError with no text); it says how long etcd was given instead."""
+    storage = _storage([FakeMember(HANG), FakeMember(HANG)])
+    with pytest.raises(ApiError) as err:
+        await storage.quorum_revision(timeout=0.4)
+    assert "did not answer a quorum read within 0.4s" in err.value.message
+    assert "()" not in err.value.message
