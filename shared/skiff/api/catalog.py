@@ -14,6 +14,8 @@ from skiff.api.columns import Column
 from skiff.api.fieldschema import Fields
 from skiff.api.grouprules import Defaulter, GroupRules, Validator
 from skiff.api.groups import (
+    admissionregistration,
+    apiextensions,
     apps,
     autoscaling,
     batch,
@@ -46,7 +48,7 @@ GROUPS: tuple[GroupRules, ...] = (
     replicationcontrollers.RULES, limitranges.RULES, resourcequotas.RULES,
     apps.RULES, batch.RULES, autoscaling.RULES, networking.RULES, rbac.RULES, policy.RULES,
     events.RULES, storage.RULES, coordination.RULES, discovery.RULES, scheduling.RULES,
-    fencing.RULES,
+    fencing.RULES, apiextensions.RULES, admissionregistration.RULES,
 )
 
 

@@ -106,6 +106,17 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("NetworkPolicy", "networking.k8s.io/v1", "networkpolicies", True, ("netpol",),
              has_status=False),
     KindInfo("ConfigMap", "v1", "configmaps", True, ("cm",), has_status=False),
+    # The extension API (SPEC EX1, EX6, EX7): CRDs, admission webhooks and policies.
+    KindInfo("CustomResourceDefinition", "apiextensions.k8s.io/v1",
+             "customresourcedefinitions", False, ("crd", "crds")),
+    KindInfo("MutatingWebhookConfiguration", "admissionregistration.k8s.io/v1",
+             "mutatingwebhookconfigurations", False, (), has_status=False),
+    KindInfo("ValidatingWebhookConfiguration", "admissionregistration.k8s.io/v1",
+             "validatingwebhookconfigurations", False, (), has_status=False),
+    KindInfo("ValidatingAdmissionPolicy", "admissionregistration.k8s.io/v1",
+             "validatingadmissionpolicies", False, ()),
+    KindInfo("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io/v1",
+             "validatingadmissionpolicybindings", False, (), has_status=False),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )
 
