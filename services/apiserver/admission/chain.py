@@ -4,8 +4,9 @@ first, then every validating hook (`validate`), as kube-apiserver runs its chain
 `default_chain` builds Skiff's plugins in kube-apiserver's default order (its
 AllOrderedPlugins, cut to the plugins Skiff has): NamespaceLifecycle, LimitRanger,
 ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, DefaultStorageClass,
-PodSecurity, ResourceQuota. Mutating webhooks will go before PodSecurity's validation,
-validating webhooks before ResourceQuota, which stays last.
+PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota — the
+webhooks last of the mutating and of the validating plugins but ResourceQuota, as
+kube-apiserver orders them (ValidatingAdmissionPolicy goes between the two webhooks).
 """
 
 from __future__ import annotations
@@ -24,6 +25,13 @@ from skiff.apiserver.admission.resourcequota import QuotaAdmission, ResourceQuot
 from skiff.apiserver.admission.serviceaccount import GetServiceAccount, ServiceAccount
 from skiff.apiserver.admission.storageclass import DefaultStorageClass
 from skiff.apiserver.admission.tolerations import AdmissionConfig, DefaultTolerationSeconds
+from skiff.apiserver.admission.webhook import (
+    HttpsCaller,
+    MutatingWebhookAdmission,
+    ServiceResolver,
+    ValidatingWebhookAdmission,
+    WebhookSource,
+)
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.apiserver.storage.watchcache import WatchCache
@@ -65,6 +73,8 @@ class Sources:
         self.service_accounts = Lookup("serviceaccounts", storage, cache)
         self.limit_ranges = Lookup("limitranges", storage, cache)
         self.quota = QuotaAdmission(storage, cache)
+        self.mutating_webhooks = Lookup("mutatingwebhookconfigurations", storage, cache)
+        self.validating_webhooks = Lookup("validatingwebhookconfigurations", storage, cache)
 
     async def run(self) -> None:
         """Keep the lookups current (a task beside the watch cache)."""
@@ -74,6 +84,10 @@ class Sources:
             tg.create_task(self.service_accounts.run(), name="lookup-serviceaccounts")
             tg.create_task(self.limit_ranges.run(), name="lookup-limitranges")
             tg.create_task(self.quota.quotas.run(), name="lookup-resourcequotas")
+            tg.create_task(self.mutating_webhooks.run(),
+                           name="lookup-mutatingwebhookconfigurations")
+            tg.create_task(self.validating_webhooks.run(),
+                           name="lookup-validatingwebhookconfigurations")
 
 
 def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
@@ -82,6 +96,7 @@ def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
     """Skiff's plugins in kube-apiserver's order; ServiceAccount (given the accounts'
     getter) and PodSecurity (given its configuration) only when turned on
     (`--disable-admission-plugins`, the AdmissionConfiguration)."""
+    caller = HttpsCaller(ServiceResolver(sources.storage))
     plugins: list[Plugin | None] = [
         NamespaceLifecycle(sources.namespaces),
         LimitRanger(sources.limit_ranges),
@@ -93,6 +108,10 @@ def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
         PodSecurity(PodSecurityAdmission(config=pod_security, namespaces=sources.namespaces,
                                          storage=sources.storage))
         if pod_security is not None else None,
+        MutatingWebhookAdmission(WebhookSource(sources.mutating_webhooks, mutating=True),
+                                 namespaces=sources.namespaces, caller=caller),
+        ValidatingWebhookAdmission(WebhookSource(sources.validating_webhooks, mutating=False),
+                                   namespaces=sources.namespaces, caller=caller),
         ResourceQuota(sources.quota),
     ]
     return Chain([p for p in plugins if p is not None])

@@ -1,7 +1,8 @@
 """What an admission plugin is, as `k8s.io/apiserver/pkg/admission` has it: the attributes
 of the request being admitted and a `Plugin` with a mutating hook (`admit`) and a
 validating one (`validate`). chain.py runs the plugins in order, every `admit` first, then
-every `validate`. Webhooks will be plugins too.
+every `validate`. Webhooks are plugins too (webhook/), and read the requesting user from
+`skiff.apiserver.auth.context.current_user`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ from skiff.api.types import Obj
 
 
 class Operation(StrEnum):
-    """The operations the registry admits."""
+    """Kubernetes' admission operations (the registry admits creates and updates, and
+    deletes where it admits them: `obj` is then empty and `old` the object)."""
 
     CREATE = "CREATE"
     UPDATE = "UPDATE"
+    DELETE = "DELETE"
+    CONNECT = "CONNECT"
 
 
 def _valid(_obj: Obj) -> None:

@@ -8,6 +8,12 @@ from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError
 from skiff.api.fieldschema import OBJECT_META, TOP, fields
 from skiff.api.grouprules import GroupRules
+from skiff.api.groups.webhookconfigs import (
+    default_mutating,
+    default_validating,
+    validate_mutating,
+    validate_validating,
+)
 from skiff.api.types import ObjView
 
 KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
@@ -19,7 +25,11 @@ def _no_rules(obj: ObjView, old: ObjView | None) -> list[FieldError]:
 
 
 RULES = GroupRules(
-    validators={kind: _no_rules for kind in KINDS},
+    defaulters={"MutatingWebhookConfiguration": default_mutating,
+                "ValidatingWebhookConfiguration": default_validating},
+    validators={**{kind: _no_rules for kind in KINDS},
+                "MutatingWebhookConfiguration": validate_mutating,
+                "ValidatingWebhookConfiguration": validate_validating},
     columns={
         "MutatingWebhookConfiguration": [
             ("NAME", meta("name")),
