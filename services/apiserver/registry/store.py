@@ -402,7 +402,8 @@ class Registry:
             self._validate(info, new, old=cur.obj, subresource=subresource)
             await strategy.before_write(info, new, cur.obj, request_name=None)
             attrs = Attributes(info, new, cur.obj, Operation.UPDATE, subresource=subresource,
-                               dry_run=dry_run)
+                               dry_run=dry_run, revalidate=lambda changed: self._validate(
+                                   info, changed, old=cur.obj, subresource=subresource))
             warnings[pruned:] = [*await self.admission.admit(attrs),
                                  *await self.admission.validate(attrs)]
             if manager:  # the stored entries, whatever the writer's copy had (AX1)
