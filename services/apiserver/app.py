@@ -26,6 +26,7 @@ from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
 from skiff.apiserver.admission.podsecurity import load_admission_config
 from skiff.apiserver.admission.tolerations import AdmissionConfig
+from skiff.apiserver.apiextensions.controller import CrdController
 from skiff.apiserver.auth.authenticator import Authenticator
 from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.auth.rbac import ApiAuthorizer
@@ -265,6 +266,14 @@ class ApiServer:
                 await cache.ready()
                 lookups_task = tg.create_task(supervised("lookups", registry.run_lookups),
                                               name="lookups")
+                # the CRDs stored now are served before any request is (SPEC EX1)
+                crds = CrdController(registry)
+                try:
+                    await crds.sync()
+                except ApiError as err:  # etcd unavailable: the controller's loop retries
+                    log.warning("CRDs not served yet", extra={"error": err.message})
+                crd_task = tg.create_task(supervised("crd-controller", crds.run),
+                                          name="crd-controller")
                 bound_task = tg.create_task(supervised("bound-objects", bound.run),
                                             name="bound-objects")
                 http = None
@@ -315,7 +324,7 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
-                await cancel_tasks(bound_task, lookups_task, monitor_task, cache_task)
+                await cancel_tasks(crd_task, bound_task, lookups_task, monitor_task, cache_task)
         finally:
             await server.stop(0)
             await storage.close()

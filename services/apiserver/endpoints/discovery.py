@@ -6,7 +6,7 @@ kubectl reads before anything else.
 
 from __future__ import annotations
 
-from skiff.api.kinds import KINDS, KindInfo
+from skiff.api.kinds import KindInfo, all_kinds, served_versions
 from skiff.api.types import Obj
 from skiff.apiserver.auth import reviews
 from skiff.apiserver.endpoints import metricsapi
@@ -53,8 +53,8 @@ def served_groups() -> dict[str, list[KindInfo]]:
     """Every served kind by the group/version it is served in (a kind served in two
     versions is listed under both)."""
     by_gv: dict[str, list[KindInfo]] = {}
-    for info in KINDS:
-        for served in info.served():
+    for info in all_kinds():
+        for served in served_versions(info):
             by_gv.setdefault(served.api_version, []).append(served)
     return by_gv
 
@@ -76,14 +76,16 @@ def resource_list(group_version: str, kinds: list[KindInfo]) -> Obj:
     """`/api/v1` or `/apis/<group>/<version>`: the APIResourceList kubectl discovers."""
     resources: list[Obj] = []
     for info in kinds:
-        resources.append({"name": info.resource, "singularName": info.kind.lower(),
+        resources.append({"name": info.resource, "singularName": info.singular,
                           "namespaced": info.namespaced, "kind": info.kind,
                           "verbs": [v for v in _VERBS if v != "deletecollection"
                                     or info.kind != "Namespace"],
                           "shortNames": list(info.short_names)})
-        if info.kind in _CATEGORY_ALL:  # `kubectl get all`
+        if info.kind in _CATEGORY_ALL and not info.custom:  # `kubectl get all`
             resources[-1]["categories"] = ["all"]
-        for sub in SUBRESOURCES.get(info.kind, ()):
+        if info.categories:
+            resources[-1]["categories"] = list(info.categories)
+        for sub in info.subresources if info.custom else SUBRESOURCES.get(info.kind, ()):
             entry: Obj = {"name": f"{info.resource}/{sub}", "singularName": "",
                           "namespaced": info.namespaced, "kind": info.kind,
                           **_SUBRESOURCE_ENTRY[sub]}

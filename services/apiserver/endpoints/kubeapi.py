@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from skiff.api import ApiError, Reason
-from skiff.api.kinds import KindInfo
+from skiff.api.kinds import KindInfo, kinds_generation
 from skiff.api.types import Obj
 from skiff.api.validation import revision_problem
 from skiff.apiserver.auth import reviews
@@ -92,10 +92,32 @@ class KubeApi:
         self._openapi_v3: dict[str, Obj] = {}
         self._openapi_v2_pb: bytes | None = None
         threading.Thread(target=openapi.warm, name="openapi-warm", daemon=True).start()
-        self._by_gv = served_groups()
-        self._api_groups = api_groups(self._by_gv)  # `/apis`, `/apis/<group>`
+        self._kinds_seen = -1  # skiff.api.kinds' generation the tables below were made at
+        self._served: dict[str, list[KindInfo]] = {}
+        self._groups: list[Obj] = []
         self._routes = self._route_table()
         self._subresources = self._subresource_table()
+
+    def _refresh(self) -> None:
+        """Rebuild what depends on the served kinds when a CRD came or went (SPEC EX1)."""
+        generation = kinds_generation()
+        if generation != self._kinds_seen:
+            self._served = served_groups()
+            self._groups = api_groups(self._served)
+            self._openapi_v3, self._openapi_v2_pb = {}, None
+            self._kinds_seen = generation
+
+    @property
+    def _by_gv(self) -> dict[str, list[KindInfo]]:
+        """Every served kind by group/version."""
+        self._refresh()
+        return self._served
+
+    @property
+    def _api_groups(self) -> list[Obj]:
+        """`/apis`, `/apis/<group>`."""
+        self._refresh()
+        return self._groups
 
     async def handle(self, req: Request) -> Response:
         return await self.stats.measure(req, self._handle)
@@ -292,23 +314,25 @@ class KubeApi:
                         sub: str) -> Response:
         if not name:
             return await self._collection(req, info, namespace)
-        special = self._subresources.get((info.kind, sub))
+        special = (("", self._scale) if info.custom and sub == "scale"
+                   and self.registry.strategies.of(info).scale_paths() is not None
+                   else self._subresources.get((info.kind, sub)))
         if special is not None and special[0] in ("", req.method):
             return await special[1](req, info, namespace, name)
-        if not self.registry.strategies[info.kind].serves(sub):
+        if not self.registry.strategies.of(info).serves(sub):
             raise ApiError(Reason.NOT_FOUND, f"{info.resource}/{sub} is not served")
         r, q, method = versions.view(self.registry, info), req.query, req.method
         if method == "GET":
             resource_version(q)
-            obj = await r.get(info.resource, namespace, name)
+            obj = await r.get(info.ref, namespace, name)
             return Response(200, self._table(req, info, [obj], obj))
         if method == "PUT":
             body = read_body(req, kind=info.kind)
             if sub == "":
-                old = await r.get(info.resource, namespace, name)
+                old = await r.get(info.ref, namespace, name)
                 body = field_managers.record_update(info.kind, old, body,
                                                     manager=manager_of(req))
-            result = await r.update(info.resource, namespace, body, subresource=sub,
+            result = await r.update(info.ref, namespace, body, subresource=sub,
                                     field_validation=q.get("fieldValidation", "Warn"),
                                     dry_run=dry_run_of(q),
                                     manager=manager_of(req) if sub == "status" else None,
@@ -319,7 +343,7 @@ class KubeApi:
         if method == "DELETE":
             options = delete_options(req)
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
-            deleted = await r.delete(info.resource, namespace, name,
+            deleted = await r.delete(info.ref, namespace, name,
                                      grace_period_seconds=None if grace in (None, "")
                                      else int_param("gracePeriodSeconds", grace),
                                      preconditions=options.get("preconditions"),
@@ -341,7 +365,7 @@ class KubeApi:
             options = delete_options(req)
             grace = options.get("gracePeriodSeconds", q.get("gracePeriodSeconds"))
             deleted = await collection.delete_collection(
-                r, info.resource, namespace,
+                r, info.ref, namespace,
                 label_selector=q.get("labelSelector", ""),
                 field_selector=q.get("fieldSelector", ""),
                 grace_period_seconds=None if grace in (None, "")
@@ -350,7 +374,7 @@ class KubeApi:
             return Response(200, deleted)
         if method == "GET":
             resource_version(q)
-            listed = await r.list(info.resource, namespace,
+            listed = await r.list(info.ref, namespace,
                                   label_selector=q.get("labelSelector", ""),
                                   field_selector=q.get("fieldSelector", ""),
                                   **list_options(q))
@@ -359,7 +383,7 @@ class KubeApi:
             body = field_managers.record_update(info.kind, None,
                                                 read_body(req, kind=info.kind),
                                                 manager=manager_of(req))
-            result = await r.create(info.resource, namespace, body,
+            result = await r.create(info.ref, namespace, body,
                                     field_validation=q.get("fieldValidation", "Warn"),
                                     dry_run=dry_run_of(q))
             return Response(201, result.object, headers=warning_header(result.warnings))
@@ -399,6 +423,12 @@ class KubeApi:
             raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE, f"the body of the request was in "
                            f"an unknown format - accepted media types include: "
                            f"{', '.join(patches.PATCH_TYPES)}")
+        if info.custom and kind == patches.STRATEGIC_MERGE_PATCH:
+            # custom resources have no patch strategy (SPEC EX2), as kube-apiserver answers
+            accepted = [t for t in patches.PATCH_TYPES if t != patches.STRATEGIC_MERGE_PATCH]
+            raise ApiError(Reason.UNSUPPORTED_MEDIA_TYPE, f"the body of the request was in "
+                           f"an unknown format - accepted media types include: "
+                           f"{', '.join(accepted)}")
         q = req.query
         strict = q.get("fieldValidation") == "Strict"
         dry_run = dry_run_of(q)
@@ -409,7 +439,7 @@ class KubeApi:
         patch = None if kind in (patches.JSON_PATCH, patches.APPLY_PATCH) else read_body(req)
         for _ in range(8):
             try:
-                current: Obj | None = await r.get(info.resource, namespace, name)
+                current: Obj | None = await r.get(info.ref, namespace, name)
             except ApiError as err:
                 if err.reason != Reason.NOT_FOUND or apply_body is None:
                     raise
@@ -420,7 +450,7 @@ class KubeApi:
                     force=query_bool(q, "force"))
                 if current is None:  # apply creates what does not exist yet
                     result = await r.create(
-                        info.resource, namespace, patched,
+                        info.ref, namespace, patched,
                         field_validation=q.get("fieldValidation", "Strict"), dry_run=dry_run,
                         name=name)
                     return Response(201, result.object, headers=warning_header(result.warnings))
@@ -437,7 +467,8 @@ class KubeApi:
                     patched = field_managers.record_update(info.kind, current, patched,
                                                            manager=manager_of(req))
             if strict:
-                refuse_unknown_patched_fields(patched)
+                refuse_unknown_patched_fields(
+                    patched, self.registry.strategies.of(info).prune_unknown)
             assert current is not None
             requested_rv = (patched.get("metadata") or {}).get("resourceVersion")
             pinned = requested_rv and requested_rv != current["metadata"]["resourceVersion"]
@@ -445,7 +476,7 @@ class KubeApi:
                 requested_rv or current["metadata"]["resourceVersion"])
             try:
                 result = await r.update(
-                    info.resource, namespace, patched, subresource=sub,
+                    info.ref, namespace, patched, subresource=sub,
                     field_validation=q.get("fieldValidation", "Warn"), dry_run=dry_run,
                     manager=manager_of(req) if sub == "status" and apply_body is None
                     else None, name=name)
@@ -475,11 +506,13 @@ class KubeApi:
 
     async def _scale(self, req: Request, info: KindInfo, namespace: str | None,
                      name: str) -> Response:
-        return await scale(self.registry, req, info, namespace or "default", name)
+        return await scale(self.registry, req, info, namespace, name,
+                           self.registry.strategies.of(info).scale_paths()
+                           if info.custom else None)
 
     def _table(self, req: Request, info: KindInfo, items: list[Obj], whole: Obj) -> Obj:
         """`whole`, or a Table of `items` when the client asks for one."""
-        return maybe_table(req, info, self.registry.strategies[info.kind], items, whole)
+        return maybe_table(req, info, self.registry.strategies.of(info), items, whole)
 
     def _watch(self, req: Request, info: KindInfo, namespace: str | None) -> Response:
         q = req.query
@@ -497,10 +530,10 @@ class KubeApi:
         selectors = {"label_selector": q.get("labelSelector", ""),
                      "field_selector": q.get("fieldSelector", "")}
         r = versions.view(self.registry, info)
-        source = (collection.watch_with_initial_events(r, info.resource,
+        source = (collection.watch_with_initial_events(r, info.ref,
                                                        namespace, **selectors)
                   if query_bool(q, "sendInitialEvents") else
-                  r.watch(info.resource, namespace, resource_version=rv,
+                  r.watch(info.ref, namespace, resource_version=rv,
                                       **selectors))
 
         async def events() -> AsyncIterator[Obj]:

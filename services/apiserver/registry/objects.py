@@ -8,6 +8,7 @@ DELETE preconditions.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from skiff.api import ApiError, KindInfo, Reason, lookup, prune_unknown_fields
@@ -39,12 +40,6 @@ def omit_empty_metadata(meta: Obj) -> None:
             del meta[name]
 
 
-def has_spec_change(old: Obj, new: Obj) -> bool:
-    skip = {"metadata", "status", "apiVersion", "kind"}
-    return {k: v for k, v in old.items() if k not in skip} != {
-        k: v for k, v in new.items() if k not in skip}
-
-
 def check_size(info: KindInfo, obj: Obj) -> None:
     """413 when the encoded object is over etcd's request limit (1.5 MiB)."""
     size = len(encode(obj))
@@ -53,15 +48,17 @@ def check_size(info: KindInfo, obj: Obj) -> None:
                        f'{info.kind} "{name_of(obj)}" is too large: {size} bytes, the '
                        f"limit is {MAX_OBJECT_BYTES} bytes (1.5 MiB)")
 
-def prune(obj: Obj, field_validation: str, info: KindInfo | None = None) -> list[str]:
-    """Decode []byte fields and drop unknown ones; the warnings (or, Strict, the 400)."""
+def prune(obj: Obj, field_validation: str, info: KindInfo | None = None,
+          unknown_fields: Callable[[Obj], list[str]] = prune_unknown_fields) -> list[str]:
+    """Decode []byte fields and drop unknown ones (`unknown_fields`: the kind strategy's
+    pruning); the warnings (or, Strict, the 400)."""
     # kube-apiserver's decode error wording, as kubectl shows it
     prefix = (f'{info.kind} in version "{info.version}" cannot be handled as a '
               f"{info.kind}: ") if info is not None else ""
     undecodable = decode_bytes_fields(obj)  # base64 []byte fields (Secret data)
     if undecodable:
         raise ApiError.bad_request(f"{prefix}{undecodable}")
-    unknown = prune_unknown_fields(obj)
+    unknown = unknown_fields(obj)
     if unknown and field_validation == "Strict":
         listed = ", ".join(f'unknown field "{p}"' for p in unknown)
         raise ApiError.bad_request(f"{prefix}strict decoding error: {listed}")

@@ -26,10 +26,8 @@ from skiff.api import (
     KindInfo,
     LabelSelector,
     Reason,
-    apply_defaults,
     lookup,
     ownership,
-    validate,
 )
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.names import generate_name
@@ -48,7 +46,6 @@ from skiff.apiserver.registry.objects import (
     check_preconditions,
     check_revision,
     check_size,
-    has_spec_change,
     name_of,
     nonzero_revision,
     omit_empty_metadata,
@@ -159,9 +156,9 @@ class Registry:
 
     def _validate(self, info: KindInfo, obj: Obj, old: Obj | None = None, *,
                   subresource: str = "") -> None:
-        errors = (validate(obj) if old is None else
-                  self.strategies[info.kind].validate_update(obj, old,
-                                                             subresource=subresource))
+        strategy = self.strategies.of(info)
+        errors = (strategy.validate_create(obj) if old is None else
+                  strategy.validate_update(obj, old, subresource=subresource))
         if errors:
             raise ApiError.invalid(info.kind, name_of(obj), errors, group=info.group)
 
@@ -174,10 +171,10 @@ class Registry:
         is stored. `manager`: record the write in managedFields under this name (AX1).
         `name`: the URL's, when the create comes from an apply patch to that URL."""
         info = lookup(resource)
-        strategy = self.strategies[info.kind]
+        strategy = self.strategies.of(info)
         namespace = self._namespace(info, namespace)
         obj = check_identity(info, namespace, obj, name)
-        warnings = prune(obj, field_validation, info)
+        warnings = prune(obj, field_validation, info, strategy.prune_unknown)
         meta = obj["metadata"]
         if nonzero_revision(meta.pop("resourceVersion", None)):
             # etcd3 store's check: only a value that parses as a revision other than 0;
@@ -192,7 +189,7 @@ class Registry:
         meta["creationTimestamp"] = rfc3339(self.clock.now())
         _start_generation(strategy, meta)
         strategy.prepare_for_create(obj)
-        apply_defaults(obj)
+        strategy.default(obj)
         omit_empty_metadata(meta)
         self._validate(info, obj)
         await strategy.before_write(info, obj, None, request_name=name or "")
@@ -259,8 +256,9 @@ class Registry:
         meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
-        _start_generation(self.strategies[info.kind], meta)
-        apply_defaults(obj)
+        strategy = self.strategies.of(info)
+        _start_generation(strategy, meta)
+        strategy.default(obj)
         try:
             await self.storage.create(storage_key(info, meta.get("namespace"),
                                                   meta["name"]), obj)
@@ -371,10 +369,10 @@ class Registry:
         """`name`: the object the request addresses (the URL's); a body naming another
         object is a 400, never a write to that other object (SPEC AU5)."""
         info = lookup(resource)
-        strategy = self.strategies[info.kind]
+        strategy = self.strategies.of(info)
         namespace = self._namespace(info, namespace)
         obj = check_identity(info, namespace, obj, name)
-        warnings = prune(obj, field_validation, info)
+        warnings = prune(obj, field_validation, info, strategy.prune_unknown)
         pruned = len(warnings)  # admission's warnings follow, replaced on each retry
         name = name_of(obj)
         requested_rv = str(obj["metadata"].get("resourceVersion") or "")
@@ -393,10 +391,10 @@ class Registry:
                     "version and try again")
             new = self._merge_update(info, strategy, cur.obj, obj, subresource)
             strategy.prepare_for_update(cur.obj, new, subresource=subresource)
-            apply_defaults(new)
+            strategy.default(new)
             omit_empty_metadata(new["metadata"])
             if (subresource == "" and strategy.generation
-                    and has_spec_change(cur.obj, new)):
+                    and strategy.spec_changed(cur.obj, new)):
                 generation = int(cur.obj["metadata"].get("generation", 1))
                 new["metadata"]["generation"] = generation + 1
             self._validate(info, new, old=cur.obj, subresource=subresource)
@@ -479,7 +477,7 @@ class Registry:
         whether it is gone (`{"object": ..., "deleted": bool}`). `propagation_policy`
         Orphan/Foreground adds the garbage collector's finalizer (see skiff.api.ownership)."""
         info = lookup(resource)
-        strategy = self.strategies[info.kind]
+        strategy = self.strategies.of(info)
         propagation_finalizer = ownership.propagation_finalizer(
             propagation_policy, orphan_dependents=orphan_dependents)
         namespace = self._namespace(info, namespace)
@@ -497,6 +495,12 @@ class Registry:
             assert cur.obj is not None
             check_preconditions(info, name, cur, preconditions)
             current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
+            added = [f for f in strategy.finalizers_on_delete(current)
+                     if f not in (current["metadata"].get("finalizers") or [])]
+            if added and not current["metadata"].get("deletionTimestamp"):
+                current = copy.deepcopy(current)
+                current["metadata"]["finalizers"] = [
+                    *(current["metadata"].get("finalizers") or []), *added]
             period = strategy.delete_grace_period(current, grace_period_seconds)
             decision = graceful.decide(current, period, self.clock.now())
             terminating = graceful.mark_namespace_terminating(current, self.clock.now())

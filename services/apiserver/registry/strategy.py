@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from skiff.api import ApiError, tables, validate
+from skiff.api import ApiError, apply_defaults, prune_unknown_fields, tables, validate
 from skiff.api.defaults import initial_status
 from skiff.api.errors import FieldError
 from skiff.api.kinds import GENERATION_KINDS, KindInfo
@@ -58,6 +58,30 @@ class Strategy:
         """Whether requests to `subresource` read and write the object itself."""
         return subresource in self.object_subresources
 
+    def default(self, obj: Obj) -> None:
+        """Kubernetes' defaults for the kind, in place (the store's copy)."""
+        apply_defaults(obj)
+
+    def prune_unknown(self, obj: Obj) -> list[str]:
+        """Drop the fields the kind's schema does not have; their paths, in order."""
+        return prune_unknown_fields(obj)
+
+    def validate_create(self, obj: Obj) -> list[FieldError]:
+        """Validate: the whole object being created."""
+        return validate(obj)
+
+    def spec_changed(self, old: Obj, new: Obj) -> bool:
+        """Whether an update changes what `metadata.generation` counts (all but metadata
+        and status)."""
+        skip = {"metadata", "status", "apiVersion", "kind"}
+        return ({k: v for k, v in old.items() if k not in skip}
+                != {k: v for k, v in new.items() if k not in skip})
+
+    def scale_paths(self) -> tuple[str, str, str] | None:
+        """A custom resource's scale subresource paths (see customresource.py); None for
+        the built-in kinds, whose scale the HTTP front knows."""
+        return None
+
     def prepare_for_create(self, obj: Obj) -> None:
         """PrepareForCreate: the status the object starts with."""
         if self.reset_status_on_create:
@@ -83,6 +107,10 @@ class Strategy:
                            request_name: str | None) -> None:
         """A check of the writer's rights over the object, before admission (RBAC's
         escalation check); `request_name`: the name on a create's URL. None by default."""
+
+    def finalizers_on_delete(self, current: Obj) -> list[str]:
+        """Finalizers a DELETE adds before it decides (a CRD's cleanup); none by default."""
+        return []
 
     def delete_grace_period(self, current: Obj, requested: int | None) -> int | None:
         """The grace period a DELETE gets (0: deleted now, unless finalizers hold it)."""

@@ -101,7 +101,7 @@ def translate(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
     if parsed is None:
         return None
     info, namespace, name = parsed
-    if info.resource != req.info.resource:
+    if info.ref != req.info.ref:
         return None
     if req.namespace and namespace != req.namespace:
         return None

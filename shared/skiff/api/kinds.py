@@ -23,6 +23,12 @@ class KindInfo:
     # Further versions the HTTP API serves the kind in, converted to and from `api_version`
     # (the one stored and spoken over gRPC) by skiff.api.conversion.
     also_served: tuple[str, ...] = ()
+    # A custom resource (SPEC EX2): served while its CustomResourceDefinition is, stored
+    # under `/registry/<group>/<resource>/` as kube-apiserver stores it, and addressed by
+    # its qualified name (`ref`) since its plural may be a built-in's (Knative `services`).
+    custom: bool = False
+    categories: tuple[str, ...] = ()  # `kubectl get all` and the CRD's own categories
+    subresources: tuple[str, ...] = ()  # a custom resource's (`status`, `scale`)
 
     @property
     def group(self) -> str:
@@ -31,6 +37,16 @@ class KindInfo:
     @property
     def version(self) -> str:
         return self.api_version.rpartition("/")[2]
+
+    @property
+    def ref(self) -> str:
+        """The name `lookup` resolves to this kind and no other: the plural, qualified by
+        the group for a custom resource (`certificates.cert-manager.io`)."""
+        return f"{self.resource}.{self.group}" if self.custom else self.resource
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
 
     def served(self) -> list[KindInfo]:
         """This kind in every version the HTTP API serves it in, the stored one first."""
@@ -44,7 +60,8 @@ class KindInfo:
 # release still supported.
 GENERATION_KINDS = frozenset({"Pod", "Deployment", "ReplicaSet", "StatefulSet", "DaemonSet",
                               "Job", "CronJob", "PodDisruptionBudget",
-                              "ReplicationController"})
+                              "ReplicationController", "CustomResourceDefinition",
+                              "ValidatingAdmissionPolicy"})
 
 
 KINDS: tuple[KindInfo, ...] = (
@@ -126,10 +143,67 @@ for _info in KINDS:
                    *_info.short_names):
         _BY_NAME[_alias] = _info
 
+# The custom resources this process serves now (SPEC EX1), by `ref`; the apiserver's
+# CRD controller registers and removes them as CustomResourceDefinitions come and go.
+_CUSTOM: dict[str, KindInfo] = {}
+_CUSTOM_VERSIONS: dict[str, tuple[KindInfo, ...]] = {}  # by ref: the versions served
+# Their unqualified names (kind, plural, singular, short names) where no built-in kind
+# has the name and exactly one custom resource does, for `skiff get <name>`.
+_CUSTOM_ALIASES: dict[str, KindInfo] = {}
+_generation = 0
+
+
+def register_custom(stored: KindInfo, served: list[KindInfo]) -> None:
+    """Serve one custom resource, stored in `stored`'s version and served over HTTP in
+    `served`'s, replacing what was registered under its `ref` before."""
+    global _generation
+    _CUSTOM[stored.ref] = stored
+    _CUSTOM_VERSIONS[stored.ref] = tuple(served)
+    _generation += 1
+    _reindex_aliases()
+
+
+def unregister_custom(ref: str) -> None:
+    global _generation
+    if _CUSTOM.pop(ref, None) is not None:
+        _CUSTOM_VERSIONS.pop(ref, None)
+        _generation += 1
+        _reindex_aliases()
+
+
+
+def _reindex_aliases() -> None:
+    counts: dict[str, list[KindInfo]] = {}
+    for info in _CUSTOM.values():
+        for alias in {info.kind.lower(), info.resource, info.singular, *info.short_names}:
+            counts.setdefault(alias, []).append(info)
+    _CUSTOM_ALIASES.clear()
+    _CUSTOM_ALIASES.update({alias: infos[0] for alias, infos in counts.items()
+                            if len(infos) == 1 and alias not in _BY_NAME})
+
+
+def kinds_generation() -> int:
+    """A number that changes whenever the set of served kinds does (caches key on it)."""
+    return _generation
+
+
+def all_kinds() -> list[KindInfo]:
+    """Every kind served now: the built-in ones, then the custom resources."""
+    return [*KINDS, *_CUSTOM.values()]
+
+
+def served_versions(info: KindInfo) -> list[KindInfo]:
+    """`info` in every version the HTTP API serves it in, the stored one first."""
+    if info.custom:
+        return list(_CUSTOM_VERSIONS.get(info.ref, (info,)))
+    return info.served()
+
 
 def lookup(name: str) -> KindInfo:
-    """Resolve a kind, resource, singular or short name (`Pod`, `pods`, `po`)."""
-    info = _BY_NAME.get(name.lower())
+    """Resolve a kind, resource, singular or short name (`Pod`, `pods`, `po`), or a custom
+    resource's qualified name (`certificates.cert-manager.io`)."""
+    lowered = name.lower()
+    info = _BY_NAME.get(lowered) or _CUSTOM.get(lowered) or _CUSTOM_ALIASES.get(lowered)
     if info is None:
         known = ", ".join(k.resource for k in KINDS)
         raise ApiError(Reason.NOT_FOUND,
@@ -144,18 +218,25 @@ def by_resource(resource: str) -> KindInfo:
 REGISTRY_PREFIX = "/registry/"
 
 
+def _resource_prefix(info: KindInfo) -> str:
+    if info.custom:
+        return f"{REGISTRY_PREFIX}{info.group}/{info.resource}/"
+    return f"{REGISTRY_PREFIX}{info.resource}/"
+
+
 def storage_key(info: KindInfo, namespace: str | None, name: str) -> str:
-    """`/registry/<resource>/<namespace>/<name>`, or without namespace when cluster-scoped."""
+    """`/registry/<resource>/<namespace>/<name>`, or without namespace when cluster-scoped
+    (`/registry/<group>/<resource>/...` for a custom resource)."""
     if info.namespaced:
-        return f"{REGISTRY_PREFIX}{info.resource}/{namespace}/{name}"
-    return f"{REGISTRY_PREFIX}{info.resource}/{name}"
+        return f"{_resource_prefix(info)}{namespace}/{name}"
+    return f"{_resource_prefix(info)}{name}"
 
 
 def storage_prefix(info: KindInfo, namespace: str | None = None) -> str:
     """The key prefix of one resource, or of one namespace of it."""
     if info.namespaced and namespace:
-        return f"{REGISTRY_PREFIX}{info.resource}/{namespace}/"
-    return f"{REGISTRY_PREFIX}{info.resource}/"
+        return f"{_resource_prefix(info)}{namespace}/"
+    return _resource_prefix(info)
 
 
 def parse_key(key: str) -> tuple[KindInfo, str | None, str] | None:
@@ -163,7 +244,13 @@ def parse_key(key: str) -> tuple[KindInfo, str | None, str] | None:
     if not key.startswith(REGISTRY_PREFIX):
         return None
     parts = key[len(REGISTRY_PREFIX):].split("/")
-    info = _BY_NAME.get(parts[0])
+    if "." in parts[0] and len(parts) > 1:  # a custom resource's group (it has a dot)
+        info = _CUSTOM.get(f"{parts[1]}.{parts[0]}")
+        if info is None:
+            return None
+        parts = parts[1:]
+    else:
+        info = _BY_NAME.get(parts[0])
     if info is None or info.resource != parts[0]:
         return None
     if info.namespaced and len(parts) == 3:

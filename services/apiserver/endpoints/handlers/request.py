@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Callable
 from typing import Any
 
 from skiff.api import ApiError
@@ -108,10 +109,13 @@ def delete_options(req: Request) -> Obj:
     return decoding.delete_options(read_body(req, kind="DeleteOptions")) if req.body else {}
 
 
-def refuse_unknown_patched_fields(patched: Obj) -> None:
+def refuse_unknown_patched_fields(
+        patched: Obj, unknown_fields: Callable[[Obj], list[str]] = prune_unknown_fields
+) -> None:
     """fieldValidation=Strict on PATCH: kube-apiserver answers an Invalid Status about the
-    field `patch`, whose value is the patched object (kubectl prints it that way)."""
-    unknown = prune_unknown_fields(copy.deepcopy(patched))
+    field `patch`, whose value is the patched object (kubectl prints it that way).
+    `unknown_fields`: the kind strategy's pruning."""
+    unknown = unknown_fields(copy.deepcopy(patched))
     if unknown:
         listed = ", ".join(f'unknown field "{p}"' for p in unknown)
         raise ApiError.invalid("", "", [ApiFieldError(

@@ -40,14 +40,31 @@ CREATE_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
 
 def view(registry: Registry, info: KindInfo) -> Registry | VersionView:
     """The registry itself for the stored version, else a converting view of it."""
-    if info.api_version == lookup(info.resource).api_version:
+    if info.api_version == lookup(info.ref).api_version:
         return registry
     return VersionView(registry, info)
 
 
+def _rewrite(api_version: str) -> Convert:
+    def convert(obj: Obj) -> Obj:
+        return {**obj, "apiVersion": api_version}
+    return convert
+
+
+def conversion_of(info: KindInfo) -> tuple[Convert, Convert] | None:
+    """(to the stored version, from it) for `info`'s version; a custom resource's versions
+    differ in apiVersion only (conversion strategy `None`, SPEC EX5)."""
+    if info.custom:
+        stored = lookup(info.ref).api_version
+        if stored == info.api_version:
+            return None
+        return _rewrite(stored), _rewrite(info.api_version)
+    return CONVERSIONS.get((info.kind, info.api_version))
+
+
 def stored_form(info: KindInfo, obj: Obj) -> Obj:
     """`obj`, read in `info`'s version, as it is stored (for printing its columns)."""
-    conversion = CONVERSIONS.get((info.kind, info.api_version))
+    conversion = conversion_of(info)
     return obj if conversion is None else conversion[0](obj)
 
 
@@ -57,7 +74,9 @@ class VersionView:
     def __init__(self, registry: Registry, info: KindInfo) -> None:
         self.registry = registry
         self.info = info
-        self._in, self._out = CONVERSIONS[(info.kind, info.api_version)]
+        conversion = conversion_of(info)
+        assert conversion is not None, info
+        self._in, self._out = conversion
 
     def __getattr__(self, attr: str) -> Any:  # bind, evict ...: not for these kinds
         return getattr(self.registry, attr)
@@ -75,7 +94,8 @@ class VersionView:
                                                                   self.info.api_version):
             return obj, []  # the registry names what does not match
         obj["kind"], obj["apiVersion"] = self.info.kind, self.info.api_version
-        unknown = prune_unknown_fields(obj)
+        unknown = [] if self.info.custom else prune_unknown_fields(obj)  # (custom: stored
+        # version's schema, by the registry)
         if unknown and field_validation == "Strict":
             listed = ", ".join(f'unknown field "{p}"' for p in unknown)
             raise ApiError.bad_request(

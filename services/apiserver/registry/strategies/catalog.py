@@ -1,10 +1,14 @@
 """The strategy of every kind: the table the generic store looks a kind's strategy up in.
-A kind not listed gets the generic `Strategy`; a new kind with rules of its own (or,
-later, a custom resource) is a strategy module plus an entry here.
+A kind not listed gets the generic `Strategy`; a new kind with rules of its own is a
+strategy module plus an entry here. Custom resources get theirs from the apiserver's CRD
+controller while their CustomResourceDefinition is served (`set_custom`).
 """
 
 from __future__ import annotations
 
+from skiff.api import ApiError
+from skiff.api.kinds import KindInfo
+from skiff.apiserver.registry.strategies.crd import CrdStrategy
 from skiff.apiserver.registry.strategies.pod import PodStrategy
 from skiff.apiserver.registry.strategies.rbac import KINDS as RBAC_KINDS
 from skiff.apiserver.registry.strategies.rbac import RbacPolicy, RbacStrategy
@@ -24,9 +28,27 @@ class Strategies:
         self._by_kind: dict[str, Strategy] = {
             "Pod": self.pods,
             "Service": self.services,
+            "CustomResourceDefinition": CrdStrategy("CustomResourceDefinition"),
             **{kind: ControllerOwnedStatus(kind) for kind in CONTROLLER_OWNED_STATUS},
             **{kind: RbacStrategy(kind, self.rbac) for kind in RBAC_KINDS},
         }
+        self._custom: dict[str, Strategy] = {}  # by KindInfo.ref
+
+    def of(self, info: KindInfo) -> Strategy:
+        """The strategy of the kind `info` names (a custom resource's while served)."""
+        if info.custom:
+            strategy = self._custom.get(info.ref)
+            if strategy is None:
+                raise ApiError.not_found(info.resource, "", group=info.group)
+            return strategy
+        return self[info.kind]
+
+    def set_custom(self, info: KindInfo, strategy: Strategy | None) -> None:
+        """Serve a custom resource with `strategy`, or (None) no longer."""
+        if strategy is None:
+            self._custom.pop(info.ref, None)
+        else:
+            self._custom[info.ref] = strategy
 
     def __getitem__(self, kind: str) -> Strategy:
         strategy = self._by_kind.get(kind)
