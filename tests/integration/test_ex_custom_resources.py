@@ -222,3 +222,24 @@ def test_ex1_deleting_the_crd_deletes_its_objects(kubeconfig: Path) -> None:
     listed = json.loads(_ok(kubectl(kubeconfig, "get", f"crontabs.{group}", "-n", ns,
                                     "-o", "json")))
     assert listed["items"] == []
+
+
+def test_ex4_kubectl_explain_and_server_side_apply_read_the_crd_schema(
+        kubeconfig: Path) -> None:
+    group, ns = _setup(kubeconfig)
+    explained = _ok(kubectl(kubeconfig, "explain", "crontabs.spec",
+                            f"--api-version={group}/v1"))
+    assert "cronSpec" in explained and "replicas" in explained, explained
+    manifest = _object("applied", ns, group=group, cronSpec="* * * * *", image="one")
+    _ok(kubectl(kubeconfig, "apply", "--server-side", "--field-manager=alice", "-f", "-",
+                stdin=manifest))
+    _ok(kubectl(kubeconfig, "apply", "--server-side", "--field-manager=alice", "-f", "-",
+                stdin=manifest.replace('"one"', '"two"')))
+    got = json.loads(_ok(kubectl(kubeconfig, "get", f"crontabs.{group}", "applied", "-n", ns,
+                                 "-o", "json", "--show-managed-fields")))
+    assert got["spec"]["image"] == "two"
+    assert [m["manager"] for m in got["metadata"]["managedFields"]] == ["alice"]
+    # another manager's conflicting apply is refused without --force-conflicts
+    clash = kubectl(kubeconfig, "apply", "--server-side", "--field-manager=bob", "-f", "-",
+                    stdin=manifest.replace('"one"', '"three"'))
+    assert clash.returncode != 0 and "conflict" in clash.stderr.lower(), clash.stderr

@@ -23,6 +23,7 @@ from skiff.api import ApiError, Reason
 from skiff.api.apiextensions import crdversions as crds
 from skiff.api.kinds import KindInfo, register_custom, unregister_custom
 from skiff.api.types import Obj, ObjView
+from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.registry.strategies.crd import CLEANUP_FINALIZER
 from skiff.apiserver.registry.strategies.customresource import CustomResourceStrategy
@@ -71,6 +72,7 @@ class CrdController:
         self.registry = registry
         self.cleanup_interval = cleanup_interval
         self._served: dict[str, KindInfo] = {}  # CRD name -> the stored version's info
+        self._versions: dict[str, list[KindInfo]] = {}  # CRD name -> the served versions
         self._cleanups: dict[str, asyncio.Task[None]] = {}
 
     async def sync(self) -> str:
@@ -138,15 +140,24 @@ class CrdController:
         previous = self._served.get(crd["metadata"]["name"])
         if previous is not None and previous.ref != stored.ref:
             self._unserve(crd["metadata"]["name"])
+        now_served = {info.api_version for info in served}
+        for old in self._versions.get(crd["metadata"]["name"], []):
+            if old.api_version not in now_served:
+                openapi.set_custom_schema(old, None)
         register_custom(stored, served)
         self.registry.strategies.set_custom(stored, CustomResourceStrategy(stored, crd))
+        for info in served:  # kubectl explain, server-side apply's list merging (EX4)
+            openapi.set_custom_schema(info, crds.schema_of(crd, info.version))
         self._served[crd["metadata"]["name"]] = stored
+        self._versions[crd["metadata"]["name"]] = served
 
     def _unserve(self, name: str) -> None:
         info = self._served.pop(name, None)
         if info is not None:
             unregister_custom(info.ref)
             self.registry.strategies.set_custom(info, None)
+        for served in self._versions.pop(name, []):
+            openapi.set_custom_schema(served, None)
 
     async def _report(self, crd: Obj, conflict: str) -> None:
         """Write the conditions and accepted names the CRD should show, if they differ."""

@@ -107,7 +107,58 @@ def _skiff_kind_schema(info: KindInfo) -> Obj:
     return schema
 
 
+# Custom resources' definitions (SPEC EX4), by definition name, while their CRDs are
+# served; the CRD controller sets them (`set_custom_schema`).
+_CUSTOM: dict[str, Obj] = {}
+
+
+def custom_definition_name(info: KindInfo) -> str:
+    """kube-apiserver's name for a custom resource's definition: the group reversed, then
+    version and kind (`com.example.stable.v1.CronTab`)."""
+    return ".".join([*reversed(info.group.split(".")), info.version, info.kind])
+
+
+def set_custom_schema(info: KindInfo, schema: Obj | None) -> None:
+    """Publish (or, None, withdraw) a custom resource version's OpenAPI definition, built
+    from its CRD's `openAPIV3Schema` as kube-apiserver builds it."""
+    name = custom_definition_name(info)
+    if schema is None:
+        _CUSTOM.pop(name, None)
+    else:
+        definition = copy.deepcopy(schema)
+        definition.setdefault("type", "object")
+        props = definition.setdefault("properties", {})
+        props["metadata"] = {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1."
+                                     "ObjectMeta",
+                             "description": "Standard object's metadata. More info: https://"
+                                            "git.k8s.io/community/contributors/devel/sig-"
+                                            "architecture/api-conventions.md#metadata"}
+        props["apiVersion"] = {"type": "string", "description": (
+            "APIVersion defines the versioned schema of this representation of an object.")}
+        props["kind"] = {"type": "string", "description": (
+            "Kind is a string value representing the REST resource this object represents.")}
+        definition["x-kubernetes-group-version-kind"] = [
+            {"group": info.group, "version": info.version, "kind": info.kind}]
+        _CUSTOM[name] = definition
+    _MERGED.clear()
+    field_schema.cache_clear()
+
+
+_MERGED: list[dict[str, Obj]] = []  # the built-in and custom definitions, made once
+
+
+def _all_definitions() -> dict[str, Obj]:
+    if not _CUSTOM:
+        return _definitions()
+    if not _MERGED:
+        _MERGED.append({**_definitions(), **_CUSTOM})
+    return _MERGED[0]
+
+
 def kind_definition(info: KindInfo) -> str | None:
+    if info.custom:
+        name = custom_definition_name(info)
+        return name if name in _CUSTOM else None
     return _find_kind(_definitions(), info)
 
 
@@ -127,10 +178,12 @@ def field_schema(kind: str, path: tuple[str, ...]) -> Obj | None:
     """The schema of a field of a served kind (`("spec", "containers")`), references
     resolved; None when the schema does not know the field. Cached: do not mutate."""
     info = next((k for k in KINDS if k.kind == kind), None)
-    name = kind_definition(info) if info else None
+    name = kind_definition(info) if info else next(
+        (n for n, d in _CUSTOM.items()
+         if any(g.get("kind") == kind for g in d["x-kubernetes-group-version-kind"])), None)
     if name is None:
         return None
-    schema: Obj | None = resolve(_definitions()[name])
+    schema: Obj | None = resolve(_all_definitions()[name])
     for step in path:
         if schema is None:
             return None
@@ -144,7 +197,7 @@ def field_schema(kind: str, path: tuple[str, ...]) -> Obj | None:
 def resolve(schema: Obj) -> Obj:
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        target = _definitions().get(ref.rsplit("/", 1)[-1], {})
+        target = _all_definitions().get(ref.rsplit("/", 1)[-1], {})
         merged = {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
         return merged
     return schema
@@ -152,7 +205,7 @@ def resolve(schema: Obj) -> Obj:
 
 def _needed(roots: list[str]) -> list[str]:
     """Every definition reachable from `roots`."""
-    defs, seen, todo = _definitions(), set(), list(roots)
+    defs, seen, todo = _all_definitions(), set(), list(roots)
     while todo:
         name = todo.pop()
         if name in seen or name not in defs:
@@ -251,7 +304,7 @@ def _paths(group_version: str, kinds: list[KindInfo], *, v3: bool) -> Obj:
 def v3_document(group_version: str, kinds: list[KindInfo], server_version: str) -> Obj:
     """`/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`."""
     names = _needed([n for n in (kind_definition(k) for k in kinds) if n] + _COMMON)
-    defs = _definitions()
+    defs = _all_definitions()
     schemas = {n: _rebase(copy.deepcopy(defs[n]), "#/components/schemas/") for n in names}
     return {"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": server_version},
             "paths": _paths(group_version, kinds, v3=True),
@@ -265,7 +318,7 @@ def v2_document(by_group_version: dict[str, list[KindInfo]], server_version: str
     for gv, kinds in by_group_version.items():
         paths.update(_paths(gv, kinds, v3=False))
         roots.extend(n for n in (kind_definition(k) for k in kinds) if n)
-    defs = _definitions()
+    defs = _all_definitions()
     return {"swagger": "2.0", "info": {"title": "Kubernetes", "version": server_version},
             "paths": paths, "definitions": {n: defs[n] for n in _needed(roots)}}
 
