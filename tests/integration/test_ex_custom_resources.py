@@ -11,6 +11,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from kubernetes import client, config, watch
+
 from tests.integration.kubectl import kubectl
 
 
@@ -38,6 +40,8 @@ spec:
         specReplicasPath: .spec.replicas
         statusReplicasPath: .status.replicas
         labelSelectorPath: .status.labelSelector
+    selectableFields:
+    - jsonPath: .spec.image
     additionalPrinterColumns:
     - name: Spec
       type: string
@@ -243,3 +247,42 @@ def test_ex4_kubectl_explain_and_server_side_apply_read_the_crd_schema(
     clash = kubectl(kubeconfig, "apply", "--server-side", "--field-manager=bob", "-f", "-",
                     stdin=manifest.replace('"one"', '"three"'))
     assert clash.returncode != 0 and "conflict" in clash.stderr.lower(), clash.stderr
+
+
+def test_ex2_official_client_lists_watches_and_selects_custom_objects(
+        kubeconfig: Path) -> None:
+    group, ns = _setup(kubeconfig)
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+        custom = client.CustomObjectsApi(api_client)
+        listed = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs")
+        start = listed["metadata"]["resourceVersion"]
+        for name, image in (("one", "red"), ("two", "blue")):
+            body = json.loads(_object(name, ns, group=group, cronSpec="* * * * *",
+                                      image=image))
+            body["metadata"]["labels"] = {"colour": image}
+            custom.create_namespaced_custom_object(group, "v1", ns, "crontabs", body)
+        custom.patch_namespaced_custom_object(group, "v1", ns, "crontabs", "one",
+                                              {"spec": {"replicas": 2}})
+        seen = []
+        for ev in watch.Watch().stream(custom.list_namespaced_custom_object, group, "v1",
+                                       ns, "crontabs", resource_version=start,
+                                       timeout_seconds=5):
+            seen.append((ev["type"], ev["object"]["metadata"]["name"]))
+            if len(seen) == 3:
+                break
+        assert seen == [("ADDED", "one"), ("ADDED", "two"), ("MODIFIED", "one")]
+        by_label = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",
+                                                        label_selector="colour=blue")
+        assert [o["metadata"]["name"] for o in by_label["items"]] == ["two"]
+        by_field = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",
+                                                        field_selector="spec.image=red")
+        assert [o["metadata"]["name"] for o in by_field["items"]] == ["one"]
+        by_name = custom.list_cluster_custom_object(group, "v1", "crontabs",
+                                                    field_selector="metadata.name=two")
+        assert [o["metadata"]["name"] for o in by_name["items"]] == ["two"]
+        try:
+            custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",
+                                                 field_selector="spec.cronSpec=x")
+            raise AssertionError("a field that is not selectable was accepted")
+        except client.ApiException as err:
+            assert err.status == 400 and "spec.cronSpec" in str(err.body), err.body

@@ -296,7 +296,8 @@ class Registry:
         `api_version`: the version the field selector is written in, if not the stored."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
+        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version,
+                                     labels=self.strategies.of(info).field_labels())
         ns = request_namespace(info, namespace, collection=True)  # None: every namespace
         check_revision("revision", revision)
         if limit < 0:
@@ -569,7 +570,8 @@ class Registry:
         """`watch` in lists of the events that were ready together (WatchCache)."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
-        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version)
+        fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version,
+                                     labels=self.strategies.of(info).field_labels())
         ns = request_namespace(info, namespace, collection=True)  # None: every namespace
 
         def matches(obj: Obj) -> bool:

@@ -17,6 +17,7 @@ from typing import ClassVar
 from skiff.api import ApiError, apply_defaults, prune_unknown_fields, tables, validate
 from skiff.api.defaults import initial_status
 from skiff.api.errors import FieldError
+from skiff.api.fieldlabels import KindFieldLabels
 from skiff.api.kinds import GENERATION_KINDS, KindInfo
 from skiff.api.types import Obj
 
@@ -76,6 +77,11 @@ class Strategy:
         skip = {"metadata", "status", "apiVersion", "kind"}
         return ({k: v for k, v in old.items() if k not in skip}
                 != {k: v for k, v in new.items() if k not in skip})
+
+    def field_labels(self) -> KindFieldLabels | None:
+        """The field labels a field selector may name (None: the kind's table in
+        skiff.api.fieldlabels)."""
+        return None
 
     def scale_paths(self) -> tuple[str, str, str] | None:
         """A custom resource's scale subresource paths (see customresource.py); None for

@@ -95,8 +95,9 @@ class KindFieldLabels:
             return label
         if self.own_conversion:
             raise ApiError(Reason.BAD_REQUEST, f"field label not supported: {label}")
+        known = ", ".join(f'"{name}"' for name in self.fields)
         raise ApiError(Reason.BAD_REQUEST, f'"{label}" is not a known field selector: '
-                                           f'only "{NAME}", "{NAMESPACE}"')
+                                           f"only {known}")
 
     def value(self, obj: ObjView, label: str) -> str:
         extract = self.fields.get(label)

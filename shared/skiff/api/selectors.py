@@ -516,11 +516,13 @@ class FieldSelector:
         self._labels = labels
 
     @classmethod
-    def parse(cls, text: str, *, kind: str | None = None,
-              api_version: str = "") -> FieldSelector:
-        """The string form; with `kind`, a label the kind does not support is 400."""
+    def parse(cls, text: str, *, kind: str | None = None, api_version: str = "",
+              labels: KindFieldLabels | None = None) -> FieldSelector:
+        """The string form; with `kind` (or its `labels`, a custom resource's), a label the
+        kind does not support is 400."""
         reqs: list[FieldRequirement] = []
-        labels = field_labels(kind, api_version) if kind is not None else None
+        if labels is None and kind is not None:
+            labels = field_labels(kind, api_version)
         if not text.strip():
             return cls(labels=labels)
         for term in _split_unescaped(text, ","):

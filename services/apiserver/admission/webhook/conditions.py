@@ -2,14 +2,14 @@
 over `object`, `oldObject` and `request` that must all be true for the webhook to be
 called. A false one skips the webhook whatever the others say; when none is false but some
 failed to evaluate, failurePolicy decides — Fail refuses the request (403), Ignore skips
-the webhook. Expressions are compiled once (skiff.api.apiextensions.cel).
+the webhook. Expressions are compiled once (skiff.api.cel caches them).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from skiff.api.apiextensions import cel
+from skiff.api import cel
 from skiff.api.errors import ApiError
 from skiff.api.groups.webhookconfigs import MATCH_CONDITION_VARIABLES
 from skiff.apiserver.admission.webhook.hooks import Hook
@@ -19,17 +19,7 @@ from skiff.apiserver.auth.context import current_user
 
 
 class ConditionEvaluator:
-    """Evaluates match conditions, with compiled programs cached by expression."""
-
-    def __init__(self) -> None:
-        self._programs: dict[str, cel.Program] = {}
-
-    def _program(self, expression: str) -> cel.Program:
-        program = self._programs.get(expression)
-        if program is None:
-            program = cel.compile_expression(expression, variables=MATCH_CONDITION_VARIABLES)
-            self._programs[expression] = program
-        return program
+    """Evaluates match conditions (skiff.api.cel keeps the compiled programs)."""
 
     def matches(self, hook: Hook, invocation: Invocation, req: Request) -> bool:
         """True when every condition holds; raises ApiError (Forbidden) when one failed to
@@ -43,12 +33,17 @@ class ConditionEvaluator:
         errors: list[str] = []
         for _name, expression in hook.match_conditions:
             try:
-                result = cel.evaluate(self._program(expression), activation)
-            except (cel.CelCompileError, cel.CelEvalError, NotImplementedError) as err:
+                program = cel.compile_expression(expression,
+                                                 variables=MATCH_CONDITION_VARIABLES)
+                result = cel.evaluate(program, activation)
+            except (cel.CelCompileError, cel.CelEvalError) as err:
                 errors.append(f"expression '{expression}' resulted in error: {err}")
                 continue
-            if result is not True:
+            if result is False:
                 return False
+            if result is not True:
+                errors.append(f"expression '{expression}' resulted in error: no such "
+                              "overload")
         if not errors:
             return True
         if hook.ignores_failures:

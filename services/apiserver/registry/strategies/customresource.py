@@ -23,6 +23,7 @@ from skiff.api.apiextensions.structural import (
 )
 from skiff.api.columns import Column, age, age_column, meta
 from skiff.api.errors import FieldError, not_supported
+from skiff.api.fieldlabels import NAME, NAMESPACE, KindFieldLabels, at
 from skiff.api.kinds import KindInfo
 from skiff.api.objectmeta import validate_metadata, validate_metadata_update
 from skiff.api.selectors import dns1123_subdomain_problems
@@ -96,6 +97,13 @@ class CustomResourceStrategy(Strategy):
         if self.status_enabled:
             obj.pop("status", None)  # written only through the status subresource
 
+    def field_labels(self) -> KindFieldLabels:
+        """metadata.name, metadata.namespace and the CRD's `selectableFields` (EX2)."""
+        fields: dict[str, Any] = {NAME: at(NAME), NAMESPACE: at(NAMESPACE)}
+        for path in crds.selectable_fields_of(self.crd, self.info.version):
+            fields[path.lstrip(".")] = _selectable(path)
+        return KindFieldLabels(fields, own_conversion=False)
+
     # -- scale ---------------------------------------------------------------------------
 
     def scale_paths(self) -> tuple[str, str, str] | None:
@@ -142,6 +150,16 @@ def _cell(column: ObjView) -> Any:
             return age(values[0])
         return ",".join(_text(v) for v in values)
     return render
+
+
+def _selectable(path: str) -> Any:
+    def value(obj: ObjView) -> str:
+        try:
+            found = jsonpath.first(obj, path)
+        except jsonpath.JsonPathError:
+            return ""
+        return "" if found is None else _text(found)
+    return value
 
 
 def _text(value: Any) -> str:
