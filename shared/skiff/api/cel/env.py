@@ -18,8 +18,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from cel_expr_python import cel
-from cel_expr_python.ext import ext_bindings, ext_optional, ext_strings
+from cel_expr_python import cel  # type: ignore[import-untyped]
+from cel_expr_python.ext import (  # type: ignore[import-untyped]
+    ext_bindings,
+    ext_optional,
+    ext_strings,
+)
 from google.protobuf import duration_pb2, timestamp_pb2
 
 from skiff.api.cel import library

@@ -11,14 +11,13 @@ use raises ValueError, which the runtime turns into the expression's error.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from fractions import Fraction
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from cel_expr_python import cel
+from cel_expr_python import cel  # type: ignore[import-untyped]
 
 from skiff.api.quantity import canonical, parse_quantity
 
@@ -117,11 +116,11 @@ def _url_of(value: dict[str, Any]) -> Any:
 
 
 def _hostname(value: dict[str, Any]) -> str:
-    return _url_of(value).hostname or ""
+    return str(_url_of(value).hostname or "")
 
 
 def _port(value: dict[str, Any]) -> str:
-    netloc = _url_of(value).netloc.rsplit("@", 1)[-1]
+    netloc = str(_url_of(value).netloc).rsplit("@", 1)[-1]
     if netloc.endswith("]") or ":" not in netloc:
         return ""
     return netloc.rsplit(":", 1)[1]
@@ -242,6 +241,3 @@ def extension() -> Any:
                         lambda a, b: _q_result(_q(a) - _q(b), a), member=m)),
     ])
 
-
-def is_finite(value: float) -> bool:
-    return math.isfinite(value)
