@@ -48,20 +48,23 @@ _DNS1035_MSG = (
     "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
     f"'abc-123', regex used for validation is '{_DNS1035_FMT}')")
 
-# the variables a matchConditions expression may use (CEL: skiff.api.apiextensions.cel)
-MATCH_CONDITION_VARIABLES = ("object", "oldObject", "request", "authorizer", "params")
+# the variables a matchConditions expression may use (CEL: skiff.api.cel); `authorizer` is
+# declared as Kubernetes declares it, though Skiff gives it no value (an expression that
+# uses it fails to evaluate, and failurePolicy decides)
+MATCH_CONDITION_VARIABLES = ("object", "oldObject", "request", "authorizer")
 CompileCheck = Callable[[str], str | None]
 
 
 def _compile_problem(expression: str) -> str | None:
-    """Why `expression` does not compile as a match condition, or None."""
-    from skiff.api.apiextensions import cel
+    """Why `expression` cannot be a match condition (it does not compile, or does not
+    evaluate to a bool), or None."""
+    from skiff.api import cel  # CEL's native runtime loads only when a condition exists
     try:
-        cel.compile_expression(expression, variables=MATCH_CONDITION_VARIABLES)
+        program = cel.compile_expression(expression, variables=MATCH_CONDITION_VARIABLES)
     except cel.CelCompileError as err:
         return f"compilation failed: {err}"
-    except NotImplementedError:  # the CEL environment is not there yet: checked when run
-        return None
+    if program.result_type != "bool":
+        return "must evaluate to bool"
     return None
 
 

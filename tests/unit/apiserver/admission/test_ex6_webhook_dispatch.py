@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason, lookup
+from skiff.api.groups.webhookconfigs import validate_configuration
 from skiff.api.kinds import storage_key
 from skiff.api.types import Obj
 from skiff.apiserver.admission.interface import Attributes, Operation
@@ -244,3 +245,51 @@ async def test_ex6_webhooks_not_matching_are_not_called() -> None:
         caller, mutating=False)
     assert await plugin.validate(_attrs()) == []
     assert caller.sent == []
+
+
+@pytest.mark.parametrize(("expression", "called"), [
+    pytest.param("object.metadata.name == 'cm'", True, id="true"),
+    pytest.param("object.metadata.name == 'other'", False, id="false"),
+    pytest.param("request.operation == 'CREATE' && request.namespace == 'team'", True,
+                 id="request"),
+    pytest.param("oldObject == null", True, id="no-old-object-on-create"),
+])
+async def test_ex6_match_conditions_decide_whether_a_webhook_is_called(
+        expression: str, called: bool) -> None:
+    caller = FakeCaller({"cond.example.com": allow()})
+    plugin = await _plugins({"v": [_webhook("cond.example.com", matchConditions=[
+        {"name": "only", "expression": expression}])]}, caller, mutating=False)
+    await plugin.validate(_attrs())
+    assert bool(caller.sent) is called
+
+
+@pytest.mark.parametrize(("policy", "refused"), [("Fail", True), ("Ignore", False)])
+async def test_ex6_match_condition_that_fails_to_evaluate_follows_failure_policy(
+        policy: str, refused: bool) -> None:
+    caller = FakeCaller({"cond.example.com": allow()})
+    plugin = await _plugins({"v": [_webhook(
+        "cond.example.com", failurePolicy=policy,
+        matchConditions=[{"name": "missing", "expression": "object.spec.replicas > 1"}])]},
+        caller, mutating=False)
+    if refused:
+        with pytest.raises(ApiError) as err:
+            await plugin.validate(_attrs())
+        assert err.value.reason == Reason.FORBIDDEN
+        assert err.value.message.startswith(
+            'configmaps "cm" is forbidden: expression \'object.spec.replicas > 1\' resulted '
+            "in error: ")
+    else:
+        assert await plugin.validate(_attrs()) == []
+    assert caller.sent == []
+
+
+def test_ex6_match_condition_must_compile_to_a_bool() -> None:
+    config: Obj = {"metadata": {"name": "v"}, "webhooks": [_webhook(
+        "cond.example.com", matchConditions=[
+            {"name": "syntax", "expression": "object.("},
+            {"name": "string", "expression": "'not a bool'"}])]}
+    errors = [str(e) for e in validate_configuration(config, None, mutating=False)]
+    assert errors[0].startswith('webhooks[0].matchConditions[0].expression: Invalid value: '
+                                '"object.(": compilation failed: ERROR: <input>:1:8:')
+    assert errors[1] == ('webhooks[0].matchConditions[1].expression: Invalid value: '
+                         "\"'not a bool'\": must evaluate to bool")
