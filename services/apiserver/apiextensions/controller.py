@@ -21,6 +21,7 @@ from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.apiextensions import crdversions as crds
+from skiff.api.apiextensions.crdversions import kind_infos
 from skiff.api.kinds import KindInfo, register_custom, unregister_custom
 from skiff.api.types import Obj, ObjView
 from skiff.apiserver.endpoints.openapi import schemas as openapi
@@ -32,27 +33,6 @@ from skiff.clock import rfc3339
 log = logging.getLogger(__name__)
 
 RESOURCE = "customresourcedefinitions"
-
-
-def kind_infos(crd: ObjView) -> tuple[KindInfo, list[KindInfo]]:
-    """The stored version's KindInfo and those of every served version (stored first)."""
-    spec = crd.get("spec") or {}
-    names = spec.get("names") or {}
-    group = str(spec.get("group", ""))
-    storage = crds.storage_version(crd)
-
-    def info(version: str) -> KindInfo:
-        subresources = crds.subresources_of(crd, version) or {}
-        return KindInfo(
-            str(names.get("kind", "")), f"{group}/{version}", str(names.get("plural", "")),
-            spec.get("scope") == "Namespaced", tuple(names.get("shortNames") or ()),
-            has_status="status" in subresources, custom=True,
-            categories=tuple(names.get("categories") or ()),
-            subresources=tuple(s for s in ("status", "scale") if s in subresources))
-
-    served = crds.served_versions(crd)
-    ordered = [storage, *(v for v in served if v != storage)]
-    return info(storage), [info(v) for v in ordered if v in served]
 
 
 def _condition(kind: str, status: bool, reason: str, message: str,

@@ -199,6 +199,16 @@ def served_versions(info: KindInfo) -> list[KindInfo]:
     return info.served()
 
 
+def lookup_kind(api_version: str, kind: str) -> KindInfo:
+    """The kind an object or an ownerReference names by apiVersion and kind (any served
+    version of its group), built-in or custom; NotFound when none is served."""
+    group = api_version.rpartition("/")[0]
+    for info in all_kinds():
+        if info.kind == kind and info.group == group:
+            return info
+    raise ApiError(Reason.NOT_FOUND, f'no kind "{kind}" is served in "{api_version}"')
+
+
 def lookup(name: str) -> KindInfo:
     """Resolve a kind, resource, singular or short name (`Pod`, `pods`, `po`), or a custom
     resource's qualified name (`certificates.cert-manager.io`)."""

@@ -1,11 +1,13 @@
 """Reading a CustomResourceDefinition's versions: which one is stored, which are served,
 and each version's schema, subresources, printer columns and selectable fields (v1 keeps
-them per version)."""
+them per version); and the `KindInfo`s a served CRD adds to the kind table (the apiserver's
+CRD controller registers them, and so does every process that follows CRDs)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from skiff.api.kinds import KindInfo
 from skiff.api.types import ObjView
 
 
@@ -54,3 +56,24 @@ def selectable_fields_of(crd: ObjView, version: str) -> list[str]:
     entry = version_entry(crd, version) or {}
     return [str(f.get("jsonPath", "")) for f in entry.get("selectableFields") or []
             if isinstance(f, dict)]
+
+
+def kind_infos(crd: ObjView) -> tuple[KindInfo, list[KindInfo]]:
+    """The stored version's KindInfo and those of every served version (stored first)."""
+    spec = crd.get("spec") or {}
+    names = spec.get("names") or {}
+    group = str(spec.get("group", ""))
+    storage = storage_version(crd)
+
+    def info(version: str) -> KindInfo:
+        subresources = subresources_of(crd, version) or {}
+        return KindInfo(
+            str(names.get("kind", "")), f"{group}/{version}", str(names.get("plural", "")),
+            spec.get("scope") == "Namespaced", tuple(names.get("shortNames") or ()),
+            has_status="status" in subresources, custom=True,
+            categories=tuple(names.get("categories") or ()),
+            subresources=tuple(s for s in ("status", "scale") if s in subresources))
+
+    served = served_versions(crd)
+    ordered = [storage, *(v for v in served if v != storage)]
+    return info(storage), [info(v) for v in ordered if v in served]
