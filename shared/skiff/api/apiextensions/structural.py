@@ -15,13 +15,13 @@ from skiff.api.apiextensions import cel
 from skiff.api.apiextensions.defaulting import default_custom_object, drop_nulls_without_defaults
 from skiff.api.apiextensions.names import kind_problems
 from skiff.api.apiextensions.pruning import prune_custom_object
-from skiff.api.apiextensions.values import validate_values
+from skiff.api.apiextensions.values import NIL_PATH, TYPE_INVALID, validate_values
 from skiff.api.errors import FieldError, duplicate, invalid, required
 from skiff.api.objectmeta import validate_metadata
 from skiff.api.types import ObjView
 
-__all__ = ["default_custom_object", "drop_nulls_without_defaults", "prune_custom_object",
-           "validate_custom_object", "validate_embedded_and_lists"]
+__all__ = ["default_custom_object", "drop_nulls_without_defaults", "has_rules",
+           "prune_custom_object", "validate_custom_object", "validate_embedded_and_lists"]
 
 
 def validate_custom_object(schema: ObjView, obj: ObjView, *,
@@ -30,16 +30,44 @@ def validate_custom_object(schema: ObjView, obj: ObjView, *,
     checks, embedded resources, list types, and the schema's CEL rules (with `oldSelf` from
     `old` on an update). The root's metadata is checked by the generic ObjectMeta rules."""
     errors = validate_values(schema, obj)
-    errors += validate_embedded_and_lists(schema, obj)
-    errors += cel.validate_rules(schema, obj, old)
+    # an update keeps list sets/maps the old object already broke (kube's ratcheting)
+    lists = old is None or not validate_embedded_and_lists(schema, old, lists_only=True)
+    errors += validate_embedded_and_lists(schema, obj, lists=lists)
+    if not has_rules(schema):
+        return errors
+    if any(_blocks_rules(e) for e in errors):
+        errors.append(invalid(NIL_PATH, "null", RULES_NOT_CHECKED))
+    else:
+        errors += cel.validate_rules(schema, obj, old)
     return errors
 
 
-def validate_embedded_and_lists(schema: ObjView, obj: ObjView) -> list[FieldError]:
+def has_rules(schema: ObjView) -> bool:
+    """Whether any structural node of the schema carries `x-kubernetes-validations`."""
+    if schema.get("x-kubernetes-validations"):
+        return True
+    properties = schema.get("properties")
+    subs = list(properties.values()) if isinstance(properties, Mapping) else []
+    subs += [schema.get("items"), schema.get("additionalProperties")]
+    return any(isinstance(sub, Mapping) and has_rules(sub) for sub in subs)
+
+
+RULES_NOT_CHECKED = ("some validation rules were not checked because the object was invalid; "
+                     "correct the existing errors to complete validation")
+_BLOCKING = ("Unsupported value", "Required value", "Too long", "Too many")
+
+
+def _blocks_rules(error: FieldError) -> bool:
+    """kube's `hasBlockingErr`: errors after which CEL rules are not evaluated."""
+    return error.type in _BLOCKING or error.reason == TYPE_INVALID
+
+
+def validate_embedded_and_lists(schema: ObjView, obj: ObjView, *, lists: bool = True,
+                                lists_only: bool = False) -> list[FieldError]:
     """kube's `objectmeta.Validate` (for `x-kubernetes-embedded-resource` below the root) and
-    `listtype.ValidateListSetsAndMaps` in one walk."""
+    `listtype.ValidateListSetsAndMaps` in one walk (either alone with the flags)."""
     errors: list[FieldError] = []
-    _walk(schema, obj, "", errors, root=True)
+    _walk(schema, obj, "", errors, root=True, embedded=not lists_only, lists=lists)
     return errors
 
 
@@ -53,18 +81,19 @@ def _sub_schema(schema: ObjView, key: str) -> ObjView | None:
 
 
 def _walk(schema: ObjView, value: Any, path: str, errors: list[FieldError], *,
-          root: bool = False) -> None:
+          root: bool = False, embedded: bool, lists: bool) -> None:
     if isinstance(value, Mapping):
-        if schema.get("x-kubernetes-embedded-resource") is True and not root:
+        if embedded and schema.get("x-kubernetes-embedded-resource") is True and not root:
             errors.extend(_validate_embedded(value, path))
         for key, item in value.items():
             if root and key in ("apiVersion", "kind", "metadata"):
                 continue
             sub = _sub_schema(schema, key)
             if sub is not None:
-                _walk(sub, item, f"{path}.{key}" if path else key, errors)
+                _walk(sub, item, f"{path}.{key}" if path else key, errors, embedded=embedded,
+                      lists=lists)
     elif isinstance(value, list):
-        list_type = schema.get("x-kubernetes-list-type")
+        list_type = schema.get("x-kubernetes-list-type") if lists else None
         if list_type == "set":
             errors.extend(duplicate(f"{path}[{i}]", value[i]) for i in _repeats(value))
         elif list_type == "map":
@@ -72,7 +101,7 @@ def _walk(schema: ObjView, value: Any, path: str, errors: list[FieldError], *,
         items = schema.get("items")
         if isinstance(items, Mapping):
             for i, item in enumerate(value):
-                _walk(items, item, f"{path}[{i}]", errors)
+                _walk(items, item, f"{path}[{i}]", errors, embedded=embedded, lists=lists)
 
 
 def _repeats(values: list[Any]) -> list[int]:

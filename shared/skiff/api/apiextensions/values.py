@@ -21,11 +21,13 @@ from skiff.api.errors import FieldError, invalid, not_supported, required, too_l
 from skiff.api.selectors import dns1123_label_problems
 from skiff.api.types import ObjView
 
-__all__ = ["go_number", "json_type", "validate_values"]
+__all__ = ["NIL_PATH", "TYPE_INVALID", "go_number", "json_type", "too_many", "type_invalid",
+           "validate_values"]
 
 # Composite (allOf/anyOf/oneOf/not) failures carry no field in kube-openapi, so
 # apiextensions reports them on a nil path with an empty value.
 NIL_PATH = "<nil>"
+TYPE_INVALID = "FieldValueTypeInvalid"
 
 
 def validate_values(schema: ObjView, value: Any, *, path: str = "") -> list[FieldError]:
@@ -88,9 +90,14 @@ def _types(schema: ObjView) -> list[str]:
     return [kind] if isinstance(kind, str) and kind else []
 
 
+def type_invalid(path: str, value: Any, detail: str) -> FieldError:
+    """apimachinery's `field.TypeInvalid`: shown as `Invalid value`, with its own cause."""
+    return FieldError(path, "Invalid value", detail, value, reason=TYPE_INVALID)
+
+
 def _type_error(path: str, expected: str, actual: str) -> FieldError:
-    return invalid(path, actual,
-                   f"{_name(path)} in body must be of type {expected}: {json.dumps(actual)}")
+    return type_invalid(path, actual,
+                        f"{_name(path)} in body must be of type {expected}: {json.dumps(actual)}")
 
 
 def _check(schema: ObjView, value: Any, path: str, errors: list[FieldError]) -> None:
@@ -404,5 +411,5 @@ def _check_format(schema: ObjView, types: list[str], value: str, path: str,
     else:
         return  # formats kube does not support are ignored
     if not ok:
-        errors.append(invalid(path, value, f"{_name(path)} in body must be of type {fmt}: "
-                                           f"{json.dumps(value)}"))
+        errors.append(type_invalid(path, value, f"{_name(path)} in body must be of type "
+                                                f"{fmt}: {json.dumps(value)}"))

@@ -288,3 +288,13 @@ def test_ex1_crd_version_accessors() -> None:
     assert [c["name"] for c in printer_columns_of(crd, "v1")] == ["I"]
     assert selectable_fields_of(crd, "v1") == [".spec.image"]
     assert selectable_fields_of(crd, "v2") == []
+
+
+def test_ex1_crd_rules_that_do_not_compile_are_refused() -> None:
+    schema = copy.deepcopy(SIMPLE_SCHEMA)
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.replicas >"}]
+    found = errors_of(make_crd(schema=schema))
+    assert len(found) == 1
+    assert found[0].startswith("spec.versions[0].schema.openAPIV3Schema.properties[spec]."
+                               "x-kubernetes-validations[0].rule: Invalid value: ")
+    assert "compilation failed: ERROR: <input>:1:" in found[0]

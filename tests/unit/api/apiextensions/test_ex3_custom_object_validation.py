@@ -177,3 +177,38 @@ def test_ex3_composite_one_of() -> None:
 ])
 def test_ex3_bounds_print_as_go_floats(value: float, shown: str) -> None:
     assert go_number(value) == shown
+
+
+def test_ex3_cel_rules_run_after_the_schema_checks() -> None:
+    schema = with_spec(replicas={"type": "integer", "minimum": 0})
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [
+        {"rule": "self.replicas <= 10"},
+        {"rule": "self.replicas == oldSelf.replicas", "message": "replicas is immutable"}]
+    assert messages(validate_custom_object(schema, cr(replicas=-1))) == [
+        "spec.replicas: Invalid value: -1: spec.replicas in body should be greater than or "
+        "equal to 0"]
+    assert messages(validate_custom_object(schema, cr(replicas=11))) == [
+        'spec: Invalid value: "object": failed rule: self.replicas <= 10']
+    assert messages(validate_custom_object(schema, cr(replicas=5), old=cr(replicas=4))) == [
+        'spec: Invalid value: "object": replicas is immutable']
+
+
+def test_ex3_cel_rules_wait_for_blocking_schema_errors() -> None:
+    schema = with_spec(replicas={"type": "integer"})
+    schema["properties"]["spec"]["x-kubernetes-validations"] = [{"rule": "self.replicas <= 10"}]
+    found = validate_custom_object(schema, cr(replicas="eleven"))
+    assert messages(found) == [
+        'spec.replicas: Invalid value: "string": spec.replicas in body must be of type '
+        'integer: "string"',
+        '<nil>: Invalid value: "null": some validation rules were not checked because the '
+        "object was invalid; correct the existing errors to complete validation"]
+    assert found[0].cause_type == "FieldValueTypeInvalid"
+
+
+def test_ex3_list_duplicates_the_old_object_had_are_tolerated_on_update() -> None:
+    schema = with_spec(tags={"type": "array", "items": {"type": "string"},
+                             "x-kubernetes-list-type": "set"})
+    assert validate_custom_object(schema, cr(tags=["a", "a", "b"]),
+                                  old=cr(tags=["a", "a"])) == []
+    assert messages(validate_custom_object(schema, cr(tags=["a", "a"]), old=cr(tags=["a"]))) == [
+        'spec.tags[1]: Duplicate value: "a"']
