@@ -26,6 +26,7 @@ from skiff.pki import CertificateAuthority
 from tests.integration.kubectl import http_front, kubectl
 
 SEEN_LABEL = "webhook.skiff.test/seen"
+SERVICE_HOST = "webhook.ex6-svc.svc"  # the Service `webhook` of namespace ex6-svc
 
 
 class WebhookServer:
@@ -36,7 +37,7 @@ class WebhookServer:
     def __init__(self, directory: Path) -> None:
         self.ca = CertificateAuthority.load_or_create(directory / "ca")
         files = self.ca.issue(directory / "webhook", common_name="webhook",
-                              hosts=["127.0.0.1"], server=True)
+                              hosts=["127.0.0.1", SERVICE_HOST], server=True)
         self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._context.load_cert_chain(files.cert, files.key)
         self.port = free_port()
@@ -312,3 +313,31 @@ def test_ex6_a_webhook_configuration_is_validated(front: tuple[Path, WebhookServ
            "NoneOnDryRun" in done.stderr
     assert "webhooks[0].clientConfig.url: Invalid value: \"http\": 'https' is the only " \
            "allowed URL scheme" in done.stderr
+
+
+def test_ex6_a_service_reference_reaches_the_webhook_through_its_endpoints(
+        front: tuple[Path, WebhookServer]) -> None:
+    """`clientConfig.service`: the apiserver resolves the Service's EndpointSlice to the
+    address it calls, and checks the certificate against `<name>.<namespace>.svc`."""
+    config, server = front
+    _namespace(config, "ex6-svc")
+    _ok(config, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": "webhook", "namespace": "ex6-svc"},
+        "spec": {"ports": [{"name": "https", "port": 443, "targetPort": server.port}]}}))
+    _ok(config, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": "webhook-1", "namespace": "ex6-svc",
+                     "labels": {"kubernetes.io/service-name": "webhook"}},
+        "addressType": "IPv4",
+        "endpoints": [{"addresses": ["127.0.0.1"], "conditions": {"ready": True}}],
+        "ports": [{"name": "https", "port": server.port, "protocol": "TCP"}]}))
+    text = _configuration("MutatingWebhookConfiguration", "by-service", "ex6-svc",
+                          url="x", ca_bundle=server.ca_bundle)
+    text = text.replace("    url: x\n", "    service:\n      namespace: ex6-svc\n"
+                        "      name: webhook\n      path: /label\n")
+    _ok(config, "apply", "-f", "-", stdin=text)
+    _until_called(server, "/label", config, "ex6-svc")
+    created = json.loads(_ok(config, "create", "configmap", "via-service", "-n", "ex6-svc",
+                             "-o", "json"))
+    assert created["metadata"]["labels"] == {SEEN_LABEL: "yes"}
