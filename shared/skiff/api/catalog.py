@@ -16,6 +16,7 @@ from skiff.api.grouprules import Defaulter, GroupRules, Validator
 from skiff.api.groups import (
     admissionregistration,
     apiextensions,
+    apiregistration,
     apps,
     autoscaling,
     batch,
@@ -49,6 +50,7 @@ GROUPS: tuple[GroupRules, ...] = (
     apps.RULES, batch.RULES, autoscaling.RULES, networking.RULES, rbac.RULES, policy.RULES,
     events.RULES, storage.RULES, coordination.RULES, discovery.RULES, scheduling.RULES,
     fencing.RULES, apiextensions.RULES, admissionregistration.RULES,
+    apiregistration.RULES,
 )
 
 

@@ -134,6 +134,8 @@ KINDS: tuple[KindInfo, ...] = (
              "validatingadmissionpolicies", False, ()),
     KindInfo("ValidatingAdmissionPolicyBinding", "admissionregistration.k8s.io/v1",
              "validatingadmissionpolicybindings", False, (), has_status=False),
+    # The aggregation layer (SPEC EX8): an extension apiserver per group/version.
+    KindInfo("APIService", "apiregistration.k8s.io/v1", "apiservices", False, ()),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
 )
 
