@@ -123,8 +123,9 @@ def compile_expression(expr: str, *,
 
 def evaluate(program: Program, activation: Mapping[str, Any]) -> Any:
     """Evaluate a compiled program over plain JSON-like values (dicts, lists, str, int,
-    float, bool, None; datetime/timedelta become timestamp/duration); returns a plain
-    Python value. Raises CelEvalError with the text cel-go prints."""
+    float, bool, None; a variable that is a datetime/timedelta is a timestamp/duration,
+    nested ones must be made with `timestamp()`/`duration()`); returns a plain Python
+    value. Raises CelEvalError with the text cel-go prints."""
     data = {name: to_cel(value) for name, value in activation.items()}
     try:
         result = program._compiled.eval(data=data)
@@ -139,22 +140,30 @@ def evaluate(program: Program, activation: Mapping[str, Any]) -> Any:
 
 
 def to_cel(value: Any) -> Any:
-    """A Python value as the runtime takes it (timestamps and durations as protobuf)."""
-    if isinstance(value, dict):
-        return {k: to_cel(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_cel(v) for v in value]
+    """A Python value as the runtime takes it: a datetime or timedelta (at the top, or
+    wherever a caller put one) becomes the protobuf Timestamp or Duration CEL reads; plain
+    JSON values pass unchanged, uncopied."""
     if isinstance(value, datetime.datetime):
-        ts = timestamp_pb2.Timestamp()
-        if value.tzinfo is not None:
-            value = value.astimezone(datetime.UTC).replace(tzinfo=None)
-        ts.FromDatetime(value)
-        return ts
+        return timestamp(value)
     if isinstance(value, datetime.timedelta):
-        du = duration_pb2.Duration()
-        du.FromTimedelta(value)
-        return du
+        return duration(value)
     return value
+
+
+def timestamp(value: datetime.datetime) -> Any:
+    """A CEL timestamp (naive datetimes are UTC)."""
+    ts = timestamp_pb2.Timestamp()
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.UTC).replace(tzinfo=None)
+    ts.FromDatetime(value)
+    return ts
+
+
+def duration(value: datetime.timedelta) -> Any:
+    """A CEL duration."""
+    du = duration_pb2.Duration()
+    du.FromTimedelta(value)
+    return du
 
 
 # cel-cpp's run-time error texts -> cel-go's (what Kubernetes prints).

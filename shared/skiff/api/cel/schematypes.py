@@ -15,8 +15,10 @@ import base64
 import binascii
 import datetime
 import re
+from functools import lru_cache
 from typing import Any
 
+from skiff.api.cel.env import duration, timestamp
 from skiff.api.types import ObjView
 
 # CEL's reserved words: a property so named is `__<name>__` in a rule.
@@ -30,6 +32,7 @@ _ESCAPES = (("__", "__underscores__"), (".", "__dot__"), ("-", "__dash__"),
             ("/", "__slash__"))
 
 
+@lru_cache(maxsize=4096)
 def escape(name: str) -> str | None:
     """A property name as a rule spells it, or None when no rule can name it."""
     if name in _RESERVED:
@@ -149,15 +152,16 @@ def _formatted(fmt: str, value: str) -> Any:
             parsed = datetime.datetime.fromisoformat(value.replace("Z", "+00:00"))
         except ValueError:
             return value
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC)
+        return timestamp(parsed if parsed.tzinfo else parsed.replace(tzinfo=datetime.UTC))
     if fmt == "date":
         try:
             day = datetime.date.fromisoformat(value)
         except ValueError:
             return value
-        return datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC)
+        return timestamp(datetime.datetime(day.year, day.month, day.day, tzinfo=datetime.UTC))
     if fmt == "duration":
-        return parse_duration(value) or value
+        parsed_duration = parse_duration(value)
+        return value if parsed_duration is None else duration(parsed_duration)
     if fmt == "byte":
         try:
             return base64.b64decode(value, validate=True)
