@@ -85,6 +85,12 @@ def validate_crd(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     if name != f"{names.get('plural', '')}.{spec.get('group', '')}":
         errors.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
     errors += _validate_spec(spec, names)
+    errors += _validate_api_approval(obj, old)
+    if spec.get("preserveUnknownFields") is True and not (
+            old is not None and (old.get("spec") or {}).get("preserveUnknownFields") is True):
+        errors.append(invalid("spec.preserveUnknownFields", True, "cannot set to true, set "
+                              "x-kubernetes-preserve-unknown-fields to true in "
+                              "spec.versions[*].schema instead"))
     status, errs = as_dict(obj.get("status"), "status")
     errors += errs
     accepted, errs = as_dict(status.get("acceptedNames"), "status.acceptedNames")
@@ -439,6 +445,39 @@ def _validate_review_versions(versions: Any, path: str) -> list[FieldError]:
         errors.append(invalid(path, versions, "must include at least one of "
                                               f"{', '.join(CONVERSION_REVIEW_VERSIONS)}"))
     return errors
+
+
+API_APPROVED = "api-approved.kubernetes.io"
+_APPROVAL_HELP = "see https://github.com/kubernetes/enhancements/pull/1111"
+
+
+def _approval_state(crd: ObjView) -> str:
+    annotations = (crd.get("metadata") or {}).get("annotations") or {}
+    value = annotations.get(API_APPROVED) if isinstance(annotations, Mapping) else None
+    if not value:
+        return "missing"
+    if isinstance(value, str) and value.startswith("unapproved"):
+        return "bypassed"
+    parts = urlsplit(value) if isinstance(value, str) else None
+    return "approved" if parts is not None and parts.scheme and parts.netloc else "invalid"
+
+
+def _validate_api_approval(obj: ObjView, old: ObjView | None) -> list[FieldError]:
+    """CRDs in the community's groups (`*.k8s.io`, `*.kubernetes.io`) name their approval."""
+    group = str((obj.get("spec") or {}).get("group") or "")
+    if not any(group == g or group.endswith("." + g) for g in ("k8s.io", "kubernetes.io")):
+        return []
+    state = _approval_state(obj)
+    if (old is not None and _approval_state(old) == state) or state in ("approved", "bypassed"):
+        return []
+    path = f"metadata.annotations[{API_APPROVED}]"
+    if state == "missing":
+        return [required(path, f'protected groups must have approval annotation "{API_APPROVED}"'
+                               f", {_APPROVAL_HELP}")]
+    value = (obj.get("metadata") or {}).get("annotations", {}).get(API_APPROVED)
+    return [invalid(path, value, f'protected groups must have approval annotation '
+                                 f'"{API_APPROVED}" with either a URL or a reason starting with '
+                                 f'"unapproved", {_APPROVAL_HELP}')]
 
 
 def _is_established(crd: ObjView) -> bool:

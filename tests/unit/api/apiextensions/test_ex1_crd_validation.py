@@ -298,3 +298,26 @@ def test_ex1_crd_rules_that_do_not_compile_are_refused() -> None:
     assert found[0].startswith("spec.versions[0].schema.openAPIV3Schema.properties[spec]."
                                "x-kubernetes-validations[0].rule: Invalid value: ")
     assert "compilation failed: ERROR: <input>:1:" in found[0]
+
+
+def test_ex1_crd_in_a_community_group_names_its_api_approval() -> None:
+    crd = make_crd(group="gateway.networking.k8s.io", plural="gateways", kind="Gateway")
+    assert errors_of(crd) == [
+        "metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups "
+        'must have approval annotation "api-approved.kubernetes.io", see '
+        "https://github.com/kubernetes/enhancements/pull/1111"]
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "yes"}
+    assert len(errors_of(crd)) == 1
+    crd["metadata"]["annotations"] = {
+        "api-approved.kubernetes.io": "https://github.com/kubernetes-sigs/gateway-api/pull/1"}
+    assert errors_of(crd) == []
+    crd["metadata"]["annotations"] = {"api-approved.kubernetes.io": "unapproved, experimental"}
+    assert errors_of(crd) == []
+
+
+def test_ex1_crd_may_not_turn_preserve_unknown_fields_on() -> None:
+    crd = make_crd()
+    crd["spec"]["preserveUnknownFields"] = True
+    assert errors_of(crd) == [
+        "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set "
+        "x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"]
