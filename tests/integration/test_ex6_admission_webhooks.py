@@ -341,3 +341,30 @@ def test_ex6_a_service_reference_reaches_the_webhook_through_its_endpoints(
     created = json.loads(_ok(config, "create", "configmap", "via-service", "-n", "ex6-svc",
                              "-o", "json"))
     assert created["metadata"]["labels"] == {SEEN_LABEL: "yes"}
+
+
+def test_ex6_a_validating_webhook_can_refuse_a_delete(
+        front: tuple[Path, WebhookServer]) -> None:
+    config, server = front
+    _namespace(config, "ex6-delete")
+    _ok(config, "create", "configmap", "refused-keep", "-n", "ex6-delete")
+    _ok(config, "create", "configmap", "probe", "-n", "ex6-delete")
+    _ok(config, "apply", "-f", "-", stdin=_configuration(
+        "ValidatingWebhookConfiguration", "keep", "ex6-delete", url=server.url("/deny"),
+        ca_bundle=server.ca_bundle).replace('["CREATE"]', '["DELETE"]'))
+    deadline = time.monotonic() + 5
+    while not any(r["path"] == "/deny" and r.get("namespace") == "ex6-delete"
+                  for r in server.requests):
+        assert time.monotonic() < deadline, "the webhook was never called"
+        kubectl(config, "delete", "configmap", "probe", "-n", "ex6-delete", "--dry-run=server")
+        time.sleep(0.1)
+    refused = kubectl(config, "delete", "configmap", "refused-keep", "-n", "ex6-delete")
+    assert refused.returncode != 0
+    assert ('admission webhook "keep.skiff.test" denied the request: objects named '
+            "refused-* are not welcome") in refused.stderr
+    sent = [r for r in server.requests if r.get("name") == "refused-keep"][-1]
+    assert sent["operation"] == "DELETE" and sent["object"] is None
+    assert sent["oldObject"]["metadata"]["name"] == "refused-keep"
+    assert sent["options"]["kind"] == "DeleteOptions"
+    _ok(config, "get", "configmap", "refused-keep", "-n", "ex6-delete")
+    _ok(config, "delete", "configmap", "probe", "-n", "ex6-delete")

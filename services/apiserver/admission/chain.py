@@ -38,7 +38,8 @@ from skiff.apiserver.storage.watchcache import WatchCache
 
 
 class Chain:
-    """Plugins run in order: `admit` (mutating) for all, then `validate` for all."""
+    """Plugins run in order: `admit` (mutating) for all, then `validate` for all — each
+    plugin only for the operations it handles."""
 
     def __init__(self, plugins: Sequence[Plugin]) -> None:
         self.plugins = list(plugins)
@@ -51,14 +52,16 @@ class Chain:
         """The mutating pass; the plugins' warnings."""
         warnings: list[str] = []
         for plugin in self.plugins:
-            warnings += await plugin.admit(attrs)
+            if attrs.operation in plugin.operations:
+                warnings += await plugin.admit(attrs)
         return warnings
 
     async def validate(self, attrs: Attributes) -> list[str]:
         """The validating pass; the plugins' warnings."""
         warnings: list[str] = []
         for plugin in self.plugins:
-            warnings += await plugin.validate(attrs)
+            if attrs.operation in plugin.operations:
+                warnings += await plugin.validate(attrs)
         return warnings
 
 

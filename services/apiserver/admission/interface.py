@@ -50,6 +50,10 @@ class Plugin:
     Either raises ApiError to refuse the write, or returns warnings for the response."""
 
     name: ClassVar[str] = ""
+    # the operations the plugin is asked about (Kubernetes' `Handles`); the chain skips it
+    # for the others (the built-in plugins know creates and updates only)
+    operations: ClassVar[frozenset[Operation]] = frozenset({Operation.CREATE,
+                                                            Operation.UPDATE})
 
     async def admit(self, attrs: Attributes) -> list[str]:
         """The mutating hook (none by default)."""

@@ -495,6 +495,10 @@ class Registry:
             cur = await self.get_kv(info, namespace, name)
             assert cur.obj is not None
             check_preconditions(info, name, cur, preconditions)
+            # DELETE admission (webhooks): the object being deleted is the old one
+            attrs = Attributes(info, {}, cur.obj, Operation.DELETE, dry_run=dry_run)
+            await self.admission.admit(attrs)
+            await self.admission.validate(attrs)
             current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
             added = [f for f in strategy.finalizers_on_delete(current)
                      if f not in (current["metadata"].get("finalizers") or [])]

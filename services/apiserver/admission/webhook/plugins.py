@@ -25,7 +25,7 @@ import jsonpatch
 from skiff.api import apply_defaults
 from skiff.api.errors import ApiError
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Plugin
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
 from skiff.apiserver.admission.webhook.client import Caller, CallFailed
 from skiff.apiserver.admission.webhook.conditions import ConditionEvaluator
 from skiff.apiserver.admission.webhook.hooks import Hook, hooks_of
@@ -87,6 +87,7 @@ class _WebhookPlugin(Plugin):
     """What both plugins share: the hooks, the namespaces, the call and its verdicts."""
 
     mutating: ClassVar[bool] = False
+    operations = frozenset(Operation)
 
     def __init__(self, source: WebhookSource, *, namespaces: Lookup, caller: Caller,
                  conditions: ConditionEvaluator | None = None) -> None:

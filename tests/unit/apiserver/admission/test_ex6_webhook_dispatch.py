@@ -16,7 +16,8 @@ from skiff.api import ApiError, Reason, lookup
 from skiff.api.groups.webhookconfigs import validate_configuration
 from skiff.api.kinds import storage_key
 from skiff.api.types import Obj
-from skiff.apiserver.admission.interface import Attributes, Operation
+from skiff.apiserver.admission.chain import Chain
+from skiff.apiserver.admission.interface import Attributes, Operation, Plugin
 from skiff.apiserver.admission.webhook import (
     MutatingWebhookAdmission,
     ValidatingWebhookAdmission,
@@ -293,3 +294,26 @@ def test_ex6_match_condition_must_compile_to_a_bool() -> None:
                                 '"object.(": compilation failed: ERROR: <input>:1:8:')
     assert errors[1] == ('webhooks[0].matchConditions[1].expression: Invalid value: '
                          "\"'not a bool'\": must evaluate to bool")
+
+
+async def test_ex6_delete_reaches_webhooks_but_not_the_built_in_plugins() -> None:
+    """Kubernetes' `Handles`: the built-in plugins know creates and updates; the webhook
+    plugins are asked about deletes too (with the object being deleted as oldObject)."""
+    class BuiltIn(Plugin):
+        name = "BuiltIn"
+
+        async def validate(self, attrs: Attributes) -> list[str]:
+            raise AssertionError("a built-in plugin was asked about a delete")
+
+    caller = FakeCaller({"no.example.com": deny("keep it")})
+    webhook = await _plugins({"v": [_webhook("no.example.com", rules=[
+        {"operations": ["DELETE"], "apiGroups": [""], "apiVersions": ["v1"],
+         "resources": ["configmaps"]}])]}, caller, mutating=False)
+    old = _attrs().obj
+    attrs = Attributes(lookup("configmaps"), {}, old, Operation.DELETE)
+    with pytest.raises(ApiError) as err:
+        await Chain([BuiltIn(), webhook]).validate(attrs)
+    assert err.value.message == 'admission webhook "no.example.com" denied the request: keep it'
+    request = caller.sent[0][1]["request"]
+    assert request["operation"] == "DELETE" and request["name"] == "cm"
+    assert request["object"] is None and request["oldObject"]["metadata"]["name"] == "cm"
