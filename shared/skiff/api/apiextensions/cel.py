@@ -17,6 +17,7 @@ from typing import Any
 
 from skiff.api.cel import CelCompileError, CelEvalError, Program, compile_expression
 from skiff.api.cel import evaluate as cel_evaluate
+from skiff.api.cel.checked import undefined_fields
 from skiff.api.cel.env import references
 from skiff.api.cel.schematypes import cel_type, normalize_field_path, to_cel_value
 from skiff.api.errors import (
@@ -71,9 +72,19 @@ def _source(rule: Mapping[str, Any], text: str) -> str:
     return text
 
 
-def _compile(node: ObjView, rule: Mapping[str, Any], text: str) -> Program:
+def _compile(node: ObjView, rule: Mapping[str, Any], text: str, *,
+             check_fields: bool = False, resource_root: bool = False) -> Program:
+    """The rule's program; with `check_fields` (when the CRD is written) a field the
+    schema does not declare is a compile error too, as in Kubernetes' typed environment."""
     try:
-        return compile_expression(_source(rule, text), variables=_variables(node, rule))
+        program = compile_expression(_source(rule, text), variables=_variables(node, rule))
+        if check_fields:
+            roots = {"self": node} if rule.get("optionalOldSelf") is True else \
+                {"self": node, "oldSelf": node}
+            undefined = undefined_fields(program, roots=roots, resource_root=resource_root)
+            if undefined:
+                raise CelCompileError(undefined)
+        return program
     except CelCompileError as err:
         if rule.get("optionalOldSelf") is True:  # the binding's line is not the user's
             message = re.sub(r"<input>:(\d+):",
@@ -147,11 +158,11 @@ def _static_checks(node: ObjView, rule: Mapping[str, Any], path: str) -> list[Fi
 
 
 def _compile_checks(node: ObjView, rule: Mapping[str, Any], path: str,
-                    uncorrelatable: str | None) -> list[FieldError]:
+                    uncorrelatable: str | None, resource_root: bool) -> list[FieldError]:
     errs: list[FieldError] = []
     text = str(rule.get("rule") or "")
     try:
-        program = _compile(node, rule, text)
+        program = _compile(node, rule, text, check_fields=True, resource_root=resource_root)
     except CelCompileError as err:
         errs.append(_rule_invalid(f"{path}.rule", rule, f"compilation failed: {err}"))
     else:
@@ -161,7 +172,8 @@ def _compile_checks(node: ObjView, rule: Mapping[str, Any], path: str,
     expression = str(rule.get("messageExpression") or "")
     if expression.strip() and not errs:  # Kubernetes compiles it only after a good rule
         try:
-            message = _compile(node, {}, expression)
+            message = _compile(node, {}, expression, check_fields=True,
+                               resource_root=resource_root)
         except CelCompileError as err:
             errs.append(_rule_invalid(f"{path}.messageExpression", rule,
                                       f"messageExpression compilation failed: {err}"))
@@ -180,8 +192,9 @@ def _compile_checks(node: ObjView, rule: Mapping[str, Any], path: str,
 
 
 def _check_node(node: ObjView, path: str, uncorrelatable: str | None,
-                compile_rules: bool) -> Iterator[FieldError]:
+                compile_rules: bool, resource_root: bool = False) -> Iterator[FieldError]:
     rules = _rules(node)
+    resource_root = resource_root or bool(node.get("x-kubernetes-embedded-resource"))
     if rules:
         static: list[FieldError] = []
         for i, rule in enumerate(rules):
@@ -197,7 +210,8 @@ def _check_node(node: ObjView, path: str, uncorrelatable: str | None,
             else:
                 for i, rule in enumerate(rules):
                     yield from _compile_checks(
-                        node, rule, f"{path}.x-kubernetes-validations[{i}]", uncorrelatable)
+                        node, rule, f"{path}.x-kubernetes-validations[{i}]", uncorrelatable,
+                        resource_root)
     extra = node.get("additionalProperties")
     if isinstance(extra, Mapping):
         yield from _check_node(extra, f"{path}.additionalProperties", uncorrelatable,
@@ -235,7 +249,7 @@ def check_schema_rules(schema: ObjView, *, path: str) -> list[FieldError]:
     `<path>.properties[spec].x-kubernetes-validations[0].rule: Invalid value:
     apiextensions.ValidationRule{...}: compilation failed: ERROR: <input>:1:6: ...`.
     Call it only for a schema with no structural errors (Kubernetes compiles none then)."""
-    return list(_check_node(schema, path, None, True))
+    return list(_check_node(schema, path, None, True, True))
 
 
 # --- a custom object checked against the rules, on every write --------------------------

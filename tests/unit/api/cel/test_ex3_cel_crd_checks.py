@@ -118,3 +118,42 @@ def test_ex3_cel_optional_old_self_compile_error_points_into_the_rule() -> None:
     assert len(texts) == 1
     assert "compilation failed: ERROR: <input>:1:" in texts[0]
     assert texts[0].endswith(" | oldSelf.value() + 1\n | ................^")
+
+
+def test_ex3_cel_undefined_field_is_a_compile_error() -> None:
+    schema = _spec([{"rule": "self.replicaz > 0"},
+                    {"rule": "self.items.all(i, i.nam != '')"},
+                    {"rule": "has(self.replicas) && self.labels['a'].size() > 0"}],
+                   replicas={"type": "integer"},
+                   items={"type": "array", "items": {"type": "object", "properties": {
+                       "name": {"type": "string"}}}},
+                   labels={"type": "object", "additionalProperties": {"type": "string"}})
+    texts = _texts(schema)
+    assert len(texts) == 2
+    assert texts[0].startswith(
+        f"{BASE}.properties[spec].x-kubernetes-validations[0].rule: Invalid value: "
+        'apiextensions.ValidationRule{Rule:"self.replicaz > 0"')
+    assert texts[0].endswith("}: compilation failed: ERROR: <input>:1:5: undefined field "
+                             "'replicaz'\n | self.replicaz > 0\n | ....^")
+    assert texts[1].endswith("}: compilation failed: ERROR: <input>:1:20: undefined field "
+                             "'nam'\n | self.items.all(i, i.nam != '')\n | ...................^")
+
+
+def test_ex3_cel_root_rule_sees_metadata_name_only() -> None:
+    schema = {"type": "object", "properties": {"metadata": {"type": "object"}},
+              "x-kubernetes-validations": [{"rule": "self.metadata.name.size() < 20"},
+                                           {"rule": "has(self.metadata.labels)"}]}
+    texts = _texts(schema)
+    assert len(texts) == 1
+    assert texts[0].startswith(f"{BASE}.x-kubernetes-validations[1].rule: ")
+    assert texts[0].endswith("undefined field 'labels'\n | has(self.metadata.labels)\n"
+                             " | ...^")
+
+
+def test_ex3_cel_preserve_unknown_fields_and_escaped_names_compile() -> None:
+    schema = _spec([{"rule": "self.x__dash__y == 'a' && self.__namespace__ == 'b'"},
+                    {"rule": "self.blob.anything == 1"}],
+                   **{"x-y": {"type": "string"}, "namespace": {"type": "string"},
+                      "blob": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+                               "properties": {"known": {"type": "string"}}}})
+    assert _texts(schema) == []
