@@ -13,82 +13,8 @@ from typing import Any
 
 from kubernetes import client, config, watch
 
+from tests.integration.crontabs import crontab, crontab_crd
 from tests.integration.kubectl import kubectl
-
-
-def _crd(group: str, *, scope: str = "Namespaced") -> str:
-    return f"""apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: crontabs.{group}
-spec:
-  group: {group}
-  scope: {scope}
-  names:
-    plural: crontabs
-    singular: crontab
-    kind: CronTab
-    shortNames: [ct]
-    categories: [all]
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    subresources:
-      status: {{}}
-      scale:
-        specReplicasPath: .spec.replicas
-        statusReplicasPath: .status.replicas
-        labelSelectorPath: .status.labelSelector
-    selectableFields:
-    - jsonPath: .spec.image
-    additionalPrinterColumns:
-    - name: Spec
-      type: string
-      jsonPath: .spec.cronSpec
-    - name: Replicas
-      type: integer
-      jsonPath: .spec.replicas
-    - name: Age
-      type: date
-      jsonPath: .metadata.creationTimestamp
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            required: [cronSpec]
-            properties:
-              cronSpec:
-                type: string
-                pattern: '^(\\d+|\\*)(/\\d+)?(\\s+(\\d+|\\*)(/\\d+)?){{4}}$'
-              image:
-                type: string
-              replicas:
-                type: integer
-                minimum: 1
-                maximum: 10
-                default: 1
-          status:
-            type: object
-            properties:
-              replicas: {{type: integer}}
-              labelSelector: {{type: string}}
-  - name: v2
-    served: true
-    storage: false
-    schema:
-      openAPIV3Schema:
-        type: object
-        x-kubernetes-preserve-unknown-fields: true
-"""
-
-
-def _object(name: str, namespace: str, **spec: Any) -> str:
-    return json.dumps({"apiVersion": f"{spec.pop('group')}/v1", "kind": "CronTab",
-                       "metadata": {"name": name, "namespace": namespace},
-                       "spec": spec})
 
 
 def _ok(result: Any) -> str:
@@ -104,7 +30,7 @@ def _established(config: Path, group: str) -> None:
 def _setup(config: Path) -> tuple[str, str]:
     group = f"g{uuid.uuid4().hex[:8]}.example.com"
     namespace = f"t-{uuid.uuid4().hex[:8]}"
-    _ok(kubectl(config, "apply", "-f", "-", stdin=_crd(group)))
+    _ok(kubectl(config, "apply", "-f", "-", stdin=crontab_crd(group)))
     _ok(kubectl(config, "create", "namespace", namespace))
     _established(config, group)
     return group, namespace
@@ -127,7 +53,7 @@ def test_ex2_custom_objects_are_created_patched_and_deleted_by_kubectl(
         kubeconfig: Path) -> None:
     group, ns = _setup(kubeconfig)
     _ok(kubectl(kubeconfig, "apply", "-f", "-",
-                stdin=_object("nightly", ns, group=group, cronSpec="* * * * */5",
+                stdin=crontab("nightly", ns, group=group, cronSpec="* * * * */5",
                               image="my-cron-image")))
     got = json.loads(_ok(kubectl(kubeconfig, "get", f"crontabs.{group}", "nightly", "-n", ns,
                                  "-o", "json")))
@@ -151,15 +77,15 @@ def test_ex2_custom_objects_are_created_patched_and_deleted_by_kubectl(
 def test_ex3_schema_refuses_invalid_objects_with_kubernetes_messages(kubeconfig: Path) -> None:
     group, ns = _setup(kubeconfig)
     bad = kubectl(kubeconfig, "apply", "-f", "-",
-                  stdin=_object("bad", ns, group=group, cronSpec="every minute", replicas=20))
+                  stdin=crontab("bad", ns, group=group, cronSpec="every minute", replicas=20))
     assert bad.returncode != 0
     assert "spec.cronSpec" in bad.stderr and "should match" in bad.stderr, bad.stderr
     assert "spec.replicas" in bad.stderr and "less than or equal to 10" in bad.stderr
     missing = kubectl(kubeconfig, "apply", "-f", "-",
-                      stdin=_object("missing", ns, group=group, image="x"))
+                      stdin=crontab("missing", ns, group=group, image="x"))
     assert missing.returncode != 0 and "spec.cronSpec: Required value" in missing.stderr
     # an unknown field: kubectl's default (Strict) refuses it; Warn stores without it
-    unknown = _object("unknown", ns, group=group, cronSpec="* * * * *", colour="red")
+    unknown = crontab("unknown", ns, group=group, cronSpec="* * * * *", colour="red")
     strict = kubectl(kubeconfig, "apply", "-f", "-", stdin=unknown)
     assert strict.returncode != 0 and 'unknown field "spec.colour"' in strict.stderr
     warned = kubectl(kubeconfig, "apply", "--validate=warn", "-f", "-", stdin=unknown)
@@ -172,7 +98,7 @@ def test_ex3_schema_refuses_invalid_objects_with_kubernetes_messages(kubeconfig:
 def test_ex4_scale_status_and_printer_columns(kubeconfig: Path) -> None:
     group, ns = _setup(kubeconfig)
     _ok(kubectl(kubeconfig, "apply", "-f", "-",
-                stdin=_object("scaled", ns, group=group, cronSpec="*/5 * * * *")))
+                stdin=crontab("scaled", ns, group=group, cronSpec="*/5 * * * *")))
     _ok(kubectl(kubeconfig, "scale", f"crontabs.{group}/scaled", "-n", ns, "--replicas=3"))
     table = _ok(kubectl(kubeconfig, "get", f"crontabs.{group}", "-n", ns))
     header, row = table.splitlines()[:2]
@@ -197,7 +123,7 @@ def test_ex4_scale_status_and_printer_columns(kubeconfig: Path) -> None:
 def test_ex5_a_second_version_is_served_with_its_api_version(kubeconfig: Path) -> None:
     group, ns = _setup(kubeconfig)
     _ok(kubectl(kubeconfig, "apply", "-f", "-",
-                stdin=_object("versions", ns, group=group, cronSpec="* * * * *")))
+                stdin=crontab("versions", ns, group=group, cronSpec="* * * * *")))
     v2 = json.loads(_ok(kubectl(kubeconfig, "get", "--raw",
                                 f"/apis/{group}/v2/namespaces/{ns}/crontabs/versions")))
     assert v2["apiVersion"] == f"{group}/v2" and v2["spec"]["cronSpec"] == "* * * * *"
@@ -210,7 +136,7 @@ def test_ex1_deleting_the_crd_deletes_its_objects(kubeconfig: Path) -> None:
     group, ns = _setup(kubeconfig)
     for name in ("a", "b"):
         _ok(kubectl(kubeconfig, "apply", "-f", "-",
-                    stdin=_object(name, ns, group=group, cronSpec="* * * * *")))
+                    stdin=crontab(name, ns, group=group, cronSpec="* * * * *")))
     _ok(kubectl(kubeconfig, "delete", f"crd/crontabs.{group}", "--timeout=60s"))
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -221,7 +147,7 @@ def test_ex1_deleting_the_crd_deletes_its_objects(kubeconfig: Path) -> None:
     gone = kubectl(kubeconfig, "get", "--raw", f"/apis/{group}/v1/namespaces/{ns}/crontabs")
     assert gone.returncode != 0 and "NotFound" in gone.stderr or "not found" in gone.stderr
     # re-created, the resource starts empty: the objects were deleted, not hidden
-    _ok(kubectl(kubeconfig, "apply", "-f", "-", stdin=_crd(group)))
+    _ok(kubectl(kubeconfig, "apply", "-f", "-", stdin=crontab_crd(group)))
     _established(kubeconfig, group)
     listed = json.loads(_ok(kubectl(kubeconfig, "get", f"crontabs.{group}", "-n", ns,
                                     "-o", "json")))
@@ -234,7 +160,7 @@ def test_ex4_kubectl_explain_and_server_side_apply_read_the_crd_schema(
     explained = _ok(kubectl(kubeconfig, "explain", "crontabs.spec",
                             f"--api-version={group}/v1"))
     assert "cronSpec" in explained and "replicas" in explained, explained
-    manifest = _object("applied", ns, group=group, cronSpec="* * * * *", image="one")
+    manifest = crontab("applied", ns, group=group, cronSpec="* * * * *", image="one")
     _ok(kubectl(kubeconfig, "apply", "--server-side", "--field-manager=alice", "-f", "-",
                 stdin=manifest))
     _ok(kubectl(kubeconfig, "apply", "--server-side", "--field-manager=alice", "-f", "-",
@@ -257,7 +183,7 @@ def test_ex2_official_client_lists_watches_and_selects_custom_objects(
         listed = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs")
         start = listed["metadata"]["resourceVersion"]
         for name, image in (("one", "red"), ("two", "blue")):
-            body = json.loads(_object(name, ns, group=group, cronSpec="* * * * *",
+            body = json.loads(crontab(name, ns, group=group, cronSpec="* * * * *",
                                       image=image))
             body["metadata"]["labels"] = {"colour": image}
             custom.create_namespaced_custom_object(group, "v1", ns, "crontabs", body)
