@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from skiff.api.apiextensions.goregex import GoRegexError, compile_go_pattern
 from skiff.api.apiextensions.pruning import prune_custom_object
 from skiff.api.apiextensions.values import NIL_PATH, validate_values
 from skiff.api.errors import FieldError, forbidden, invalid, not_supported, required
@@ -395,8 +395,8 @@ def _value_validation(v: ObjView, skip_any_of: bool, skip_first_all_of_any_of: b
     pattern = v.get("pattern")
     if isinstance(pattern, str) and pattern:
         try:
-            re.compile(pattern)
-        except re.error as err:
+            compile_go_pattern(pattern)
+        except GoRegexError as err:
             errors.append(invalid(f"{path}.pattern", pattern,
                                   f"must be a valid regular expression, but isn't: {err}"))
     return errors

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from skiff.api.apiextensions.goregex import GoRegexError, compile_go_pattern
 from skiff.api.errors import FieldError, invalid, not_supported, required, too_long
 from skiff.api.selectors import dns1123_label_problems
 from skiff.api.types import ObjView
@@ -198,8 +199,8 @@ def _check_string(schema: ObjView, value: str, path: str, errors: list[FieldErro
     pattern = schema.get("pattern")
     if isinstance(pattern, str) and pattern:
         try:
-            matched = re.search(pattern, value) is not None
-        except re.error:
+            matched = compile_go_pattern(pattern).search(value) is not None
+        except GoRegexError:
             matched = True  # a CRD with a bad pattern is refused when it is written
         if not matched:
             errors.append(invalid(path, value, f"{_name(path)} in body should match '{pattern}'"))

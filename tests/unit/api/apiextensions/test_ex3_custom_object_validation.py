@@ -212,3 +212,17 @@ def test_ex3_list_duplicates_the_old_object_had_are_tolerated_on_update() -> Non
                                   old=cr(tags=["a", "a"])) == []
     assert messages(validate_custom_object(schema, cr(tags=["a", "a"]), old=cr(tags=["a"]))) == [
         'spec.tags[1]: Duplicate value: "a"']
+
+
+@pytest.mark.parametrize(("pattern", "good", "bad"), [
+    # prometheus-operator's AlertmanagerConfig weekdays: RE2 flags last to the group's end
+    pytest.param("^((?i)sun|mon|tues|wednes|thurs|fri|satur)day(?:((:(sun|mon|tues|wednes|"
+                 "thurs|fri|satur)day)$)|$)", "MONday", "someday", id="flag-in-group"),
+    pytest.param("^(?i)(abort|warn)?$", "WARN", "panic", id="flag-after-anchor"),
+    pytest.param("^[[:alpha:]]+\\z", "abc", "abc1", id="posix-class-and-z"),
+])
+def test_ex3_patterns_are_go_regular_expressions(pattern: str, good: str, bad: str) -> None:
+    props = {"v": {"type": "string", "pattern": pattern}}
+    assert errors_of(props, {"v": good}) == []
+    assert errors_of(props, {"v": bad}) == [
+        f"spec.v: Invalid value: \"{bad}\": spec.v in body should match '{pattern}'"]

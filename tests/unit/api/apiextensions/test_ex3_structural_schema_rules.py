@@ -82,8 +82,10 @@ def obj(**properties: Any) -> dict[str, Any]:
                  id="int-or-string-and-preserve"),
     pytest.param(obj(x={"type": "string", "pattern": "(unclosed"}),
                  [f'{ROOT}.properties[x].pattern: Invalid value: "(unclosed": must be a valid '
-                  "regular expression, but isn't: missing ), unterminated subpattern at "
-                  "position 0"], id="bad-pattern"),
+                  "regular expression, but isn't: error parsing regexp: missing closing ): "
+                  "`(unclosed`"], id="bad-pattern"),
+    pytest.param(obj(x={"type": "string", "pattern": "^(?i)(abort|warn)?$"}), [],
+                 id="go-flag-group-mid-pattern"),
 ])
 def test_ex3_structural_schema_rules(schema: dict[str, Any], expected: list[str]) -> None:
     assert schema_errors(schema) == expected
