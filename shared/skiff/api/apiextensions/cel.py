@@ -258,44 +258,48 @@ def validate_rules(schema: ObjView, obj: ObjView, old: ObjView | None) -> list[F
     (those referring to `oldSelf`), against old where an old value corresponds (an
     object's fields by name, a list-type map's items by key; never on create), as
     Kubernetes does. A rule on the object's root reports at `<nil>`, as Kubernetes
-    prints it."""
+    prints it. On an update, a failing rule that does not use oldSelf is not an error
+    where the value it checks is unchanged (Kubernetes' validation ratcheting), so
+    tightening a CRD's rules does not lock existing objects."""
     errs: list[FieldError] = []
-    _validate(schema, obj, old, _ROOT, True, errs)
+    _validate(schema, obj, old, _ROOT, True, False, errs)
     return errs
 
 
 def _validate(node: ObjView, value: Any, old: Any, path: str, resource_root: bool,
-              errs: list[FieldError]) -> None:
+              parent_unchanged: bool, errs: list[FieldError]) -> None:
     if value is None:
         return
-    _validate_expressions(node, value, old, path, resource_root, errs)
+    # ratcheting: unchanged when equal to its correlated old value; with none (an item of
+    # an atomic list), as unchanged as the nearest parent that has one
+    unchanged = (old == value) if old is not None else parent_unchanged
+    _validate_expressions(node, value, old, path, resource_root, unchanged, errs)
     for sub in node.get("allOf") or []:
         if isinstance(sub, Mapping):
             _validate_expressions({**node, "x-kubernetes-validations":
-                                              sub.get("x-kubernetes-validations")},
-                                  value, old, path, resource_root, errs)
+                                   sub.get("x-kubernetes-validations")},
+                                  value, old, path, resource_root, unchanged, errs)
     if isinstance(value, list):
         items = node.get("items")
         if isinstance(items, Mapping):
             old_items = _correlate(node, old)
             for i, item in enumerate(value):
-                old_item = old_items(item)
-                _validate(items, item, old_item, f"{path}[{i}]",
-                          bool(items.get("x-kubernetes-embedded-resource")), errs)
+                _validate(items, item, old_items(item), f"{path}[{i}]",
+                          bool(items.get("x-kubernetes-embedded-resource")), unchanged, errs)
     elif isinstance(value, Mapping):
         old_map = old if isinstance(old, Mapping) else {}
         extra = node.get("additionalProperties")
         if isinstance(extra, Mapping):
             for key, item in value.items():
                 _validate(extra, item, old_map.get(key), f"{path}[{key}]",
-                          bool(extra.get("x-kubernetes-embedded-resource")), errs)
+                          bool(extra.get("x-kubernetes-embedded-resource")), False, errs)
         props = node.get("properties")
         if isinstance(props, Mapping):
             for key, item in value.items():
                 sub = props.get(key)
                 if isinstance(sub, Mapping):
                     _validate(sub, item, old_map.get(key), _child(path, key),
-                              bool(sub.get("x-kubernetes-embedded-resource")), errs)
+                              bool(sub.get("x-kubernetes-embedded-resource")), False, errs)
 
 
 def _correlate(node: ObjView, old: Any) -> Any:
@@ -319,7 +323,8 @@ def _rule_string(rule: Mapping[str, Any]) -> str:
 
 
 def _validate_expressions(node: ObjView, value: Any, old: Any, path: str,
-                          resource_root: bool, errs: list[FieldError]) -> None:
+                          resource_root: bool, unchanged: bool,
+                          errs: list[FieldError]) -> None:
     rules = _rules(node)
     if not rules:
         return
@@ -344,8 +349,8 @@ def _validate_expressions(node: ObjView, value: Any, old: Any, path: str,
         except CelEvalError as err:
             errs.append(invalid(path, type_name, _eval_detail(str(err), rule)))
             continue
-        if result is True:
-            continue
+        if result is True or (unchanged and not references(text, "oldSelf")):
+            continue  # kube warns of a ratcheted failure; Skiff has no warning path here
         if result is not False:
             errs.append(invalid(path, type_name, f"'no such overload': call arguments did not "
                                 f"match a supported operator, function or macro signature "

@@ -213,3 +213,24 @@ def test_ex3_cel_rule_skips_null_and_absent_values() -> None:
                             "x-kubernetes-validations": [{"rule": "self > 1"}]}})
     assert _texts(schema, _obj({"a": None})) == []
     assert _texts(schema, _obj({})) == []
+
+
+def test_ex3_cel_unchanged_value_is_not_refused_by_a_tightened_rule() -> None:
+    schema = _schema({"replicas": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": "self <= 5", "message": "at most 5"}]},
+        "tags": {"type": "array", "items": {"type": "string", "x-kubernetes-validations": [
+            {"rule": "self.size() <= 3"}]}},
+        "owner": {"type": "string"}})
+    stored = _obj({"replicas": 9, "tags": ["long-tag"], "owner": "a"})
+    # an update touching another field keeps the old, now-invalid values (ratcheting)
+    assert _texts(schema, _obj({"replicas": 9, "tags": ["long-tag"], "owner": "b"}),
+                  stored) == []
+    # a changed value is checked
+    assert _texts(schema, _obj({"replicas": 10, "tags": ["long-tag", "x"], "owner": "b"}),
+                  stored) == [
+        'spec.replicas: Invalid value: "integer": at most 5',
+        'spec.tags[0]: Invalid value: "string": failed rule: self.size() <= 3']
+    # on create nothing is ratcheted
+    assert _texts(schema, stored) == [
+        'spec.replicas: Invalid value: "integer": at most 5',
+        'spec.tags[0]: Invalid value: "string": failed rule: self.size() <= 3']
