@@ -274,7 +274,7 @@ def _check_enum(schema: ObjView, value: Any, path: str, errors: list[FieldError]
     if any(_equal(value, allowed) for allowed in enum):
         return
     shown = [a if isinstance(a, str) else json.dumps(a) for a in enum]
-    errors.append(not_supported(path, value, shown))
+    errors.append(not_supported(path, "null" if value is None else value, shown))
 
 
 def _check_object(schema: ObjView, value: Mapping[str, Any], path: str,

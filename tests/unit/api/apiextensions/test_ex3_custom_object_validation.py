@@ -44,6 +44,9 @@ def errors_of(spec_schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
                  id="nullable"),
     pytest.param({"mode": {"type": "string", "enum": ["a", "b"]}}, {"mode": "x"},
                  ['spec.mode: Unsupported value: "x": supported values: "a", "b"'], id="enum"),
+    pytest.param({"mode": {"type": "string", "nullable": True, "enum": ["a"]}}, {"mode": None},
+                 ['spec.mode: Unsupported value: "null": supported values: "a"'],
+                 id="nullable-enum-null"),
     pytest.param({"replicas": {"type": "integer", "minimum": 1}}, {"replicas": 0},
                  ["spec.replicas: Invalid value: 0: spec.replicas in body should be greater "
                   "than or equal to 1"], id="minimum"),
