@@ -200,10 +200,7 @@ class MutatingWebhookAdmission(_WebhookPlugin):
         if sent is None:
             raise internal_error(f'admission webhook "{hook.name}" attempted to modify the '
                                  "object, which is not supported for this operation")
-        try:
-            patched = patch.apply(copy.deepcopy(sent))
-        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as err:
-            raise internal_error(str(err)) from None
+        patched = _apply(patch, sent)
         if not isinstance(patched, dict):
             raise internal_error("the patched object is not an object")
         new = invocation.from_version(patched, attrs.info)
@@ -213,6 +210,23 @@ class MutatingWebhookAdmission(_WebhookPlugin):
         attrs.obj.clear()
         attrs.obj.update(new)
         return True
+
+
+def _apply(patch: jsonpatch.JsonPatch, doc: Obj) -> Any:
+    """The patched copy of `doc`; an operation that does not apply is an InternalError
+    worded as Kubernetes' JSON patch library words it (not jsonpatch's, which quotes the
+    whole document)."""
+    result: Any = copy.deepcopy(doc)
+    for op in patch.patch:
+        try:
+            result = jsonpatch.JsonPatch([op]).apply(result, in_place=True)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException):
+            kind, path = str(op.get("op", "")), str(op.get("path", ""))
+            if kind == "test":
+                raise internal_error(f"testing value {path} failed: test failed") from None
+            raise internal_error(f'{kind} operation does not apply: doc is missing path: '
+                                 f'"{path}": missing value') from None
+    return result
 
 
 class ValidatingWebhookAdmission(_WebhookPlugin):

@@ -6,6 +6,7 @@ call is tests/integration/test_ex6_admission_webhooks.py)."""
 from __future__ import annotations
 
 import base64
+import copy
 import json
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +26,7 @@ from skiff.apiserver.admission.webhook import (
 )
 from skiff.apiserver.admission.webhook.client import CallFailed
 from skiff.apiserver.admission.webhook.hooks import Hook
+from skiff.apiserver.registry.store import Registry, RegistryConfig
 from skiff.apiserver.storage.lookups import Lookup
 from skiff.apiserver.storage.memory import MemoryStorage
 from skiff.apiserver.storage.watchcache import WatchCache
@@ -317,3 +319,35 @@ async def test_ex6_delete_reaches_webhooks_but_not_the_built_in_plugins() -> Non
     request = caller.sent[0][1]["request"]
     assert request["operation"] == "DELETE" and request["name"] == "cm"
     assert request["object"] is None and request["oldObject"]["metadata"]["name"] == "cm"
+
+
+async def test_ex6_registry_revalidates_what_a_webhook_changed_on_create_and_update() -> None:
+    """Through the real registry: a patch that makes the object invalid is refused with the
+    object's own validation message, on create and on update."""
+    storage = MemoryStorage()
+    cache = WatchCache(storage)
+    registry = Registry(storage, cache, config=RegistryConfig(pod_security=None))
+    await registry.ensure_system_objects()
+    info = lookup("mutatingwebhookconfigurations")
+    await storage.create(storage_key(info, None, "m"), {
+        "apiVersion": info.api_version, "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": "m"}, "webhooks": [_webhook("label.example.com")]})
+    answers: dict[str, Answer] = {"label.example.com": add_label("seen", "yes")}
+    registry.admission = Chain([MutatingWebhookAdmission(
+        WebhookSource(Lookup(info.resource, storage, cache), mutating=True),
+        namespaces=Lookup("namespaces", storage, cache), caller=FakeCaller(answers))])
+    cm: Obj = {"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "cm", "namespace": "default", "labels": {"a": "1"}},
+               "data": {"k": "v"}}
+    created = await registry.create("configmaps", "default", copy.deepcopy(cm))
+    assert created.object["metadata"]["labels"] == {"a": "1", "seen": "yes"}
+    answers["label.example.com"] = add_label("seen", "not a label value!")
+    with pytest.raises(ApiError) as err:
+        await registry.update("configmaps", "default", created.object, name="cm")
+    assert err.value.reason == Reason.INVALID
+    assert 'metadata.labels: Invalid value: "not a label value!"' in err.value.message
+    with pytest.raises(ApiError) as err:
+        await registry.create("configmaps", "default", {**cm, "metadata": {
+            "name": "other", "namespace": "default"}})
+    assert err.value.message == ('Internal error occurred: add operation does not apply: '
+                                 'doc is missing path: "/metadata/labels/seen": missing value')
