@@ -191,8 +191,9 @@ class MutatingWebhookAdmission(_WebhookPlugin):
             return False
         try:
             patch = jsonpatch.JsonPatch.from_string(response.patch.decode("utf-8", "replace"))
-        except (jsonpatch.JsonPatchException, ValueError) as err:
-            self._failed(hook, f"received undecodable patch in webhook response: {err}")
+        except (jsonpatch.JsonPatchException, ValueError):
+            self._failed(hook, "received undecodable patch in webhook response: not a JSON "
+                               "patch (a list of operations)")
             return False
         if not patch.patch:
             return False
