@@ -19,7 +19,7 @@ from skiff.api.cel import CelCompileError, CelEvalError, Program, compile_expres
 from skiff.api.cel import evaluate as cel_evaluate
 from skiff.api.cel.checked import undefined_fields
 from skiff.api.cel.env import references
-from skiff.api.cel.schematypes import cel_type, normalize_field_path, to_cel_value
+from skiff.api.cel.schematypes import cel_type, fits, normalize_field_path, to_cel_value
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -326,7 +326,7 @@ def _validate_expressions(node: ObjView, value: Any, old: Any, path: str,
                           resource_root: bool, unchanged: bool,
                           errs: list[FieldError]) -> None:
     rules = _rules(node)
-    if not rules:
+    if not rules or not fits(cel_type(node) or "dyn", value):
         return
     type_name = str(node.get("type") or "")
     self_value = to_cel_value(node, value, resource_root=resource_root)

@@ -129,8 +129,10 @@ def evaluate(program: Program, activation: Mapping[str, Any]) -> Any:
     data = {name: to_cel(value) for name, value in activation.items()}
     try:
         result = program._compiled.eval(data=data)
-    except RuntimeError as err:  # a value the runtime cannot take
-        raise CelEvalError(_eval_message(str(err))) from None
+    except (RuntimeError, TypeError, ValueError, OverflowError):
+        # a variable's value does not fit its declared type (or no CEL value is like it):
+        # cel-go's word for an operand of the wrong type, never Python's text
+        raise CelEvalError("no such overload") from None
     kind = str(result.type().name())
     if kind == "ERROR":
         raise CelEvalError(_eval_message(str(result.value())))
@@ -173,6 +175,8 @@ _EVAL_TEXTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^Applying SELECT to non-message type.*$"), "no such overload"),
     (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"),
      r"index '\1' out of range in list size '\2'"),
+    (re.compile(r"^(Unexpected value type|Non-CEL value type) .*$"), "no such overload"),
+    (re.compile(r"^.*object cannot be interpreted as .*$"), "no such overload"),
     (re.compile(r"^divide by zero$"), "division by zero"),
     (re.compile(r"^modulus by zero$"), "modulus by zero"),
 ]
@@ -190,6 +194,7 @@ _STRINGS = re.compile(
     r"""(?s)[rR]?(\"\"\".*?\"\"\"|'''.*?'''|"(?:\\.|[^"\\])*"|'(?:\\.|[^'\\])*')""")
 
 
+@lru_cache(maxsize=4096)
 def references(expr: str, name: str) -> bool:
     """Whether `expr` refers to the top-level variable `name` (outside string literals and
     not as a field selection): how a CRD rule is known to be a transition rule."""

@@ -77,6 +77,22 @@ def cel_type(node: ObjView) -> str | None:
     return None
 
 
+_FITS: dict[str, tuple[type, ...]] = {
+    "int": (int,), "double": (int, float), "bool": (bool,), "string": (str,),
+    "list": (list,), "map": (dict,),
+}
+
+
+def fits(kind: str, value: Any) -> bool:
+    """Whether a JSON value is of the schema's CEL type (a rule is not run on a value the
+    schema check already refused: Kubernetes runs none then)."""
+    if kind in ("int", "double") and isinstance(value, bool):
+        return False
+    if kind in ("bytes", "timestamp", "duration"):
+        return isinstance(value, str)
+    return isinstance(value, _FITS.get(kind, (object,)))
+
+
 def to_cel_value(node: ObjView, value: Any, *, resource_root: bool = False) -> Any:
     """`value` as a rule at `node` sees it (see the module's docstring)."""
     if value is None:

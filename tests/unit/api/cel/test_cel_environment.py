@@ -114,3 +114,11 @@ def test_ex3_cel_programs_are_cached_by_text() -> None:
 ])
 def test_ex3_cel_transition_rule_is_one_that_names_old_self(expr: str, uses: bool) -> None:
     assert references(expr, "oldSelf") is uses
+
+
+@pytest.mark.parametrize("value", ["abc", 1.5, None, object()])
+def test_ex3_cel_value_of_the_wrong_type_is_no_such_overload(value: Any) -> None:
+    program = compile_expression("self > 1", variables={"self": "int"})
+    with pytest.raises(CelEvalError) as err:
+        evaluate(program, {"self": value})
+    assert str(err.value) == "no such overload"

@@ -234,3 +234,9 @@ def test_ex3_cel_unchanged_value_is_not_refused_by_a_tightened_rule() -> None:
     assert _texts(schema, stored) == [
         'spec.replicas: Invalid value: "integer": at most 5',
         'spec.tags[0]: Invalid value: "string": failed rule: self.size() <= 3']
+
+
+def test_ex3_cel_rule_is_not_run_on_a_value_the_schema_refuses() -> None:
+    schema = _schema({"replicas": {"type": "integer", "x-kubernetes-validations": [
+        {"rule": "self >= 1"}]}})
+    assert _texts(schema, _obj({"replicas": "three"})) == []
