@@ -153,35 +153,43 @@ class MutatingWebhookAdmission(_WebhookPlugin):
     mutating = True
 
     async def admit(self, attrs: Attributes) -> list[str]:
-        req = request_of(attrs)
-        invocations = await self._invocations(req)
-        if not invocations:
+        if request_of(attrs).exempt:
             return []
+        hooks = await self._source.hooks()
         warnings: list[str] = []
         reinvocable: list[str] = []  # IfNeeded hooks called since the last change
         to_reinvoke: set[str] = set()
         changed_any = False
-        for invocation in invocations:
-            changed = await self._mutate(invocation, attrs, req, warnings)
+        for hook in hooks:
+            # each hook is matched against the object as the hooks before it left it
+            invocation = await self._invocation(hook, attrs)
+            if invocation is None:
+                continue
+            changed = await self._mutate(invocation, attrs, warnings)
             if changed:
                 changed_any = True
                 to_reinvoke.update(reinvocable)
                 reinvocable.clear()
-            if invocation.hook.reinvocation_policy == "IfNeeded":
-                reinvocable.append(invocation.hook.uid)
-        for invocation in invocations:  # one more round (Kubernetes' reinvocation)
-            if invocation.hook.uid in to_reinvoke:
-                changed_any |= await self._mutate(invocation, attrs, request_of(attrs),
-                                                  warnings)
+            if hook.reinvocation_policy == "IfNeeded":
+                reinvocable.append(hook.uid)
+        for hook in hooks:  # one more round (Kubernetes' reinvocation)
+            if hook.uid in to_reinvoke:
+                invocation = await self._invocation(hook, attrs)
+                if invocation is not None:
+                    changed_any |= await self._mutate(invocation, attrs, warnings)
         if changed_any:
             attrs.revalidate(attrs.obj)
         return warnings
 
-    async def _mutate(self, invocation: Invocation, attrs: Attributes, req: Request,
+    async def _invocation(self, hook: Hook, attrs: Attributes) -> Invocation | None:
+        return await should_call(hook, request_of(attrs), labels_of=self._labels_of,
+                                 conditions=self._conditions.matches)
+
+    async def _mutate(self, invocation: Invocation, attrs: Attributes,
                       warnings: list[str]) -> bool:
         """Call one hook and apply its patch to `attrs.obj` in place; whether it changed."""
         hook = invocation.hook
-        response = await self._ask(invocation, req, attrs.obj)
+        response = await self._ask(invocation, request_of(attrs), attrs.obj)
         if response is None:
             return False
         warnings += response.warnings

@@ -351,3 +351,16 @@ async def test_ex6_registry_revalidates_what_a_webhook_changed_on_create_and_upd
             "name": "other", "namespace": "default"}})
     assert err.value.message == ('Internal error occurred: add operation does not apply: '
                                  'doc is missing path: "/metadata/labels/seen": missing value')
+
+
+async def test_ex6_a_later_mutating_webhook_sees_the_labels_an_earlier_one_added() -> None:
+    caller = FakeCaller({"tagger.example.com": add_label("tagged", "yes"),
+                         "follower.example.com": add_label("followed", "yes")})
+    plugin = await _plugins({
+        "a": [_webhook("tagger.example.com")],
+        "b": [_webhook("follower.example.com",
+                       objectSelector={"matchLabels": {"tagged": "yes"}})]},
+        caller, mutating=True)
+    attrs = _attrs()
+    await plugin.admit(attrs)
+    assert attrs.obj["metadata"]["labels"] == {"a": "1", "tagged": "yes", "followed": "yes"}
