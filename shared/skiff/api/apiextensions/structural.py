@@ -33,12 +33,10 @@ def validate_custom_object(schema: ObjView, obj: ObjView, *,
     # an update keeps list sets/maps the old object already broke (kube's ratcheting)
     lists = old is None or not validate_embedded_and_lists(schema, old, lists_only=True)
     errors += validate_embedded_and_lists(schema, obj, lists=lists)
-    if not has_rules(schema):
-        return errors
-    if any(_blocks_rules(e) for e in errors):
-        errors.append(invalid(NIL_PATH, "null", RULES_NOT_CHECKED))
-    else:
+    if not any(_blocks_rules(e) for e in errors):
         errors += cel.validate_rules(schema, obj, old)
+    elif has_rules(schema):  # walked only for a refused object
+        errors.append(invalid(NIL_PATH, "null", RULES_NOT_CHECKED))
     return errors
 
 
