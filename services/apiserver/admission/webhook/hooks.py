@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from skiff.api.errors import ApiError
+from skiff.api.errors import ApiError, Reason
 from skiff.api.selectors import LabelSelector
 from skiff.api.types import Obj, ObjView
 
@@ -86,7 +86,7 @@ def hook_of(configuration: str, index: int, raw: ObjView, *, mutating: bool) -> 
         obj_sel = _selector(raw.get("objectSelector"), "objectSelector")
     except ApiError as err:
         ns_sel = obj_sel = LabelSelector.everything()
-        error = ApiError.from_status({"reason": "InternalError", "message": err.message})
+        error = ApiError(Reason.INTERNAL_ERROR, f"Internal error occurred: {err.message}")
     timeout = raw.get("timeoutSeconds")
     return Hook(
         configuration=configuration, uid=f"{configuration}/{index}",
