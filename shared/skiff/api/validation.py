@@ -13,6 +13,7 @@ from __future__ import annotations
 from skiff.api.catalog import VALIDATORS
 from skiff.api.errors import FieldError, not_supported
 from skiff.api.fieldchecks import MAX_GRACE_SECONDS, grace_period_problem, revision_problem
+from skiff.api.groups.apiregistration import path_segment_name_problems
 from skiff.api.groups.core.pods import validate_ephemeral_containers_update
 from skiff.api.groups.core.podspec import MAX_DNS_NAMESERVERS, MAX_DNS_SEARCH_PATHS
 from skiff.api.kinds import KINDS
@@ -26,6 +27,10 @@ __all__ = ["MAX_DNS_NAMESERVERS", "MAX_DNS_SEARCH_PATHS", "MAX_GRACE_SECONDS",
            "validate_ephemeral_containers_update"]
 
 _KIND_INFO = {info.kind: info for info in KINDS}
+# kinds whose names are not DNS subdomains: APIServices only need a URL path segment
+# (`v1.`), as kube-aggregator's name check
+_NAME_CHECKS = {"Namespace": dns1123_label_problems,
+                "APIService": path_segment_name_problems}
 
 
 def validate(obj: ObjView, *, old: ObjView | None = None) -> list[FieldError]:
@@ -38,7 +43,7 @@ def validate(obj: ObjView, *, old: ObjView | None = None) -> list[FieldError]:
     api_version = obj.get("apiVersion")
     if api_version is not None and api_version != info.api_version:
         errors.append(not_supported("apiVersion", api_version, [info.api_version]))
-    name_check = dns1123_label_problems if kind == "Namespace" else dns1123_subdomain_problems
+    name_check = _NAME_CHECKS.get(info.kind, dns1123_subdomain_problems)
     errors += validate_metadata(obj, info.kind, "metadata", namespaced=info.namespaced,
                                 name_check=name_check)
     if old is not None:
