@@ -459,11 +459,13 @@ def _default_errors(s: ObjView, path: str, *, inside_meta: bool) -> list[FieldEr
     where = f"{path}.default"
     if default is not None and not inside_meta:
         pruned = copy.deepcopy(default)
-        if isinstance(pruned, dict):
-            embedded = s.get("x-kubernetes-embedded-resource") is True
-            dropped = prune_custom_object(s, pruned) if embedded else _prune_value(s, pruned)
-            if dropped:
-                errors.append(invalid(where, default, "must not have unknown fields"))
+        embedded = s.get("x-kubernetes-embedded-resource") is True
+        if embedded and isinstance(pruned, dict):
+            dropped = prune_custom_object(s, pruned)
+        else:
+            dropped = _prune_value(s, pruned)
+        if dropped:
+            errors.append(invalid(where, default, "must not have unknown fields"))
         errors += [dataclasses.replace(e, path=_under(where, e.path))
                    for e in validate_values(s, default)]
     items = _dict(s.get("items"))
@@ -477,7 +479,7 @@ def _default_errors(s: ObjView, path: str, *, inside_meta: bool) -> list[FieldEr
     return errors
 
 
-def _prune_value(s: ObjView, value: dict[str, Any]) -> list[str]:
+def _prune_value(s: ObjView, value: Any) -> list[str]:
     wrapper: dict[str, Any] = {"v": value}
     return prune_custom_object({"properties": {"v": s}}, wrapper)
 

@@ -134,6 +134,10 @@ def test_ex3_structural_schema_rules(schema: dict[str, Any], expected: list[str]
                         "default": {"a": "1", "b": "2"}}),
                  [f'{ROOT}.properties[x].default: Invalid value: {{"a":"1","b":"2"}}: must not '
                   "have unknown fields"], id="default-not-pruned"),
+    pytest.param(obj(x={"type": "array", "items": {"type": "object", "properties": {
+                     "a": {"type": "string"}}}, "default": [{"a": "1", "b": "2"}]}),
+                 [f'{ROOT}.properties[x].default: Invalid value: [{{"a":"1","b":"2"}}]: must '
+                  "not have unknown fields"], id="array-default-not-pruned"),
 ])
 def test_ex3_openapi_subset_rules(schema: dict[str, Any], expected: list[str]) -> None:
     found = [e.replace('{"a": "1", "b": "2"}', '{"a":"1","b":"2"}') for e in schema_errors(schema)]
