@@ -6,6 +6,7 @@ grant the in-cluster client tests give their namespace's default ServiceAccount.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from kubernetes import client
@@ -66,3 +67,23 @@ def let_default_account_list_pods(core: client.CoreV1Api, namespace: str) -> Non
                                   name="pod-reader"),
         subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
                                        namespace=namespace)]))
+
+
+# A pod sees its own root, not the node's (AU8): the official client reaches its python3
+# as an image would carry it, here through a read-only hostPath of the installed packages.
+PACKAGES = str(Path(client.__file__).parents[2])
+
+
+def python_pod(name: str, script: str, *, labels: dict[str, str] | None = None,
+               restart: str = "Never") -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels),
+        spec=client.V1PodSpec(
+            termination_grace_period_seconds=1, restart_policy=restart,
+            volumes=[client.V1Volume(name="packages", host_path=client.V1HostPathVolumeSource(
+                path=PACKAGES))],
+            containers=[client.V1Container(
+                name="main", image="python", command=["python3", "-c", script],
+                env=[client.V1EnvVar(name="PYTHONPATH", value="/opt/python-packages")],
+                volume_mounts=[client.V1VolumeMount(name="packages", read_only=True,
+                                                    mount_path="/opt/python-packages")])]))

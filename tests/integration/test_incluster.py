@@ -25,6 +25,7 @@ from tests.integration.officialclient import (
     name_of,
     phase_of,
     present,
+    python_pod,
 )
 from tests.integration.skiffcli import skiff_up
 
@@ -58,26 +59,6 @@ def new_namespace(core: client.CoreV1Api) -> str:
     name = f"t-{uuid.uuid4().hex[:8]}"
     core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
     return name
-
-
-# A pod sees its own root, not the node's (AU8): the official client reaches its python3
-# as an image would carry it, here through a read-only hostPath of the installed packages.
-PACKAGES = str(Path(client.__file__).parents[2])
-
-
-def python_pod(name: str, script: str, *, labels: dict[str, str] | None = None,
-               restart: str = "Never") -> client.V1Pod:
-    return client.V1Pod(
-        metadata=client.V1ObjectMeta(name=name, labels=labels),
-        spec=client.V1PodSpec(
-            termination_grace_period_seconds=1, restart_policy=restart,
-            volumes=[client.V1Volume(name="packages", host_path=client.V1HostPathVolumeSource(
-                path=PACKAGES))],
-            containers=[client.V1Container(
-                name="main", image="python", command=["python3", "-c", script],
-                env=[client.V1EnvVar(name="PYTHONPATH", value="/opt/python-packages")],
-                volume_mounts=[client.V1VolumeMount(name="packages", read_only=True,
-                                                    mount_path="/opt/python-packages")])]))
 
 
 def finished(core: client.CoreV1Api, name: str, ns: str) -> client.V1Pod:
