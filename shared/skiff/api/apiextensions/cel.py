@@ -19,7 +19,13 @@ from skiff.api.cel import CelCompileError, CelEvalError, Program, compile_expres
 from skiff.api.cel import evaluate as cel_evaluate
 from skiff.api.cel.checked import undefined_fields
 from skiff.api.cel.env import references
-from skiff.api.cel.schematypes import cel_type, fits, normalize_field_path, to_cel_value
+from skiff.api.cel.schematypes import (
+    cel_type,
+    fits,
+    normalize_field_path,
+    to_cel_value,
+    zero_value,
+)
 from skiff.api.errors import (
     FieldError,
     duplicate,
@@ -330,7 +336,8 @@ def _validate_expressions(node: ObjView, value: Any, old: Any, path: str,
         return
     type_name = str(node.get("type") or "")
     self_value = to_cel_value(node, value, resource_root=resource_root)
-    old_value = None if old is None else to_cel_value(node, old, resource_root=resource_root)
+    old_value = zero_value(cel_type(node) or "dyn") if old is None else \
+        to_cel_value(node, old, resource_root=resource_root)
     for rule in rules:
         text = str(rule.get("rule") or "")
         if not text.strip():

@@ -93,6 +93,13 @@ def fits(kind: str, value: Any) -> bool:
     return isinstance(value, _FITS.get(kind, (object,)))
 
 
+def zero_value(kind: str) -> Any:
+    """A value of the CEL type `kind`, standing in where a variable has none."""
+    return {"int": 0, "double": 0.0, "bool": False, "string": "", "bytes": b"", "list": [],
+            "map": {}, "timestamp": timestamp(datetime.datetime(1970, 1, 1)),
+            "duration": duration(datetime.timedelta(0))}.get(kind)
+
+
 def to_cel_value(node: ObjView, value: Any, *, resource_root: bool = False) -> Any:
     """`value` as a rule at `node` sees it (see the module's docstring)."""
     if value is None:
