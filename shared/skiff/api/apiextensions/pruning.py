@@ -112,11 +112,42 @@ def _prune_known(value: Any, schema: ObjView, path: str, dropped: list[str]) -> 
                 _prune_known(item, items, f"{path}[{i}]", dropped)
 
 
+def _is_str_map(value: Any) -> bool:
+    return isinstance(value, Mapping) and all(isinstance(v, str) for v in value.values())
+
+
+def _is_list_of(value: Any, kind: type) -> bool:
+    return isinstance(value, list) and all(isinstance(v, kind) for v in value)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# What each ObjectMeta field must hold to survive kube's round trip through metav1.ObjectMeta
+# (malformed ones are dropped, as kube's coercion with dropInvalidFields does).
+_META_FIELD_OK = {
+    "name": lambda v: isinstance(v, str), "generateName": lambda v: isinstance(v, str),
+    "namespace": lambda v: isinstance(v, str), "selfLink": lambda v: isinstance(v, str),
+    "uid": lambda v: isinstance(v, str), "resourceVersion": lambda v: isinstance(v, str),
+    "generation": _is_int, "deletionGracePeriodSeconds": _is_int,
+    "creationTimestamp": lambda v: isinstance(v, str),
+    "deletionTimestamp": lambda v: isinstance(v, str),
+    "labels": _is_str_map, "annotations": _is_str_map,
+    "finalizers": lambda v: _is_list_of(v, str),
+    "ownerReferences": lambda v: _is_list_of(v, Mapping),
+    "managedFields": lambda v: _is_list_of(v, Mapping),
+}
+
+
 def _prune_metadata(meta: Any, path: str, dropped: list[str]) -> None:
-    """An embedded resource's metadata keeps only ObjectMeta's fields."""
+    """An embedded resource's metadata as it comes back from metav1.ObjectMeta: unknown
+    fields dropped (and reported), malformed and empty ones dropped silently."""
     if not isinstance(meta, dict):
         return
     for key in list(meta):
         if key not in OBJECT_META_FIELDS:
             dropped.append(_join(path, key))
+            del meta[key]
+        elif meta[key] in (None, "", 0, {}, []) or not _META_FIELD_OK[key](meta[key]):
             del meta[key]

@@ -113,3 +113,13 @@ def test_ex3_null_without_default_is_dropped_from_requests() -> None:
     obj: dict[str, Any] = {"spec": {"mode": None, "tolerance": None, "replicas": None}}
     drop_nulls_without_defaults(SCHEMA, obj)
     assert obj == {"spec": {"tolerance": None, "replicas": None}}
+
+
+def test_ex3_embedded_metadata_keeps_only_well_formed_object_meta() -> None:
+    obj: dict[str, Any] = {"spec": {"template": {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"a": 1}, "annotations": {"b": "c"},
+                     "generation": 0, "creationTimestamp": None, "colour": "red"},
+        "spec": {"x": "1"}}}}
+    assert prune_custom_object(SCHEMA, obj) == ["spec.template.metadata.colour"]
+    assert obj["spec"]["template"]["metadata"] == {"name": "p", "annotations": {"b": "c"}}
