@@ -7,7 +7,7 @@ apiVersion/kind and its metadata is cut to ObjectMeta's fields."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from skiff.api.types import Obj, ObjView
@@ -126,7 +126,7 @@ def _is_int(value: Any) -> bool:
 
 # What each ObjectMeta field must hold to survive kube's round trip through metav1.ObjectMeta
 # (malformed ones are dropped, as kube's coercion with dropInvalidFields does).
-_META_FIELD_OK = {
+_META_FIELD_OK: dict[str, Callable[[Any], bool]] = {
     "name": lambda v: isinstance(v, str), "generateName": lambda v: isinstance(v, str),
     "namespace": lambda v: isinstance(v, str), "selfLink": lambda v: isinstance(v, str),
     "uid": lambda v: isinstance(v, str), "resourceVersion": lambda v: isinstance(v, str),
