@@ -233,7 +233,8 @@ def _check_number(schema: ObjView, value: float, path: str, errors: list[FieldEr
 
 def too_many(path: str, actual: int, limit: int) -> FieldError:
     """apimachinery's `field.TooMany`: `Too many: 3: must have at most 2 items`."""
-    return FieldError(path, "Too many", f"must have at most {limit} items", actual)
+    unit = "item" if limit == 1 else "items"
+    return FieldError(path, "Too many", f"must have at most {limit} {unit}", actual)
 
 
 def _check_array(schema: ObjView, value: list[Any], path: str,

@@ -78,7 +78,7 @@ def errors_of(spec_schema: dict[str, Any], spec: dict[str, Any]) -> list[str]:
     pytest.param({"labels": {"type": "object", "additionalProperties": {"type": "string"},
                              "maxProperties": 1}},
                  {"labels": {"a": "1", "b": 2}},
-                 ["spec.labels: Too many: 2: must have at most 1 items",
+                 ["spec.labels: Too many: 2: must have at most 1 item",
                   'spec.labels.b: Invalid value: "integer": spec.labels.b in body must be of '
                   'type string: "integer"'], id="additional-properties"),
     pytest.param({"ref": {"type": "object", "required": ["name"],
