@@ -81,9 +81,15 @@ def validate_crd(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     names, errs = as_dict(spec.get("names"), "spec.names")
     errors += errs
-    name = (obj.get("metadata") or {}).get("name")
-    if name != f"{names.get('plural', '')}.{spec.get('group', '')}":
-        errors.append(invalid("metadata.name", name, 'must be spec.names.plural+"."+spec.group'))
+    meta, errs = as_dict(obj.get("metadata"), "metadata")
+    required_name = f"{names.get('plural', '')}.{spec.get('group', '')}"
+    for key in ("name", "generateName"):
+        given = meta.get(key)
+        if given:
+            if given != required_name:
+                errors.append(invalid(f"metadata.{key}", given,
+                                      'must be spec.names.plural+"."+spec.group'))
+            break
     errors += _validate_spec(spec, names)
     errors += _validate_api_approval(obj, old)
     if spec.get("preserveUnknownFields") is True and not (

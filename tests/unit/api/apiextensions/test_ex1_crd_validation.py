@@ -321,3 +321,10 @@ def test_ex1_crd_may_not_turn_preserve_unknown_fields_on() -> None:
     assert errors_of(crd) == [
         "spec.preserveUnknownFields: Invalid value: true: cannot set to true, set "
         "x-kubernetes-preserve-unknown-fields to true in spec.versions[*].schema instead"]
+
+
+def test_ex1_crd_generate_name_cannot_make_the_required_name() -> None:
+    crd = make_crd()
+    crd["metadata"] = {"generateName": "widgets-"}
+    assert errors_of(crd) == ['metadata.generateName: Invalid value: "widgets-": must be '
+                              'spec.names.plural+"."+spec.group']
