@@ -21,6 +21,8 @@ from typing import Any
 from cel_expr_python import cel  # type: ignore[import-untyped]
 from cel_expr_python.ext import (  # type: ignore[import-untyped]
     ext_bindings,
+    ext_encoders,
+    ext_math,
     ext_optional,
     ext_strings,
 )
@@ -85,7 +87,8 @@ def _environment(declarations: tuple[tuple[str, str], ...]) -> Any:
     return cel.NewEnv(
         variables={name: _TYPES[kind] for name, kind in declarations},
         extensions=[ext_strings.ExtStrings(), ext_optional.ExtOptional(),
-                    ext_bindings.ExtBindings(), library.extension()],
+                    ext_bindings.ExtBindings(), ext_math.ExtMath(),
+                    ext_encoders.ExtEncoders(), library.extension()],
     )
 
 

@@ -1,6 +1,6 @@
 """Kubernetes' CEL function libraries (`k8s.io/apiserver/pkg/cel/library`) on top of CEL's
-standard and strings extensions: lists (`isSorted`, `sum`, `min`, `max`, `indexOf`,
-`lastIndexOf`), regex (`find`, `findAll`), URLs (`isURL`, `url(...).getHost()`...) and
+standard, strings, math and encoders extensions: lists (`isSorted`, `sum`, `min`, `max`,
+`indexOf`, `lastIndexOf`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex (`find`, `findAll`), URLs (`isURL`, `url(...).getHost()`...) and
 quantities (`isQuantity`, `quantity(...).isGreaterThan(...)`...).
 
 A URL or a quantity is an opaque type in Kubernetes; the Python runtime cannot declare
@@ -64,6 +64,19 @@ def _index_of(items: list[Any], value: Any) -> int:
 
 def _last_index_of(items: list[Any], value: Any) -> int:
     return next((i for i in range(len(items) - 1, -1, -1) if items[i] == value), -1)
+
+
+# sets (cel's ext.Sets, in Kubernetes' environment) --------------------------------------
+def _set_contains(items: list[Any], wanted: list[Any]) -> bool:
+    return all(any(w == item for item in items) for w in wanted)
+
+
+def _set_equivalent(a: list[Any], b: list[Any]) -> bool:
+    return _set_contains(a, b) and _set_contains(b, a)
+
+
+def _set_intersects(a: list[Any], b: list[Any]) -> bool:
+    return any(x == y for x in a for y in b)
 
 
 # regex ---------------------------------------------------------------------------------
@@ -196,6 +209,12 @@ def extension() -> Any:
                                    member=m)),
         _decl("lastIndexOf", _overload("k8s_list_last_index_of", _INT, [_LIST, _DYN],
                                        _last_index_of, member=m)),
+        _decl("sets.contains", _overload("k8s_sets_contains", _BOOL, [_LIST, _LIST],
+                                         _set_contains, member=False)),
+        _decl("sets.equivalent", _overload("k8s_sets_equivalent", _BOOL, [_LIST, _LIST],
+                                           _set_equivalent, member=False)),
+        _decl("sets.intersects", _overload("k8s_sets_intersects", _BOOL, [_LIST, _LIST],
+                                           _set_intersects, member=False)),
         _decl("find", _overload("k8s_string_find", _STR, [_STR, _STR], _find, member=m)),
         _decl("findAll",
               _overload("k8s_string_find_all", _STRLIST, [_STR, _STR], _find_all, member=m),

@@ -57,6 +57,11 @@ def test_ex3_cel_standard_macros_and_strings(expr: str, expected: Any) -> None:
     ("quantity('2').asInteger()", 2),
     ("quantity('1.5').isInteger()", False),
     ("quantity('1Gi').compareTo(quantity('1024Mi'))", 0),
+    ("sets.contains([1, 2, 3], [1, 2]) && !sets.contains([1], [2])", True),
+    ("sets.equivalent([1, 2], [2, 1, 1]) && sets.intersects([1, 2], [2, 5])", True),
+    ("math.greatest(1, 5) + math.least(2, 3)", 7),
+    ("'%d items of %s'.format([3, 'x'])", "3 items of x"),
+    ("base64.encode(b'hi')", "aGk="),
 ])
 def test_ex3_cel_kubernetes_libraries(expr: str, expected: Any) -> None:
     assert _eval(expr) == expected
