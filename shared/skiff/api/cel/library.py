@@ -1,7 +1,8 @@
 """Kubernetes' CEL function libraries (`k8s.io/apiserver/pkg/cel/library`) on top of CEL's
 standard, strings, math and encoders extensions: lists (`isSorted`, `sum`, `min`, `max`,
-`indexOf`, `lastIndexOf`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`), regex (`find`, `findAll`), URLs (`isURL`, `url(...).getHost()`...) and
-quantities (`isQuantity`, `quantity(...).isGreaterThan(...)`...).
+`indexOf`, `lastIndexOf`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`),
+regex (`find`, `findAll`), URLs (`isURL`, `url(...).getHost()`...) and quantities
+(`isQuantity`, `quantity(...).isGreaterThan(...)`...).
 
 A URL or a quantity is an opaque type in Kubernetes; the Python runtime cannot declare
 opaque types, so each is a map with one marker key (`__url__`, `__quantity__`) holding its
