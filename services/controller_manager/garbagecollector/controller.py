@@ -11,14 +11,21 @@ dependents. Three jobs, all from that graph plus a live read before anything is 
 - an owner with the `foregroundDeletion` finalizer has its dependents deleted (foreground
   again, so the whole tree goes bottom-up) and loses the finalizer once no dependent with
   `blockOwnerDeletion` remains (`--cascade=foreground`).
+
+Custom resources take part as owners and as dependents (SPEC EX2): as kube's graph builder
+starts a monitor for each deletable resource discovery shows, this one starts an informer
+for each custom kind while its CRD is established and stops it when the CRD goes. An
+ownerReference is resolved by its apiVersion and kind (two CRDs may share a kind name).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections import OrderedDict
 
-from skiff.api import ApiError, Reason, lookup
+from skiff.api import ApiError, Reason
+from skiff.api.kinds import KindInfo, lookup_kind
 from skiff.api.ownership import (
     FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
@@ -39,7 +46,10 @@ GC_RESOURCES = ("pods", "replicasets", "replicationcontrollers", "deployments", 
                 "controllerrevisions", "jobs", "services", "endpointslices", "configmaps",
                 "secrets", "persistentvolumeclaims")
 
-Node = tuple[str, str]  # (resource, namespace/name)
+Node = tuple[str, str]  # (resource, namespace/name); a custom resource by its `ref`
+# Owners seen deleted, remembered (kube's absentOwnerCache) so that their dependents are
+# still collected when the owner's kind stops being served right after (a CRD deleted).
+ABSENT_OWNERS = 1024
 
 
 class GarbageCollector(Controller):
@@ -52,14 +62,42 @@ class GarbageCollector(Controller):
         self.informers: dict[str, Informer] = {}
         self._by_uid: dict[str, Node] = {}
         self._dependents: dict[str, set[Node]] = {}
+        self._absent: OrderedDict[str, None] = OrderedDict()
         for resource in GC_RESOURCES:
-            informer = context.informers.resource(resource)
-            self.informers[resource] = informer
-            informer.add_handler(
-                on_add=lambda o, r=resource: self._observe(r, None, o),  # type: ignore[misc]
-                on_update=lambda old, new, r=resource: self._observe(  # type: ignore[misc]
-                    r, old, new),
-                on_delete=lambda o, r=resource: self._forget(r, o))  # type: ignore[misc]
+            self._track(resource, context.informers.resource(resource))
+        context.informers.custom_kinds().subscribe(on_added=self.watch_kind,
+                                                   on_removed=self.unwatch_kind)
+
+    def _track(self, resource: str, informer: Informer) -> None:
+        self.informers[resource] = informer
+        informer.add_handler(
+            on_add=lambda o: self._observe(resource, None, o),
+            on_update=lambda old, new: self._observe(resource, old, new),
+            on_delete=lambda o: self._forget(resource, o))
+
+    # -- custom kinds (kube's graph builder: a monitor per deletable resource) -------------
+
+    def watch_kind(self, info: KindInfo) -> None:
+        """Follow the objects of a custom kind that is served now."""
+        if info.ref in self.informers:
+            return
+        log.info("garbage collector watching a custom resource", extra={"resource": info.ref})
+        self._track(info.ref, self.context.informers.dynamic(info.ref))
+
+    def unwatch_kind(self, info: KindInfo, deleted: bool) -> None:
+        """Stop following a custom kind no longer served. When its CRD was deleted, every
+        object of it is gone (the apiserver deleted them first), even those whose deletion
+        the informer had not delivered yet: their dependents are collected. Otherwise its
+        objects only leave the graph, and their dependents stay (as kube leaves them)."""
+        informer = self.informers.pop(info.ref, None)
+        if informer is None:
+            return
+        self.context.informers.release(info.ref)
+        for obj in informer.store.list():
+            if deleted:
+                self._forget(info.ref, obj)
+            else:
+                self._unlink(info.ref, obj)
 
     # -- the graph -------------------------------------------------------------------------
 
@@ -68,22 +106,43 @@ class GarbageCollector(Controller):
         uid = str(obj["metadata"].get("uid", ""))
         self._by_uid[uid] = node
         for owner in owner_uids(old or {}):
-            self._dependents.get(owner, set()).discard(node)
+            siblings = self._dependents.get(owner)
+            if siblings is not None:
+                siblings.discard(node)
+                if not siblings:
+                    del self._dependents[owner]
         for owner in owner_uids(obj):
             self._dependents.setdefault(owner, set()).add(node)
         self.enqueue(_item(node))
 
     def _forget(self, resource: str, obj: Obj) -> None:
-        node = (resource, object_key(obj))
+        """The object was deleted: its owners may be done, its dependents may go."""
         uid = str(obj["metadata"].get("uid", ""))
-        self._by_uid.pop(uid, None)
         for owner in owner_uids(obj):
-            self._dependents.get(owner, set()).discard(node)
             owner_node = self._by_uid.get(owner)
             if owner_node is not None:
                 self.enqueue(_item(owner_node))  # a foreground owner may be done now
-        for dependent in self._dependents.get(uid, set()):
+        dependents = self._unlink(resource, obj)
+        if dependents:
+            self._absent[uid] = None
+            while len(self._absent) > ABSENT_OWNERS:
+                self._absent.popitem(last=False)
+        for dependent in dependents:
             self.enqueue(_item(dependent))
+
+    def _unlink(self, resource: str, obj: Obj) -> set[Node]:
+        """Take the object out of the graph; the dependents it had."""
+        node = (resource, object_key(obj))
+        uid = str(obj["metadata"].get("uid", ""))
+        if self._by_uid.get(uid) == node:
+            del self._by_uid[uid]
+        for owner in owner_uids(obj):
+            siblings = self._dependents.get(owner)
+            if siblings is not None:
+                siblings.discard(node)
+                if not siblings:
+                    del self._dependents[owner]
+        return self._dependents.pop(uid, set())
 
     def resync(self) -> None:
         for resource, informer in self.informers.items():
@@ -93,7 +152,8 @@ class GarbageCollector(Controller):
                     self.enqueue(_item((resource, object_key(obj))))
 
     def _cached(self, node: Node) -> Obj | None:
-        return self.informers[node[0]].store.get(node[1])
+        informer = self.informers.get(node[0])
+        return informer.store.get(node[1]) if informer is not None else None
 
     def dependents_of(self, uid: str) -> list[tuple[str, Obj]]:
         found = []
@@ -173,24 +233,36 @@ class GarbageCollector(Controller):
 
     async def _owner(self, ref: Obj, namespace: str | None) -> Obj | None:
         """The owner a reference names, read live when the cache does not have it; None when
-        it is gone or was replaced by another object of the same name (uid differs)."""
-        node = self._by_uid.get(str(ref.get("uid")))
+        it is gone or was replaced by another object of the same name (uid differs). An
+        owner whose kind is not served (or a namespaced owner of a cluster-scoped
+        dependent, which kube cannot resolve either) is presumed present: the dependent is
+        left alone."""
+        uid = str(ref.get("uid"))
+        node = self._by_uid.get(uid)
         if node is not None:
             cached = self._cached(node)
             if cached is not None:
                 return cached
+        if uid in self._absent:
+            return None
+        present: Obj = {"metadata": {"uid": ref.get("uid")}}
         try:
-            info = lookup(str(ref.get("kind", "")))
+            info = lookup_kind(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
         except ApiError:
-            log.warning("ownerReference to an unknown kind; leaving the dependent alone",
-                        extra={"kind": ref.get("kind"), "owner": ref.get("name")})
-            return {"metadata": {"uid": ref.get("uid")}}
+            log.warning("ownerReference to a kind not served; leaving the dependent alone",
+                        extra={"apiVersion": ref.get("apiVersion"), "kind": ref.get("kind"),
+                               "owner": ref.get("name")})
+            return present
+        if info.namespaced and not namespace:
+            return present
         try:
-            live = await self.client.get(info.resource, str(ref.get("name")),
+            live = await self.client.get(info.ref, str(ref.get("name")),
                                          namespace if info.namespaced else None)
         except ApiError as err:
-            if err.reason == Reason.NOT_FOUND:
-                return None
+            if err.reason == Reason.NOT_FOUND and err.name:
+                return None  # the object is gone
+            if err.reason == Reason.NOT_FOUND:  # its kind is not served (there, or yet)
+                return present
             raise
         return live if live["metadata"].get("uid") == ref.get("uid") else None
 

@@ -5,7 +5,8 @@ A DELETE marks the namespace Terminating (its `spec.finalizers` hold `kubernetes
 controller then deletes every object of every namespaced kind in it (pods gracefully, as
 any DELETE), reports what is left in the NamespaceContentRemaining / NamespaceDeletion*
 conditions, and once nothing is left removes the `kubernetes` finalizer, which lets the
-apiserver remove the namespace.
+apiserver remove the namespace. The kinds are the built-in ones and the custom resources
+served now (SPEC EX2; kube finds both through discovery), followed through the CRDs.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from __future__ import annotations
 import copy
 import logging
 
-from skiff.api import KINDS, ApiError, Reason
+from skiff.api import ApiError, Reason
+from skiff.api.kinds import KindInfo, all_kinds
 from skiff.api.types import Obj
 from skiff.client import object_key
 from skiff.clock import rfc3339
@@ -33,6 +35,8 @@ class NamespaceController(Controller):
     def __init__(self, *, context: ControllerContext) -> None:
         super().__init__(context=context, workers=2)
         self.namespaces = context.informers.resource("namespaces")
+        # The custom kinds are known before the first reconcile (their informer syncs first).
+        context.informers.custom_kinds()
         self.namespaces.add_handler(on_add=self._on_ns, on_update=lambda _o, n: self._on_ns(n))
 
     def _on_ns(self, ns: Obj) -> None:
@@ -47,21 +51,26 @@ class NamespaceController(Controller):
             return None
         name = ns["metadata"]["name"]
         remaining: dict[str, int] = {}
-        resources = sorted((k.resource for k in KINDS if k.namespaced),
-                           key=lambda r: r in _LAST)
-        for resource in resources:
-            items = (await self.client.list(resource, name))["items"]
+        others_remain = False  # objects other than the _LAST kinds' (sorted first)
+        kinds = sorted((k for k in all_kinds() if k.namespaced), key=_last)
+        for info in kinds:
+            try:
+                items = (await self.client.list(info.ref, name))["items"]
+            except ApiError as err:
+                if info.custom and err.reason == Reason.NOT_FOUND:
+                    continue  # its CRD went meanwhile (and its objects with it)
+                raise
             if not items:
                 continue
-            remaining[resource] = len(items)
-            if resource in _LAST and any(remaining.get(r) for r in resources
-                                         if r not in _LAST):
-                continue
+            remaining[_reported(info)] = len(items)
+            if _last(info) and others_remain:
+                continue  # other objects still use them
+            others_remain = others_remain or not _last(info)
             for obj in items:
                 if obj["metadata"].get("deletionTimestamp"):
                     continue
                 try:
-                    await self.client.delete(resource, obj["metadata"]["name"], name,
+                    await self.client.delete(info.ref, obj["metadata"]["name"], name,
                                              propagation_policy="Background")
                 except ApiError as err:
                     if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
@@ -108,3 +117,13 @@ class NamespaceController(Controller):
                 log.info("namespace emptied; finalized", extra={"namespace": name})
             if done:
                 return
+
+
+def _last(info: KindInfo) -> bool:
+    return not info.custom and info.resource in _LAST
+
+
+def _reported(info: KindInfo) -> str:
+    """How kube names a resource in the NamespaceContentRemaining message: `<plural>.<group>`
+    (`pods.` for the core group, `crontabs.stable.example.com`)."""
+    return f"{info.resource}.{info.group}"

@@ -24,7 +24,7 @@ import grpc
 import tenacity
 
 from skiff.api.errors import ApiError, Reason
-from skiff.api.kinds import lookup
+from skiff.api.kinds import lookup, lookup_kind
 from skiff.api.types import Obj
 from skiff.client.credentials import Credentials
 from skiff.client.interface import Client, WatchEvent
@@ -51,10 +51,29 @@ def parse_targets(target: str) -> list[str]:
 
 
 def _namespace_for(resource: str, namespace: str | None) -> str | None:
-    info = lookup(resource)
+    """The namespace to send: none for a cluster-scoped kind; the caller's for a kind this
+    process does not know (a custom resource whose CRD it does not follow: the apiserver
+    knows it)."""
+    try:
+        info = lookup(resource)
+    except ApiError:
+        return namespace
     if not info.namespaced:
         return None
     return namespace
+
+
+def _resource_of(obj: Obj) -> str:
+    """The resource an object's apiVersion and kind name, as the registry addresses it
+    (a custom resource by `<plural>.<group>`: its kind or plural may be another's)."""
+    kind = str(obj.get("kind", ""))
+    api_version = obj.get("apiVersion")
+    if isinstance(api_version, str) and api_version:
+        try:
+            return lookup_kind(api_version, kind).ref
+        except ApiError:
+            pass
+    return lookup(kind).ref
 
 
 class ApiClient:
@@ -234,7 +253,7 @@ class ApiClient:
         kind = obj.get("kind") if isinstance(obj, dict) else None
         if not kind:
             raise ApiError.bad_request("kind: Required value (which kind of object is this?)")
-        resource = lookup(str(kind)).resource
+        resource = _resource_of(obj)
         ns = namespace or obj.get("metadata", {}).get("namespace")
         resp = await self.call("Create", {
             "resource": resource, "namespace": _namespace_for(resource, ns), "object": obj,
@@ -283,7 +302,7 @@ class ApiClient:
                 return {**page, "metadata": meta, "items": items}
 
     async def update(self, obj: Obj, *, field_validation: str = "Warn") -> Obj:
-        resource = lookup(str(obj.get("kind", ""))).resource
+        resource = _resource_of(obj)
         resp = await self.call("Update", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
@@ -292,7 +311,7 @@ class ApiClient:
         return dict(resp["object"])
 
     async def update_status(self, obj: Obj) -> Obj:
-        resource = lookup(str(obj.get("kind", ""))).resource
+        resource = _resource_of(obj)
         resp = await self.call("UpdateStatus", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),

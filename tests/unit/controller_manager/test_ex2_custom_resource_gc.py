@@ -1,0 +1,230 @@
+"""SPEC EX2 in the controller-manager, on the in-memory client: the garbage collector and the
+namespace controller follow CustomResourceDefinitions. Custom objects own and are owned
+(background, foreground and orphan propagation), a kind is watched while its CRD is
+established and no longer once the CRD goes, ownerReferences resolve by apiVersion and
+kind, and deleting a namespace deletes its custom objects."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+
+from skiff.api import ApiError, lookup
+from skiff.api.kinds import unregister_custom
+from skiff.api.ownership import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
+from skiff.api.types import Obj
+from skiff.client.fake import FakeClient
+from skiff.controller_manager.controller import ControllerContext
+from skiff.controller_manager.garbagecollector import GarbageCollector
+from skiff.controller_manager.informers import SharedInformers
+from skiff.controller_manager.namespace import NamespaceController
+from skiff.controller_manager.settings import ControllerManagerSettings
+
+GROUP = "stable.example.com"
+REF = f"crontabs.{GROUP}"
+NS = "default"
+
+
+def crd(*, established: bool = True, scope: str = "Namespaced") -> Obj:
+    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": REF, "uid": "crd-uid"},
+            "spec": {"group": GROUP, "scope": scope,
+                     "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                     "versions": [{"name": "v1", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+            "status": {"conditions": [{"type": "Established",
+                                       "status": "True" if established else "False"}]}}
+
+
+def owner_ref(obj: Obj, **extra: object) -> Obj:
+    return {"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+            "name": obj["metadata"]["name"], "uid": obj["metadata"]["uid"], **extra}
+
+
+def crontab(name: str, *, owners: list[Obj] | None = None, namespace: str = NS) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"apiVersion": f"{GROUP}/v1", "kind": "CronTab", "metadata": meta,
+            "spec": {"cronSpec": "* * * * */5"}}
+
+
+def configmap(name: str, *, owners: list[Obj] | None = None, namespace: str = NS) -> Obj:
+    meta: Obj = {"name": name, "namespace": namespace, "uid": f"uid-{name}"}
+    if owners:
+        meta["ownerReferences"] = owners
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {}}
+
+
+async def eventually(check: Callable[[], bool], *, timeout: float = 3.0) -> None:
+    async with asyncio.timeout(timeout):
+        while not check():
+            await asyncio.sleep(0.01)
+
+
+def served() -> bool:
+    try:
+        lookup(REF)
+    except ApiError:
+        return False
+    return True
+
+
+@dataclass
+class Running:
+    client: FakeClient
+    gc: GarbageCollector
+
+    def has(self, resource: str, name: str, namespace: str = NS) -> bool:
+        return self.client.stored(resource, name, namespace) is not None
+
+
+@pytest.fixture
+async def running() -> AsyncIterator[Running]:
+    client = FakeClient(crd())
+    context = ControllerContext(client=client, informers=SharedInformers(client),
+                                settings=ControllerManagerSettings())
+    gc = GarbageCollector(context=context)
+    namespaces = NamespaceController(context=context)
+    gc.drain_timeout = namespaces.drain_timeout = 0.1  # nothing in flight at teardown
+    tasks = [asyncio.create_task(context.informers.run()), asyncio.create_task(gc.run()),
+             asyncio.create_task(namespaces.run())]
+    try:
+        await eventually(served)
+        await eventually(lambda: REF in gc.informers and gc.informers[REF].has_synced)
+        yield Running(client, gc)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        unregister_custom(REF)
+
+
+async def test_ex2_a_configmap_owned_by_a_custom_object_goes_with_it(running: Running) -> None:
+    owner = running.client.add(crontab("owner"))[0]
+    running.client.add(configmap("dep", owners=[owner_ref(owner)]))
+    await asyncio.sleep(0.1)
+    assert running.has("configmaps", "dep")  # the owner exists: nothing to collect
+    await running.client.delete(REF, "owner", NS)
+    await eventually(lambda: not running.has("configmaps", "dep"))
+
+
+async def test_ex2_a_custom_dependent_of_a_builtin_owner_is_collected(running: Running) -> None:
+    owner = running.client.add(configmap("cm-owner"))[0]
+    running.client.add(crontab("child", owners=[owner_ref(owner)]))
+    await asyncio.sleep(0.1)
+    assert running.has(REF, "child")
+    await running.client.delete("configmaps", "cm-owner", NS)
+    await eventually(lambda: not running.has(REF, "child"))
+
+
+async def test_ex2_a_custom_dependent_of_a_custom_owner_whose_owner_was_already_gone(
+        running: Running) -> None:
+    # the owner was deleted before the dependent was seen: the live read finds it gone
+    running.client.add(crontab("orphaned", owners=[
+        {"apiVersion": f"{GROUP}/v1", "kind": "CronTab", "name": "never", "uid": "uid-x"}]))
+    await eventually(lambda: not running.has(REF, "orphaned"))
+
+
+async def test_ex2_foreground_deletion_of_a_custom_owner_waits_for_its_dependents(
+        running: Running) -> None:
+    owner = running.client.add(crontab("fg"))[0]
+    running.client.add(configmap("fg-dep", owners=[owner_ref(owner, blockOwnerDeletion=True)]))
+    await asyncio.sleep(0.1)
+    deleting = copy.deepcopy(owner)
+    deleting["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z",
+                                finalizers=[FOREGROUND_FINALIZER])
+    running.client.add(deleting)  # what a DELETE with propagationPolicy=Foreground leaves
+    await eventually(lambda: not running.has("configmaps", "fg-dep")
+                     and not running.has(REF, "fg"))
+
+
+async def test_ex2_orphan_deletion_of_a_custom_owner_keeps_its_dependents(
+        running: Running) -> None:
+    owner = running.client.add(crontab("orph"))[0]
+    running.client.add(configmap("kept", owners=[owner_ref(owner)]))
+    await asyncio.sleep(0.1)
+    deleting = copy.deepcopy(owner)
+    deleting["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z",
+                                finalizers=[ORPHAN_FINALIZER])
+    running.client.add(deleting)
+    await eventually(lambda: not running.has(REF, "orph"))
+    kept = running.client.stored("configmaps", "kept", NS)
+    assert kept is not None and not kept["metadata"].get("ownerReferences")
+
+
+async def test_ex2_an_owner_of_another_group_is_not_found_by_kind_alone(
+        running: Running) -> None:
+    # A CronTab of a group no CRD serves owns this; a same-named CronTab of the served
+    # group is another object. Kind alone would resolve the reference to it (uid differs:
+    # "gone") and delete the dependent; by apiVersion the owner's kind is not served, so
+    # the dependent is left alone, as kube leaves it.
+    running.client.add(crontab("same"))
+    running.client.add(configmap("other-group-dep", owners=[
+        {"apiVersion": "other.example.com/v1", "kind": "CronTab", "name": "same",
+         "uid": "uid-elsewhere"}]))
+    running.client.add(configmap("served-group-dep", owners=[
+        {"apiVersion": f"{GROUP}/v1", "kind": "CronTab", "name": "same",
+         "uid": "uid-elsewhere"}]))
+    await eventually(lambda: not running.has("configmaps", "served-group-dep"))
+    assert running.has("configmaps", "other-group-dep")
+
+
+async def test_ex2_a_kind_is_watched_while_its_crd_is_established(running: Running) -> None:
+    running.client.add(crd(established=False))
+    await eventually(lambda: REF not in running.gc.informers and not served())
+    running.client.add(crd())
+    await eventually(lambda: REF in running.gc.informers and served())
+    await running.client.delete("customresourcedefinitions", REF)
+    await eventually(lambda: REF not in running.gc.informers and not served())
+
+
+async def test_ex2_dependents_of_objects_deleted_with_their_crd_are_collected(
+        running: Running) -> None:
+    # The apiserver deletes a CRD's objects, then the CRD: the kind stops being served
+    # right after the owner went, and the dependent still goes.
+    owner = running.client.add(crontab("with-crd"))[0]
+    running.client.add(configmap("crd-dep", owners=[owner_ref(owner)]))
+    await asyncio.sleep(0.1)
+    await running.client.delete(REF, "with-crd", NS)
+    await running.client.delete("customresourcedefinitions", REF)
+    await eventually(lambda: not running.has("configmaps", "crd-dep"))
+
+
+async def test_ex2_deleting_a_namespace_deletes_its_custom_objects(running: Running) -> None:
+    # (a metadata finalizer keeps the in-memory client from dropping the Terminating
+    # namespace at its first write, as the apiserver keeps it for its spec.finalizers)
+    running.client.add({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": "doomed", "uid": "ns-uid",
+                                     "finalizers": ["test.example.com/keep"]},
+                        "spec": {"finalizers": ["kubernetes"]}})
+    running.client.add(crontab("tab", namespace="doomed"),
+                       configmap("cfg", namespace="doomed"))
+    blocked = crontab("blocked", namespace="doomed")
+    blocked["metadata"]["finalizers"] = ["example.com/hold"]
+    running.client.add(blocked)
+    ns = copy.deepcopy(running.client.stored("namespaces", "doomed"))
+    assert ns is not None
+    ns["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    running.client.add(ns)
+    await eventually(lambda: not running.has(REF, "tab", "doomed")
+                     and not running.has("configmaps", "cfg", "doomed"))
+
+    def reported() -> str:
+        stored = running.client.stored("namespaces", "doomed") or {}
+        return next((c["message"] for c in (stored.get("status") or {}).get("conditions")
+                     or [] if c["type"] == "NamespaceContentRemaining"), "")
+
+    await eventually(lambda: reported() ==
+                     f"Some resources are remaining: {REF} has 1 resource instances")
+    held = copy.deepcopy(running.client.stored(REF, "blocked", "doomed"))
+    assert held is not None and held["metadata"].get("deletionTimestamp")
+    held["metadata"]["finalizers"] = []
+    await running.client.update(held)
+    await eventually(lambda: "kubernetes" not in (
+        (running.client.stored("namespaces", "doomed") or {}).get("spec", {})
+        .get("finalizers") or []))
