@@ -157,3 +157,13 @@ def test_ex3_cel_preserve_unknown_fields_and_escaped_names_compile() -> None:
                       "blob": {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
                                "properties": {"known": {"type": "string"}}}})
     assert _texts(schema) == []
+
+
+def test_ex3_cel_rule_on_an_untyped_node_is_refused() -> None:
+    schema = {"type": "object", "properties": {"blob": {
+        "x-kubernetes-preserve-unknown-fields": True,
+        "x-kubernetes-validations": [{"rule": "has(self.a)"}]}}}
+    assert _texts(schema) == [
+        f"{BASE}.properties[blob].x-kubernetes-validations: Internal error: rule declared on "
+        "schema that does not support validation rules type: '' "
+        "x-kubernetes-preserve-unknown-fields: 'true'"]
