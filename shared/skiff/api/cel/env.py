@@ -178,6 +178,8 @@ _EVAL_TEXTS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"^Applying SELECT to non-message type.*$"), "no such overload"),
     (re.compile(r"^Index error: index=(-?\d+) size=(\d+)$"),
      r"index '\1' out of range in list size '\2'"),
+    (re.compile(r'^No value with name "(.*)" found in Activation$'),
+     r"no such attribute(s): \1"),
     (re.compile(r"^(Unexpected value type|Non-CEL value type) .*$"), "no such overload"),
     (re.compile(r"^.*object cannot be interpreted as .*$"), "no such overload"),
     (re.compile(r"^divide by zero$"), "division by zero"),

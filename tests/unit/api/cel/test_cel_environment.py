@@ -85,11 +85,14 @@ def test_ex3_cel_compile_error_keeps_cels_position_and_caret() -> None:
     ("self / 0 == 1", {"self": 1}, "division by zero"),
     ("self[5] == 1", {"self": [1, 2]}, "index '5' out of range in list size '2'"),
     ("[].min() == 1", {"self": 1}, "min(list) called on empty list"),
+    ("self == oldSelf", {"self": 1, "oldSelf": None}, "no such attribute(s): oldSelf"),
 ])
 def test_ex3_cel_runtime_errors_read_as_cel_go_words_them(
         expr: str, activation: dict[str, Any], message: str) -> None:
+    # a variable given as None is declared but left out of the activation
+    program = compile_expression(expr, variables=list(activation))
     with pytest.raises(CelEvalError) as err:
-        _eval(expr, **activation)
+        evaluate(program, {k: v for k, v in activation.items() if v is not None})
     assert str(err.value) == message
 
 
