@@ -26,6 +26,7 @@ from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
 from skiff.apiserver.admission.podsecurity import load_admission_config
 from skiff.apiserver.admission.tolerations import AdmissionConfig
+from skiff.apiserver.aggregator import Aggregator, ProxyClientCertificate
 from skiff.apiserver.apiextensions.controller import CrdController
 from skiff.apiserver.auth.authenticator import Authenticator
 from skiff.apiserver.auth.escalation import EscalationCheck
@@ -159,6 +160,26 @@ class ApiServerSettings:
     service_node_port_range: str = setting(
         DEFAULT_NODE_PORT_RANGE, help="ports (base-max, inclusive) from which NodePort and "
                                       "LoadBalancer Services get their node ports")
+    # The aggregation layer (SPEC EX8)
+    proxy_client_cert_file: str = setting(
+        "", help="client certificate this apiserver presents to extension apiservers "
+                 "when it proxies a request of an APIService (front proxy)")
+    proxy_client_key_file: str = setting("", help="key of --proxy-client-cert-file")
+    requestheader_client_ca_file: str = setting(
+        "", help="CA that extension apiservers trust front-proxy client certificates "
+                 "from (published in kube-system/extension-apiserver-authentication)")
+    requestheader_allowed_names: str = setting(
+        "", help="comma-separated common names a front-proxy certificate may have "
+                 "(published; empty: any)")
+    requestheader_username_headers: str = setting(
+        "X-Remote-User", help="headers the user name is read from (published)")
+    requestheader_group_headers: str = setting(
+        "X-Remote-Group", help="headers the groups are read from (published)")
+    requestheader_extra_headers_prefix: str = setting(
+        "X-Remote-Extra-", help="header prefixes of the user's extra (published)")
+    apiservice_availability_check_interval: float = duration(
+        10.0, help="how often every APIService's backend is checked and its Available "
+                   "condition updated")
 
 
 def pod_security_config(s: ApiServerSettings) -> PodSecurityConfig | None:
@@ -276,11 +297,17 @@ class ApiServer:
                                           name="crd-controller")
                 bound_task = tg.create_task(supervised("bound-objects", bound.run),
                                             name="bound-objects")
+                aggregator = Aggregator(registry, certificate=ProxyClientCertificate(
+                    s.proxy_client_cert_file, s.proxy_client_key_file),
+                    check_interval=s.apiservice_availability_check_interval)
+                aggregator_task = tg.create_task(supervised("aggregator", aggregator.run),
+                                                 name="aggregator")
                 http = None
                 if s.http_port >= 0:
                     http = HttpServer(
                         KubeApi(registry, guard=guard, tokens=tokens,
-                                kubelet=self._kubelet_credentials(), health=checks).handle,
+                                kubelet=self._kubelet_credentials(), health=checks,
+                                aggregator=aggregator).handle,
                         host=s.bind_address, port=s.http_port,
                         ssl_context=tls.ssl_context() if tls is not None else None,
                         authenticate=(guard.http_user_of if guard is not None else None),
@@ -324,7 +351,8 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
-                await cancel_tasks(crd_task, bound_task, lookups_task, monitor_task, cache_task)
+                await cancel_tasks(aggregator_task, crd_task, bound_task, lookups_task,
+                                   monitor_task, cache_task)
         finally:
             await server.stop(0)
             await storage.close()

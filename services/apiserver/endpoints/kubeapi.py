@@ -18,6 +18,7 @@ from skiff.api import ApiError, Reason
 from skiff.api.kinds import KindInfo, kinds_generation
 from skiff.api.types import Obj
 from skiff.api.validation import revision_problem
+from skiff.apiserver.aggregator import Aggregator
 from skiff.apiserver.auth import reviews
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.auth.satoken import TokenAuthority
@@ -80,8 +81,10 @@ class KubeApi:
     def __init__(self, registry: Registry, *, guard: RequestGuard | None = None,
                  tokens: TokenAuthority | None = None,
                  kubelet: Credentials | None = None,
-                 health: healthz.HealthChecks | None = None) -> None:
+                 health: healthz.HealthChecks | None = None,
+                 aggregator: Aggregator | None = None) -> None:
         self.registry = registry
+        self.aggregator = aggregator  # APIServices' group/versions (SPEC EX8)
         self.health = health or healthz.HealthChecks()
         self.kubelet = kubelet or Credentials()  # to the kubelets' own port (logs)
         self.guard = guard
@@ -117,6 +120,8 @@ class KubeApi:
     def _api_groups(self) -> list[Obj]:
         """`/apis`, `/apis/<group>`."""
         self._refresh()
+        if self.aggregator is not None:
+            return self.aggregator.api_groups(self._groups)
         return self._groups
 
     async def handle(self, req: Request) -> Response:
@@ -170,6 +175,8 @@ class KubeApi:
 
     async def _route(self, req: Request) -> Response:
         path = req.path.rstrip("/") or "/"
+        if self.aggregator is not None and (remote := self.aggregator.target(path)):
+            return await self.aggregator.proxy(req, remote, guard=self.guard)
         handler = find(self._routes, path, req.method)
         if handler is not None:
             return await handler(req, path)

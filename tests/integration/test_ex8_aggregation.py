@@ -1,0 +1,290 @@
+"""SPEC EX8: the aggregation layer end to end — a real apiserver and etcd over TLS, and a
+real extension apiserver started here (HTTPS, its certificate for
+`metrics-ext.ex8.svc` from a test CA trusted through the APIService's `caBundle` only; it
+demands the apiserver's front-proxy client certificate, from a CA of its own, as
+extension apiservers do). The real `kubectl` registers it from YAML, discovers its group,
+reads through the apiserver, and sees the APIService turn unavailable (and requests 503)
+when the backend stops. Availability checks run every second here."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from skiff.cluster.kubeconfig import write_kubeconfig
+from skiff.cluster.processes import free_port
+from skiff.cluster.security import ClusterSecurity
+from skiff.pki import CertificateAuthority
+from tests.integration.auth.conftest import SecureCluster, start_secure_cluster
+from tests.integration.kubectl import kubectl
+
+GROUP, VERSION = "metrics.example.com", "v1beta1"
+GV = f"{GROUP}/{VERSION}"
+SERVICE_HOST = "metrics-ext.ex8.svc"  # the Service `metrics-ext` of namespace ex8
+PROXY_CLIENT = "front-proxy-client"
+
+
+class ExtensionServer:
+    """An extension apiserver on 127.0.0.1 in a thread of its own: discovery of
+    `metrics.example.com/v1beta1` (one resource, `widgets`), a list of widgets named after
+    the user the front-proxy headers carry, and `/echo` with what it was sent."""
+
+    def __init__(self, directory: Path, front_proxy_ca: Path) -> None:
+        self.ca = CertificateAuthority.load_or_create(directory / "ca")
+        files = self.ca.issue(directory / "extension", common_name="metrics-ext",
+                              hosts=["127.0.0.1", SERVICE_HOST], server=True)
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._context.load_cert_chain(files.cert, files.key)
+        self._context.verify_mode = ssl.CERT_REQUIRED  # only the front proxy gets in
+        self._context.load_verify_locations(str(front_proxy_ca))
+        self.port = free_port()
+        self.seen: list[dict[str, Any]] = []
+        self._loop = asyncio.new_event_loop()
+        self._runner: web.AppRunner | None = None
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    @property
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.ca.files.cert.read_bytes()).decode()
+
+    def start(self) -> ExtensionServer:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
+        return self
+
+    def resume(self) -> None:
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
+
+    def stop_serving(self) -> None:
+        if self._runner is not None:
+            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            self._runner = None
+
+    def stop(self) -> None:
+        self.stop_serving()
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()
+
+    async def _serve(self) -> None:
+        app = web.Application()
+        app.router.add_get(f"/apis/{GV}", self._discovery)
+        app.router.add_get(f"/apis/{GV}/namespaces/{{namespace}}/widgets", self._widgets)
+        app.router.add_get(f"/apis/{GV}/widgets", self._widgets)
+        app.router.add_route("*", f"/apis/{GV}/echo", self._echo)
+        self._runner = web.AppRunner(app)
+        await self._runner.setup()
+        await web.TCPSite(self._runner, "127.0.0.1", self.port,
+                          ssl_context=self._context).start()
+
+    def _record(self, request: web.Request, body: bytes = b"") -> dict[str, Any]:
+        peer = request.transport.get_extra_info("peercert") if request.transport else None
+        subject = dict(x[0] for x in (peer or {}).get("subject", ()))
+        entry = {"path": request.path, "method": request.method,
+                 "query": dict(request.query), "body": body.decode(),
+                 "user": request.headers.get("X-Remote-User"),
+                 "groups": request.headers.getall("X-Remote-Group", []),
+                 "authorization": request.headers.get("Authorization"),
+                 "client_cn": subject.get("commonName")}
+        self.seen.append(entry)
+        return entry
+
+    async def _discovery(self, request: web.Request) -> web.Response:
+        self._record(request)
+        return web.json_response({
+            "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": GV,
+            "resources": [{"name": "widgets", "singularName": "widget", "namespaced": True,
+                           "kind": "Widget", "verbs": ["get", "list", "watch"]}]})
+
+    async def _widgets(self, request: web.Request) -> web.StreamResponse:
+        entry = self._record(request)
+        namespace = request.match_info.get("namespace", "default")
+        widget = {"apiVersion": GV, "kind": "Widget",
+                  "metadata": {"name": f"seen-by-{entry['user']}", "namespace": namespace,
+                               "creationTimestamp": "2026-01-01T00:00:00Z"},
+                  "groups": entry["groups"]}
+        if request.query.get("watch") in ("true", "1"):
+            out = web.StreamResponse(headers={"Content-Type": "application/json"})
+            await out.prepare(request)
+            for name in ("first", "second"):
+                event = {"type": "ADDED", "object": {
+                    **widget, "metadata": {**widget["metadata"], "name": name}}}
+                await out.write(json.dumps(event).encode() + b"\n")
+                await asyncio.sleep(0.2)
+            await out.write_eof()
+            return out
+        return web.json_response({"apiVersion": GV, "kind": "WidgetList",
+                                  "metadata": {"resourceVersion": "1"}, "items": [widget]})
+
+    async def _echo(self, request: web.Request) -> web.Response:
+        entry = self._record(request, await request.read())
+        return web.json_response(entry, status=201 if request.method == "POST" else 200)
+
+
+@pytest.fixture(scope="module")
+def aggregated(tmp_path_factory: pytest.TempPathFactory
+               ) -> Iterator[tuple[SecureCluster, Path, ExtensionServer]]:
+    root = tmp_path_factory.mktemp("ex8")
+    front_proxy = CertificateAuthority.load_or_create(root / "front-proxy-ca")
+    client = front_proxy.issue(root / "front-proxy-client", common_name=PROXY_CLIENT,
+                               client=True)
+    server = ExtensionServer(root / "extension", front_proxy.files.cert).start()
+    try:
+        with start_secure_cluster(root / "cluster", apiserver_args=(
+                "--proxy-client-cert-file", str(client.cert),
+                "--proxy-client-key-file", str(client.key),
+                "--requestheader-client-ca-file", str(front_proxy.files.cert),
+                "--requestheader-allowed-names", PROXY_CLIENT,
+                "--apiservice-availability-check-interval", "1")) as cluster:
+            config = write_kubeconfig(root, cluster.https,
+                                      security=ClusterSecurity(cluster.pki))
+            _register(config, server)
+            yield cluster, config, server
+    finally:
+        server.stop()
+
+
+def _ok(config: Path, *args: str, stdin: str | None = None) -> str:
+    done = kubectl(config, *args, stdin=stdin)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def _register(config: Path, server: ExtensionServer) -> None:
+    """The extension as a user installs one: a Service without selector and its
+    EndpointSlice, and the APIService, from YAML."""
+    _ok(config, "create", "namespace", "ex8")
+    _ok(config, "apply", "-f", "-", stdin=f"""
+apiVersion: v1
+kind: Service
+metadata: {{name: metrics-ext, namespace: ex8}}
+spec:
+  ports: [{{name: https, port: 443, targetPort: {server.port}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata:
+  name: metrics-ext-1
+  namespace: ex8
+  labels: {{kubernetes.io/service-name: metrics-ext}}
+addressType: IPv4
+endpoints: [{{addresses: ["127.0.0.1"], conditions: {{ready: true}}}}]
+ports: [{{name: https, port: {server.port}, protocol: TCP}}]
+---
+apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: {VERSION}.{GROUP}
+spec:
+  group: {GROUP}
+  version: {VERSION}
+  groupPriorityMinimum: 100
+  versionPriority: 100
+  caBundle: {server.ca_bundle}
+  service:
+    namespace: ex8
+    name: metrics-ext
+""")
+
+
+def _available(config: Path) -> dict[str, Any]:
+    stored = json.loads(_ok(config, "get", "apiservice", f"{VERSION}.{GROUP}", "-o", "json"))
+    return next((c for c in (stored.get("status") or {}).get("conditions") or []
+                 if c["type"] == "Available"), {})
+
+
+def _until_available(config: Path, status: str, *, within: float = 8.0) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while (condition := _available(config)).get("status") != status:
+        assert time.monotonic() < deadline, f"never Available={status}: {condition}"
+        time.sleep(0.3)
+    return condition
+
+
+def test_ex8_an_apiservice_from_yaml_is_defaulted_listed_and_available(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    _, config, _ = aggregated
+    stored = json.loads(_ok(config, "get", "apiservice", f"{VERSION}.{GROUP}", "-o", "json"))
+    assert stored["spec"]["service"] == {"namespace": "ex8", "name": "metrics-ext",
+                                         "port": 443}
+    condition = _until_available(config, "True")
+    assert (condition["reason"], condition["message"]) == ("Passed", "all checks passed")
+    table = _ok(config, "get", "apiservices")
+    row = next(line.split() for line in table.splitlines()
+               if line.startswith(f"{VERSION}.{GROUP}"))
+    assert row[1:3] == ["ex8/metrics-ext", "True"]
+    # the groups kube-apiserver serves itself, as kube lists them
+    local = next(line.split() for line in table.splitlines() if line.startswith("v1.apps "))
+    assert local[1:3] == ["Local", "True"]
+    assert any(line.startswith("v1. ") for line in table.splitlines())
+
+
+def test_ex8_requests_are_proxied_with_the_user_in_front_proxy_headers(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    _, config, server = aggregated
+    _until_available(config, "True")
+    listed = json.loads(_ok(config, "get", "--raw",
+                            f"/apis/{GV}/namespaces/default/widgets?limit=5"))
+    assert [w["metadata"]["name"] for w in listed["items"]] == ["seen-by-kubernetes-admin"]
+    assert "system:masters" in listed["items"][0]["groups"]
+    sent = [s for s in server.seen if s["path"].endswith("/namespaces/default/widgets")][-1]
+    assert sent["query"] == {"limit": "5"}
+    assert sent["authorization"] is None  # the client's credentials stay here
+    assert sent["client_cn"] == PROXY_CLIENT  # the apiserver's proxy certificate
+    echoed = json.loads(_ok(config, "create", "--raw", f"/apis/{GV}/echo", "-f", "-",
+                            stdin='{"hello": "backend"}'))
+    assert (echoed["method"], json.loads(echoed["body"])) == ("POST", {"hello": "backend"})
+
+
+def test_ex8_kubectl_discovers_the_extension_and_lists_its_resource(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    _, config, _ = aggregated
+    _until_available(config, "True")
+    groups = json.loads(_ok(config, "get", "--raw", "/apis"))["groups"]
+    entry = next(g for g in groups if g["name"] == GROUP)
+    assert entry["preferredVersion"] == {"groupVersion": GV, "version": VERSION}
+    assert "metrics.k8s.io" in {g["name"] for g in groups}  # Skiff's own stays served
+    resources = _ok(config, "api-resources", f"--api-group={GROUP}", "--no-headers")
+    assert resources.split()[:2] == ["widgets", GV]
+    widgets = _ok(config, "get", f"widgets.{GROUP}", "-n", "default")
+    assert "seen-by-kubernetes-admin" in widgets
+
+
+def test_ex8_a_watch_is_streamed_through(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    _, config, _ = aggregated
+    _until_available(config, "True")
+    raw = _ok(config, "get", "--raw", f"/apis/{GV}/widgets?watch=true")
+    events = [json.loads(line) for line in raw.splitlines() if line.strip()]
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "first"), ("ADDED", "second")]
+
+
+def test_ex8_a_stopped_backend_turns_unavailable_and_requests_get_503(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    _, config, server = aggregated
+    _until_available(config, "True")
+    server.stop_serving()
+    try:
+        condition = _until_available(config, "False")
+        assert condition["reason"] == "FailedDiscoveryCheck"
+        assert condition["message"].startswith(
+            f"failing or missing response from https://127.0.0.1:{server.port}/apis/{GV}")
+        assert "connection refused" in condition["message"]
+        done = kubectl(config, "get", "--raw", f"/apis/{GV}/namespaces/default/widgets")
+        assert done.returncode != 0
+        assert "ServiceUnavailable" in done.stderr, done.stderr
+        assert "False (FailedDiscoveryCheck)" in _ok(config, "get", "apiservices")
+    finally:
+        server.resume()
+    assert _until_available(config, "True")["reason"] == "Passed"  # and back again
