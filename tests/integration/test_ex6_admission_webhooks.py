@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import ssl
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,57 +21,26 @@ from aiohttp import web
 
 from skiff.cluster.processes import free_port
 from skiff.pki import CertificateAuthority
+from tests.integration.httpsserver import HttpsServer
 from tests.integration.kubectl import http_front, kubectl
 
 SEEN_LABEL = "webhook.skiff.test/seen"
 SERVICE_HOST = "webhook.ex6-svc.svc"  # the Service `webhook` of namespace ex6-svc
 
 
-class WebhookServer:
+class WebhookServer(HttpsServer):
     """An HTTPS AdmissionReview server on 127.0.0.1 in a thread of its own (kubectl runs
     blocking in the test): /label adds a label by JSON patch, /deny refuses objects named
     `refused-*`, /slow answers after 3 s. Every request it was sent is kept."""
 
     def __init__(self, directory: Path) -> None:
-        self.ca = CertificateAuthority.load_or_create(directory / "ca")
-        files = self.ca.issue(directory / "webhook", common_name="webhook",
-                              hosts=["127.0.0.1", SERVICE_HOST], server=True)
-        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._context.load_cert_chain(files.cert, files.key)
-        self.port = free_port()
+        super().__init__(directory, hosts=(SERVICE_HOST,))
         self.requests: list[dict[str, Any]] = []
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
-    @property
-    def ca_bundle(self) -> str:
-        return base64.b64encode(self.ca.files.cert.read_bytes()).decode()
-
-    def url(self, path: str) -> str:
-        return f"https://127.0.0.1:{self.port}{path}"
-
-    def start(self) -> WebhookServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
-        return self
-
-    def stop(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    async def _serve(self) -> None:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/label", self._label)
         app.router.add_post("/deny", self._deny)
         app.router.add_post("/slow", self._slow)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port,
-                          ssl_context=self._context).start()
 
     async def _review(self, request: web.Request) -> dict[str, Any]:
         review: dict[str, Any] = await request.json()

@@ -176,6 +176,7 @@ def test_ex9_an_operator_pod_and_its_outside_twin_share_one_lease(data_dir: Path
             subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
                                            namespace=ns)]))
         pod = python_pod("operator", OPERATOR, restart="Never")
+        assert pod.spec is not None and pod.spec.containers[0].env is not None
         pod.spec.containers[0].env += [
             client.V1EnvVar(name="WATCH_NAMESPACE", value=ns),
             client.V1EnvVar(name="GROUP", value=GROUP),
@@ -194,9 +195,11 @@ def test_ex9_an_operator_pod_and_its_outside_twin_share_one_lease(data_dir: Path
                      "the operator pod to make the ConfigMap")
         assert made.data == {"cronSpec": "*/5 * * * *", "by": "in-cluster"}
         assert [r.kind for r in made.metadata.owner_references] == ["CronTab"]
-        until(lambda: (custom.get_namespaced_custom_object(
-            GROUP, "v1", ns, "crontabs", "first").get("status") or {}).get("replicas") == 2,
-              "the operator pod to write the status")
+        def status_replicas() -> Any:
+            got = custom.get_namespaced_custom_object(GROUP, "v1", ns, "crontabs", "first")
+            assert isinstance(got, dict)
+            return (got.get("status") or {}).get("replicas")
+        until(lambda: status_replicas() == 2, "the operator pod to write the status")
 
         # the same operator from outside, with a kubeconfig: a follower until the pod goes
         outside = subprocess.Popen(
@@ -215,7 +218,7 @@ def test_ex9_an_operator_pod_and_its_outside_twin_share_one_lease(data_dir: Path
             assert second.data["by"] == "outside"
             lease = client.CoordinationV1Api(api).read_namespaced_lease("crontab-operator",
                                                                         ns)
-            assert lease.spec.holder_identity == "outside"
+            assert lease.spec is not None and lease.spec.holder_identity == "outside"
             assert lease.spec.lease_transitions == 1
         finally:
             outside.kill()

@@ -17,6 +17,12 @@ from tests.integration.crontabs import crontab, crontab_crd
 from tests.integration.kubectl import kubectl
 
 
+def _dict(value: object) -> dict[str, Any]:
+    """The official client's custom-object answers are typed `object`: a dict here."""
+    assert isinstance(value, dict), value
+    return value
+
+
 def _ok(result: Any) -> str:
     assert result.returncode == 0, result.stderr
     return str(result.stdout)
@@ -180,7 +186,7 @@ def test_ex2_official_client_lists_watches_and_selects_custom_objects(
     group, ns = _setup(kubeconfig)
     with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
         custom = client.CustomObjectsApi(api_client)
-        listed = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs")
+        listed = _dict(custom.list_namespaced_custom_object(group, "v1", ns, "crontabs"))
         start = listed["metadata"]["resourceVersion"]
         for name, image in (("one", "red"), ("two", "blue")):
             body = json.loads(crontab(name, ns, group=group, cronSpec="* * * * *",
@@ -197,14 +203,14 @@ def test_ex2_official_client_lists_watches_and_selects_custom_objects(
             if len(seen) == 3:
                 break
         assert seen == [("ADDED", "one"), ("ADDED", "two"), ("MODIFIED", "one")]
-        by_label = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",
-                                                        label_selector="colour=blue")
+        by_label = _dict(custom.list_namespaced_custom_object(
+            group, "v1", ns, "crontabs", label_selector="colour=blue"))
         assert [o["metadata"]["name"] for o in by_label["items"]] == ["two"]
-        by_field = custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",
-                                                        field_selector="spec.image=red")
+        by_field = _dict(custom.list_namespaced_custom_object(
+            group, "v1", ns, "crontabs", field_selector="spec.image=red"))
         assert [o["metadata"]["name"] for o in by_field["items"]] == ["one"]
-        by_name = custom.list_cluster_custom_object(group, "v1", "crontabs",
-                                                    field_selector="metadata.name=two")
+        by_name = _dict(custom.list_cluster_custom_object(
+            group, "v1", "crontabs", field_selector="metadata.name=two"))
         assert [o["metadata"]["name"] for o in by_name["items"]] == ["two"]
         try:
             custom.list_namespaced_custom_object(group, "v1", ns, "crontabs",

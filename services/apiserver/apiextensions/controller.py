@@ -24,6 +24,8 @@ from skiff.api.apiextensions import crdversions as crds
 from skiff.api.apiextensions.crdversions import kind_infos
 from skiff.api.kinds import KindInfo, register_custom, unregister_custom
 from skiff.api.types import Obj, ObjView
+from skiff.apiserver.admission.webhook.client import HttpsCaller, ServiceResolver
+from skiff.apiserver.apiextensions.conversion import CrdConverter
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.registry.strategies.crd import CLEANUP_FINALIZER
@@ -50,6 +52,7 @@ class CrdController:
 
     def __init__(self, registry: Registry, *, cleanup_interval: float = 1.0) -> None:
         self.registry = registry
+        self._caller = HttpsCaller(ServiceResolver(registry.storage))  # conversion webhooks
         self.cleanup_interval = cleanup_interval
         self._served: dict[str, KindInfo] = {}  # CRD name -> the stored version's info
         self._versions: dict[str, list[KindInfo]] = {}  # CRD name -> the served versions
@@ -125,7 +128,8 @@ class CrdController:
             if old.api_version not in now_served:
                 openapi.set_custom_schema(old, None)
         register_custom(stored, served)
-        self.registry.strategies.set_custom(stored, CustomResourceStrategy(stored, crd))
+        self.registry.strategies.set_custom(stored, CustomResourceStrategy(
+            stored, crd, CrdConverter(crd, self._caller)))
         for info in served:  # kubectl explain, server-side apply's list merging (EX4)
             openapi.set_custom_schema(info, crds.schema_of(crd, info.version))
         self._served[crd["metadata"]["name"]] = stored

@@ -34,6 +34,23 @@ class CallFailed(Exception):
     """The webhook could not be called; the message is the reason Kubernetes would give."""
 
 
+class Target(Protocol):
+    """Where a webhook is reached: what `HttpsCaller` reads of an admission webhook (`Hook`)
+    or of a CRD's conversion webhook."""
+
+    @property
+    def url(self) -> str | None: ...
+
+    @property
+    def service(self) -> ServiceRef | None: ...
+
+    @property
+    def ca_bundle(self) -> bytes: ...
+
+    @property
+    def timeout_seconds(self) -> int: ...
+
+
 class Caller(Protocol):
     """Sends one AdmissionReview to a webhook and returns the decoded JSON answer."""
 
@@ -118,7 +135,7 @@ class HttpsCaller:
     def __init__(self, resolver: ServiceResolver) -> None:
         self._resolver = resolver
 
-    async def __call__(self, hook: Hook, review: Obj) -> Any:
+    async def __call__(self, hook: Target, review: Obj) -> Any:
         seconds = hook.timeout_seconds
         if hook.service is not None:
             svc = hook.service
@@ -148,7 +165,7 @@ class HttpsCaller:
         except CallFailed as err:
             raise CallFailed(f"{prefix}: {err}") from None
 
-    async def _post(self, target: str, review: Obj, *, hook: Hook, server_name: str | None,
+    async def _post(self, target: str, review: Obj, *, hook: Target, server_name: str | None,
                     seconds: int, where: str, prefix: str) -> Any:
         context = _context(hook.ca_bundle)
         try:

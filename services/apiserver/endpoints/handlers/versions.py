@@ -13,7 +13,8 @@ version only.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from skiff.api import ApiError
 from skiff.api.errors import FieldError
@@ -23,6 +24,7 @@ from skiff.api.kinds import KindInfo, lookup
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.types import Obj
 from skiff.apiserver.registry.store import Registry, Result
+from skiff.apiserver.registry.strategies.customresource import Converter
 from skiff.apiserver.storage.watchcache import WatchEvent
 
 Convert = Callable[[Obj], Obj]
@@ -38,53 +40,89 @@ CREATE_RULES: dict[tuple[str, str], Callable[[Obj], list[FieldError]]] = {
 }
 
 
+class Conversion(Protocol):
+    """Objects of one kind between the stored version and one served version."""
+
+    async def to_stored(self, obj: Obj) -> Obj: ...
+
+    async def from_stored(self, objs: list[Obj]) -> list[Obj]: ...
+
+
+@dataclass(frozen=True)
+class BuiltInConversion:
+    """A built-in kind's pair of converters (CONVERSIONS)."""
+
+    to: Convert
+    back: Convert
+
+    async def to_stored(self, obj: Obj) -> Obj:
+        return self.to(obj)
+
+    async def from_stored(self, objs: list[Obj]) -> list[Obj]:
+        return [self.back(obj) for obj in objs]
+
+
+@dataclass(frozen=True)
+class CustomConversion:
+    """A custom resource's versions through its CRD's converter (strategy None: the
+    apiVersion rewritten; Webhook: the CRD's conversion webhook, SPEC EX5). Objects already
+    in the wanted version (a stored object written before the storage version changed
+    may not be) are left as they are."""
+
+    converter: Converter
+    stored: str  # the stored apiVersion
+    served: str  # the requested one
+
+    async def to_stored(self, obj: Obj) -> Obj:
+        return (await self.converter.convert([obj], self.stored))[0]
+
+    async def from_stored(self, objs: list[Obj]) -> list[Obj]:
+        return await self.converter.convert(objs, self.served)
+
+
 def view(registry: Registry, info: KindInfo) -> Registry | VersionView:
-    """The registry itself for the stored version, else a converting view of it."""
-    if info.api_version == lookup(info.ref).api_version:
+    """The registry itself for the stored version, else a converting view of it (always
+    for a custom resource with several versions: its stored objects may be in another)."""
+    conversion = conversion_of(registry, info)
+    if conversion is None:
         return registry
-    return VersionView(registry, info)
+    return VersionView(registry, info, conversion)
 
 
-def _rewrite(api_version: str) -> Convert:
-    def convert(obj: Obj) -> Obj:
-        return {**obj, "apiVersion": api_version}
-    return convert
-
-
-def conversion_of(info: KindInfo) -> tuple[Convert, Convert] | None:
-    """(to the stored version, from it) for `info`'s version; a custom resource's versions
-    differ in apiVersion only (conversion strategy `None`, SPEC EX5)."""
+def conversion_of(registry: Registry, info: KindInfo) -> Conversion | None:
+    """How `info`'s version is converted to and from the stored one (None: it is that)."""
     if info.custom:
-        stored = lookup(info.ref).api_version
-        if stored == info.api_version:
+        strategy = registry.strategies.of(info)
+        converter = getattr(strategy, "converter", None)
+        if converter is None or not converter.several_versions:
             return None
-        return _rewrite(stored), _rewrite(info.api_version)
-    return CONVERSIONS.get((info.kind, info.api_version))
+        return CustomConversion(converter, lookup(info.ref).api_version, info.api_version)
+    pair = CONVERSIONS.get((info.kind, info.api_version))
+    return None if pair is None else BuiltInConversion(*pair)
 
 
 def stored_form(info: KindInfo, obj: Obj) -> Obj:
-    """`obj`, read in `info`'s version, as it is stored (for printing its columns)."""
-    conversion = conversion_of(info)
-    return obj if conversion is None else conversion[0](obj)
+    """`obj`, read in `info`'s version, as it is stored (for printing its columns; a custom
+    resource's printer columns are read as served)."""
+    pair = None if info.custom else CONVERSIONS.get((info.kind, info.api_version))
+    return obj if pair is None else pair[0](obj)
 
 
 class VersionView:
     """The registry's calls for one kind, in a version it is not stored in."""
 
-    def __init__(self, registry: Registry, info: KindInfo) -> None:
+    def __init__(self, registry: Registry, info: KindInfo, conversion: Conversion) -> None:
         self.registry = registry
         self.info = info
-        conversion = conversion_of(info)
-        assert conversion is not None, info
-        self._in, self._out = conversion
+        self._conversion = conversion
+
+    async def _out(self, obj: Obj) -> Obj:
+        return (await self._conversion.from_stored([obj]))[0]
 
     def __getattr__(self, attr: str) -> Any:  # bind, evict ...: not for these kinds
         return getattr(self.registry, attr)
 
-    def outgoing(self, obj: Obj) -> Obj:
-        return self._out(obj)
-
-    def incoming(self, obj: Obj, field_validation: str) -> tuple[Obj, list[str]]:
+    async def incoming(self, obj: Obj, field_validation: str) -> tuple[Obj, list[str]]:
         """`obj` as stored, and the warnings about fields this version does not have."""
         if not isinstance(obj, dict):
             raise ApiError.bad_request("object: must be a map (a Kubernetes object)")
@@ -102,7 +140,7 @@ class VersionView:
                 f'{self.info.kind} in version "{self.info.version}" cannot be handled as a '
                 f"{self.info.kind}: strict decoding error: {listed}")
         try:
-            stored = self._in(obj)
+            stored = await self._conversion.to_stored(obj)
         except ValueError as err:  # a round-trip annotation that is not its JSON
             raise ApiError.bad_request(str(err)) from None
         warnings = [] if field_validation == "Ignore" else [f'unknown field "{p}"'
@@ -113,17 +151,17 @@ class VersionView:
         """A list's or watch's options, its field selector read in this version's labels."""
         return {**options, "api_version": self.info.api_version}
 
-    def _list(self, listed: Obj) -> Obj:
+    async def _list(self, listed: Obj) -> Obj:
         return {**listed, "apiVersion": self.info.api_version,
-                "items": [self._out(item) for item in listed.get("items") or []]}
+                "items": await self._conversion.from_stored(listed.get("items") or [])}
 
     async def get(self, resource: str, namespace: str | None, name: str, *,
                   revision: int = 0) -> Obj:
-        return self._out(await self.registry.get(resource, namespace, name,
+        return await self._out(await self.registry.get(resource, namespace, name,
                                                  revision=revision))
 
     async def list(self, resource: str, namespace: str | None, **options: Any) -> Obj:
-        return self._list(await self.registry.list(resource, namespace,
+        return await self._list(await self.registry.list(resource, namespace,
                                                    **self._options(options)))
 
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
@@ -133,33 +171,33 @@ class VersionView:
         if errors:
             name = str((obj.get("metadata") or {}).get("name") or "")
             raise ApiError.invalid(self.info.kind, name, errors, group=self.info.group)
-        stored, warnings = self.incoming(obj, field_validation)
+        stored, warnings = await self.incoming(obj, field_validation)
         result = await self.registry.create(resource, namespace, stored,
                                             field_validation=field_validation, **options)
-        return Result(self._out(result.object), warnings + result.warnings)
+        return Result(await self._out(result.object), warnings + result.warnings)
 
     async def update(self, resource: str, namespace: str | None, obj: Obj, *,
                      field_validation: str = "Warn", **options: Any) -> Result:
-        stored, warnings = self.incoming(obj, field_validation)
+        stored, warnings = await self.incoming(obj, field_validation)
         result = await self.registry.update(resource, namespace, stored,
                                             field_validation=field_validation, **options)
-        return Result(self._out(result.object), warnings + result.warnings)
+        return Result(await self._out(result.object), warnings + result.warnings)
 
     async def delete(self, resource: str, namespace: str | None, name: str,
                      **options: Any) -> Obj:
         deleted = await self.registry.delete(resource, namespace, name, **options)
-        return {**deleted, "object": self._out(deleted["object"])}
+        return {**deleted, "object": await self._out(deleted["object"])}
 
     async def watch(self, resource: str, namespace: str | None,
                     **options: Any) -> AsyncIterator[WatchEvent]:
         async for ev in self.registry.watch(resource, namespace, **self._options(options)):
-            yield self.event(ev)
+            yield await self.event(ev)
 
-    def event(self, ev: WatchEvent) -> WatchEvent:
+    async def event(self, ev: WatchEvent) -> WatchEvent:
         if ev.type == "BOOKMARK":
             obj = {**ev.object, "apiVersion": self.info.api_version}
         else:
-            obj = self._out(ev.object)
+            obj = await self._out(ev.object)
         return WatchEvent(ev.type, obj, ev.revision)
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 from skiff.api.kinds import KINDS, KindInfo
 from skiff.api.schema import SCHEMAS, ListOf, _AnyType
-from skiff.api.types import Obj
+from skiff.api.types import Obj, ObjView
 
 KUBERNETES_SCHEMA_VERSION = "v1.32.0"
 _SKIFF_PREFIX = "io.skiff.api"
@@ -118,14 +118,14 @@ def custom_definition_name(info: KindInfo) -> str:
     return ".".join([*reversed(info.group.split(".")), info.version, info.kind])
 
 
-def set_custom_schema(info: KindInfo, schema: Obj | None) -> None:
+def set_custom_schema(info: KindInfo, schema: ObjView | None) -> None:
     """Publish (or, None, withdraw) a custom resource version's OpenAPI definition, built
     from its CRD's `openAPIV3Schema` as kube-apiserver builds it."""
     name = custom_definition_name(info)
     if schema is None:
         _CUSTOM.pop(name, None)
     else:
-        definition = copy.deepcopy(schema)
+        definition = copy.deepcopy(dict(schema))
         definition.setdefault("type", "object")
         props = definition.setdefault("properties", {})
         props["metadata"] = {"$ref": "#/definitions/io.k8s.apimachinery.pkg.apis.meta.v1."

@@ -12,7 +12,7 @@ replica paths; Table output prints the CRD's `additionalPrinterColumns`.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Protocol
 
 from skiff.api import ApiError, Reason, jsonpath
 from skiff.api.apiextensions import crdversions as crds
@@ -33,13 +33,27 @@ from skiff.apiserver.registry.strategy import Strategy
 _METADATA_KEEP = ("apiVersion", "kind", "metadata")
 
 
-class CustomResourceStrategy(Strategy):
-    """One custom resource's rules, from its CRD (`crd`) and stored version (`info`)."""
+class Converter(Protocol):
+    """A CRD's conversion between its versions (the apiserver's apiextensions.conversion)."""
 
-    def __init__(self, info: KindInfo, crd: ObjView) -> None:
+    @property
+    def several_versions(self) -> bool:
+        """Whether the CRD has more than one version (else nothing is ever converted)."""
+
+    async def convert(self, objs: list[Obj], api_version: str) -> list[Obj]:
+        """`objs` in `api_version` (those already in it unchanged), in order."""
+
+
+class CustomResourceStrategy(Strategy):
+    """One custom resource's rules, from its CRD (`crd`) and stored version (`info`);
+    `converter` converts its objects between the CRD's versions."""
+
+    def __init__(self, info: KindInfo, crd: ObjView, converter: Converter | None = None
+                 ) -> None:
         super().__init__(info.kind)
         self.info = info
         self.crd = crd
+        self.converter = converter
         self.schema = crds.schema_of(crd, info.version) or {}
         subresources = crds.subresources_of(crd, info.version) or {}
         self.status_enabled = "status" in subresources
