@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from skiff.api.apiextensions.crd import stored_versions_after_update
 from skiff.api.types import Obj, ObjView
 from skiff.apiserver.registry.strategy import Strategy
 
@@ -37,12 +38,9 @@ class CrdStrategy(Strategy):
         obj["status"] = {"storedVersions": _storage_versions(obj)}
 
     def prepare_for_update(self, old: Obj, new: Obj, *, subresource: str) -> None:
-        status = new.setdefault("status", {})
-        stored = list(status.get("storedVersions") or [])
-        for version in _storage_versions(new):
-            if version not in stored:
-                stored.append(version)
-        status["storedVersions"] = stored
+        if subresource == "":  # a status write may prune storedVersions (after a migration)
+            new.setdefault("status", {})["storedVersions"] = stored_versions_after_update(
+                new, old)
 
     def finalizers_on_delete(self, current: Obj) -> list[str]:
         return [CLEANUP_FINALIZER] if established(current) else []

@@ -18,6 +18,7 @@ from skiff.api import ApiError, Reason, jsonpath
 from skiff.api.apiextensions import crdversions as crds
 from skiff.api.apiextensions.structural import (
     default_custom_object,
+    drop_nulls_without_defaults,
     prune_custom_object,
     validate_custom_object,
 )
@@ -77,6 +78,7 @@ class CustomResourceStrategy(Strategy):
                 != {k: v for k, v in new.items() if k not in skip})
 
     def default(self, obj: Obj) -> None:
+        drop_nulls_without_defaults(self.schema, obj)  # as kube does to request bodies
         default_custom_object(self.schema, obj)
 
     def prune_unknown(self, obj: Obj) -> list[str]:
