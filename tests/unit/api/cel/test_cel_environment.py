@@ -130,3 +130,21 @@ def test_ex3_cel_value_of_the_wrong_type_is_no_such_overload(value: Any) -> None
     with pytest.raises(CelEvalError) as err:
         evaluate(program, {"self": value})
     assert str(err.value) == "no such overload"
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("!format.dns1123Label().validate('my-name').hasValue()", True),
+    ("format.dns1123Label().validate('My_Name').value()", [
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or "
+        "'-', and must start and end with an alphanumeric character (e.g. 'my-name',  or "
+        "'123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"]),
+    ("format.dns1123LabelPrefix().validate('my-').hasValue()", False),
+    ("format.dns1035Label().validate('1abc').hasValue()", True),
+    ("format.named('uuid').hasValue() && !format.named('nope').hasValue()", True),
+    ("format.named('uuid').value().validate('123e4567-e89b-12d3-a456-426614174000')"
+     ".hasValue()", False),
+    ("format.uuid().validate('nope').value()", ["does not match the UUID format"]),
+    ("format.qualifiedName().validate('example.com/Name').hasValue()", False),
+])
+def test_ex3_cel_format_library(expr: str, expected: Any) -> None:
+    assert _eval(expr) == expected
