@@ -27,6 +27,7 @@ from skiff.cluster.security import ClusterSecurity
 from skiff.pki import CertificateAuthority
 from tests.integration.auth.conftest import SecureCluster, start_secure_cluster
 from tests.integration.kubectl import kubectl
+from tests.integration.officialclient import present
 
 GROUP, VERSION = "metrics.example.com", "v1beta1"
 GV = f"{GROUP}/{VERSION}"
@@ -288,3 +289,59 @@ def test_ex8_a_stopped_backend_turns_unavailable_and_requests_get_503(
     finally:
         server.resume()
     assert _until_available(config, "True")["reason"] == "Passed"  # and back again
+
+
+WARDLE = """apiVersion: apiregistration.k8s.io/v1
+kind: APIService
+metadata:
+  name: v1alpha1.wardle.k8s.io
+spec:
+  insecureSkipTLSVerify: true
+  group: wardle.k8s.io
+  groupPriorityMinimum: 1000
+  versionPriority: 15
+  service:
+    name: api
+    namespace: wardle
+  version: v1alpha1
+"""
+
+
+def test_ex8_the_official_clients_e2e_apiservice_manifest(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer], tmp_path: Path) -> None:
+    """kubernetes-client/python's e2e `test_create_apiservice_from_yaml_with_conflict`:
+    create from YAML, read, the same create refused as kube refuses it, delete."""
+    from kubernetes import client, config, utils
+    _, kubeconfig, _ = aggregated
+    manifest = tmp_path / "api-service.yaml"
+    manifest.write_text(WARDLE)
+    with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
+        utils.create_from_yaml(api_client, str(manifest))
+        registration = client.ApiregistrationV1Api(api_client)
+        svc = registration.read_api_service(name="v1alpha1.wardle.k8s.io")
+        assert (svc.metadata.name, svc.spec.group, svc.spec.version) == (
+            "v1alpha1.wardle.k8s.io", "wardle.k8s.io", "v1alpha1")
+        with pytest.raises(utils.FailToCreateError) as refused:
+            utils.create_from_yaml(api_client, str(manifest))
+        assert str(refused.value) == (
+            'Error from server (Conflict): {"kind":"Status","apiVersion":"v1","metadata":{},'
+            '"status":"Failure","message":"apiservices.apiregistration.k8s.io '
+            '\\"v1alpha1.wardle.k8s.io\\" already exists","reason":"AlreadyExists",'
+            '"details":{"name":"v1alpha1.wardle.k8s.io","group":"apiregistration.k8s.io",'
+            '"kind":"apiservices"},"code":409}\n')
+        # no Service behind it: unavailable, with kube's reason and message
+        deadline = time.monotonic() + 8
+        while True:
+            stored = registration.read_api_service(name="v1alpha1.wardle.k8s.io")
+            conditions = {c.type: c for c in present(stored.status).conditions or []}
+            if "Available" in conditions:
+                break
+            assert time.monotonic() < deadline, "no Available condition"
+            time.sleep(0.3)
+        available = conditions["Available"]
+        assert (available.status, available.reason, available.message) == (
+            "False", "ServiceNotFound", 'service/api in "wardle" is not present')
+        registration.delete_api_service(name="v1alpha1.wardle.k8s.io", body={})
+        with pytest.raises(client.ApiException) as gone:
+            registration.read_api_service(name="v1alpha1.wardle.k8s.io")
+        assert gone.value.status == 404

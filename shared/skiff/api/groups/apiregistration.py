@@ -156,4 +156,5 @@ RULES = GroupRules(
                        ("AVAILABLE", available_column), ("AGE", age_column)],
     },
     schemas={"APIService": fields(*TOP, "spec", "status", metadata=OBJECT_META)},
+    initial_status={"APIService": {}},  # `status: {}` until a controller reports
 )
