@@ -2,7 +2,8 @@
 standard, strings, math and encoders extensions: lists (`isSorted`, `sum`, `min`, `max`,
 `indexOf`, `lastIndexOf`), sets (`sets.contains`, `sets.equivalent`, `sets.intersects`),
 regex (`find`, `findAll`), URLs (`isURL`, `url(...).getHost()`...), quantities
-(`isQuantity`, `quantity(...).isGreaterThan(...)`...) and formats (`skiff.api.cel.formats`).
+(`isQuantity`, `quantity(...).isGreaterThan(...)`...), formats (`skiff.api.cel.formats`)
+and IPs and CIDRs (`skiff.api.cel.network`).
 
 A URL or a quantity is an opaque type in Kubernetes; the Python runtime cannot declare
 opaque types, so each is a map with one marker key (`__url__`, `__quantity__`) holding its
@@ -20,7 +21,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from cel_expr_python import cel  # type: ignore[import-untyped]
 
-from skiff.api.cel import formats
+from skiff.api.cel import formats, network
 from skiff.api.quantity import canonical, parse_quantity
 
 _DYN = cel.Type.DYN
@@ -261,5 +262,6 @@ def extension() -> Any:
               _overload("k8s_quantity_sub_int", _MAP, [_MAP, _INT],
                         lambda a, b: _q_result(_q(a) - _q(b), a), member=m)),
         *formats.declarations(),
+        *network.declarations(),
     ])
 

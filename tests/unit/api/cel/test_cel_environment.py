@@ -148,3 +148,25 @@ def test_ex3_cel_value_of_the_wrong_type_is_no_such_overload(value: Any) -> None
 ])
 def test_ex3_cel_format_library(expr: str, expected: Any) -> None:
     assert _eval(expr) == expected
+
+
+@pytest.mark.parametrize(("expr", "expected"), [
+    ("isIP('10.0.0.1') && isIP('fd00::1') && !isIP('10.0.0.1/8')", True),
+    ("isIP('::ffff:1.2.3.4')", False),
+    ("ip('10.0.0.1').family() == 4 && ip('::1').isLoopback()", True),
+    ("ip('8.8.8.8').isGlobalUnicast() && !ip('0.0.0.0').isGlobalUnicast()", True),
+    ("cidr('10.0.0.0/8').containsIP(ip('10.1.2.3')) && !cidr('10.0.0.0/8').containsIP("
+     "'11.0.0.1')", True),
+    ("cidr('10.0.0.0/8').containsCIDR('10.1.0.0/16')", True),
+    ("cidr('10.1.2.3/8').masked().prefixLength()", 8),
+    ("isCIDR('10.0.0.0/33')", False),
+])
+def test_ex3_cel_ip_and_cidr_libraries(expr: str, expected: Any) -> None:
+    assert _eval(expr) == expected
+
+
+def test_ex3_cel_bad_ip_reads_as_kubernetes_words_it() -> None:
+    with pytest.raises(CelEvalError) as err:
+        _eval("ip('nope').family() == 4")
+    assert str(err.value) == ('IP Address "nope" parse error during conversion from string: '
+                              'ParseAddr("nope"): unable to parse IP')
