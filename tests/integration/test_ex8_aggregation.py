@@ -14,9 +14,9 @@ import json
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from aiohttp import web
@@ -312,17 +312,19 @@ def test_ex8_the_official_clients_e2e_apiservice_manifest(
     """kubernetes-client/python's e2e `test_create_apiservice_from_yaml_with_conflict`:
     create from YAML, read, the same create refused as kube refuses it, delete."""
     from kubernetes import client, config, utils
+    create_from_yaml = cast(Callable[..., object], utils.create_from_yaml)  # untyped
     _, kubeconfig, _ = aggregated
     manifest = tmp_path / "api-service.yaml"
     manifest.write_text(WARDLE)
     with config.new_client_from_config(config_file=str(kubeconfig)) as api_client:
-        utils.create_from_yaml(api_client, str(manifest))
+        create_from_yaml(api_client, str(manifest))
         registration = client.ApiregistrationV1Api(api_client)
         svc = registration.read_api_service(name="v1alpha1.wardle.k8s.io")
-        assert (svc.metadata.name, svc.spec.group, svc.spec.version) == (
+        spec = present(svc.spec)
+        assert (present(svc.metadata).name, spec.group, spec.version) == (
             "v1alpha1.wardle.k8s.io", "wardle.k8s.io", "v1alpha1")
         with pytest.raises(utils.FailToCreateError) as refused:
-            utils.create_from_yaml(api_client, str(manifest))
+            create_from_yaml(api_client, str(manifest))
         assert str(refused.value) == (
             'Error from server (Conflict): {"kind":"Status","apiVersion":"v1","metadata":{},'
             '"status":"Failure","message":"apiservices.apiregistration.k8s.io '
@@ -341,7 +343,8 @@ def test_ex8_the_official_clients_e2e_apiservice_manifest(
         available = conditions["Available"]
         assert (available.status, available.reason, available.message) == (
             "False", "ServiceNotFound", 'service/api in "wardle" is not present')
-        registration.delete_api_service(name="v1alpha1.wardle.k8s.io", body={})
+        registration.delete_api_service(name="v1alpha1.wardle.k8s.io",
+                                        body=client.V1DeleteOptions())
         with pytest.raises(client.ApiException) as gone:
             registration.read_api_service(name="v1alpha1.wardle.k8s.io")
         assert gone.value.status == 404

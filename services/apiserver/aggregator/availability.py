@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj, ObjView
@@ -29,7 +31,6 @@ from skiff.apiserver.aggregator.local import (
     ensure_builtin,
     sync_crd_api_services,
 )
-from skiff.apiserver.aggregator.proxy import Proxier
 from skiff.apiserver.aggregator.table import RESOURCE, Registration, registration_of
 from skiff.apiserver.registry.store import Registry
 from skiff.clock import rfc3339
@@ -37,6 +38,14 @@ from skiff.clock import rfc3339
 log = logging.getLogger(__name__)
 
 SERVICE_NAME_LABEL = "kubernetes.io/service-name"
+
+
+class DiscoveryChecker(Protocol):
+    """The backend's discovery check (the proxy's `Proxier`)."""
+
+    async def discovery_check(self, reg: Registration) -> str | None: ...
+
+    async def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -53,7 +62,7 @@ LOCAL = Verdict("True", LOCAL_REASON, LOCAL_MESSAGE)
 
 
 def endpoint_verdict(reg: Registration, service: ObjView | None,
-                     slices: list[ObjView]) -> Verdict | None:
+                     slices: Sequence[ObjView]) -> Verdict | None:
     """The Service and EndpointSlice checks, with kube's reasons and messages; None when
     they pass (the discovery check decides)."""
     assert reg.service is not None
@@ -105,8 +114,8 @@ def with_condition(obj: ObjView, verdict: Verdict, now: str) -> Obj | None:
 class AvailabilityController:
     """Keeps every APIService's Available condition current (see the module doc)."""
 
-    def __init__(self, registry: Registry, proxier: Proxier, *, interval: float = 10.0
-                 ) -> None:
+    def __init__(self, registry: Registry, proxier: DiscoveryChecker, *,
+                 interval: float = 10.0) -> None:
         self.registry = registry
         self.proxier = proxier
         self.interval = interval
@@ -162,7 +171,7 @@ class AvailabilityController:
         status = with_condition(obj, verdict, rfc3339(self.registry.clock.now()))
         if status is None:
             return
-        if verdict.status != ("True" if reg.available else "Unknown"):
+        if verdict.status != ("True" if reg.available else "False"):
             log.info("APIService availability changed", extra={
                 "apiservice": reg.name, "status": verdict.status, "reason": verdict.reason})
         body = {**obj, "status": status,
