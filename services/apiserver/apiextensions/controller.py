@@ -56,6 +56,7 @@ class CrdController:
         self.cleanup_interval = cleanup_interval
         self._served: dict[str, KindInfo] = {}  # CRD name -> the stored version's info
         self._versions: dict[str, list[KindInfo]] = {}  # CRD name -> the served versions
+        self._shapes: dict[str, Any] = {}  # CRD name -> what was published of it
         self._cleanups: dict[str, asyncio.Task[None]] = {}
 
     async def sync(self) -> str:
@@ -119,21 +120,32 @@ class CrdController:
                                                        name=f"crd-cleanup-{name}")
 
     def _serve(self, crd: ObjView) -> None:
+        name = crd["metadata"]["name"]
         stored, served = kind_infos(crd)
-        previous = self._served.get(crd["metadata"]["name"])
+        # Its strategy is made again for every change (a terminating CRD refuses creates);
+        # the kind table and OpenAPI only when what they publish changed, since each change
+        # there makes every apiserver front rebuild its discovery and OpenAPI documents.
+        self.registry.strategies.set_custom(stored, CustomResourceStrategy(
+            stored, crd, CrdConverter(crd, self._caller)))
+        schemas = [crds.schema_of(crd, info.version) for info in served]
+        shape = (stored, tuple(served), schemas)
+        if self._shapes.get(name) == shape:
+            return
+        previous = self._served.get(name)
         if previous is not None and previous.ref != stored.ref:
-            self._unserve(crd["metadata"]["name"])
+            self._unserve(name)
+            self.registry.strategies.set_custom(stored, CustomResourceStrategy(
+                stored, crd, CrdConverter(crd, self._caller)))
         now_served = {info.api_version for info in served}
-        for old in self._versions.get(crd["metadata"]["name"], []):
+        for old in self._versions.get(name, []):
             if old.api_version not in now_served:
                 openapi.set_custom_schema(old, None)
         register_custom(stored, served)
-        self.registry.strategies.set_custom(stored, CustomResourceStrategy(
-            stored, crd, CrdConverter(crd, self._caller)))
-        for info in served:  # kubectl explain, server-side apply's list merging (EX4)
-            openapi.set_custom_schema(info, crds.schema_of(crd, info.version))
-        self._served[crd["metadata"]["name"]] = stored
-        self._versions[crd["metadata"]["name"]] = served
+        for info, schema in zip(served, schemas, strict=True):  # kubectl explain, SSA (EX4)
+            openapi.set_custom_schema(info, schema)
+        self._served[name] = stored
+        self._versions[name] = served
+        self._shapes[name] = shape
 
     def _unserve(self, name: str) -> None:
         info = self._served.pop(name, None)
@@ -142,6 +154,7 @@ class CrdController:
             self.registry.strategies.set_custom(info, None)
         for served in self._versions.pop(name, []):
             openapi.set_custom_schema(served, None)
+        self._shapes.pop(name, None)
 
     async def _report(self, crd: Obj, conflict: str) -> None:
         """Write the conditions and accepted names the CRD should show, if they differ."""
