@@ -26,7 +26,12 @@ from skiff.api.podsecurity import PodSecurityConfig
 from skiff.apiserver import replicas
 from skiff.apiserver.admission.podsecurity import load_admission_config
 from skiff.apiserver.admission.tolerations import AdmissionConfig
-from skiff.apiserver.aggregator import Aggregator, ProxyClientCertificate
+from skiff.apiserver.aggregator import (
+    Aggregator,
+    AuthenticationTrust,
+    ProxyClientCertificate,
+    comma_list,
+)
 from skiff.apiserver.apiextensions.controller import CrdController
 from skiff.apiserver.auth.authenticator import Authenticator
 from skiff.apiserver.auth.escalation import EscalationCheck
@@ -299,7 +304,8 @@ class ApiServer:
                                             name="bound-objects")
                 aggregator = Aggregator(registry, certificate=ProxyClientCertificate(
                     s.proxy_client_cert_file, s.proxy_client_key_file),
-                    check_interval=s.apiservice_availability_check_interval)
+                    check_interval=s.apiservice_availability_check_interval,
+                    trust=self._authentication_trust())
                 aggregator_task = tg.create_task(supervised("aggregator", aggregator.run),
                                                  name="aggregator")
                 http = None
@@ -356,6 +362,18 @@ class ApiServer:
         finally:
             await server.stop(0)
             await storage.close()
+
+    def _authentication_trust(self) -> AuthenticationTrust:
+        """What extension apiservers are told to trust (SPEC EX8)."""
+        s = self.settings
+        return AuthenticationTrust(
+            client_ca_file=s.client_ca_file,
+            requestheader_client_ca_file=s.requestheader_client_ca_file,
+            requestheader_allowed_names=comma_list(s.requestheader_allowed_names),
+            requestheader_username_headers=comma_list(s.requestheader_username_headers),
+            requestheader_group_headers=comma_list(s.requestheader_group_headers),
+            requestheader_extra_headers_prefix=comma_list(
+                s.requestheader_extra_headers_prefix))
 
     def _kubelet_credentials(self) -> Credentials:
         """How this apiserver proves itself to the kubelets (none: plaintext kubelets)."""

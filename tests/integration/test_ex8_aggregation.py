@@ -348,3 +348,17 @@ def test_ex8_the_official_clients_e2e_apiservice_manifest(
         with pytest.raises(client.ApiException) as gone:
             registration.read_api_service(name="v1alpha1.wardle.k8s.io")
         assert gone.value.status == 404
+
+
+def test_ex8_extension_apiservers_find_the_front_proxy_trust_in_kube_system(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    cluster, config, _ = aggregated
+    data = json.loads(_ok(config, "get", "configmap", "extension-apiserver-authentication",
+                          "-n", "kube-system", "-o", "json"))["data"]
+    assert data["client-ca-file"] == cluster.pki.ca.read_text()
+    assert "BEGIN CERTIFICATE" in data["requestheader-client-ca-file"]
+    assert data["requestheader-client-ca-file"] != data["client-ca-file"]
+    assert (data["requestheader-allowed-names"], data["requestheader-username-headers"],
+            data["requestheader-group-headers"], data["requestheader-extra-headers-prefix"]
+            ) == (f'["{PROXY_CLIENT}"]', '["X-Remote-User"]', '["X-Remote-Group"]',
+                  '["X-Remote-Extra-"]')

@@ -5,13 +5,15 @@ requests over TLS with the user in front-proxy headers, and keeps each APIServic
 
 `front` is what the HTTP front calls, `table` the APIServices as requests read them,
 `proxy` the HTTPS client, `headers` the front-proxy headers, `discovery` the `/apis`
-merge, `availability` the condition controller, `local` the local APIServices.
+merge, `availability` the condition controller, `local` the local APIServices,
+`authtrust` the front-proxy trust published for extension apiservers.
 """
 
+from skiff.apiserver.aggregator.authtrust import AuthenticationTrust, comma_list
 from skiff.apiserver.aggregator.availability import AvailabilityController
 from skiff.apiserver.aggregator.front import Aggregator
 from skiff.apiserver.aggregator.proxy import Proxier, ProxyClientCertificate
 from skiff.apiserver.aggregator.table import ApiServiceTable, Registration
 
-__all__ = ["Aggregator", "ApiServiceTable", "AvailabilityController",
-           "ProxyClientCertificate", "Proxier", "Registration"]
+__all__ = ["Aggregator", "ApiServiceTable", "AuthenticationTrust", "AvailabilityController",
+           "ProxyClientCertificate", "Proxier", "Registration", "comma_list"]

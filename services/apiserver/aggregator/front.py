@@ -4,7 +4,8 @@ aggregated ones merged in (`api_groups`), and the proxied answer (`proxy`): the 
 authorized here first, as kube-apiserver's handler chain authorizes every request before
 the aggregator's proxy sees it (so `kubectl top`-style reads need RBAC on the extension's
 group here too), then handed to the extension apiserver with the user in front-proxy
-headers. `run` follows the APIServices and keeps their availability current.
+headers. `run` publishes the front proxy's trust for extension apiservers, follows the
+APIServices and keeps their availability current.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import asyncio
 
 from skiff.api.types import Obj
 from skiff.apiserver.admission.webhook.client import ServiceResolver
+from skiff.apiserver.aggregator import authtrust
+from skiff.apiserver.aggregator.authtrust import AuthenticationTrust
 from skiff.apiserver.aggregator.availability import AvailabilityController
 from skiff.apiserver.aggregator.discovery import merge_groups
 from skiff.apiserver.aggregator.proxy import (
@@ -44,7 +47,10 @@ class Aggregator:
 
     def __init__(self, registry: Registry, *,
                  certificate: ProxyClientCertificate = NO_CERTIFICATE,
-                 check_interval: float = 10.0, resolver: Resolver | None = None) -> None:
+                 check_interval: float = 10.0, resolver: Resolver | None = None,
+                 trust: AuthenticationTrust | None = None) -> None:
+        self.registry = registry
+        self.trust = trust
         self.table = ApiServiceTable(registry)
         self.proxier = Proxier(resolver or ServiceResolver(registry.storage),
                                certificate=certificate)
@@ -52,7 +58,10 @@ class Aggregator:
                                                    interval=check_interval)
 
     async def run(self) -> None:
-        """Follow the APIServices and check their availability, until cancelled."""
+        """Publish the front proxy's trust, follow the APIServices and check their
+        availability, until cancelled."""
+        if self.trust is not None:
+            await authtrust.publish(self.registry, self.trust)
         async with asyncio.TaskGroup() as tg:
             tg.create_task(self.table.run(), name="apiservice-table")
             tg.create_task(self.availability.run(), name="apiservice-availability")
