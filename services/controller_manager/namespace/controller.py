@@ -3,10 +3,11 @@ everything in it.
 
 A DELETE marks the namespace Terminating (its `spec.finalizers` hold `kubernetes`). This
 controller then deletes every object of every namespaced kind in it (pods gracefully, as
-any DELETE), reports what is left in the NamespaceContentRemaining / NamespaceDeletion*
-conditions, and once nothing is left removes the `kubernetes` finalizer, which lets the
-apiserver remove the namespace. The kinds are the built-in ones and the custom resources
-served now (SPEC EX2; kube finds both through discovery), followed through the CRDs.
+any DELETE), reports what is left in kube's conditions (NamespaceContentRemaining,
+NamespaceFinalizersRemaining and the NamespaceDeletion* ones; see `conditions`), and once
+nothing is left removes the `kubernetes` finalizer, which lets the apiserver remove the
+namespace. The kinds are the built-in ones and the custom resources served now (SPEC EX2;
+kube finds both through discovery), followed through the CRDs.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from skiff.api.types import Obj
 from skiff.client import object_key
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.namespace.conditions import deletion_conditions
 from skiff.controller_manager.writes import try_update
 
 log = logging.getLogger(__name__)
@@ -51,47 +53,54 @@ class NamespaceController(Controller):
             return None
         name = ns["metadata"]["name"]
         remaining: dict[str, int] = {}
-        others_remain = False  # objects other than the _LAST kinds' (sorted first)
-        kinds = sorted((k for k in all_kinds() if k.namespaced), key=_last)
-        for info in kinds:
+        finalizers: dict[str, int] = {}
+        others_remain = False  # objects other than the _LAST kinds' (sorted first) remain
+        for info in sorted((k for k in all_kinds() if k.namespaced), key=_last):
             try:
                 items = (await self.client.list(info.ref, name))["items"]
             except ApiError as err:
                 if info.custom and err.reason == Reason.NOT_FOUND:
                     continue  # its CRD went meanwhile (and its objects with it)
                 raise
-            if not items:
-                continue
-            remaining[_reported(info)] = len(items)
             if _last(info) and others_remain:
-                continue  # other objects still use them
+                left = items  # other objects still use them
+            else:
+                left = [obj for obj in [await self._delete(info, name, o) for o in items]
+                        if obj is not None]
+            if not left:
+                continue
+            remaining[_reported(info)] = len(left)
             others_remain = others_remain or not _last(info)
-            for obj in items:
-                if obj["metadata"].get("deletionTimestamp"):
-                    continue
-                try:
-                    await self.client.delete(info.ref, obj["metadata"]["name"], name,
-                                             propagation_policy="Background")
-                except ApiError as err:
-                    if err.reason not in (Reason.NOT_FOUND, Reason.CONFLICT):
-                        raise
+            for obj in left:
+                for finalizer in obj["metadata"].get("finalizers") or []:
+                    finalizers[finalizer] = finalizers.get(finalizer, 0) + 1
+        await self._report(ns, remaining, finalizers)
         if remaining:
-            await self._report(ns, remaining)
             return 1.0
         await self._finalize(ns)
         return None
 
-    async def _report(self, ns: Obj, remaining: dict[str, int]) -> None:
-        message = "Some resources are remaining: " + ", ".join(
-            f"{r} has {n} resource instances" for r, n in sorted(remaining.items()))
-        conditions = [c for c in (ns.get("status") or {}).get("conditions") or []
-                      if c.get("type") != "NamespaceContentRemaining"]
-        conditions.append({"type": "NamespaceContentRemaining", "status": "True",
-                           "reason": "SomeResourcesRemain", "message": message,
-                           "lastTransitionTime": rfc3339(self.clock.now())})
-        old = [c for c in (ns.get("status") or {}).get("conditions") or []
-               if c.get("type") == "NamespaceContentRemaining"]
-        if old and old[0].get("message") == message:
+    async def _delete(self, info: KindInfo, namespace: str, obj: Obj) -> Obj | None:
+        """Delete one object (unless it is being deleted already); what is left of it."""
+        if obj["metadata"].get("deletionTimestamp"):
+            return obj
+        try:
+            result = await self.client.delete(info.ref, obj["metadata"]["name"], namespace,
+                                              propagation_policy="Background")
+        except ApiError as err:
+            if err.reason == Reason.NOT_FOUND:
+                return None
+            if err.reason == Reason.CONFLICT:
+                return obj
+            raise
+        return None if result.get("deleted") else dict(result.get("object") or obj)
+
+    async def _report(self, ns: Obj, remaining: dict[str, int],
+                      finalizers: dict[str, int]) -> None:
+        conditions = deletion_conditions(
+            list((ns.get("status") or {}).get("conditions") or []), remaining=remaining,
+            finalizers=finalizers, now=rfc3339(self.clock.now()))
+        if conditions is None:
             return
         updated = copy.deepcopy(ns)
         updated.setdefault("status", {})["conditions"] = conditions

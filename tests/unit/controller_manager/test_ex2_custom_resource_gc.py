@@ -214,13 +214,15 @@ async def test_ex2_deleting_a_namespace_deletes_its_custom_objects(running: Runn
     await eventually(lambda: not running.has(REF, "tab", "doomed")
                      and not running.has("configmaps", "cfg", "doomed"))
 
-    def reported() -> str:
+    def reported(kind: str = "NamespaceContentRemaining") -> str:
         stored = running.client.stored("namespaces", "doomed") or {}
         return next((c["message"] for c in (stored.get("status") or {}).get("conditions")
-                     or [] if c["type"] == "NamespaceContentRemaining"), "")
+                     or [] if c["type"] == kind), "")
 
     await eventually(lambda: reported() ==
                      f"Some resources are remaining: {REF} has 1 resource instances")
+    assert reported("NamespaceFinalizersRemaining") == (
+        "Some finalizers are remaining: example.com/hold in 1 resource instances")
     held = copy.deepcopy(running.client.stored(REF, "blocked", "doomed"))
     assert held is not None and held["metadata"].get("deletionTimestamp")
     held["metadata"]["finalizers"] = []
