@@ -45,8 +45,6 @@ class DiscoveryChecker(Protocol):
 
     async def discovery_check(self, reg: Registration) -> str | None: ...
 
-    async def close(self) -> None: ...
-
 
 @dataclass(frozen=True)
 class Verdict:
@@ -122,16 +120,13 @@ class AvailabilityController:
         self._bootstrapped = False
 
     async def run(self) -> None:
-        try:
-            while True:
-                try:
-                    await self.sync_once()
-                except ApiError as err:
-                    log.warning("APIService availability will be checked again",
-                                extra={"error": err.message})
-                await asyncio.sleep(self.interval)
-        finally:
-            await self.proxier.close()
+        while True:
+            try:
+                await self.sync_once()
+            except ApiError as err:
+                log.warning("APIService availability will be checked again",
+                            extra={"error": err.message})
+            await asyncio.sleep(self.interval)
 
     async def sync_once(self) -> None:
         """One pass: the local APIServices made, then every APIService's condition."""

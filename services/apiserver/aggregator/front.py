@@ -62,9 +62,12 @@ class Aggregator:
         availability, until cancelled."""
         if self.trust is not None:
             await authtrust.publish(self.registry, self.trust)
-        async with asyncio.TaskGroup() as tg:
-            tg.create_task(self.table.run(), name="apiservice-table")
-            tg.create_task(self.availability.run(), name="apiservice-availability")
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self.table.run(), name="apiservice-table")
+                tg.create_task(self.availability.run(), name="apiservice-availability")
+        finally:
+            await self.proxier.close()
 
     def target(self, path: str) -> Registration | None:
         """The remote APIService serving `path` (`/apis/<group>/<version>[/...]`), if any."""

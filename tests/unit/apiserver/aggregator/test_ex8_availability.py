@@ -34,9 +34,6 @@ class FakeBackend:
         self.checked.append(reg.name)
         return self.failure
 
-    async def close(self) -> None:
-        pass
-
 
 def service(**spec: Any) -> Obj:
     return {"apiVersion": "v1", "kind": "Service",
