@@ -202,3 +202,36 @@ async def test_ex2_deleting_a_namespace_deletes_its_custom_objects(
     assert held["metadata"].get("deletionTimestamp")
     await _release(api, crontabs, "held", namespace)
     await _until(lambda: _gone(api, "namespaces", namespace, None))
+
+
+async def test_ex2_owners_are_told_apart_by_api_version_when_two_crds_share_a_kind(
+        api: ApiClient, namespace: str, controller_manager: StartControllerManager) -> None:
+    # Two groups serve a kind named CronTab, each with an object named "same": deleting one
+    # collects its dependents only.
+    refs = []
+    for _ in range(2):
+        group = f"g{uuid.uuid4().hex[:8]}.example.com"
+        crd = await api.create(_crd(group))
+        refs.append(crd["metadata"]["name"])
+    try:
+        for ref in refs:
+            async def is_established(ref: str = ref) -> bool:
+                return established(await api.get("customresourcedefinitions", ref))
+
+            await _until(is_established)
+            register_custom(*kind_infos(await api.get("customresourcedefinitions", ref)))
+        controller_manager("--controllers", "garbagecollector")
+        owners = [await api.create(_crontab(ref, "same", namespace)) for ref in refs]
+        for i, owner in enumerate(owners):
+            await api.create({"apiVersion": "v1", "kind": "ConfigMap",
+                              "metadata": {"name": f"dep-{i}", "namespace": namespace,
+                                           "ownerReferences": _owned_by(owner)}})
+        await api.delete(refs[0], "same", namespace)
+        await _until(lambda: _gone(api, "configmaps", "dep-0", namespace))
+        await asyncio.sleep(1.0)
+        assert not await _gone(api, "configmaps", "dep-1", namespace)
+    finally:
+        for ref in refs:
+            with contextlib.suppress(ApiError):
+                await api.delete("customresourcedefinitions", ref)
+            unregister_custom(ref)
