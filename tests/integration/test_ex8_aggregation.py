@@ -362,3 +362,38 @@ def test_ex8_extension_apiservers_find_the_front_proxy_trust_in_kube_system(
             data["requestheader-group-headers"], data["requestheader-extra-headers-prefix"]
             ) == (f'["{PROXY_CLIENT}"]', '["X-Remote-User"]', '["X-Remote-Group"]',
                   '["X-Remote-Extra-"]')
+
+
+def test_ex8_another_user_is_authorized_here_then_named_to_the_backend(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer], tmp_path: Path) -> None:
+    """bob (a bearer token, group `developers`): RBAC here decides first, as kube-apiserver
+    authorizes every request before its aggregator proxies it; once granted, the backend
+    is told bob and his groups, never his token."""
+    cluster, config, server = aggregated
+    _until_available(config, "True")
+    bob = tmp_path / "bob.kubeconfig"
+    bob.write_text(json.dumps({
+        "apiVersion": "v1", "kind": "Config", "current-context": "bob",
+        "clusters": [{"name": "skiff", "cluster": {
+            "server": cluster.https, "certificate-authority": str(cluster.pki.ca)}}],
+        "users": [{"name": "bob", "user": {"token": "token-bob"}}],
+        "contexts": [{"name": "bob", "context": {"cluster": "skiff", "user": "bob"}}]}))
+    path = f"/apis/{GV}/namespaces/default/widgets"
+    refused = kubectl(bob, "get", "--raw", path)
+    assert refused.returncode != 0
+    assert ('widgets.metrics.example.com is forbidden: User "bob" cannot list resource '
+            '"widgets" in API group "metrics.example.com" in the namespace "default"'
+            ) in refused.stderr
+    _ok(config, "create", "clusterrole", "widget-reader", "--verb=get,list,watch",
+        f"--resource=widgets.{GROUP}")
+    _ok(config, "create", "rolebinding", "bob-reads-widgets", "-n", "default",
+        "--clusterrole=widget-reader", "--user=bob")
+    deadline = time.monotonic() + 5
+    while (done := kubectl(bob, "get", "--raw", path)).returncode != 0:
+        assert time.monotonic() < deadline, done.stderr
+        time.sleep(0.2)
+    widget = json.loads(done.stdout)["items"][0]
+    assert widget["metadata"]["name"] == "seen-by-bob"
+    assert set(widget["groups"]) == {"developers", "system:authenticated"}
+    sent = [s for s in server.seen if s["user"] == "bob"][-1]
+    assert sent["authorization"] is None and sent["client_cn"] == PROXY_CLIENT
