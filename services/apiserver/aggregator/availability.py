@@ -9,15 +9,16 @@ controllers), checked every `interval` seconds by every apiserver:
   `GET /apis/<group>/<version>` through the proxy's own path fails
   (`FailedDiscoveryCheck`); else `True`, `Passed`, "all checks passed".
 
-The condition is written through the status subresource only when it changed
-(`lastTransitionTime` kept while its status stays), so several apiservers agree without
-churn. The proxy reads the condition back from its table: a request for a group/version
-that is not available answers 503.
+A new or changed APIService is checked at once. The condition is written through the
+status subresource only when it changed (`lastTransitionTime` kept while its status
+stays), so several apiservers agree without churn. The proxy reads the condition back from
+its table: a request for a group/version that is not available answers 503.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -118,15 +119,22 @@ class AvailabilityController:
         self.proxier = proxier
         self.interval = interval
         self._bootstrapped = False
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Check now, not at the next interval (an APIService was added or changed)."""
+        self._wake.set()
 
     async def run(self) -> None:
         while True:
+            self._wake.clear()
             try:
                 await self.sync_once()
             except ApiError as err:
                 log.warning("APIService availability will be checked again",
                             extra={"error": err.message})
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), self.interval)
 
     async def sync_once(self) -> None:
         """One pass: the local APIServices made, then every APIService's condition."""

@@ -51,11 +51,11 @@ class Aggregator:
                  trust: AuthenticationTrust | None = None) -> None:
         self.registry = registry
         self.trust = trust
-        self.table = ApiServiceTable(registry)
         self.proxier = Proxier(resolver or ServiceResolver(registry.storage),
                                certificate=certificate)
         self.availability = AvailabilityController(registry, self.proxier,
                                                    interval=check_interval)
+        self.table = ApiServiceTable(registry, on_change=self.availability.wake)
 
     async def run(self) -> None:
         """Publish the front proxy's trust, follow the APIServices and check their

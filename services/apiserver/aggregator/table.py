@@ -8,8 +8,9 @@ apiserver.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from skiff.api import ApiError, Reason
@@ -82,10 +83,11 @@ def registration_of(obj: ObjView) -> Registration:
 class ApiServiceTable:
     """The registrations by name and by group/version (see the module doc)."""
 
-    def __init__(self, registry: Registry | None = None, *, retry_seconds: float = 1.0
-                 ) -> None:
+    def __init__(self, registry: Registry | None = None, *, retry_seconds: float = 1.0,
+                 on_change: Callable[[], None] | None = None) -> None:
         self._registry = registry
         self._retry_seconds = retry_seconds
+        self._on_change = on_change  # an APIService was added or its spec changed
         self._by_name: dict[str, Registration] = {}
         self._by_gv: dict[str, Registration] = {}
 
@@ -98,8 +100,12 @@ class ApiServiceTable:
 
     def put(self, obj: ObjView) -> None:
         reg = registration_of(obj)
+        old = self._by_name.get(reg.name)
         self._by_name[reg.name] = reg
         self._reindex()
+        if self._on_change is not None and (
+                old is None or dataclasses.replace(old, available=reg.available) != reg):
+            self._on_change()
 
     def remove(self, name: str) -> None:
         if self._by_name.pop(name, None) is not None:

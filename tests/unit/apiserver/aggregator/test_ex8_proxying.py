@@ -135,3 +135,18 @@ async def test_ex8_an_unavailable_apiservice_answers_503() -> None:
         Request("GET", "/apis/metrics.example.com/v1beta1/widgets", {}, {}, b""), ALICE)
     assert (answer.status, answer.body) == (503, "service unavailable\n")
     assert answer.content_type.startswith("text/plain")
+
+
+def test_ex8_a_new_or_changed_apiservice_is_checked_at_once_a_status_write_is_not() -> None:
+    changes: list[int] = []
+    table = ApiServiceTable(on_change=lambda: changes.append(1))
+    obj: Obj = {"metadata": {"name": "v1beta1.metrics.example.com"},
+                "spec": {"group": "metrics.example.com", "version": "v1beta1",
+                         "service": {"namespace": "ex8", "name": "ext"}}}
+    table.put(obj)
+    assert len(changes) == 1
+    table.put({**obj, "status": {"conditions": [{"type": "Available", "status": "True"}]}})
+    assert len(changes) == 1  # the controller's own write
+    table.put({**obj, "spec": {**obj["spec"], "service": {"namespace": "ex8",
+                                                          "name": "other"}}})
+    assert len(changes) == 2
