@@ -83,6 +83,7 @@ class ExtensionServer:
         app.router.add_get(f"/apis/{GV}/namespaces/{{namespace}}/widgets", self._widgets)
         app.router.add_get(f"/apis/{GV}/widgets", self._widgets)
         app.router.add_route("*", f"/apis/{GV}/echo", self._echo)
+        app.router.add_get(f"/openapi/v3/apis/{GV}", self._openapi)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port,
@@ -126,6 +127,31 @@ class ExtensionServer:
             return out
         return web.json_response({"apiVersion": GV, "kind": "WidgetList",
                                   "metadata": {"resourceVersion": "1"}, "items": [widget]})
+
+    async def _openapi(self, request: web.Request) -> web.Response:
+        self._record(request)
+        gvk = {"group": GROUP, "version": VERSION, "kind": "Widget"}
+        ok = {"description": "OK", "content": {"application/json": {"schema": {
+            "$ref": "#/components/schemas/com.example.metrics.v1beta1.Widget"}}}}
+        base = f"/apis/{GV}/namespaces/{{namespace}}/widgets"
+        paths = {base: {"get": {"operationId": "listWidget", "x-kubernetes-action": "list",
+                                "x-kubernetes-group-version-kind": gvk,
+                                "responses": {"200": ok}}},
+                 base + "/{name}": {"get": {"operationId": "readWidget",
+                                            "x-kubernetes-action": "get",
+                                            "x-kubernetes-group-version-kind": gvk,
+                                            "responses": {"200": ok}}}}
+        return web.json_response({
+            "openapi": "3.0.0", "info": {"title": "metrics-ext", "version": VERSION},
+            "paths": paths, "components": {"schemas": {"com.example.metrics.v1beta1.Widget": {
+                "type": "object", "description": "A widget the test extension serves.",
+                "properties": {
+                    "apiVersion": {"type": "string"}, "kind": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "groups": {"type": "array", "items": {"type": "string"},
+                               "description": "The groups the front proxy named."}},
+                "x-kubernetes-group-version-kind": [
+                    {"group": GROUP, "kind": "Widget", "version": VERSION}]}}}})
 
     async def _echo(self, request: web.Request) -> web.Response:
         entry = self._record(request, await request.read())
@@ -259,6 +285,12 @@ def test_ex8_kubectl_discovers_the_extension_and_lists_its_resource(
     assert resources.split()[:2] == ["widgets", GV]
     widgets = _ok(config, "get", f"widgets.{GROUP}", "-n", "default")
     assert "seen-by-kubernetes-admin" in widgets
+    # kubectl explain reads the extension's own OpenAPI v3 document, listed and proxied here
+    explained = _ok(config, "explain", f"widgets.{GROUP}")
+    assert "KIND:       Widget" in explained
+    assert "A widget the test extension serves." in explained
+    assert "The groups the front proxy named." in _ok(config, "explain",
+                                                       f"widgets.{GROUP}.groups")
 
 
 def test_ex8_a_watch_is_streamed_through(

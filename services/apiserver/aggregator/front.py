@@ -70,11 +70,21 @@ class Aggregator:
             await self.proxier.close()
 
     def target(self, path: str) -> Registration | None:
-        """The remote APIService serving `path` (`/apis/<group>/<version>[/...]`), if any."""
+        """The remote APIService serving `path` (`/apis/<group>/<version>[/...]`, or its
+        OpenAPI v3 document `/openapi/v3/apis/<group>/<version>`), if any."""
         parts = path.strip("/").split("/")
+        if parts[:2] == ["openapi", "v3"] and len(parts) == 5:
+            parts = parts[2:]
         if len(parts) < 3 or parts[0] != "apis":
             return None
         return self.table.remote(f"{parts[1]}/{parts[2]}")
+
+    def openapi_v3_paths(self) -> dict[str, Obj]:
+        """`/openapi/v3`'s entries of the aggregated group/versions (their documents are
+        the extension apiservers' own, proxied)."""
+        return {f"apis/{r.group_version}": {
+            "serverRelativeURL": f"/openapi/v3/apis/{r.group_version}"}
+            for r in self.table.registrations() if not r.local and r.group}
 
     def api_groups(self, served: list[Obj]) -> list[Obj]:
         """`/apis`' groups: `served` and the aggregated ones."""
@@ -83,7 +93,7 @@ class Aggregator:
     async def proxy(self, req: Request, reg: Registration, *,
                     guard: RequestGuard | None) -> Response:
         rest = [p for p in req.path.strip("/").split("/")[3:] if p]
-        if rest and guard is not None:
+        if rest and guard is not None and not req.path.startswith("/openapi/"):
             namespace, resource, name, sub = request_parts(rest)
             await guard.http_resource(method=req.method, query=req.query, group=reg.group,
                                       resource=resource, namespace=namespace, name=name,

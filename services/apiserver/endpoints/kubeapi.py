@@ -220,7 +220,8 @@ class KubeApi:
         return Response(200, {"paths": {
             ("api/v1" if gv == "v1" else f"apis/{gv}"): {
                 "serverRelativeURL": f"/openapi/v3/{'api/v1' if gv == 'v1' else 'apis/' + gv}"}
-            for gv in self._by_gv}})
+            for gv in self._by_gv} | (self.aggregator.openapi_v3_paths()
+                                      if self.aggregator is not None else {})})
 
     async def _openapi_v3_document(self, req: Request, path: str) -> Response:
         gv = path.removeprefix("/openapi/v3/").removeprefix("api/").removeprefix("apis/")
