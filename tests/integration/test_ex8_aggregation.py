@@ -84,6 +84,7 @@ class ExtensionServer:
         app.router.add_get(f"/apis/{GV}/widgets", self._widgets)
         app.router.add_route("*", f"/apis/{GV}/echo", self._echo)
         app.router.add_get(f"/openapi/v3/apis/{GV}", self._openapi)
+        app.router.add_get(f"/apis/{GV}/compressed", self._compressed)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port,
@@ -152,6 +153,15 @@ class ExtensionServer:
                                "description": "The groups the front proxy named."}},
                 "x-kubernetes-group-version-kind": [
                     {"group": GROUP, "kind": "Widget", "version": VERSION}]}}}})
+
+    async def _compressed(self, request: web.Request) -> web.Response:
+        """Gzip whenever the caller accepts it, as Go servers behind a gzip filter do."""
+        entry = self._record(request)
+        response = web.json_response({"kind": "Status", "apiVersion": "v1",
+                                      "status": "Success", "message": "x" * 4096,
+                                      "details": {"name": str(entry["user"])}})
+        response.enable_compression()
+        return response
 
     async def _echo(self, request: web.Request) -> web.Response:
         entry = self._record(request, await request.read())
@@ -268,6 +278,8 @@ def test_ex8_requests_are_proxied_with_the_user_in_front_proxy_headers(
     assert sent["query"] == {"limit": "5"}
     assert sent["authorization"] is None  # the client's credentials stay here
     assert sent["client_cn"] == PROXY_CLIENT  # the apiserver's proxy certificate
+    compressed = json.loads(_ok(config, "get", "--raw", f"/apis/{GV}/compressed"))
+    assert compressed["details"] == {"name": "kubernetes-admin"}  # arrived decoded
     echoed = json.loads(_ok(config, "create", "--raw", f"/apis/{GV}/echo", "-f", "-",
                             stdin='{"hello": "backend"}'))
     assert (echoed["method"], json.loads(echoed["body"])) == ("POST", {"hello": "backend"})

@@ -107,8 +107,9 @@ class Proxier:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
+            # bodies arrive decoded (the backend may compress; the client is answered
+            # uncompressed, so Content-Encoding is not relayed)
             self._session = aiohttp.ClientSession(
-                auto_decompress=False,
                 timeout=aiohttp.ClientTimeout(total=None, sock_connect=CONNECT_TIMEOUT_SECONDS))
         return self._session
 
