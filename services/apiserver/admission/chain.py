@@ -4,9 +4,10 @@ first, then every validating hook (`validate`), as kube-apiserver runs its chain
 `default_chain` builds Skiff's plugins in kube-apiserver's default order (its
 AllOrderedPlugins, cut to the plugins Skiff has): NamespaceLifecycle, LimitRanger,
 ServiceAccount, NodeRestriction, Priority, DefaultTolerationSeconds, DefaultStorageClass,
-PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionWebhook, ResourceQuota — the
-webhooks last of the mutating and of the validating plugins but ResourceQuota, as
-kube-apiserver orders them (ValidatingAdmissionPolicy goes between the two webhooks).
+PodSecurity, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+ValidatingAdmissionWebhook, ResourceQuota — the webhooks last of the mutating and of the
+validating plugins but ResourceQuota, the policies between them, as kube-apiserver orders
+them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,11 @@ from skiff.apiserver.admission.limitranger import LimitRanger
 from skiff.apiserver.admission.namespacelifecycle import NamespaceLifecycle
 from skiff.apiserver.admission.noderestriction import NodeRestriction
 from skiff.apiserver.admission.podsecurity import PodSecurity, PodSecurityAdmission
+from skiff.apiserver.admission.policy import (
+    ParamSource,
+    PolicySource,
+    ValidatingAdmissionPolicyAdmission,
+)
 from skiff.apiserver.admission.priority import Priority
 from skiff.apiserver.admission.resourcequota import QuotaAdmission, ResourceQuota
 from skiff.apiserver.admission.serviceaccount import GetServiceAccount, ServiceAccount
@@ -78,6 +84,9 @@ class Sources:
         self.quota = QuotaAdmission(storage, cache)
         self.mutating_webhooks = Lookup("mutatingwebhookconfigurations", storage, cache)
         self.validating_webhooks = Lookup("validatingwebhookconfigurations", storage, cache)
+        self.policies = Lookup("validatingadmissionpolicies", storage, cache)
+        self.policy_bindings = Lookup("validatingadmissionpolicybindings", storage, cache)
+        self.params = ParamSource(storage, cache)  # a lookup per paramKind, once used
 
     async def run(self) -> None:
         """Keep the lookups current (a task beside the watch cache)."""
@@ -91,6 +100,10 @@ class Sources:
                            name="lookup-mutatingwebhookconfigurations")
             tg.create_task(self.validating_webhooks.run(),
                            name="lookup-validatingwebhookconfigurations")
+            tg.create_task(self.policies.run(), name="lookup-validatingadmissionpolicies")
+            tg.create_task(self.policy_bindings.run(),
+                           name="lookup-validatingadmissionpolicybindings")
+            tg.create_task(self.params.run(), name="lookup-policy-params")
 
 
 def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
@@ -113,6 +126,9 @@ def default_chain(sources: Sources, *, tolerations: AdmissionConfig,
         if pod_security is not None else None,
         MutatingWebhookAdmission(WebhookSource(sources.mutating_webhooks, mutating=True),
                                  namespaces=sources.namespaces, caller=caller),
+        ValidatingAdmissionPolicyAdmission(
+            PolicySource(sources.policies, sources.policy_bindings),
+            namespaces=sources.namespaces, params=sources.params),
         ValidatingWebhookAdmission(WebhookSource(sources.validating_webhooks, mutating=False),
                                    namespaces=sources.namespaces, caller=caller),
         ResourceQuota(sources.quota),

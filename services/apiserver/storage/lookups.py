@@ -57,6 +57,11 @@ class Lookup:
                                                     "error": err.message})
                 await asyncio.sleep(0.5)
 
+    @property
+    def synced(self) -> bool:
+        """Whether the copy has been listed (`items` holds every object)."""
+        return self._synced.is_set()
+
     def _key(self, obj: Obj) -> str:
         meta = obj["metadata"]
         if self.info.namespaced:
