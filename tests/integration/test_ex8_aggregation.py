@@ -14,6 +14,8 @@ import json
 import ssl
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
@@ -31,6 +33,7 @@ from tests.integration.officialclient import present
 
 GROUP, VERSION = "metrics.example.com", "v1beta1"
 GV = f"{GROUP}/{VERSION}"
+WRONG_CA_GV = "wrongca.example.com/v1"  # registered with a caBundle of another CA
 SERVICE_HOST = "metrics-ext.ex8.svc"  # the Service `metrics-ext` of namespace ex8
 PROXY_CLIENT = "front-proxy-client"
 
@@ -85,6 +88,7 @@ class ExtensionServer:
         app.router.add_route("*", f"/apis/{GV}/echo", self._echo)
         app.router.add_get(f"/openapi/v3/apis/{GV}", self._openapi)
         app.router.add_get(f"/apis/{GV}/compressed", self._compressed)
+        app.router.add_get(f"/apis/{WRONG_CA_GV}", self._discovery)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         await web.TCPSite(self._runner, "127.0.0.1", self.port,
@@ -441,3 +445,41 @@ def test_ex8_another_user_is_authorized_here_then_named_to_the_backend(
     assert set(widget["groups"]) == {"developers", "system:authenticated"}
     sent = [s for s in server.seen if s["user"] == "bob"][-1]
     assert sent["authorization"] is None and sent["client_cn"] == PROXY_CLIENT
+
+
+def test_ex8_a_wrong_ca_bundle_fails_the_requests_not_the_check(
+        aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
+    """kube's availability check does not verify the backend's certificate (best
+    effort); the proxy does, with the APIService's caBundle only: 503 with Go's x509
+    error."""
+    cluster, config, _ = aggregated
+    other_ca = base64.b64encode(cluster.pki.ca.read_bytes()).decode()
+    group, version = WRONG_CA_GV.split("/")
+    _ok(config, "apply", "-f", "-", stdin=json.dumps({
+        "apiVersion": "apiregistration.k8s.io/v1", "kind": "APIService",
+        "metadata": {"name": f"{version}.{group}"},
+        "spec": {"group": group, "version": version, "groupPriorityMinimum": 100,
+                 "versionPriority": 100, "caBundle": other_ca,
+                 "service": {"namespace": "ex8", "name": "metrics-ext"}}}))
+    deadline = time.monotonic() + 8
+    while True:
+        stored = json.loads(_ok(config, "get", "apiservice", f"{version}.{group}",
+                                "-o", "json"))
+        conditions = (stored.get("status") or {}).get("conditions") or []
+        if conditions:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    try:
+        assert (conditions[0]["status"], conditions[0]["reason"]) == ("True", "Passed")
+        context = ssl.create_default_context(cafile=str(cluster.pki.ca))
+        context.load_cert_chain(cluster.pki.admin.cert, cluster.pki.admin.key)
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(f"{cluster.https}/apis/{WRONG_CA_GV}/things",
+                                   context=context, timeout=10)
+        assert refused.value.code == 503
+        assert refused.value.read().decode() == (
+            "error trying to reach service: tls: failed to verify certificate: x509: "
+            "certificate signed by unknown authority\n")
+    finally:  # kubectl's discovery in the other tests would stumble on it
+        _ok(config, "delete", "apiservice", f"{version}.{group}")

@@ -89,14 +89,15 @@ class Proxier:
             await self._session.close()
             self._session = None
 
-    def _context(self, reg: Registration) -> ssl.SSLContext:
-        key = (reg.ca_bundle, reg.insecure_skip_tls_verify)
+    def _context(self, reg: Registration, *, verify: bool = True) -> ssl.SSLContext:
+        insecure = reg.insecure_skip_tls_verify or not verify
+        key = (b"" if insecure else reg.ca_bundle, insecure)
         context = self._contexts.get(key)
         if context is None:
             context = ssl.create_default_context(
                 cadata=reg.ca_bundle.decode("ascii", "replace") if reg.ca_bundle
-                and not reg.insecure_skip_tls_verify else None)
-            if reg.insecure_skip_tls_verify:
+                and not insecure else None)
+            if insecure:
                 context.check_hostname = False
                 context.verify_mode = ssl.CERT_NONE
             if self._certificate.cert_file:
@@ -115,7 +116,8 @@ class Proxier:
 
     async def _open(self, reg: Registration, *, method: str, path: str,
                     query: dict[str, str], headers: list[tuple[str, str]], body: bytes,
-                    timeout: float | None = None) -> aiohttp.ClientResponse:
+                    timeout: float | None = None, verify: bool = True
+                    ) -> aiohttp.ClientResponse:
         assert reg.service is not None
         try:
             address, port = await self._resolver.resolve(reg.service)
@@ -125,7 +127,8 @@ class Proxier:
         try:
             return await self._client().request(
                 method, f"https://{where}{path}", params=query, headers=headers,
-                data=body or None, ssl=self._context(reg), server_hostname=reg.server_name,
+                data=body or None, ssl=self._context(reg, verify=verify),
+                server_hostname=reg.server_name,
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout,
                                               sock_connect=CONNECT_TIMEOUT_SECONDS))
@@ -172,8 +175,10 @@ class Proxier:
 
     async def discovery_check(self, reg: Registration) -> str | None:
         """kube's availability check: GET `/apis/<group>/<version>` as
-        system:kube-aggregator within 5 s; None when it answered 2xx/3xx, else Go's error
-        text (`failing or missing response from <url>: ...`)."""
+        system:kube-aggregator within 5 s, without verifying the backend's certificate (as
+        kube's check, "best effort": a wrong caBundle shows in the proxied requests' 503s,
+        not here); None when it answered 2xx/3xx, else Go's error text
+        (`failing or missing response from <url>: ...`)."""
         path = f"/apis/{reg.group}/{reg.version}" if reg.group else f"/api/{reg.version}"
         assert reg.service is not None
         try:
@@ -185,7 +190,7 @@ class Proxier:
             async with asyncio.timeout(DISCOVERY_CHECK_TIMEOUT_SECONDS + 1):
                 resp = await self._open(
                     reg, method="GET", path=path, query={},
-                    headers=forwarded_headers({}, AGGREGATOR_USER), body=b"",
+                    headers=forwarded_headers({}, AGGREGATOR_USER), body=b"", verify=False,
                     timeout=DISCOVERY_CHECK_TIMEOUT_SECONDS)
                 resp.release()
         except Unreachable as err:
