@@ -2,10 +2,10 @@
 `horizontalpodautoscaling`, pkg/controller/podautoscaler/horizontal.go), autoscaling/v2.
 
 Every `--horizontal-pod-autoscaler-sync-period` (and when an HPA is created or its spec
-changes) an HPA is reconciled in named steps: read the scale target (`_get_scale`: a
-Deployment, ReplicaSet, StatefulSet or ReplicationController — there is no scale subresource
-over gRPC, so its `spec.replicas`, `status.replicas` and `spec.selector` are read from the
-object), decide the
+changes) an HPA is reconciled in named steps: read the scale target (`_get_scale`, through
+`skiff.client.scale`: a Deployment, ReplicaSet, StatefulSet or ReplicationController, or a
+custom resource with a scale subresource, whose CRD's paths are read from the CRD informer
+`CustomKinds` follows — SPEC EX4), decide the
 desired count (`_desired_replicas`: the target at zero disables scaling, outside min/max it
 is brought back in range, otherwise the metrics' count normalized by `behavior`), write it
 to the target (`_rescale`, retrying conflicts while nobody else changed the replicas), and
@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import copy
 import logging
-from dataclasses import dataclass
 
 from skiff.api import ApiError, LabelSelector, Reason
-from skiff.api.selectors import workload_selector
 from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, object_key
+from skiff.client.scale import Scale, ScaleError, get_scale, resolve, update_replicas
 from skiff.clock import rfc3339
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.podautoscaler.behavior import History, behavior_from_spec, normalize
@@ -42,25 +41,7 @@ log = logging.getLogger(__name__)
 
 NORMAL, WARNING = "Normal", "Warning"
 ABLE_TO_SCALE, SCALING_ACTIVE, SCALING_LIMITED = "AbleToScale", "ScalingActive", "ScalingLimited"
-# The kinds with a scale subresource that Skiff serves, by (API group, kind).
-SCALABLE: dict[tuple[str, str], str] = {
-    ("apps", "Deployment"): "deployments",
-    ("apps", "ReplicaSet"): "replicasets",
-    ("apps", "StatefulSet"): "statefulsets",
-    ("", "ReplicationController"): "replicationcontrollers",
-}
 RESCALE_ATTEMPTS = 5
-
-
-@dataclass(frozen=True)
-class Scale:
-    """The target's scale subresource, as Kubernetes' HPA sees it."""
-
-    obj: Obj
-    resource: str
-    spec_replicas: int
-    status_replicas: int
-    selector: str
 
 
 def set_condition(hpa: Obj, type_: str, status: str, reason: str, message: str,
@@ -74,13 +55,6 @@ def set_condition(hpa: Obj, type_: str, status: str, reason: str, message: str,
     if existing.get("status") != status:
         existing["lastTransitionTime"] = rfc3339(now)
     existing.update(status=status, reason=reason, message=message)
-
-
-def _group(api_version: str) -> str:
-    parts = api_version.split("/")
-    if len(parts) > 2:
-        raise ValueError(f"unexpected GroupVersion string: {api_version}")
-    return parts[0] if len(parts) == 2 else ""
 
 
 class HorizontalController(Controller):
@@ -98,6 +72,8 @@ class HorizontalController(Controller):
             initial_readiness_delay=settings.horizontal_pod_autoscaler_initial_readiness_delay)
         self.hpas = context.informers.resource("horizontalpodautoscalers")
         self.pods = context.informers.pods()
+        # The CRDs, for a custom target's scale paths (the informer CustomKinds follows).
+        self.crds = context.informers.custom_kinds().informer
         self.recorder = context.recorder("horizontal-pod-autoscaler")
         # Per HPA key: recommendations and scale events (stabilization, rate policies), and
         # the last selector of its target (to find pods that two HPAs would scale).
@@ -157,37 +133,15 @@ class HorizontalController(Controller):
     async def _get_scale(self, hpa: Obj, now: float) -> Scale | None:
         """The target's replicas and selector, or None after reporting FailedGetScale."""
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}
-        kind, name = str(ref.get("kind") or ""), str(ref.get("name") or "")
         namespace = str(hpa["metadata"].get("namespace") or "")
         try:
-            group = _group(str(ref.get("apiVersion") or ""))
-        except ValueError as err:
-            await self._failed_get_scale(hpa, str(err), now)
+            target = resolve(api_version=str(ref.get("apiVersion") or ""),
+                             kind=str(ref.get("kind") or ""), crd_of=self.crds.store.get)
+            return await get_scale(self.client, target, name=str(ref.get("name") or ""),
+                                   namespace=namespace)
+        except (ScaleError, ApiError) as err:
+            await self._failed_get_scale(hpa, err.message, now)
             return None
-        resource = SCALABLE.get((group, kind))
-        if resource is None:
-            await self._failed_get_scale(
-                hpa, f'no matches for kind "{kind}" in group "{group}"', now)
-            return None
-        try:
-            target = await self.client.get(resource, name, namespace)
-        except ApiError as err:
-            message = (f'{resource}.{group} "{name}" not found'
-                       if err.reason == Reason.NOT_FOUND else err.message)
-            await self._failed_get_scale(hpa, message, now)
-            return None
-        target.setdefault("kind", kind)  # client.update finds the resource by kind
-        spec, status = target.get("spec") or {}, target.get("status") or {}
-        selector = ""
-        if spec.get("selector") is not None:
-            try:
-                selector = str(LabelSelector.from_dict(workload_selector(target)))
-            except ApiError:
-                selector = ""
-        replicas = spec.get("replicas")
-        return Scale(obj=target, resource=resource,
-                     spec_replicas=int(1 if replicas is None else replicas),
-                     status_replicas=int(status.get("replicas") or 0), selector=selector)
 
     async def _failed_get_scale(self, hpa: Obj, message: str, now: float) -> None:
         await self.recorder.event(hpa, WARNING, "FailedGetScale", message)
@@ -283,7 +237,14 @@ class HorizontalController(Controller):
             set_condition(hpa, SCALING_ACTIVE, "False", "InvalidSelector",
                           "the HPA target's scale is missing a selector", now)
             return None
-        selector = LabelSelector.parse(scale.selector)
+        try:
+            selector = LabelSelector.parse(scale.selector)
+        except ApiError as err:  # a custom resource's labelSelectorPath is free text
+            message = ("couldn't convert selector into a corresponding internal selector "
+                       f"object: {err.message}")
+            await self.recorder.event(hpa, WARNING, "InvalidSelector", message)
+            set_condition(hpa, SCALING_ACTIVE, "False", "InvalidSelector", message, now)
+            return None
         self.selectors[key] = selector
         namespace = str(hpa["metadata"].get("namespace") or "")
         pods = [p for p in self.pods.store.by_index(BY_NAMESPACE, namespace)
@@ -323,28 +284,13 @@ class HorizontalController(Controller):
         return True
 
     async def _update_replicas(self, scale: Scale, desired: int) -> str | None:
-        """None once spec.replicas is `desired`, else the error to report. A conflict is
-        retried on a fresh copy unless someone else changed the replicas meanwhile."""
-        target = copy.deepcopy(scale.obj)
-        meta = target["metadata"]
-        for attempt in range(RESCALE_ATTEMPTS):
-            target.setdefault("spec", {})["replicas"] = desired
-            try:
-                await self.client.update(target)
-                return None
-            except ApiError as err:
-                if err.reason != Reason.CONFLICT or attempt == RESCALE_ATTEMPTS - 1:
-                    return err.message
-                conflict = err.message
-            try:
-                target = await self.client.get(scale.resource, meta["name"],
-                                               meta.get("namespace"))
-            except ApiError as err:
-                return err.message
-            replicas = (target.get("spec") or {}).get("replicas")
-            if int(1 if replicas is None else replicas) != scale.spec_replicas:
-                return conflict
-        return None  # pragma: no cover - the loop always returns
+        """None once the target's replicas are `desired`, else the error to report."""
+        try:
+            await update_replicas(self.client, scale, replicas=desired,
+                                  attempts=RESCALE_ATTEMPTS)
+        except ApiError as err:
+            return err.message
+        return None
 
     @staticmethod
     def _set_status(hpa: Obj, current: int, desired: int, statuses: list[Obj] | None, *,

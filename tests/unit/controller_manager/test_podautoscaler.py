@@ -272,10 +272,15 @@ async def test_missing_request_is_reported_with_the_container_and_pod(h: Harness
     assert message.endswith("missing request for cpu in container side of Pod web-9")
 
 
-async def test_unsupported_target_kind_is_failed_get_scale(h: Harness) -> None:
-    h.given(hpa(kind="DaemonSet"), 3, [500])
+@pytest.mark.parametrize(("kind", "api_version", "message"), [
+    # served, but without a scale subresource: kube-apiserver's 404 on daemonsets/scale
+    ("DaemonSet", "apps/v1", "the server could not find the requested resource"),
+    ("Widget", "example.com/v1", 'no matches for kind "Widget" in group "example.com"'),
+])
+async def test_unsupported_target_kind_is_failed_get_scale(
+        h: Harness, kind: str, api_version: str, message: str) -> None:
+    h.given(hpa(kind=kind, api_version=api_version), 3, [500])
     await h.sync()
-    message = 'no matches for kind "DaemonSet" in group "apps"'
     assert h.event_log() == [("Warning", "FailedGetScale", message)]
     assert h.condition("AbleToScale") == (
         "False", "FailedGetScale",
