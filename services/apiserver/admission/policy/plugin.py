@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from skiff.api.errors import ApiError, Reason
+from skiff.api.errors import ApiError, FieldError, Reason
 from skiff.api.kinds import KindInfo
 from skiff.api.selectors import LabelSelector
 from skiff.api.types import Obj
@@ -75,8 +75,10 @@ class Denial:
             reason = Reason(self.reason or Reason.INVALID)
         except ValueError:
             reason = Reason.INVALID
-        return ApiError(reason, forbidden.message, name=forbidden.name,
-                        group=forbidden.group, kind=forbidden.kind)
+        # the denial again as a cause with no field: kubectl prints an Invalid one as
+        # `The deployments "x" is invalid: : ValidatingAdmissionPolicy ...`
+        return ApiError(reason, forbidden.message, [FieldError("", "", why)],
+                        name=forbidden.name, group=forbidden.group, kind=forbidden.kind)
 
 
 class ValidatingAdmissionPolicyAdmission(Plugin):
