@@ -34,7 +34,8 @@ from tests.integration.officialclient import present
 GROUP, VERSION = "metrics.example.com", "v1beta1"
 GV = f"{GROUP}/{VERSION}"
 WRONG_CA_GV = "wrongca.example.com/v1"  # registered with a caBundle of another CA
-SERVICE_HOST = "metrics-ext.ex8.svc"  # the Service `metrics-ext` of namespace ex8
+SERVICE_HOST = "metrics-ext.ex8.svc"
+NAME_OF_TRUST = "extension-apiserver-authentication"  # the Service `metrics-ext` of namespace ex8
 PROXY_CLIENT = "front-proxy-client"
 
 
@@ -401,7 +402,7 @@ def test_ex8_the_official_clients_e2e_apiservice_manifest(
 def test_ex8_extension_apiservers_find_the_front_proxy_trust_in_kube_system(
         aggregated: tuple[SecureCluster, Path, ExtensionServer]) -> None:
     cluster, config, _ = aggregated
-    data = json.loads(_ok(config, "get", "configmap", "extension-apiserver-authentication",
+    data = json.loads(_ok(config, "get", "configmap", NAME_OF_TRUST,
                           "-n", "kube-system", "-o", "json"))["data"]
     assert data["client-ca-file"] == cluster.pki.ca.read_text()
     assert "BEGIN CERTIFICATE" in data["requestheader-client-ca-file"]
@@ -410,6 +411,18 @@ def test_ex8_extension_apiservers_find_the_front_proxy_trust_in_kube_system(
             data["requestheader-group-headers"], data["requestheader-extra-headers-prefix"]
             ) == (f'["{PROXY_CLIENT}"]', '["X-Remote-User"]', '["X-Remote-Group"]',
                   '["X-Remote-Extra-"]')
+    # what an extension's ServiceAccount is bound to, to read it (metrics-server's manifest)
+    _ok(config, "create", "serviceaccount", "ext", "-n", "ex8")
+    _ok(config, "create", "rolebinding", "ext-auth-reader", "-n", "kube-system",
+        "--role=extension-apiserver-authentication-reader", "--serviceaccount=ex8:ext")
+    deadline = time.monotonic() + 5
+    while (can := kubectl(config, "auth", "can-i", "get", "configmap/" + NAME_OF_TRUST,
+                          "-n", "kube-system", "--as=system:serviceaccount:ex8:ext")
+           ).stdout.strip() != "yes":
+        assert time.monotonic() < deadline, can.stdout + can.stderr
+        time.sleep(0.2)
+    assert kubectl(config, "auth", "can-i", "get", "configmap/other", "-n", "kube-system",
+                   "--as=system:serviceaccount:ex8:ext").stdout.strip() == "no"
 
 
 def test_ex8_another_user_is_authorized_here_then_named_to_the_backend(

@@ -3,7 +3,10 @@ cluster-authentication-trust controller): the ConfigMap
 `kube-system/extension-apiserver-authentication` holds the client CA (`--client-ca-file`)
 and, when `--requestheader-client-ca-file` is given, the front-proxy CA with the
 `--requestheader-*` settings (header names and allowed common names as JSON string lists),
-which metrics-server and every apiserver built on k8s.io/apiserver read at start.
+which metrics-server and every apiserver built on k8s.io/apiserver read at start. The
+Role kube bootstraps beside it, `kube-system/extension-apiserver-authentication-reader`
+(read that one ConfigMap), is made too: extension apiservers' manifests bind their
+ServiceAccount to it.
 
 Each apiserver writes what it was started with (kube merges several apiservers' values;
 Skiff's apiservers of one cluster share one configuration, so the last writer's is
@@ -21,6 +24,13 @@ from skiff.api.types import Obj
 from skiff.apiserver.registry.store import Registry
 
 NAMESPACE, NAME = "kube-system", "extension-apiserver-authentication"
+READER_ROLE: Obj = {
+    "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+    "metadata": {"name": "extension-apiserver-authentication-reader", "namespace": NAMESPACE,
+                 "labels": {"kubernetes.io/bootstrapping": "rbac-defaults"},
+                 "annotations": {"rbac.authorization.kubernetes.io/autoupdate": "true"}},
+    "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list", "watch"],
+               "resourceNames": [NAME]}]}
 
 
 @dataclass(frozen=True)
@@ -63,7 +73,8 @@ def configmap_data(trust: AuthenticationTrust) -> dict[str, str]:
 
 
 async def publish(registry: Registry, trust: AuthenticationTrust) -> None:
-    """Write the ConfigMap unless it already says the same."""
+    """Make the reader Role, and write the ConfigMap unless it already says the same."""
+    await registry.ensure(READER_ROLE)
     data = configmap_data(trust)
     if not data:
         return
