@@ -132,9 +132,15 @@ class Proxier:
                 allow_redirects=False,
                 timeout=aiohttp.ClientTimeout(total=timeout,
                                               sock_connect=CONNECT_TIMEOUT_SECONDS))
-        except aiohttp.ClientConnectorCertificateError:
-            raise Unreachable("tls: failed to verify certificate: x509: certificate signed "
-                              "by unknown authority") from None
+        except aiohttp.ClientConnectorCertificateError as err:
+            reason = str(getattr(err.certificate_error, "verify_message", "") or "").lower()
+            problem = (f"certificate is not valid for {reg.server_name}"
+                       if "mismatch" in reason or "hostname" in reason else
+                       "certificate has expired or is not yet valid" if "expired" in reason
+                       else "certificate signed by unknown authority")
+            raise Unreachable(f"tls: failed to verify certificate: x509: {problem}") from None
+        except aiohttp.ClientConnectorSSLError:
+            raise Unreachable("remote error: tls: handshake failure") from None
         except aiohttp.ClientConnectorError as err:
             refused = (isinstance(err.os_error, ConnectionRefusedError)
                        or err.os_error.errno == errno.ECONNREFUSED)
@@ -143,8 +149,10 @@ class Proxier:
             raise Unreachable(f"dial tcp {where}: connect: {text}") from None
         except TimeoutError:
             raise Unreachable(f"dial tcp {where}: i/o timeout") from None
-        except (aiohttp.ClientError, ConnectionError, ssl.SSLError) as err:
-            raise Unreachable(f"{type(err).__name__}: EOF") from None
+        except ssl.SSLError:
+            raise Unreachable("remote error: tls: handshake failure") from None
+        except (aiohttp.ClientError, ConnectionError):
+            raise Unreachable("EOF") from None
 
     async def forward(self, reg: Registration, req: Request, user: UserInfo) -> Response:
         """`req` answered by the extension apiserver `reg` names."""
@@ -167,8 +175,8 @@ class Proxier:
                             stream=_relay(resp))
         try:
             body = await resp.read()
-        except (TimeoutError, aiohttp.ClientError, ConnectionError) as err:
-            return unavailable(f"error trying to reach service: {type(err).__name__}")
+        except (TimeoutError, aiohttp.ClientError, ConnectionError):
+            return unavailable("error trying to reach service: unexpected EOF")
         finally:
             resp.release()
         return Response(resp.status, body, content_type=content_type, headers=headers)
@@ -177,7 +185,7 @@ class Proxier:
         """kube's availability check: GET `/apis/<group>/<version>` as
         system:kube-aggregator within 5 s, without verifying the backend's certificate (as
         kube's check, "best effort": a wrong caBundle shows in the proxied requests' 503s,
-        not here); None when it answered 2xx/3xx, else Go's error text
+        not here); None when it answered 2xx, else Go's error text
         (`failing or missing response from <url>: ...`)."""
         path = f"/apis/{reg.group}/{reg.version}" if reg.group else f"/api/{reg.version}"
         assert reg.service is not None
