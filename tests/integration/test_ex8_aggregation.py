@@ -298,6 +298,9 @@ def test_ex8_kubectl_discovers_the_extension_and_lists_its_resource(
     entry = next(g for g in groups if g["name"] == GROUP)
     assert entry["preferredVersion"] == {"groupVersion": GV, "version": VERSION}
     assert "metrics.k8s.io" in {g["name"] for g in groups}  # Skiff's own stays served
+    group = json.loads(_ok(config, "get", "--raw", f"/apis/{GROUP}"))
+    assert (group["kind"], group["versions"]) == ("APIGroup", [
+        {"groupVersion": GV, "version": VERSION}])
     resources = _ok(config, "api-resources", f"--api-group={GROUP}", "--no-headers")
     assert resources.split()[:2] == ["widgets", GV]
     widgets = _ok(config, "get", f"widgets.{GROUP}", "-n", "default")
