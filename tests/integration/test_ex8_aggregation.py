@@ -321,6 +321,10 @@ def test_ex8_a_watch_is_streamed_through(
     events = [json.loads(line) for line in raw.splitlines() if line.strip()]
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
         ("ADDED", "first"), ("ADDED", "second")]
+    watched = kubectl(config, "get", f"widgets.{GROUP}", "-n", "default", "--watch",
+                      "--request-timeout=10s")
+    names = [line.split()[0] for line in watched.stdout.splitlines()[1:] if line.strip()]
+    assert names == ["seen-by-kubernetes-admin", "first", "second"], watched.stderr
 
 
 def test_ex8_a_stopped_backend_turns_unavailable_and_requests_get_503(
