@@ -90,6 +90,9 @@ def test_ex7_replica_limit_policy_scoped_by_a_namespace_label(config: Path) -> N
     stored = json.loads(_ok(config, "get", "validatingadmissionpolicy",
                             "demo-policy.example.com", "-o", "json"))
     assert stored["spec"]["matchConstraints"]["matchPolicy"] == "Equivalent"
+    _until(lambda: json.loads(_ok(config, "get", "validatingadmissionpolicy",
+                                  "demo-policy.example.com", "-o", "json")).get("status")
+           == {"observedGeneration": 1, "typeChecking": {}}, "status observed")
     _until(lambda: _deployment(config, "ex7-test", 6).returncode != 0, "policy in effect")
     denial = ("ValidatingAdmissionPolicy 'demo-policy.example.com' with binding "
               "'demo-binding-test.example.com' denied request: failed expression: "
@@ -119,6 +122,11 @@ def test_ex7_replica_limit_policy_scoped_by_a_namespace_label(config: Path) -> N
     _ok(config, "delete", "validatingadmissionpolicybinding", "demo-binding-test.example.com")
     _until(lambda: _deployment(config, "ex7-test", 6, name="after").returncode == 0,
            "binding gone")
+    # a change of the spec is a new generation, observed in the status
+    _ok(config, "apply", "-f", "-", stdin=DEMO_POLICY + '      message: "at most 5"\n')
+    _until(lambda: json.loads(_ok(config, "get", "validatingadmissionpolicy",
+                                  "demo-policy.example.com", "-o", "json"))["status"]
+           ["observedGeneration"] == 2, "generation 2 observed")
 
 
 PARAM_POLICY = """
@@ -227,3 +235,85 @@ def test_ex7_a_policy_that_does_not_compile_is_refused(config: Path) -> None:
     assert binding.returncode != 0
     assert "spec.validationActions: Invalid value: " in binding.stderr
     assert "must not contain both Deny and Warn" in binding.stderr
+
+
+REPLICA_LIMIT_CRD = """
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: replicalimits.rules.example.com
+spec:
+  group: rules.example.com
+  scope: Namespaced
+  names: {plural: replicalimits, singular: replicalimit, kind: ReplicaLimit}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          maxReplicas: {type: integer}
+"""
+
+CRD_PARAM_POLICY = """
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: "replicalimit-policy.example.com"
+spec:
+  failurePolicy: Fail
+  paramKind:
+    apiVersion: rules.example.com/v1
+    kind: ReplicaLimit
+  matchConstraints:
+    resourceRules:
+    - apiGroups:   ["apps"]
+      apiVersions: ["v1"]
+      operations:  ["CREATE", "UPDATE"]
+      resources:   ["deployments"]
+  validations:
+    - expression: "object.spec.replicas <= params.maxReplicas"
+      reason: Invalid
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: "replicalimit-binding-test.example.com"
+spec:
+  policyName: "replicalimit-policy.example.com"
+  validationActions: [Deny]
+  paramRef:
+    name: "replica-limit-test.example.com"
+    namespace: "ex7-crd"
+    parameterNotFoundAction: Deny
+  matchResources:
+    namespaceSelector:
+      matchLabels:
+        ex7: crd
+"""
+
+
+def test_ex7_params_from_a_custom_resource(config: Path) -> None:
+    """The documentation's ReplicaLimit example: before its CRD exists the policy cannot
+    be configured (failurePolicy Fail refuses); then the custom object is the param."""
+    _namespace(config, "ex7-crd", ex7="crd")
+    _ok(config, "apply", "-f", "-", stdin=CRD_PARAM_POLICY)
+    _until(lambda: "failed to find resource referenced by paramKind: 'rules.example.com/v1, "
+           "Kind=ReplicaLimit'" in _deployment(config, "ex7-crd", 1).stderr,
+           "an unknown paramKind refuses")
+    _ok(config, "apply", "-f", "-", stdin=REPLICA_LIMIT_CRD)
+    _ok(config, "wait", "--for=condition=Established", "--timeout=10s",
+        "crd/replicalimits.rules.example.com")
+    limit = json.dumps({"apiVersion": "rules.example.com/v1", "kind": "ReplicaLimit",
+                        "metadata": {"name": "replica-limit-test.example.com",
+                                     "namespace": "ex7-crd"}, "maxReplicas": 3})
+    _until(lambda: kubectl(config, "apply", "-f", "-", stdin=limit).returncode == 0,
+           "ReplicaLimit served")
+    _until(lambda: _deployment(config, "ex7-crd", 3).returncode == 0, "param in use")
+    refused = _deployment(config, "ex7-crd", 4)
+    assert refused.returncode != 0
+    assert refused.stderr.strip().endswith(
+        "'replicalimit-binding-test.example.com' denied request: failed expression: "
+        "object.spec.replicas <= params.maxReplicas")

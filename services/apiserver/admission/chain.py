@@ -24,6 +24,7 @@ from skiff.apiserver.admission.podsecurity import PodSecurity, PodSecurityAdmiss
 from skiff.apiserver.admission.policy import (
     ParamSource,
     PolicySource,
+    PolicyStatus,
     ValidatingAdmissionPolicyAdmission,
 )
 from skiff.apiserver.admission.priority import Priority
@@ -104,6 +105,8 @@ class Sources:
             tg.create_task(self.policy_bindings.run(),
                            name="lookup-validatingadmissionpolicybindings")
             tg.create_task(self.params.run(), name="lookup-policy-params")
+            tg.create_task(PolicyStatus(self.storage, self.policies).run(),
+                           name="policy-status")
 
 
 def default_chain(sources: Sources, *, tolerations: AdmissionConfig,

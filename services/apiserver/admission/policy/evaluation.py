@@ -11,19 +11,17 @@ only those an expression names (and those they name), once per evaluation.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from skiff.api import cel
-from skiff.api.groups.admissionpolicies import expression_variables
+from skiff.api.groups.admissionpolicies import VARIABLE_REFERENCE, expression_variables
 from skiff.apiserver.admission.policy.source import Policy
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 5 * 1024  # celconfig.MaxEvaluatedMessageExpressionSizeBytes
-_VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
 
 
 @dataclass(frozen=True)
@@ -95,7 +93,7 @@ class _Scope:
 
     def _variables_for(self, expression: str, *, seen: tuple[str, ...]) -> dict[str, Any]:
         values: dict[str, Any] = {}
-        for name in dict.fromkeys(_VARIABLE_REFERENCE.findall(expression)):
+        for name in dict.fromkeys(VARIABLE_REFERENCE.findall(expression)):
             if name not in self._expressions or name in seen:
                 continue
             if name not in self._values and name not in self._errors:

@@ -98,7 +98,8 @@ def compile_problem(expression: str, *, variables: tuple[str, ...],
     return None
 
 
-_VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
+# `variables.<name>` in an expression (the names it reads)
+VARIABLE_REFERENCE = re.compile(r"(?<![\w.])variables\s*\.\s*([_a-zA-Z][_a-zA-Z0-9]*)")
 _SCALARS = frozenset({"bool", "int", "uint", "double", "string", "bytes", "timestamp",
                       "duration"})
 
@@ -114,7 +115,7 @@ def typed_result(expression: str, *, variables: tuple[str, ...],
     def rename(match: re.Match[str]) -> str:
         names[f"__variables_{match[1]}"] = variable_types.get(match[1], "dyn")
         return f"__variables_{match[1]}"
-    rewritten = _VARIABLE_REFERENCE.sub(rename, expression)
+    rewritten = VARIABLE_REFERENCE.sub(rename, expression)
     try:
         return cel.compile_expression(rewritten, variables=names).result_type
     except (cel.CelCompileError, ValueError):
