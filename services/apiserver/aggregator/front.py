@@ -93,9 +93,12 @@ class Aggregator:
     async def proxy(self, req: Request, reg: Registration, *,
                     guard: RequestGuard | None) -> Response:
         rest = [p for p in req.path.strip("/").split("/")[3:] if p]
+        query = req.query
+        if rest[:1] == ["watch"]:  # the deprecated /watch/ paths: a watch of the rest
+            rest, query = rest[1:], {**query, "watch": "true"}
         if rest and guard is not None and not req.path.startswith("/openapi/"):
             namespace, resource, name, sub = request_parts(rest)
-            await guard.http_resource(method=req.method, query=req.query, group=reg.group,
+            await guard.http_resource(method=req.method, query=query, group=reg.group,
                                       resource=resource, namespace=namespace, name=name,
                                       subresource=sub)
         user = current_user.get() or reviews.ANONYMOUS_ADMIN

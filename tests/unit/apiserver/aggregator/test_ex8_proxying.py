@@ -150,3 +150,43 @@ def test_ex8_a_new_or_changed_apiservice_is_checked_at_once_a_status_write_is_no
     table.put({**obj, "spec": {**obj["spec"], "service": {"namespace": "ex8",
                                                           "name": "other"}}})
     assert len(changes) == 2
+
+
+class _RecordingGuard:
+    def __init__(self) -> None:
+        self.asked: list[dict[str, object]] = []
+
+    async def http_resource(self, **attributes: object) -> None:
+        self.asked.append(attributes)
+
+
+@pytest.mark.parametrize(("path", "query", "asked"), [
+    pytest.param("/apis/metrics.example.com/v1beta1/namespaces/ns/widgets/w", {},
+                 {"namespace": "ns", "resource": "widgets", "name": "w", "subresource": "",
+                  "query": {}}, id="get"),
+    pytest.param("/apis/metrics.example.com/v1beta1/watch/namespaces/ns/widgets", {},
+                 {"namespace": "ns", "resource": "widgets", "name": "", "subresource": "",
+                  "query": {"watch": "true"}}, id="deprecated-watch-path"),
+    pytest.param("/apis/metrics.example.com/v1beta1", {}, None, id="discovery-is-not-a-resource"),
+])
+async def test_ex8_the_request_is_authorized_here_before_it_is_proxied(
+        path: str, query: dict[str, str], asked: dict[str, object] | None) -> None:
+    from typing import cast
+
+    from skiff.apiserver.aggregator import Aggregator
+    from skiff.apiserver.endpoints.guard import RequestGuard
+    from skiff.apiserver.registry.store import Registry, RegistryConfig
+    from skiff.apiserver.storage.memory import MemoryStorage
+    from skiff.apiserver.storage.watchcache import WatchCache
+    store = MemoryStorage()
+    aggregator = Aggregator(Registry(store, WatchCache(store),
+                                     config=RegistryConfig(pod_security=None)))
+    guard = _RecordingGuard()
+    answer = await aggregator.proxy(
+        Request("GET", path, query, {}, b""),
+        remote("metrics.example.com", "v1beta1", available=False),
+        guard=cast(RequestGuard, guard))
+    assert answer.status == 503
+    expected = [] if asked is None else [{"method": "GET", "group": "metrics.example.com",
+                                          **asked}]
+    assert guard.asked == expected
