@@ -4,7 +4,10 @@ apiserver's eviction subresource (AS8) and the scheduler's preemption can honour
 Reconcile a PDB key: its pods from the pod cache (same namespace, selector match), the
 controllers' scale when the budget is relative, the evictions still pending in
 `disruptedPods`, then status currentHealthy, desiredHealthy, disruptionsAllowed,
-expectedPods, observedGeneration and the DisruptionAllowed condition. Any change to a
+expectedPods, observedGeneration and the DisruptionAllowed condition. A pod whose
+controller is another kind (a custom resource, SPEC EX4) counts that controller's scale,
+read through `skiff.client.scale` as kube's `getScaleController` reads `<resource>/scale`
+(the CRD's scale paths from the CRD informer). Any change to a
 matching pod, to the PDB, or to a ReplicaSet / StatefulSet / ReplicationController in its
 namespace requeues it.
 """
@@ -17,6 +20,7 @@ import logging
 from skiff.api import ApiError, LabelSelector, Reason
 from skiff.api.types import Obj
 from skiff.client import BY_NAMESPACE, NORMAL, WARNING, object_key
+from skiff.client.scale import ScaleError, get_scale, group_of, resolve
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.disruption.budget import (
     BudgetStatus,
@@ -31,6 +35,7 @@ log = logging.getLogger(__name__)
 
 SCALABLE = {"ReplicaSet": "replicasets", "StatefulSet": "statefulsets",
             "ReplicationController": "replicationcontrollers"}
+SCALABLE_GROUPS = {"ReplicaSet": "apps", "StatefulSet": "apps", "ReplicationController": ""}
 
 
 class DisruptionController(Controller):
@@ -44,6 +49,9 @@ class DisruptionController(Controller):
         self.pods = context.informers.pods()
         self.scalable = {kind: context.informers.resource(resource)
                          for kind, resource in SCALABLE.items()}
+        # The CRDs, for the scale paths of a custom controller (the informer CustomKinds
+        # follows).
+        self.crds = context.informers.custom_kinds().informer
         self.recorder = context.recorder("controllermanager")
         self.pdbs.add_handler(on_add=self._on_pdb, on_update=lambda _o, n: self._on_pdb(n))
         self.pods.add_handler(on_add=self._on_pod, on_update=self._on_pod_update,
@@ -87,7 +95,7 @@ class DisruptionController(Controller):
         unmanaged: list[str] = []
         failure = ""
         if needs_controller_scale(spec):
-            scale, unmanaged, failure = self.controller_scale(pods)
+            scale, unmanaged, failure = await self.controller_scale(pods)
         if failure:
             await self.recorder.event(pdb, WARNING, "CalculateExpectedPodCountFailed",
                                       "Failed to calculate the number of expected pods: "
@@ -104,11 +112,11 @@ class DisruptionController(Controller):
         await self.write_status(pdb, budget, disrupted, sync_failure=failure)
         return expires_in
 
-    def controller_scale(self, pods: list[Obj]) -> tuple[int | None, list[str], str]:
-        """`getExpectedScale`: the sum of `spec.replicas` over the pods' distinct
-        controllers, the names of pods without a controller (skipped: they do not count),
-        and why the scale is unknown ("" when it is known) — a controller that is not a
-        ReplicaSet, StatefulSet or ReplicationController, or that cannot be found."""
+    async def controller_scale(self, pods: list[Obj]) -> tuple[int | None, list[str], str]:
+        """`getExpectedScale`: the sum of the replicas of the pods' distinct controllers,
+        the names of pods without a controller (skipped: they do not count), and why the
+        scale is unknown ("" when it is known) — a controller that cannot be found, or whose
+        kind has no scale subresource."""
         seen: dict[str, int] = {}
         unmanaged: list[str] = []
         for pod in pods:
@@ -118,15 +126,49 @@ class DisruptionController(Controller):
                 continue
             if str(ref.get("uid")) in seen:
                 continue
-            owner = None
-            informer = self.scalable.get(str(ref.get("kind")))
-            if informer is not None:
-                owner = informer.store.get(f"{pod['metadata'].get('namespace')}/{ref['name']}")
-            if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+            namespace = str(pod["metadata"].get("namespace") or "")
+            try:
+                replicas = await self._scale_of(ref, namespace)
+            except (ScaleError, ApiError) as err:
+                return None, unmanaged, err.message
+            if replicas is None:
                 name = pod["metadata"]["name"]
                 return None, unmanaged, f'found no controllers for pod "{name}"'
-            seen[str(ref["uid"])] = int((owner.get("spec") or {}).get("replicas", 1))
+            seen[str(ref["uid"])] = replicas
         return sum(seen.values()), unmanaged, ""
+
+    async def _scale_of(self, ref: Obj, namespace: str) -> int | None:
+        """The replicas of a pod's controller; None when it is not there (or is another
+        object of that name)."""
+        kind, api_version = str(ref.get("kind") or ""), str(ref.get("apiVersion") or "")
+        try:
+            group = group_of(api_version)
+        except ValueError as err:
+            raise ScaleError(str(err)) from None
+        informer = self.scalable.get(kind)
+        if informer is not None and SCALABLE_GROUPS[kind] == group:
+            owner = informer.store.get(f"{namespace}/{ref.get('name')}")
+            if owner is None or owner["metadata"].get("uid") != ref.get("uid"):
+                return None
+            return int((owner.get("spec") or {}).get("replicas", 1))
+        try:
+            target = resolve(api_version=api_version, kind=kind, crd_of=self.crds.store.get)
+        except ScaleError as err:
+            if err.group_resource:
+                raise ScaleError(f"{err.group_resource} does not implement the scale "
+                                 "subresource") from None
+            raise ScaleError(f'no matches for kind "{kind}" in version "{api_version}"'
+                             ) from None
+        try:
+            scale = await get_scale(self.client, target, name=str(ref.get("name") or ""),
+                                    namespace=namespace)
+        except ApiError as err:
+            if err.reason == Reason.NOT_FOUND:
+                return None
+            raise
+        if scale.obj["metadata"].get("uid") != ref.get("uid"):
+            return None
+        return scale.spec_replicas
 
     async def write_status(self, pdb: Obj, budget: BudgetStatus, disrupted: dict[str, str],
                            *, sync_failure: str = "") -> None:

@@ -38,11 +38,13 @@ CrdLookup = Callable[[str], ObjView | None]  # a CRD by name (`<plural>.<group>`
 
 
 class ScaleError(Exception):
-    """The target has no scale to read (its message is what Kubernetes reports)."""
+    """The target has no scale to read (its message is what Kubernetes reports);
+    `group_resource` names a served kind that has no scale subresource."""
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, group_resource: str = "") -> None:
         super().__init__(message)
         self.message = message
+        self.group_resource = group_resource
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,12 @@ def resolve(*, api_version: str, kind: str, crd_of: CrdLookup) -> ScaleTarget:
     if not info.custom:
         if (info.group, info.kind) in BUILT_IN:
             return ScaleTarget(info)
-        raise ScaleError(NO_SCALE_SUBRESOURCE)
+        raise ScaleError(NO_SCALE_SUBRESOURCE,
+                         group_resource=ScaleTarget(info).group_resource)
     crd = crd_of(info.ref) if "scale" in info.subresources else None
     paths = scale_paths(crd, info.version) if crd is not None else None
     if paths is None or not paths.spec_replicas:
-        raise ScaleError(NO_SCALE_SUBRESOURCE)
+        raise ScaleError(NO_SCALE_SUBRESOURCE, group_resource=info.ref)
     return ScaleTarget(info, paths)
 
 
