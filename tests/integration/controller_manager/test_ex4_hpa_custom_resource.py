@@ -2,7 +2,8 @@
 its CRD's scale subresource, as kube's HPA does through the polymorphic scale client. A real
 apiserver (with its HTTP front, for the real kubectl) serves the CRD; a real
 controller-manager runs the HPA controller, which learns the kind and its scale paths from
-the CRD."""
+the CRD; its disruption controller counts a custom controller's scale for a
+PodDisruptionBudget."""
 
 from __future__ import annotations
 
@@ -49,12 +50,12 @@ async def api(front: tuple[Cluster, Path]) -> AsyncIterator[ApiClient]:
         yield client
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def controller_manager(front: tuple[Cluster, Path]) -> Iterator[Process]:
-    """The HPA controller alone, syncing every second."""
+    """The HPA (syncing every second) and disruption controllers."""
     started: list[Process] = []
     proc = start_controller_manager(
-        front[0], started, "--controllers", "horizontalpodautoscaling",
+        front[0], started, "--controllers", "horizontalpodautoscaling,disruption",
         "--horizontal-pod-autoscaler-sync-period", "1s")
     yield proc
     for each in started:
@@ -165,3 +166,48 @@ async def test_ex4_hpa_raises_a_custom_resource_to_min_replicas_through_its_scal
             with contextlib.suppress(ApiError):
                 await api.delete("customresourcedefinitions", name)
             unregister_custom(name)
+
+
+async def test_ex4_pdb_expects_the_replicas_of_a_pods_custom_controller(
+        api: ApiClient, controller_manager: Process) -> None:
+    group = f"g{uuid.uuid4().hex[:8]}.example.com"
+    namespace = f"t-{uuid.uuid4().hex[:10]}"
+    await api.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+    ref = await _serve(api, _crd(group, "crontabs", "CronTab", {
+        "status": {}, "scale": {"specReplicasPath": ".spec.replicas",
+                                "statusReplicasPath": ".status.replicas"}}))
+    try:
+        owner = await api.create({
+            "apiVersion": f"{group}/v1", "kind": "CronTab",
+            "metadata": {"name": "db", "namespace": namespace}, "spec": {"replicas": 4}})
+        for i in range(3):
+            created = await api.create({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": f"db-{i}", "namespace": namespace,
+                             "labels": {"app": "db"},
+                             "ownerReferences": [{
+                                 "apiVersion": owner["apiVersion"], "kind": "CronTab",
+                                 "name": "db", "uid": owner["metadata"]["uid"],
+                                 "controller": True}]},
+                "spec": {"containers": [{"name": "main", "image": "busybox"}]}})
+            created["status"] = {"phase": "Running", "conditions": [
+                {"type": "Ready", "status": "True"}]}
+            await api.update_status(created)
+        await api.create({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
+                          "metadata": {"name": "budget", "namespace": namespace},
+                          "spec": {"selector": {"matchLabels": {"app": "db"}},
+                                   "maxUnavailable": 1}})
+        want = {"expectedPods": 4, "desiredHealthy": 3, "currentHealthy": 3,
+                "disruptionsAllowed": 0}
+
+        async def counted() -> bool:
+            pdb = await api.get("poddisruptionbudgets", "budget", namespace)
+            status = pdb.get("status") or {}
+            return all(status.get(k) == v for k, v in want.items())
+
+        # 4 expected from the CronTab's scale (3 pods exist), so none may be evicted
+        await _until(counted, f"the budget's status to be {want}")
+    finally:
+        with contextlib.suppress(ApiError):
+            await api.delete("customresourcedefinitions", ref)
+        unregister_custom(ref)
