@@ -29,8 +29,12 @@ __all__ = ["MAX_DNS_NAMESERVERS", "MAX_DNS_SEARCH_PATHS", "MAX_GRACE_SECONDS",
 _KIND_INFO = {info.kind: info for info in KINDS}
 # kinds whose names are not DNS subdomains: APIServices only need a URL path segment
 # (`v1.`), as kube-aggregator's name check
+# Names checked otherwise than as DNS subdomains: RBAC's (`system:controller:x`) and an
+# APIService's (`v1.`) need only be path segments, as in Kubernetes (ValidateRBACName).
 _NAME_CHECKS = {"Namespace": dns1123_label_problems,
-                "APIService": path_segment_name_problems}
+                "APIService": path_segment_name_problems,
+                **dict.fromkeys(("Role", "ClusterRole", "RoleBinding", "ClusterRoleBinding"),
+                                path_segment_name_problems)}
 
 
 def validate(obj: ObjView, *, old: ObjView | None = None) -> list[FieldError]:
