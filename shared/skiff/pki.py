@@ -211,6 +211,11 @@ class ClusterPki:
     # it (kube-apiserver's --kubelet-client-certificate).
     kubelet_serving: dict[str, CertPair]
     apiserver_kubelet_client: CertPair
+    # The aggregation layer (SPEC EX8): a CA of its own for the front proxy, as kubeadm
+    # makes, and the apiserver's client certificate for extension apiservers, which trust
+    # the X-Remote-* headers only from a client that CA signed with an allowed name.
+    front_proxy_ca: Path
+    front_proxy_client: CertPair
 
     def node(self, name: str) -> CertPair:
         return self.nodes[name]
@@ -228,7 +233,14 @@ class ClusterPki:
                 "--client-ca-file", str(self.ca),
                 "--kubelet-client-certificate", str(self.apiserver_kubelet_client.cert),
                 "--kubelet-client-key", str(self.apiserver_kubelet_client.key),
-                "--kubelet-certificate-authority", str(self.ca)]
+                "--kubelet-certificate-authority", str(self.ca),
+                "--proxy-client-cert-file", str(self.front_proxy_client.cert),
+                "--proxy-client-key-file", str(self.front_proxy_client.key),
+                "--requestheader-client-ca-file", str(self.front_proxy_ca),
+                "--requestheader-allowed-names", FRONT_PROXY_CLIENT]
+
+
+FRONT_PROXY_CLIENT = "front-proxy-client"  # kubeadm's name for it
 
 
 def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
@@ -250,6 +262,8 @@ def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
     ca = CertificateAuthority.load_or_create(directory)
     (directory / "etcd").mkdir(mode=0o700, exist_ok=True)
     etcd_ca = CertificateAuthority.load_or_create(directory / "etcd")
+    (directory / "front-proxy").mkdir(mode=0o700, exist_ok=True)
+    front_proxy_ca = CertificateAuthority.load_or_create(directory / "front-proxy")
     all_hosts = (*DEFAULT_HOSTS, *hosts)
 
     def client(stem: str, user: str, *groups: str) -> CertPair:
@@ -280,6 +294,9 @@ def ensure_pki(directory: Path, *, nodes: Iterable[str] = (),
                                      server=True) for n in nodes},
         # no group: the name alone opens the kubelets, nothing on the apiserver
         apiserver_kubelet_client=client("apiserver-kubelet-client", APISERVER_KUBELET_CLIENT),
+        front_proxy_ca=front_proxy_ca.files.cert,
+        front_proxy_client=front_proxy_ca.issue(directory / "front-proxy" / "client",
+                                                common_name=FRONT_PROXY_CLIENT, client=True),
     )
 
 
