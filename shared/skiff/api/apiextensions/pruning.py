@@ -26,7 +26,15 @@ def prune_custom_object(schema: ObjView, obj: Obj) -> list[str]:
     """Drop every field of `obj` its schema does not specify, in place; return their paths,
     sorted. The root's apiVersion, kind and metadata are always kept."""
     dropped: list[str] = []
-    _prune_object_fields(obj, schema, "", dropped, embedded=True, root=True)
+    if schema.get("x-kubernetes-preserve-unknown-fields") is True:
+        # an open root keeps unknown fields; the fields it specifies are still pruned inside
+        properties = _properties(schema)
+        for key in list(obj):
+            sub = properties.get(key)
+            if key not in _META_FIELDS and isinstance(sub, Mapping):
+                _prune(obj[key], sub, key, dropped)
+    else:
+        _prune_object_fields(obj, schema, "", dropped, embedded=True, root=True)
     dropped.sort()
     return dropped
 

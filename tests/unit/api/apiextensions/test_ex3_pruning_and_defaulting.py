@@ -123,3 +123,19 @@ def test_ex3_embedded_metadata_keeps_only_well_formed_object_meta() -> None:
         "spec": {"x": "1"}}}}
     assert prune_custom_object(SCHEMA, obj) == ["spec.template.metadata.colour"]
     assert obj["spec"]["template"]["metadata"] == {"name": "p", "annotations": {"b": "c"}}
+def test_ex3_a_root_that_preserves_unknown_fields_keeps_them() -> None:
+    """Found by the HPA work: `{type: object, x-kubernetes-preserve-unknown-fields: true}` at
+    the root dropped `spec` and every other top-level field on create."""
+    obj = {"apiVersion": "a.example.com/v1", "kind": "K", "metadata": {"name": "x"},
+           "spec": {"replicas": 1, "free": {"form": True}}}
+    schema = {"type": "object", "x-kubernetes-preserve-unknown-fields": True,
+              "properties": {"spec": {"type": "object",
+                                      "properties": {"replicas": {"type": "integer"}}}}}
+    assert prune_custom_object(schema, obj) == ["spec.free"]
+    assert obj["spec"] == {"replicas": 1}
+    open_root = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    kept = {"apiVersion": "a.example.com/v1", "kind": "K", "metadata": {"name": "x"},
+            "spec": {"anything": [1, 2]}, "extra": "yes"}
+    assert prune_custom_object(open_root, kept) == []
+    assert kept["spec"] == {"anything": [1, 2]}
+    assert kept["extra"] == "yes"
