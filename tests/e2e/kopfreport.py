@@ -28,8 +28,16 @@ def first_error(error: BaseException) -> str:
         lines = [line for line in stderr.splitlines() if line.strip()]
         command = error.cmd if isinstance(error.cmd, str) else " ".join(map(str, error.cmd))
         return f"`{command}` exited {error.returncode}: {lines[0] if lines else '(no stderr)'}"
-    text = f"{type(error).__name__}: {error}".splitlines()[0]
-    return text[:400]
+    if isinstance(error, BaseExceptionGroup) and error.exceptions:
+        # pytest raises a group of PytestUnraisableExceptionWarning (warnings are errors in
+        # kopf's suite), each caused by what was ignored: say the first cause.
+        return f"{type(error).__name__} of {len(error.exceptions)}: " \
+               + first_error(error.exceptions[0])
+    text = f"{type(error).__name__}: {error}".splitlines()[0][:300]
+    cause = error.__cause__
+    if cause is not None:
+        text += f" (caused by {type(cause).__name__}: {str(cause).splitlines()[0][:200]})"
+    return text
 
 
 @pytest.hookimpl(hookwrapper=True)
