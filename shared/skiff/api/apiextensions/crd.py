@@ -27,9 +27,10 @@ from skiff.api.apiextensions.crdversions import (
 from skiff.api.apiextensions.names import dns1035_label_detail, kind_problems
 from skiff.api.apiextensions.values import too_many
 from skiff.api.errors import FieldError, duplicate, forbidden, invalid, not_supported, required
-from skiff.api.fieldchecks import IMMUTABLE, as_dict, as_list, is_int
+from skiff.api.fieldchecks import IMMUTABLE, as_dict, as_list
 from skiff.api.selectors import dns1123_subdomain_problems
 from skiff.api.types import Obj, ObjView
+from skiff.api.webhookclient import validate_webhook_service, validate_webhook_url
 
 __all__ = ["default_crd", "printer_columns_of", "schema_of", "selectable_fields_of",
            "served_versions", "storage_version", "stored_versions_after_update",
@@ -41,7 +42,6 @@ PRINTER_COLUMN_FORMATS = ["byte", "date", "date-time", "double", "float", "int32
                           "password"]
 CONVERSION_REVIEW_VERSIONS = ["v1", "v1beta1"]
 MAX_SELECTABLE_FIELDS = 8
-_URL_FORM = "; desired format: https://host[/path]"
 
 
 def default_crd(obj: Obj) -> None:
@@ -393,43 +393,9 @@ def _validate_client_config(config: ObjView, path: str) -> list[FieldError]:
     if (url is None) == (service is None):
         return [required(path, "exactly one of url or service is required")]
     if url is not None:
-        return _validate_url(url, f"{path}.url")
+        return validate_webhook_url(url, f"{path}.url")
     svc, errors = as_dict(service, f"{path}.service")
-    if not svc.get("name"):
-        errors.append(required(f"{path}.service.name", "service name is required"))
-    if not svc.get("namespace"):
-        errors.append(required(f"{path}.service.namespace", "service namespace is required"))
-    port = svc.get("port", 443)
-    if not is_int(port) or not 1 <= port <= 65535:
-        errors.append(invalid(f"{path}.service.port", port,
-                              "port is not valid: must be between 1 and 65535, inclusive"))
-    url_path = svc.get("path")
-    if isinstance(url_path, str) and url_path and not url_path.startswith("/"):
-        errors.append(invalid(f"{path}.service.path", url_path, "must start with a '/'"))
-    return errors
-
-
-def _validate_url(url: Any, path: str) -> list[FieldError]:
-    if not isinstance(url, str):
-        return [invalid(path, url, "must be a string")]
-    try:
-        parts = urlsplit(url)
-    except ValueError as err:
-        return [required(path, f"url must be a valid URL: {err}{_URL_FORM}")]
-    errors: list[FieldError] = []
-    userinfo, _, host = parts.netloc.rpartition("@")
-    if parts.scheme != "https":
-        errors.append(invalid(path, parts.scheme,
-                              f"'https' is the only allowed URL scheme{_URL_FORM}"))
-    if not host:
-        errors.append(invalid(path, host, f"host must be specified{_URL_FORM}"))
-    if userinfo:
-        errors.append(invalid(path, userinfo, "user information is not permitted in the URL"))
-    if parts.fragment:
-        errors.append(invalid(path, parts.fragment, "fragments are not permitted in the URL"))
-    if parts.query:
-        errors.append(invalid(path, parts.query, "query parameters are not permitted in the URL"))
-    return errors
+    return errors + validate_webhook_service(svc, f"{path}.service")
 
 
 def _validate_review_versions(versions: Any, path: str) -> list[FieldError]:

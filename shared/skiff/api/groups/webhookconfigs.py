@@ -12,7 +12,6 @@ import binascii
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
-from urllib.parse import urlsplit
 
 from skiff.api.errors import (
     FieldError,
@@ -29,6 +28,7 @@ from skiff.api.selectors import (
     validate_label_selector,
 )
 from skiff.api.types import Obj, ObjView
+from skiff.api.webhookclient import validate_webhook_service, validate_webhook_url
 
 FAILURE_POLICIES = ["Fail", "Ignore"]
 MATCH_POLICIES = ["Equivalent", "Exact"]
@@ -39,8 +39,6 @@ REINVOCATION_POLICIES = ["IfNeeded", "Never"]
 SCOPES = ["*", "Cluster", "Namespaced"]
 ACCEPTED_REVIEW_VERSIONS = ["v1", "v1beta1"]
 MAX_MATCH_CONDITIONS = 64
-_URL_FORM = "; desired format: https://host[/path]"
-
 _DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
 _DNS1035_MSG = (
@@ -175,61 +173,6 @@ def validate_rule(rule: ObjView, path: str) -> list[FieldError]:
 
 
 # -- client config -------------------------------------------------------------------------
-
-def validate_webhook_url(url: Any, path: str) -> list[FieldError]:
-    """`webhook.ValidateWebhookURL` with https forced."""
-    if not isinstance(url, str):
-        return [invalid(path, url, "must be a string")]
-    try:
-        parts = urlsplit(url)
-        host = parts.netloc.rpartition("@")[2]
-    except ValueError as err:
-        return [required(path, f"url must be a valid URL: {err}{_URL_FORM}")]
-    errors = []
-    if parts.scheme != "https":
-        errors.append(invalid(path, parts.scheme,
-                              f"'https' is the only allowed URL scheme{_URL_FORM}"))
-    if not host:
-        errors.append(invalid(path, host, f"host must be provided{_URL_FORM}"))
-    if "@" in parts.netloc:
-        errors.append(invalid(path, parts.netloc.rpartition("@")[0],
-                              "user information is not permitted in the URL"))
-    if parts.fragment:
-        errors.append(invalid(path, parts.fragment, "fragments are not permitted in the URL"))
-    if parts.query:
-        errors.append(invalid(path, parts.query, "query parameters are not permitted in the URL"))
-    return errors
-
-
-def validate_webhook_service(service: ObjView, path: str) -> list[FieldError]:
-    """`webhook.ValidateWebhookService`."""
-    errors = []
-    if not service.get("name"):
-        errors.append(required(f"{path}.name", "service name is required"))
-    if not service.get("namespace"):
-        errors.append(required(f"{path}.namespace", "service namespace is required"))
-    port = service.get("port", 443)
-    if not is_int(port) or not 1 <= port <= 65535:
-        errors.append(invalid(f"{path}.port", port,
-                              "port is not valid: must be between 1 and 65535, inclusive"))
-    url_path = service.get("path")
-    if url_path is None or url_path in ("", "/"):
-        return errors
-    if not isinstance(url_path, str):
-        return errors + [invalid(f"{path}.path", url_path, "must be a string")]
-    if url_path == "//":
-        return errors + [invalid(f"{path}.path", url_path, "segment[0] may not be empty")]
-    if not url_path.startswith("/"):
-        errors.append(invalid(f"{path}.path", url_path, "must start with a '/'"))
-    steps = url_path[1:].removesuffix("/").split("/")
-    for i, step in enumerate(steps):
-        if not step:
-            errors.append(invalid(f"{path}.path", url_path, f"segment[{i}] may not be empty"))
-            continue
-        errors += [invalid(f"{path}.path", url_path, f"segment[{i}]: {p}")
-                   for p in dns1123_subdomain_problems(step)]
-    return errors
-
 
 def _validate_client_config(config: ObjView, path: str) -> list[FieldError]:
     url, service = config.get("url"), config.get("service")

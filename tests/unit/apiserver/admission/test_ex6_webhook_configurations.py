@@ -82,8 +82,8 @@ def test_ex6_validating_webhook_has_no_reinvocation_policy() -> None:
                  'webhooks[0].clientConfig.url: Invalid value: "a=b": query parameters are '
                  "not permitted in the URL", id="url-query"),
     pytest.param({"clientConfig": {"service": {"name": "svc"}}},
-                 "webhooks[0].clientConfig.service.namespace: Required value: service "
-                 "namespace is required", id="service-namespace"),
+                 "webhooks[0].clientConfig.service.namespace: Required value",
+                 id="service-namespace"),
     pytest.param({"clientConfig": {"service": {"name": "s", "namespace": "n", "port": 0}}},
                  "webhooks[0].clientConfig.service.port: Invalid value: 0: port is not valid: "
                  "must be between 1 and 65535, inclusive", id="service-port"),
