@@ -24,7 +24,7 @@ import pytest
 
 from tests.e2e.thirdparty import HERE, helm_binary
 from tests.integration.kubectl import kubectl
-from tests.integration.test_ex6_admission_webhooks import WebhookServer
+from tests.integration.webhookserver import WebhookServer
 
 pytestmark = [pytest.mark.integration]
 

@@ -21,12 +21,18 @@ from skiff.pki import CertificateAuthority
 class HttpsServer:
     """Serves `routes(app)` over HTTPS for `hosts` (127.0.0.1 always)."""
 
-    def __init__(self, directory: Path, *, hosts: tuple[str, ...] = ()) -> None:
+    def __init__(self, directory: Path, *, hosts: tuple[str, ...] = (),
+                 common_name: str = "webhook", client_ca: Path | None = None) -> None:
+        """`client_ca`: only clients with a certificate it signed get in (an extension
+        apiserver admits only the front proxy)."""
         self.ca = CertificateAuthority.load_or_create(directory / "ca")
-        files = self.ca.issue(directory / "server", common_name="webhook",
+        files = self.ca.issue(directory / "server", common_name=common_name,
                               hosts=["127.0.0.1", *hosts], server=True)
         self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         self._context.load_cert_chain(files.cert, files.key)
+        if client_ca is not None:
+            self._context.verify_mode = ssl.CERT_REQUIRED
+            self._context.load_verify_locations(str(client_ca))
         self.port = free_port()
         self._loop = asyncio.new_event_loop()
         self._runner: web.AppRunner | None = None
@@ -47,9 +53,18 @@ class HttpsServer:
         asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
         return self
 
-    def stop(self) -> None:
+    def resume(self) -> None:
+        """Serve again after `stop_serving`."""
+        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
+
+    def stop_serving(self) -> None:
+        """Stop answering (the port closes); the thread stays for `resume`."""
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
+            self._runner = None
+
+    def stop(self) -> None:
+        self.stop_serving()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(10)
         self._loop.close()

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import json
 import ssl
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -24,10 +23,10 @@ import pytest
 from aiohttp import web
 
 from skiff.cluster.kubeconfig import write_kubeconfig
-from skiff.cluster.processes import free_port
 from skiff.cluster.security import ClusterSecurity
 from skiff.pki import CertificateAuthority
 from tests.integration.auth.conftest import SecureCluster, start_secure_cluster
+from tests.integration.httpsserver import HttpsServer
 from tests.integration.kubectl import kubectl
 from tests.integration.officialclient import present
 
@@ -39,50 +38,17 @@ NAME_OF_TRUST = "extension-apiserver-authentication"  # the Service `metrics-ext
 PROXY_CLIENT = "front-proxy-client"
 
 
-class ExtensionServer:
+class ExtensionServer(HttpsServer):
     """An extension apiserver on 127.0.0.1 in a thread of its own: discovery of
     `metrics.example.com/v1beta1` (one resource, `widgets`), a list of widgets named after
     the user the front-proxy headers carry, and `/echo` with what it was sent."""
 
     def __init__(self, directory: Path, front_proxy_ca: Path) -> None:
-        self.ca = CertificateAuthority.load_or_create(directory / "ca")
-        files = self.ca.issue(directory / "extension", common_name="metrics-ext",
-                              hosts=["127.0.0.1", SERVICE_HOST], server=True)
-        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-        self._context.load_cert_chain(files.cert, files.key)
-        self._context.verify_mode = ssl.CERT_REQUIRED  # only the front proxy gets in
-        self._context.load_verify_locations(str(front_proxy_ca))
-        self.port = free_port()
+        super().__init__(directory, hosts=(SERVICE_HOST,), common_name="metrics-ext",
+                         client_ca=front_proxy_ca)  # only the front proxy gets in
         self.seen: list[dict[str, Any]] = []
-        self._loop = asyncio.new_event_loop()
-        self._runner: web.AppRunner | None = None
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
 
-    @property
-    def ca_bundle(self) -> str:
-        return base64.b64encode(self.ca.files.cert.read_bytes()).decode()
-
-    def start(self) -> ExtensionServer:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
-        return self
-
-    def resume(self) -> None:
-        asyncio.run_coroutine_threadsafe(self._serve(), self._loop).result(10)
-
-    def stop_serving(self) -> None:
-        if self._runner is not None:
-            asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-            self._runner = None
-
-    def stop(self) -> None:
-        self.stop_serving()
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
-
-    async def _serve(self) -> None:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get(f"/apis/{GV}", self._discovery)
         app.router.add_get(f"/apis/{GV}/namespaces/{{namespace}}/widgets", self._widgets)
         app.router.add_get(f"/apis/{GV}/widgets", self._widgets)
@@ -90,10 +56,6 @@ class ExtensionServer:
         app.router.add_get(f"/openapi/v3/apis/{GV}", self._openapi)
         app.router.add_get(f"/apis/{GV}/compressed", self._compressed)
         app.router.add_get(f"/apis/{WRONG_CA_GV}", self._discovery)
-        self._runner = web.AppRunner(app)
-        await self._runner.setup()
-        await web.TCPSite(self._runner, "127.0.0.1", self.port,
-                          ssl_context=self._context).start()
 
     def _record(self, request: web.Request, body: bytes = b"") -> dict[str, Any]:
         peer = request.transport.get_extra_info("peercert") if request.transport else None
