@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e import kopfreport
-from tests.e2e.thirdparty import HERE, kopf_suite
+from tests.e2e.thirdparty import HERE, KopfSuite, kopf_suite
 
 pytestmark = [pytest.mark.integration]
 
@@ -38,31 +38,60 @@ def _summary(results: dict[str, dict[str, object]]) -> str:
                      for test, r in sorted(results.items()))
 
 
-@pytest.mark.timeout(900)  # the suite takes 4-6 minutes; the venv ~30 s on a fresh machine
-# Not strict: which tests fail changes from run to run (2-3 of 17), so a clean run can happen.
-@pytest.mark.xfail(strict=False, reason=(
-    "2-3 of the 17, different ones each run, fail on a ResourceWarning kopf's suite makes an "
-    "error: sockets left unclosed when KopfRunner closes the operator's loop (mostly TLS "
-    "connections to the apiserver whose close was not answered yet)"))
-def test_ex9_kopf_e2e_suite_passes_against_skiff_up(skiff_kubeconfig: Path,
-                                                     tmp_path: Path) -> None:
-    suite = kopf_suite()
-    report, log = tmp_path / "kopf-e2e.json", tmp_path / "kopf-e2e.log"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PYTEST_", "VIRTUAL_ENV", "PYTHON"))}
-    env.update(KUBECONFIG=str(skiff_kubeconfig), PYTHONPATH=str(HERE),
-               **{kopfreport.REPORT_ENV: str(report)})
+# Failures that are not the cluster's, each of which makes a test run once more, alone (it
+# must pass then; any other failure counts at once):
+# - a socket or transport its client left unclosed when KopfRunner closed the operator's
+#   event loop (kopf's suite turns that ResourceWarning into an error): the TLS close of a
+#   connection to the apiserver had not been answered yet, a race in the test's teardown
+#   that any server loses now and then under load (Skiff answers a close_notify in ~150 us
+#   median, a bare aiohttp server in ~105 us, on this machine);
+# - CPython's spurious "AST constructor recursion depth mismatch" SystemError when ast is
+#   used from two threads at once (python/cpython#106905; KopfRunner runs the operator in a
+#   thread while pytest parses in the main one).
+NOT_THE_CLUSTERS = (("PytestUnraisableExceptionWarning", "ResourceWarning: unclosed"),
+                    ("SystemError: AST constructor recursion depth mismatch",))
+
+
+def _not_the_clusters(error: object) -> bool:
+    return any(all(text in str(error) for text in texts) for texts in NOT_THE_CLUSTERS)
+
+
+def _run(suite: KopfSuite, env: dict[str, str], report: Path, log: Path,
+         tests: list[str]) -> dict[str, dict[str, object]]:
+    """kopf's CI command (or only `tests`) in its source tree; each test's outcome."""
     with open(log, "w") as out:
         run = subprocess.run(
             [str(suite.python), "-m", "pytest", "--color=no", "--timeout=30", "--only-e2e",
-             "-p", "kopfreport", "-p", "no:cacheprovider", "-q", "-rfE"],
-            cwd=suite.source, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=840)
+             "-p", "kopfreport", "-p", "no:cacheprovider", "-q", "-rfE", *tests],
+            cwd=suite.source, env={**env, kopfreport.REPORT_ENV: str(report)}, stdout=out,
+            stderr=subprocess.STDOUT, timeout=840)
     assert report.exists(), f"kopf's pytest exited {run.returncode} without a report; see {log}"
     results: dict[str, dict[str, object]] = json.loads(report.read_text())
-    summary = _summary(results)
-    print(f"kopf {suite.source.name} e2e against skiff up (log: {log}):\n{summary}")
-    assert len(results) == KOPF_E2E_TESTS, summary
+    return results
+
+
+@pytest.mark.timeout(1200)  # the suite takes 4-6 minutes; the venv ~30 s on a fresh machine
+def test_ex9_kopf_e2e_suite_passes_against_skiff_up(skiff_kubeconfig: Path,
+                                                     tmp_path: Path) -> None:
+    suite = kopf_suite()
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTEST_", "VIRTUAL_ENV", "PYTHON"))}
+    env.update(KUBECONFIG=str(skiff_kubeconfig), PYTHONPATH=str(HERE))
+    results = _run(suite, env, tmp_path / "kopf-e2e.json", tmp_path / "kopf-e2e.log", [])
+    print(f"kopf {suite.source.name} e2e against skiff up:\n{_summary(results)}")
+    assert len(results) == KOPF_E2E_TESTS, _summary(results)
+    raced = sorted(test for test, r in results.items()
+                   if r["outcome"] != "passed" and test not in EXPECTED_FAILURES
+                   and _not_the_clusters(r["error"]))
+    if raced:
+        again = _run(suite, env, tmp_path / "kopf-e2e-again.json",
+                     tmp_path / "kopf-e2e-again.log", raced)
+        print(f"run again (a failure that is not the cluster's):\n{_summary(again)}")
+        for test in raced:
+            results[test] = {**again.get(test, {"outcome": "missing", "error": "",
+                                                "seconds": 0}),
+                             "first": results[test]["error"]}
     not_passed = {test for test, r in results.items() if r["outcome"] != "passed"}
     assert not_passed == set(EXPECTED_FAILURES), (
-        f"kopf e2e: {len(results) - len(not_passed)} of {len(results)} passed\n{summary}")
-    assert run.returncode == (1 if EXPECTED_FAILURES else 0), summary
+        f"kopf e2e: {len(results) - len(not_passed)} of {len(results)} passed\n"
+        f"{_summary(results)}")
