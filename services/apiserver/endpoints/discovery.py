@@ -24,7 +24,9 @@ SUBRESOURCES = {"Pod": ("attach", "binding", "ephemeralcontainers", "eviction", 
                  "Job": ("status",), "CronJob": ("status",), "Service": ("status",),
                  "PodDisruptionBudget": ("status",), "Namespace": ("status",),
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",),
-                 "HorizontalPodAutoscaler": ("status",)}
+                 "HorizontalPodAutoscaler": ("status",),
+                 "CustomResourceDefinition": ("status",), "APIService": ("status",),
+                 "ValidatingAdmissionPolicy": ("status",)}
 # A subresource's discovery entry as kube-apiserver lists it: its verbs, and the kind (with
 # group and version when they differ from the parent's) that its requests carry. kubectl
 # drain evicts only when `pods/eviction` names kind Eviction in a group and version;
