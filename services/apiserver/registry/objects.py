@@ -148,3 +148,15 @@ def check_preconditions(info: KindInfo, name: str, cur: KeyValue,
             info.resource, name,
             f"Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in "
             f"object meta: {cur.mod_revision}")
+
+
+def with_finalizers(obj: Obj, finalizers: list[str]) -> Obj:
+    """`obj` with `finalizers` added (a copy; `obj` itself when none is new or it is being
+    deleted already): what a strategy's DELETE adds before the deletion is decided."""
+    meta = obj["metadata"]
+    added = [f for f in finalizers if f not in (meta.get("finalizers") or [])]
+    if not added or meta.get("deletionTimestamp"):
+        return obj
+    changed = copy.deepcopy(obj)
+    changed["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), *added]
+    return changed

@@ -51,11 +51,12 @@ from skiff.apiserver.registry.objects import (
     omit_empty_metadata,
     prune,
     strip_rv,
+    with_finalizers,
 )
 from skiff.apiserver.registry.podsubresources import PodSubresources
 from skiff.apiserver.registry.scope import request_namespace
 from skiff.apiserver.registry.strategies.catalog import Strategies
-from skiff.apiserver.registry.strategy import Strategy
+from skiff.apiserver.registry.strategy import Strategy, merge_update
 from skiff.apiserver.storage import paging
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.values import LIST_PAGE, KeyValue
@@ -390,7 +391,7 @@ class Registry:
                     info.resource, name,
                     "the object has been modified; please apply your changes to the latest "
                     "version and try again")
-            new = self._merge_update(info, strategy, cur.obj, obj, subresource)
+            new = merge_update(info, strategy, cur.obj, obj, subresource)
             strategy.prepare_for_update(cur.obj, new, subresource=subresource)
             strategy.default(new)
             omit_empty_metadata(new["metadata"])
@@ -440,33 +441,6 @@ class Registry:
 
         return await self.retry_conflicts(attempt)
 
-    @staticmethod
-    def _merge_update(info: KindInfo, strategy: Strategy, old: Obj, new_in: Obj,
-                      subresource: str) -> Obj:
-        """AS8: a spec write keeps the stored status; a status write keeps everything else;
-        another subresource's write changes what its strategy says (a Pod's
-        `ephemeralcontainers`: only `spec.ephemeralContainers`)."""
-        if subresource == "status":
-            merged = copy.deepcopy(old)
-            merged["status"] = copy.deepcopy(new_in.get("status", {}))
-            return merged
-        if subresource:
-            return strategy.merge_subresource(old, new_in, subresource)
-        new = copy.deepcopy(new_in)
-        meta, old_meta = new["metadata"], old["metadata"]
-        for fixed in ("uid", "creationTimestamp", "deletionTimestamp",
-                      "deletionGracePeriodSeconds", "generation"):
-            if fixed in old_meta:
-                meta[fixed] = old_meta[fixed]
-            else:
-                meta.pop(fixed, None)
-        if info.has_status:
-            if "status" in old:
-                new["status"] = copy.deepcopy(old["status"])
-            else:
-                new.pop("status", None)
-        return new
-
     # -- delete --------------------------------------------------------------------------
 
     async def delete(self, resource: str, namespace: str | None, name: str, *,
@@ -500,12 +474,7 @@ class Registry:
             await self.admission.admit(attrs)
             await self.admission.validate(attrs)
             current = ownership.with_propagation_finalizer(cur.obj, propagation_finalizer)
-            added = [f for f in strategy.finalizers_on_delete(current)
-                     if f not in (current["metadata"].get("finalizers") or [])]
-            if added and not current["metadata"].get("deletionTimestamp"):
-                current = copy.deepcopy(current)
-                current["metadata"]["finalizers"] = [
-                    *(current["metadata"].get("finalizers") or []), *added]
+            current = with_finalizers(current, strategy.finalizers_on_delete(current))
             period = strategy.delete_grace_period(current, grace_period_seconds)
             decision = graceful.decide(current, period, self.clock.now())
             terminating = graceful.mark_namespace_terminating(current, self.clock.now())

@@ -7,11 +7,13 @@ is kept on create (and the zero status Kubernetes gives some kinds is set), the 
 its status are served as subresources, an update is validated as a whole, deletion is
 immediate unless finalizers hold it (graceful.py), and nothing is allocated beside it.
 A kind with its own rules overrides the hooks in its module under strategies/, and is
-listed in strategies/catalog.py.
+listed in strategies/catalog.py. `merge_update` is what an update of the object or of one
+of its subresources may change (SPEC AS8), asking the strategy for the others.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import ClassVar
 
 from skiff.api import ApiError, apply_defaults, prune_unknown_fields, tables, validate
@@ -142,3 +144,30 @@ class Strategy:
     def kubectl_columns(self) -> set[str]:
         """The names of the columns kubectl prints without `-o wide` (priority 0)."""
         return {name for name, _ in tables.COLUMNS.get(self.kind, tables.DEFAULT_COLUMNS)}
+
+
+def merge_update(info: KindInfo, strategy: Strategy, old: Obj, new_in: Obj,
+                 subresource: str) -> Obj:
+    """AS8: a spec write keeps the stored status; a status write keeps everything else;
+    another subresource's write changes what its strategy says (a Pod's
+    `ephemeralcontainers`: only `spec.ephemeralContainers`)."""
+    if subresource == "status":
+        merged = copy.deepcopy(old)
+        merged["status"] = copy.deepcopy(new_in.get("status", {}))
+        return merged
+    if subresource:
+        return strategy.merge_subresource(old, new_in, subresource)
+    new = copy.deepcopy(new_in)
+    meta, old_meta = new["metadata"], old["metadata"]
+    for fixed in ("uid", "creationTimestamp", "deletionTimestamp",
+                  "deletionGracePeriodSeconds", "generation"):
+        if fixed in old_meta:
+            meta[fixed] = old_meta[fixed]
+        else:
+            meta.pop(fixed, None)
+    if info.has_status:
+        if "status" in old:
+            new["status"] = copy.deepcopy(old["status"])
+        else:
+            new.pop("status", None)
+    return new
