@@ -4,12 +4,15 @@ Kubernetes draws every random name suffix (`generateName`) and spells every temp
 (`pod-template-hash`, `controller-revision-hash`) in one alphabet without vowels or the
 look-alike digits 0, 1 and 3, so generated names never form words and read unambiguously
 (k8s.io/apimachinery/pkg/util/rand). A `generateName` base is cut so the name with its
-5-character suffix still fits 63 characters (apiserver/pkg/storage/names).
+5-character suffix still fits 63 characters (apiserver/pkg/storage/names). And
+apimachinery's `IsDNS1035Label`, with its message, which CRD names, API versions, review
+versions and CEL's format library check.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from typing import Any
 
@@ -43,3 +46,23 @@ def object_hash(value: Any, salt: bytes = b"") -> str:
     digits safe-encoded), `salt` appended before hashing (a Deployment's collisionCount)."""
     data = json.dumps(value, sort_keys=True, separators=(",", ":")).encode() + salt
     return safe_encode(str(fnv32a(data)))
+
+
+DNS1035_LABEL_MAX_LENGTH = 63
+_DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+_DNS1035_LABEL = re.compile(f"^{_DNS1035_LABEL_FMT}$")
+DNS1035_LABEL_MSG = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
+    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
+    f"'abc-123', regex used for validation is '{_DNS1035_LABEL_FMT}')"
+)
+
+
+def dns1035_label_problems(value: str) -> list[str]:
+    """apimachinery's `IsDNS1035Label`: the reasons `value` is not one (empty when it is)."""
+    problems = []
+    if len(value) > DNS1035_LABEL_MAX_LENGTH:
+        problems.append(f"must be no more than {DNS1035_LABEL_MAX_LENGTH} characters")
+    if not _DNS1035_LABEL.match(value):
+        problems.append(DNS1035_LABEL_MSG)
+    return problems

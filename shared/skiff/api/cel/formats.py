@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from cel_expr_python import cel  # type: ignore[import-untyped]
 
 from skiff.api.fieldchecks import iana_svc_name_problems
+from skiff.api.names import dns1035_label_problems
 from skiff.api.selectors import (
     dns1123_label_problems,
     dns1123_subdomain_problems,
@@ -32,21 +33,6 @@ from skiff.api.selectors import (
 )
 
 _FORMAT = "__format__"
-_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    f"'abc-123', regex used for validation is '{_DNS1035_FMT}')")
-
-
-def _dns1035_problems(value: str) -> list[str]:
-    problems = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _DNS1035.match(value):
-        problems.append(_DNS1035_MSG)
-    return problems
 
 
 def _prefix(check: Callable[[str], list[str]]) -> Callable[[str], list[str]]:
@@ -96,12 +82,12 @@ def _datetime(value: str) -> list[str]:
 FORMATS: dict[str, Callable[[str], list[str]]] = {
     "dns1123Label": dns1123_label_problems,
     "dns1123Subdomain": dns1123_subdomain_problems,
-    "dns1035Label": _dns1035_problems,
+    "dns1035Label": dns1035_label_problems,
     "qualifiedName": qualified_name_problems,
     "portName": iana_svc_name_problems,
     "dns1123LabelPrefix": _prefix(dns1123_label_problems),
     "dns1123SubdomainPrefix": _prefix(dns1123_subdomain_problems),
-    "dns1035LabelPrefix": _prefix(_dns1035_problems),
+    "dns1035LabelPrefix": _prefix(dns1035_label_problems),
     "labelValue": label_value_problems,
     "uri": _uri,
     "uuid": _uuid,

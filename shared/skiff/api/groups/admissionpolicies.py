@@ -30,6 +30,7 @@ from skiff.api.groups.webhookconfigs import (
     _validate_match_conditions,
     validate_rule,
 )
+from skiff.api.names import dns1035_label_problems
 from skiff.api.selectors import (
     LabelSelector,
     dns1123_subdomain_problems,
@@ -49,11 +50,6 @@ _CEL_RESERVED = frozenset({"true", "false", "null", "in", "as", "break", "const"
                            "else", "for", "function", "if", "import", "let", "loop",
                            "package", "namespace", "return", "var", "void", "while"})
 _CEL_TYPE_NAMES = {"null": "null_type"}  # skiff.api.cel's result type -> cel-go's name
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    "'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')")
 
 
 # -- the CEL variables of each kind of expression (Kubernetes' OptionalVariableDeclarations)
@@ -180,19 +176,10 @@ def _group_version_problems(api_version: str, path: str) -> list[FieldError]:
     if not version:
         errors.append(invalid(path, api_version, "version must be specified"))
     else:
-        problems = _dns1035_problems(version)
+        problems = dns1035_label_problems(version)
         if problems:
             errors.append(invalid(path, version, ",".join(problems)))
     return errors
-
-
-def _dns1035_problems(value: str) -> list[str]:
-    problems = []
-    if len(value) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _DNS1035.match(value):
-        problems.append(_DNS1035_MSG)
-    return problems
 
 
 def _validate_param_kind(kind: ObjView, path: str) -> list[FieldError]:
@@ -205,7 +192,7 @@ def _validate_param_kind(kind: ObjView, path: str) -> list[FieldError]:
     if not name:
         errors.append(required(f"{path}.kind"))
     else:
-        problems = _dns1035_problems(str(name).lower())
+        problems = dns1035_label_problems(str(name).lower())
         if problems:
             errors.append(invalid(f"{path}.kind", name, "may have mixed case, but should "
                                   "otherwise match: " + ",".join(problems)))

@@ -11,13 +11,13 @@ import base64
 import binascii
 from typing import Any
 
-from skiff.api.apiextensions.names import dns1035_label_problems
 from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError, invalid, not_supported, required
 from skiff.api.fieldchecks import as_dict, as_list, is_int
 from skiff.api.fielddefaults import child, set_if_none
 from skiff.api.fieldschema import OBJECT_META, TOP, fields
 from skiff.api.grouprules import GroupRules
+from skiff.api.names import dns1035_label_problems
 from skiff.api.selectors import dns1123_subdomain_problems
 from skiff.api.types import Obj, ObjView
 

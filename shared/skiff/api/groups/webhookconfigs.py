@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -22,6 +21,7 @@ from skiff.api.errors import (
 )
 from skiff.api.fieldchecks import as_dict, as_list, is_int
 from skiff.api.fielddefaults import child, set_if_none
+from skiff.api.names import dns1035_label_problems
 from skiff.api.selectors import (
     dns1123_subdomain_problems,
     qualified_name_problems,
@@ -39,12 +39,6 @@ REINVOCATION_POLICIES = ["IfNeeded", "Never"]
 SCOPES = ["*", "Cluster", "Namespaced"]
 ACCEPTED_REVIEW_VERSIONS = ["v1", "v1beta1"]
 MAX_MATCH_CONDITIONS = 64
-_DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
-_DNS1035 = re.compile(f"^{_DNS1035_FMT}$")
-_DNS1035_MSG = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with "
-    "an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or "
-    f"'abc-123', regex used for validation is '{_DNS1035_FMT}')")
 
 # the variables a matchConditions expression may use (CEL: skiff.api.cel); `authorizer` is
 # declared as Kubernetes declares it, though Skiff gives it no value (an expression that
@@ -254,10 +248,8 @@ def _validate_review_versions(value: Any, path: str, *,
             errors.append(invalid(f"{path}[{i}]", version, "duplicate version"))
             continue
         seen.add(version)
-        if len(version) > 63:
-            errors.append(invalid(f"{path}[{i}]", version, "must be no more than 63 characters"))
-        if not _DNS1035.match(version):
-            errors.append(invalid(f"{path}[{i}]", version, _DNS1035_MSG))
+        errors += [invalid(f"{path}[{i}]", version, problem)
+                   for problem in dns1035_label_problems(str(version))]
     if require_recognized and not seen & set(ACCEPTED_REVIEW_VERSIONS):
         errors.append(invalid(path, versions, "must include at least one of "
                                               f"{', '.join(ACCEPTED_REVIEW_VERSIONS)}"))
