@@ -25,6 +25,7 @@ from skiff.api.groups import (
     events,
     fencing,
     networking,
+    perturbations,
     policy,
     rbac,
     scheduling,
@@ -50,7 +51,7 @@ GROUPS: tuple[GroupRules, ...] = (
     apps.RULES, batch.RULES, autoscaling.RULES, networking.RULES, rbac.RULES, policy.RULES,
     events.RULES, storage.RULES, coordination.RULES, discovery.RULES, scheduling.RULES,
     fencing.RULES, apiextensions.RULES, admissionregistration.RULES,
-    apiregistration.RULES,
+    apiregistration.RULES, perturbations.RULES,
 )
 
 

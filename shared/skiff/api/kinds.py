@@ -85,6 +85,8 @@ KINDS: tuple[KindInfo, ...] = (
     KindInfo("VolumeAttachment", "storage.k8s.io/v1", "volumeattachments", False, ("va",)),
     # Skiff's own (SPEC FN1): one Fence per fenced node, with its state and reason.
     KindInfo("Fence", "skiff.io/v1", "fences", False, ("fence",)),
+    # Skiff's own (controller testing): what the apiserver does to one client's view.
+    KindInfo("Perturbation", "skiff.io/v1", "perturbations", False, ("pert",)),
     # Identity and access (SPEC AU3): RBAC, evaluated by the apiserver (skiff.auth).
     KindInfo("Role", "rbac.authorization.k8s.io/v1", "roles", True, (), has_status=False),
     KindInfo("ClusterRole", "rbac.authorization.k8s.io/v1", "clusterroles", False, (),
