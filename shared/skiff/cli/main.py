@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from skiff.api import ApiError
 from skiff.api import tables as printers
-from skiff.cli import describe, fencing, resources
+from skiff.cli import chaos, describe, fencing, resources
 from skiff.client import ApiClient
 from skiff.cluster.chaos.docker import ChaosError
 from skiff.cluster.chaos.members import MEMBER_COMMANDS, MemberError
@@ -237,16 +237,32 @@ def cmd_chaos(args: argparse.Namespace) -> None:
         except MemberError as err:
             fail(str(err))
         return
-    partitions = partitions_for(Path(args.data_dir), project=args.project)
-    try:
-        if args.chaos_command == "partition":
-            lines = partitions.partition(args.node, args.from_component)
-        else:
-            lines = partitions.heal(args.node)
-    except ChaosError as err:
-        fail(str(err))
-    for line in lines:
-        _out(line)
+    if (body := chaos.command(args.chaos_command, _out)) is not None:
+        with_client(args, lambda api: body(api, args))
+        return
+    if args.chaos_command == "heal" and args.perturbation:
+        if args.node:
+            fail("give a NODE (to heal its partitions) or --perturbation NAME, not both")
+        with_client(args, lambda api: chaos.heal(api, args.perturbation, out=_out))
+        return
+    heal_all = args.chaos_command == "heal" and args.node is None
+    local = running_elsewhere(Path(args.data_dir))
+    problem = None
+    if not (heal_all and local and not local.netns):  # no partitions without --netns
+        partitions = partitions_for(Path(args.data_dir), project=args.project)
+        try:
+            if args.chaos_command == "partition":
+                lines = partitions.partition(args.node, args.from_component)
+            else:
+                lines = partitions.heal(args.node)
+            for line in lines:
+                _out(line)
+        except ChaosError as err:
+            problem = str(err)
+    if heal_all and (args.server or os.environ.get("SKIFF_SERVER") or local):
+        with_client(args, lambda api: chaos.heal(api, None, out=_out))  # every Perturbation
+    if problem:
+        fail(problem)
 
 
 # -- parser ------------------------------------------------------------------------------
@@ -398,9 +414,14 @@ def build_parser() -> argparse.ArgumentParser:
     part.add_argument("--from", dest="from_component",
                       help="cut it only from this component (e.g. apiserver)")
     part.add_argument("--project", default="skiff", help="compose project name")
-    heal = add_to(chaos_sub, "heal", help="undo partitions (of one node, or all)")
+    heal = add_to(chaos_sub, "heal", help="undo partitions (of one node, or all) and "
+                                          "perturbations (all, or --perturbation NAME)")
     heal.add_argument("node", nargs="?")
     heal.add_argument("--project", default="skiff")
+    heal.add_argument("--perturbation", metavar="NAME",
+                      help="delete only this Perturbation (without a node, `heal` deletes "
+                           "them all)")
+    chaos.add_commands(chaos_sub, add_to)
     for verb, text in (("kill", "SIGKILL a member; the supervisor starts it again"),
                        ("stop", "stop a member; it stays down until `chaos start`"),
                        ("start", "start a member `chaos stop` stopped")):

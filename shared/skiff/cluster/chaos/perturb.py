@@ -1,0 +1,159 @@
+"""Perturbations from Python: a stale view or missed watch events for one client identity,
+declared as skiff.io/v1 Perturbation objects (what `skiff chaos stale-view|miss-events|heal`
+run, and what a controller's tests call).
+
+The apiserver applies a stored Perturbation to that identity's cached reads and watches
+(issue 35); this module only writes and deletes the objects, through any `skiff.client`
+`Client`. Bad arguments raise `PerturbationError` naming the parameter before anything is
+sent; the apiserver's own validation (skiff.api.groups.perturbations) stands behind it.
+
+    name = await stale_view(client, user="system:serviceaccount:shop:operator",
+                            lag_revisions=20)
+    ...
+    await heal(client, name)   # or heal(client): every Perturbation
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from skiff.api import ApiError, Reason
+from skiff.api.groups.perturbations import EVENT_TYPES
+from skiff.api.types import Obj
+from skiff.client import Client
+
+__all__ = ["PerturbationError", "heal", "missed_events", "perturbation", "stale_view"]
+
+RESOURCE = "perturbations"
+API_VERSION = "skiff.io/v1"
+
+
+class PerturbationError(ValueError):
+    """An argument that cannot make a Perturbation: `param` names it, `problem` says why."""
+
+    def __init__(self, param: str, problem: str) -> None:
+        super().__init__(f"{param}: {problem}")
+        self.param = param
+        self.problem = problem
+
+
+def _subject(user: str | None, group: str | None) -> Obj:
+    if (user is None) == (group is None):
+        raise PerturbationError("user", "give exactly one of user or group (the identity "
+                                        "whose view is perturbed, as RBAC names it)")
+    key, value = ("user", user) if user is not None else ("group", group)
+    if not value or not value.strip():
+        raise PerturbationError(key, "must not be empty")
+    return {key: value}
+
+
+def _positive(param: str, value: int | None) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                              or value <= 0):
+        raise PerturbationError(param, f"must be a whole number greater than 0, not {value}")
+
+
+def perturbation(spec: Obj, *, name: str | None, prefix: str) -> Obj:
+    """The Perturbation object for `spec`: named `name`, or `<prefix>-<random>` by the
+    apiserver (metadata.generateName)."""
+    meta: Obj = {"name": name} if name else {"generateName": f"{prefix}-"}
+    return {"apiVersion": API_VERSION, "kind": "Perturbation", "metadata": meta,
+            "spec": spec}
+
+
+def stale_view_spec(*, user: str | None = None, group: str | None = None,
+                    revision: int | None = None, lag_revisions: int | None = None,
+                    lag_seconds: int | None = None) -> Obj:
+    """The spec of a stale view: pinned at `revision`, or lagging the head by
+    `lag_revisions` revisions or `lag_seconds` seconds (exactly one)."""
+    subject = _subject(user, group)
+    choices = {"revision": revision, "lag_revisions": lag_revisions,
+               "lag_seconds": lag_seconds}
+    given = [param for param, value in choices.items() if value is not None]
+    if len(given) != 1:
+        raise PerturbationError(given[1] if given else "revision",
+                                "give exactly one of revision, lag_revisions or lag_seconds")
+    _positive(given[0], choices[given[0]])
+    field = {"revision": "revision", "lag_revisions": "lagRevisions",
+             "lag_seconds": "lagSeconds"}[given[0]]
+    return {"subject": subject, "staleView": {field: choices[given[0]]}}
+
+
+def missed_events_spec(*, user: str | None = None, group: str | None = None,
+                       resources: Iterable[str] = (), types: Iterable[str] = (),
+                       names: Iterable[str] = (), coalesce_seconds: int = 0) -> Obj:
+    """The spec of missed events: the identity's watches skip events of `types` (ADDED,
+    MODIFIED, DELETED; none = all) on `resources` (plural or <plural>.<group>; none = all)
+    for objects `names` (name or namespace/name; none = all); with `coalesce_seconds` > 0
+    they are held that long and only each object's latest state is delivered."""
+    subject = _subject(user, group)
+    missed: Obj = {}
+    for param, values in (("resources", resources), ("names", names)):
+        items = _unique(values)
+        if any(not item.strip() for item in items):
+            raise PerturbationError(param, "must not contain an empty string")
+        if items:
+            missed[param] = items
+    kinds = _unique(t.upper() for t in types)
+    for kind in kinds:
+        if kind not in EVENT_TYPES:
+            raise PerturbationError("types", f"{kind!r} is not an event type; use "
+                                             f"{', '.join(EVENT_TYPES)}")
+    if kinds:
+        missed["types"] = kinds
+    if isinstance(coalesce_seconds, bool) or not isinstance(coalesce_seconds, int) \
+            or coalesce_seconds < 0:
+        raise PerturbationError("coalesce_seconds", f"must be a whole number of seconds, 0 or "
+                                                    f"more, not {coalesce_seconds}")
+    if coalesce_seconds:
+        missed["coalesceSeconds"] = coalesce_seconds
+    return {"subject": subject, "missedEvents": missed}
+
+
+def _unique(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(values))
+
+
+async def stale_view(client: Client, *, user: str | None = None, group: str | None = None,
+                     revision: int | None = None, lag_revisions: int | None = None,
+                     lag_seconds: int | None = None, name: str | None = None) -> str:
+    """Serve `user`'s (or `group`'s) cached reads and watches as of a past revision; returns
+    the Perturbation's name (for `heal`)."""
+    spec = stale_view_spec(user=user, group=group, revision=revision,
+                           lag_revisions=lag_revisions, lag_seconds=lag_seconds)
+    created = await client.create(perturbation(spec, name=name, prefix="stale-view"),
+                                  field_validation="Strict")
+    return str(created["metadata"]["name"])
+
+
+async def missed_events(client: Client, *, user: str | None = None,
+                        group: str | None = None, resources: Iterable[str] = (),
+                        types: Iterable[str] = (), names: Iterable[str] = (),
+                        coalesce_seconds: int = 0, name: str | None = None) -> str:
+    """Make `user`'s (or `group`'s) watches miss matching events (see
+    `missed_events_spec`); returns the Perturbation's name (for `heal`)."""
+    spec = missed_events_spec(user=user, group=group, resources=resources, types=types,
+                              names=names, coalesce_seconds=coalesce_seconds)
+    created = await client.create(perturbation(spec, name=name, prefix="missed-events"),
+                                  field_validation="Strict")
+    return str(created["metadata"]["name"])
+
+
+async def heal(client: Client, name: str | None = None) -> list[str]:
+    """Delete the Perturbation `name`, or every one when None; returns the names deleted.
+    A `name` that does not exist raises the apiserver's NotFound; one deleted by someone
+    else meanwhile (when healing all) is skipped."""
+    if name is not None:
+        await client.delete(RESOURCE, name)
+        return [name]
+    deleted: list[str] = []
+    for item in (await client.list(RESOURCE))["items"]:
+        item_name = str(item["metadata"]["name"])
+        try:
+            await client.delete(RESOURCE, item_name)
+        except ApiError as err:
+            if err.reason != Reason.NOT_FOUND:
+                raise
+            continue
+        deleted.append(item_name)
+    return deleted
