@@ -300,6 +300,9 @@ class ApiServer:
                     log.warning("CRDs not served yet", extra={"error": err.message})
                 crd_task = tg.create_task(supervised("crd-controller", crds.run),
                                           name="crd-controller")
+                # issue 35: the stored Perturbations, applied to their subjects' reads
+                perturbations_task = tg.create_task(supervised(
+                    "perturbations", registry.perturbations.run), name="perturbations")
                 bound_task = tg.create_task(supervised("bound-objects", bound.run),
                                             name="bound-objects")
                 aggregator = Aggregator(registry, certificate=ProxyClientCertificate(
@@ -357,8 +360,8 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
-                await cancel_tasks(aggregator_task, crd_task, bound_task, lookups_task,
-                                   monitor_task, cache_task)
+                await cancel_tasks(aggregator_task, crd_task, perturbations_task, bound_task,
+                                   lookups_task, monitor_task, cache_task)
         finally:
             await server.stop(0)
             await storage.close()

@@ -70,6 +70,13 @@ def _options(req: Obj) -> Obj:
     return options
 
 
+def _cached(options: Obj) -> bool:
+    """A get or list that allows a cached answer, as Kubernetes' resourceVersion=0 or
+    NotOlderThan (a Perturbation's stale view answers it: skiff.apiserver.perturbation)."""
+    return (str(options.get("resourceVersion")) == "0"
+            or options.get("resourceVersionMatch") == "NotOlderThan")
+
+
 def _object(req: Obj) -> Obj:
     obj = req.get("object")
     if not isinstance(obj, dict):
@@ -110,7 +117,8 @@ class ApiService:
     async def Get(self, req: Obj) -> Obj:
         opts = _options(req)
         obj = await self.registry.get(_str(req, "resource"), req.get("namespace"),
-                                      _str(req, "name"), revision=_int(opts, "revision"))
+                                      _str(req, "name"), revision=_int(opts, "revision"),
+                                      allow_cached=_cached(opts))
         return {"object": obj}
 
     async def List(self, req: Obj) -> Obj:
@@ -120,7 +128,7 @@ class ApiService:
             label_selector=_str(opts, "labelSelector"),
             field_selector=_str(opts, "fieldSelector"),
             revision=_int(opts, "revision"), limit=_int(opts, "limit"),
-            continue_token=_str(opts, "continue"))
+            continue_token=_str(opts, "continue"), allow_cached=_cached(opts))
 
     async def Update(self, req: Obj) -> Obj:
         opts = _options(req)

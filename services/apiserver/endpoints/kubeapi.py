@@ -71,6 +71,12 @@ _VERB_OF = {"PUT": "update", "POST": "create", "PATCH": "patch", "DELETE": "dele
 ResourceHandler = Callable[[Request, KindInfo, str | None, str], Awaitable[Response]]
 
 
+def _cached(q: dict[str, str]) -> bool:
+    """Whether a get or list allows a cached answer (resourceVersion=0 or NotOlderThan):
+    what a Perturbation's stale view answers (skiff.apiserver.perturbation)."""
+    return q.get("resourceVersion") == "0" or q.get("resourceVersionMatch") == "NotOlderThan"
+
+
 def _status(err: ApiError) -> Response:
     return Response(err.code, err.to_status())
 
@@ -332,7 +338,7 @@ class KubeApi:
         r, q, method = versions.view(self.registry, info), req.query, req.method
         if method == "GET":
             resource_version(q)
-            obj = await r.get(info.ref, namespace, name)
+            obj = await r.get(info.ref, namespace, name, allow_cached=_cached(q))
             return Response(200, self._table(req, info, [obj], obj))
         if method == "PUT":
             body = read_body(req, kind=info.kind)
@@ -385,7 +391,7 @@ class KubeApi:
             listed = await r.list(info.ref, namespace,
                                   label_selector=q.get("labelSelector", ""),
                                   field_selector=q.get("fieldSelector", ""),
-                                  **list_options(q))
+                                  allow_cached=_cached(q), **list_options(q))
             return Response(200, self._table(req, info, listed["items"], listed))
         if method == "POST":
             body = field_managers.record_update(info.kind, None,

@@ -39,6 +39,7 @@ from skiff.apiserver.admission.interface import Attributes, Operation
 from skiff.apiserver.admission.priority import builtin_priority_classes
 from skiff.apiserver.admission.tolerations import AdmissionConfig
 from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
+from skiff.apiserver.perturbation import PerturbationTable
 from skiff.apiserver.registry import graceful
 from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
 from skiff.apiserver.registry.objects import (
@@ -124,6 +125,7 @@ class Registry:
         # allocators (AX7), which the apiserver sets (None: not allocated, unit tests)
         self.strategies = Strategies()
         self.pods = PodSubresources(self)
+        self.perturbations = PerturbationTable(storage, cache)  # issue 35's stale views
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -270,9 +272,12 @@ class Registry:
     # -- reads ---------------------------------------------------------------------------
 
     async def get(self, resource: str, namespace: str | None, name: str, *,
-                  revision: int = 0) -> Obj:
+                  revision: int = 0, allow_cached: bool = False) -> Obj:
+        """`allow_cached`: resourceVersion=0 / NotOlderThan (a Perturbation's stale view)."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
+        if allow_cached and self.perturbations:
+            revision = await self.perturbations.read_revision(revision)
         check_revision("revision", revision)
         kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
         if kv is None or kv.obj is None:
@@ -291,10 +296,13 @@ class Registry:
     async def list(self, resource: str, namespace: str | None, *,
                    label_selector: str = "", field_selector: str = "",
                    revision: int = 0, limit: int = 0, continue_token: str = "",
-                   api_version: str = "") -> Obj:
+                   api_version: str = "", allow_cached: bool = False) -> Obj:
         """A `<Kind>List`; with `limit`, one page of it and a `continue` token for the next
         (Kubernetes' chunked lists: every page is read at the first page's revision).
-        `api_version`: the version the field selector is written in, if not the stored."""
+        `api_version`: the version the field selector is written in, if not the stored.
+        `allow_cached`: resourceVersion=0 / NotOlderThan (a Perturbation's stale view)."""
+        if allow_cached and self.perturbations and not continue_token:
+            revision = await self.perturbations.read_revision(revision)
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version,
@@ -556,7 +564,8 @@ class Registry:
             # Kubernetes: no resourceVersion = the current state as ADDED events, then changes.
             await self.cache.ready()
             snapshot = await self.list(resource, ns, label_selector=label_selector,
-                                       field_selector=field_selector)
+                                       field_selector=field_selector,
+                                       allow_cached=resource_version == "0")
             after = int(snapshot["metadata"]["resourceVersion"])
             added = [WatchEvent("ADDED", item, int(item["metadata"]["resourceVersion"]))
                      for item in snapshot["items"]
@@ -571,5 +580,6 @@ class Registry:
                     f"resourceVersion: {resource_version!r} is not a valid resource "
                     "version; use one from a list or a previous watch event") from None
             check_revision("resourceVersion", after)
-        async for batch in self.cache.watch_batches(request, after):
+        async for batch in self.perturbations.watch(info,
+                                                    self.cache.watch_batches(request, after)):
             yield batch

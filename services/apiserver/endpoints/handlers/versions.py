@@ -156,9 +156,9 @@ class VersionView:
                 "items": await self._conversion.from_stored(listed.get("items") or [])}
 
     async def get(self, resource: str, namespace: str | None, name: str, *,
-                  revision: int = 0) -> Obj:
+                  revision: int = 0, allow_cached: bool = False) -> Obj:
         return await self._out(await self.registry.get(resource, namespace, name,
-                                                 revision=revision))
+                                                 revision=revision, allow_cached=allow_cached))
 
     async def list(self, resource: str, namespace: str | None, **options: Any) -> Obj:
         return await self._list(await self.registry.list(resource, namespace,

@@ -1,0 +1,163 @@
+"""A Perturbation's spec as the apiserver applies it, and its pure decisions: whom it
+targets, which revision a stale view serves (pinned, lagging by revisions, or by seconds
+given a ring of revision timestamps), which watch events it drops or coalesces.
+
+No I/O and no clock of its own: the caller passes the head revision and the time, so the
+decisions are unit-tested with a fake clock.
+"""
+
+from __future__ import annotations
+
+import bisect
+import collections
+from dataclasses import dataclass
+
+from skiff.api.kinds import KindInfo
+from skiff.api.types import ObjView
+from skiff.apiserver.storage.watchcache import WatchEvent
+
+EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
+
+
+@dataclass(frozen=True)
+class StaleView:
+    """Exactly one of: a pinned revision, a lag in revisions, a lag in seconds."""
+
+    revision: int = 0
+    lag_revisions: int = 0
+    lag_seconds: float = 0.0
+
+    @property
+    def pinned(self) -> bool:
+        return self.revision > 0
+
+
+@dataclass(frozen=True)
+class MissedEvents:
+    """Which events a watcher misses; empty tuples match everything."""
+
+    resources: tuple[str, ...] = ()
+    types: tuple[str, ...] = ()
+    names: tuple[str, ...] = ()
+    coalesce_seconds: float = 0.0
+
+    def matches(self, info: KindInfo, ev: WatchEvent) -> bool:
+        if ev.type not in EVENT_TYPES:
+            return False  # bookmarks are never missed
+        if self.types and ev.type not in self.types:
+            return False
+        if self.resources and info.resource not in self.resources and (
+                not info.group or f"{info.resource}.{info.group}" not in self.resources):
+            return False
+        if self.names:
+            meta = ev.object.get("metadata") or {}
+            name = str(meta.get("name") or "")
+            qualified = f"{meta.get('namespace') or ''}/{name}"
+            if name not in self.names and qualified not in self.names:
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One stored Perturbation, parsed."""
+
+    name: str
+    user: str = ""
+    group: str = ""
+    stale: StaleView | None = None
+    missed: MissedEvents | None = None
+
+
+def _strings(value: object) -> tuple[str, ...]:
+    return tuple(str(v) for v in value) if isinstance(value, list) else ()
+
+
+def _number(value: object) -> float:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(
+        value, bool) else 0.0
+
+
+def parse(obj: ObjView) -> Rule | None:
+    """The rule of a stored Perturbation (None when it targets nobody or asks nothing;
+    validation refuses such objects, this only keeps a bad one from doing harm)."""
+    spec = obj.get("spec") or {}
+    subject = spec.get("subject") or {}
+    user, group = str(subject.get("user") or ""), str(subject.get("group") or "")
+    if bool(user) == bool(group):
+        return None
+    stale = None
+    view = spec.get("staleView")
+    if isinstance(view, dict):
+        stale = StaleView(revision=int(_number(view.get("revision"))),
+                          lag_revisions=int(_number(view.get("lagRevisions"))),
+                          lag_seconds=_number(view.get("lagSeconds")))
+        if not (stale.revision or stale.lag_revisions or stale.lag_seconds):
+            stale = None
+    missed = None
+    events = spec.get("missedEvents")
+    if isinstance(events, dict):
+        missed = MissedEvents(resources=_strings(events.get("resources")),
+                              types=_strings(events.get("types")),
+                              names=_strings(events.get("names")),
+                              coalesce_seconds=_number(events.get("coalesceSeconds")))
+    if stale is None and missed is None:
+        return None
+    return Rule(str((obj.get("metadata") or {}).get("name") or ""), user, group, stale,
+                missed)
+
+
+class RevisionTimes:
+    """A ring of (monotonic time, revision) samples of the head: which revision was the
+    newest at least N seconds ago."""
+
+    def __init__(self, *, size: int = 8192) -> None:
+        self._times: collections.deque[float] = collections.deque(maxlen=size)
+        self._revisions: collections.deque[int] = collections.deque(maxlen=size)
+
+    def record(self, *, revision: int, now: float) -> None:
+        if self._revisions and self._revisions[-1] >= revision:
+            return
+        self._times.append(now)
+        self._revisions.append(revision)
+
+    def newest_before(self, when: float) -> int:
+        """The newest revision seen at or before `when` (the oldest known if none is that
+        old; 0 when nothing was recorded)."""
+        if not self._times:
+            return 0
+        i = bisect.bisect_right(self._times, when)
+        return self._revisions[max(i - 1, 0)]
+
+
+def view_revision(stale: StaleView, *, head: int, times: RevisionTimes, now: float) -> int:
+    """The revision a stale view serves now (at least 1)."""
+    if stale.pinned:
+        return stale.revision
+    if stale.lag_revisions:
+        return max(head - stale.lag_revisions, 1)
+    return max(min(times.newest_before(now - stale.lag_seconds) or head, head), 1)
+
+
+@dataclass(frozen=True)
+class Effective:
+    """What applies to one user: the rules that target them (by name or by group)."""
+
+    rules: tuple[Rule, ...]
+
+    @property
+    def stale(self) -> tuple[StaleView, ...]:
+        return tuple(r.stale for r in self.rules if r.stale is not None)
+
+    @property
+    def missed(self) -> tuple[MissedEvents, ...]:
+        return tuple(r.missed for r in self.rules if r.missed is not None)
+
+    def view(self, *, head: int, times: RevisionTimes, now: float) -> int:
+        """The stalest view of every rule (0: the present, no stale view)."""
+        views = [view_revision(s, head=head, times=times, now=now) for s in self.stale]
+        return min(views) if views else 0
+
+    def missing(self, info: KindInfo, ev: WatchEvent) -> MissedEvents | None:
+        """The first missed-events rule `ev` matches (None: deliver it)."""
+        return next((m for m in self.missed if m.matches(info, ev)), None)

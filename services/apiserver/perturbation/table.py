@@ -1,0 +1,166 @@
+"""The stored Perturbations of this apiserver, kept current from its watch cache and
+indexed by subject, and the answers the store asks of them: which revision a cached read
+of the current user is served at, and how that user's watch is wrapped.
+
+Every apiserver runs its own table (listed from etcd, then fed by the watch cache, as the
+admission lookups are), so a Perturbation created through one is applied by all. With no
+Perturbation stored, `bool(table)` is False and the store asks nothing more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+
+from skiff.api import ApiError, Reason, lookup
+from skiff.api.kinds import KindInfo, storage_prefix
+from skiff.api.types import Obj
+from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.perturbation.rules import Effective, RevisionTimes, Rule, parse
+from skiff.apiserver.perturbation.watch import perturbed_watch
+from skiff.apiserver.storage.interface import Storage
+from skiff.apiserver.storage.watchcache import WatchCache, WatchEvent, WatchRequest
+from skiff.auth import UserInfo
+
+log = logging.getLogger(__name__)
+
+RESOURCE = "perturbations"
+# How often the head revision is sampled for views lagging by seconds.
+SAMPLE_INTERVAL = 0.1
+
+
+class PerturbationTable:
+    """Perturbation name → rule, indexed by user and by group (see the module doc)."""
+
+    def __init__(self, storage: Storage, cache: WatchCache) -> None:
+        self._storage = storage
+        self._cache = cache
+        self._rules: dict[str, Rule] = {}
+        self._by_user: dict[str, tuple[Rule, ...]] = {}
+        self._by_group: dict[str, tuple[Rule, ...]] = {}
+        self.times = RevisionTimes()
+        self._floor = 0  # the oldest revision etcd was found to still hold
+
+    def __bool__(self) -> bool:
+        return bool(self._rules)
+
+    # -- following the stored objects ------------------------------------------------------
+
+    async def run(self) -> None:
+        """Follow the stored Perturbations and sample the head, for ever."""
+        async with asyncio.TaskGroup() as tasks:
+            tasks.create_task(self._follow(), name="perturbations-follow")
+            tasks.create_task(self._sample(), name="perturbations-sample")
+
+    async def _follow(self) -> None:
+        info = lookup(RESOURCE)
+        while True:
+            try:
+                kvs, revision = await self._storage.list(storage_prefix(info))
+                self._replace({kv.obj["metadata"]["name"]: kv.obj for kv in kvs if kv.obj})
+                request = WatchRequest(info, None, lambda _: True, selects_all=True)
+                async for ev in self._cache.watch(request, revision):
+                    if ev.type == "BOOKMARK":
+                        continue
+                    self._apply(ev)
+            except ApiError as err:
+                log.warning("perturbations resync", extra={"error": err.message})
+                await asyncio.sleep(0.5)
+
+    def _apply(self, ev: WatchEvent) -> None:
+        name = str(ev.object["metadata"]["name"])
+        rules = dict(self._rules)
+        rule = parse(ev.object) if ev.type != "DELETED" else None
+        if rule is None:
+            rules.pop(name, None)
+        else:
+            rules[name] = rule
+        self._index(rules)
+        log.info("perturbation " + ("removed" if rule is None else "applied"),
+                 extra={"perturbation": name, "revision": ev.revision})
+
+    def _replace(self, objects: dict[str, Obj]) -> None:
+        rules = {}
+        for name, obj in objects.items():
+            rule = parse(obj)
+            if rule is not None:
+                rules[name] = rule
+        self._index(rules)
+
+    def _index(self, rules: dict[str, Rule]) -> None:
+        by_user: dict[str, list[Rule]] = {}
+        by_group: dict[str, list[Rule]] = {}
+        for rule in rules.values():
+            if rule.user:
+                by_user.setdefault(rule.user, []).append(rule)
+            else:
+                by_group.setdefault(rule.group, []).append(rule)
+        # swapped whole, never mutated: readers see one state or the next
+        self._by_user = {k: tuple(v) for k, v in by_user.items()}
+        self._by_group = {k: tuple(v) for k, v in by_group.items()}
+        self._rules = rules
+
+    async def _sample(self) -> None:
+        await self._cache.ready()
+        while True:
+            self.times.record(revision=self._cache.revision, now=time.monotonic())
+            await asyncio.sleep(SAMPLE_INTERVAL)
+
+    # -- the store's questions ---------------------------------------------------------------
+
+    def for_user(self, user: UserInfo | None) -> Effective | None:
+        """The rules that target `user` (None: none does)."""
+        if user is None or not self._rules:
+            return None
+        found = list(self._by_user.get(user.name, ()))
+        for group in user.groups:
+            found.extend(self._by_group.get(group, ()))
+        return Effective(tuple(found)) if found else None
+
+    def view(self, effective: Effective) -> int:
+        """The revision `effective`'s stale view serves now (0: none, the present)."""
+        head = self._cache.revision
+        view = effective.view(head=head, times=self.times, now=time.monotonic())
+        return min(view, head) if view else 0
+
+    async def read_revision(self, revision: int) -> int:
+        """The revision a read that allows a cached answer is served at, for the current
+        user: `revision` (0: the present) unless a stale view targets them. A view older
+        than etcd's compaction floor is Gone: the oldest revision still held is served."""
+        effective = self.for_user(current_user.get())
+        view = self.view(effective) if effective is not None else 0
+        if not view or view <= revision:
+            return revision
+        view = max(view, self._floor)
+        if await self._held(view):
+            return view
+        low, high = view, self._cache.revision  # low compacted, high held
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (low, mid) if await self._held(mid) else (mid, high)
+        self._floor = high
+        log.warning("perturbation's stale view is compacted; serving the oldest revision "
+                    "still held", extra={"revision": view, "served": high})
+        return high
+
+    async def _held(self, revision: int) -> bool:
+        try:
+            await self._storage.get(storage_prefix(lookup(RESOURCE)), revision=revision)
+        except ApiError as err:
+            if err.reason == Reason.GONE:
+                return False
+            raise
+        return True
+
+    def watch(self, info: KindInfo, source: AsyncIterator[list[WatchEvent]]
+              ) -> AsyncIterator[list[WatchEvent]]:
+        """`source`, or the current user's perturbed copy of it when a rule targets them."""
+        if not self._rules:
+            return source
+        user = current_user.get()
+        if self.for_user(user) is None:
+            return source
+        assert user is not None
+        return perturbed_watch(self, user, info, source)
