@@ -163,3 +163,35 @@ async def test_pert_store_hooks_change_only_the_targeted_identity() -> None:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_pert_missed_events_watch_ends_when_the_perturbation_is_deleted() -> None:
+    store = MemoryStorage()
+    cache = WatchCache(store)
+    registry = Registry(store, cache, config=RegistryConfig(pod_security=None))
+    await registry.ensure_system_objects()
+    tasks = [asyncio.create_task(cache.run()),
+             asyncio.create_task(registry.perturbations.run())]
+    try:
+        await cache.ready()
+        made = await registry.create("configmaps", "default", _cm("a", "1"))
+        await registry.create("perturbations", None, _pert(
+            subject={"group": "ops"}, missedEvents={"types": ["MODIFIED"]}))
+        async with asyncio.timeout(3):
+            while not registry.perturbations:
+                await asyncio.sleep(0.01)
+        current_user.set(UserInfo("op", groups=("ops",)))
+        watch = registry.watch("configmaps", "default",
+                               resource_version=made.object["metadata"]["resourceVersion"])
+        await registry.update("configmaps", "default", _cm("a", "2"), name="a")
+        await registry.create("configmaps", "default", _cm("b", "1"))
+        first = await asyncio.wait_for(anext(watch), 3)
+        assert (first.type, first.object["metadata"]["name"]) == ("ADDED", "b")
+        await registry.delete("perturbations", None, "p")
+        async with asyncio.timeout(3):  # healed: the stream ends, the client re-lists
+            rest = [ev async for ev in watch if ev.type != "BOOKMARK"]
+        assert rest == []
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)

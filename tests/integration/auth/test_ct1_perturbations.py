@@ -1,0 +1,219 @@
+"""Targeted perturbations of one client identity's view (issue 35, part 1), on the real
+secure apiserver with the official Python client: a stale view (pinned, or lagging by
+revisions) answers that identity's cached lists (resourceVersion=0) and holds its watch,
+while its consistent reads stay fresh; missed events skip (or coalesce) one ConfigMap's
+MODIFIED events for that identity's watch. Another identity sees everything at once."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from kubernetes import client, watch
+
+from tests.integration.auth.conftest import SecureCluster
+from tests.integration.officialclient import meta, name_of
+
+pytestmark = pytest.mark.integration
+
+
+def _api(cluster: SecureCluster, user: str) -> client.ApiClient:
+    pair = cluster.user(user, "system:masters")
+    cfg = client.Configuration()
+    cfg.host = cluster.https
+    cfg.ssl_ca_cert = str(cluster.pki.ca)
+    cfg.cert_file, cfg.key_file = str(pair.cert), str(pair.key)
+    return client.ApiClient(cfg)
+
+
+class _Watcher:
+    """An official-client watch of one namespace's ConfigMaps, read in a thread."""
+
+    def __init__(self, core: client.CoreV1Api, namespace: str, rv: str) -> None:
+        self.events: list[tuple[str, str, dict[str, str]]] = []
+        self._w = watch.Watch()
+        self._thread = threading.Thread(target=self._run, args=(core, namespace, rv),
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, core: client.CoreV1Api, namespace: str, rv: str) -> None:
+        try:
+            for ev in self._w.stream(core.list_namespaced_config_map, namespace,
+                                     resource_version=rv, timeout_seconds=15,
+                                     _request_timeout=20):
+                obj = ev["object"]
+                self.events.append((ev["type"], name_of(obj), dict(obj.data or {})))
+        except Exception:  # noqa: BLE001 (the stream cut when the cluster stops)
+            pass
+
+    def names(self) -> list[str]:
+        return [name for _, name, _ in self.events]
+
+    def wait(self, until: Callable[[], bool], timeout: float = 5.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not until():
+            assert time.monotonic() < deadline, f"events so far: {self.events}"
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        self._w.stop()
+
+
+@pytest.fixture
+def setup(secure_cluster: SecureCluster) -> Iterator[dict[str, Any]]:
+    suffix = uuid.uuid4().hex[:6]
+    target, other = f"op-{suffix}", f"bystander-{suffix}"
+    apis = {who: _api(secure_cluster, name) for who, name in
+            (("admin", "admin-" + suffix), ("target", target), ("other", other))}
+    core = {who: client.CoreV1Api(api) for who, api in apis.items()}
+    namespace = f"ct1-{suffix}"
+    core["admin"].create_namespace(client.V1Namespace(
+        metadata=client.V1ObjectMeta(name=namespace)))
+    custom = client.CustomObjectsApi(apis["admin"])
+    yield {"core": core, "ns": namespace, "user": target, "custom": custom}
+    for item in custom.list_cluster_custom_object("skiff.io", "v1", "perturbations")["items"]:
+        if item["spec"]["subject"].get("user") == target:
+            custom.delete_cluster_custom_object("skiff.io", "v1", "perturbations",
+                                                item["metadata"]["name"])
+    core["admin"].delete_namespace(namespace)
+    for api in apis.values():
+        api.close()
+
+
+def _perturb(s: dict[str, Any], name: str, **spec: Any) -> str:
+    full = f"{name}-{s['ns']}"
+    s["custom"].create_cluster_custom_object("skiff.io", "v1", "perturbations", {
+        "apiVersion": "skiff.io/v1", "kind": "Perturbation", "metadata": {"name": full},
+        "spec": {"subject": {"user": s["user"]}, **spec}})
+    return full
+
+
+def _unperturb(s: dict[str, Any], name: str) -> None:
+    s["custom"].delete_cluster_custom_object("skiff.io", "v1", "perturbations", name)
+
+
+def _cm(s: dict[str, Any], name: str, **data: str) -> str:
+    made = s["core"]["admin"].create_namespaced_config_map(s["ns"], client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=name), data=data or {"v": "0"}))
+    return str(meta(made).resource_version)
+
+
+def _set(s: dict[str, Any], name: str, value: str) -> None:
+    s["core"]["admin"].patch_namespaced_config_map(name, s["ns"], {"data": {"v": value}})
+
+
+def _cached(s: dict[str, Any], who: str = "target") -> client.V1ConfigMapList:
+    return s["core"][who].list_namespaced_config_map(s["ns"], resource_version="0")
+
+
+def _applied(until: Callable[[], bool]) -> None:
+    """Wait for the apiserver's table to have followed a Perturbation's write."""
+    deadline = time.monotonic() + 5
+    while not until():
+        assert time.monotonic() < deadline, "the Perturbation was never applied"
+        time.sleep(0.05)
+
+
+def test_ct1_stale_view_pins_lists_and_watches_for_one_identity(
+        setup: dict[str, Any]) -> None:
+    s = setup
+    pinned = _cm(s, "before")
+    pert = _perturb(s, "pinned", staleView={"revision": int(pinned)})
+    _applied(lambda: meta(_cached(s)).resource_version == pinned)
+    _cm(s, "after-1")
+    _cm(s, "after-2")
+    stale = _cached(s)
+    assert (meta(stale).resource_version, [name_of(i) for i in stale.items]) == (
+        pinned, ["before"])
+    fresh = s["core"]["target"].list_namespaced_config_map(s["ns"])
+    assert [name_of(i) for i in fresh.items] == ["after-1", "after-2", "before"]
+    assert [name_of(i) for i in _cached(s, "other").items] == ["after-1", "after-2", "before"]
+    held = _Watcher(s["core"]["target"], s["ns"], pinned)
+    seen = _Watcher(s["core"]["other"], s["ns"], pinned)
+    try:
+        seen.wait(lambda: seen.names() == ["after-1", "after-2"])
+        time.sleep(1.0)
+        assert held.events == []  # past the pinned view: held
+        _unperturb(s, pert)  # heals: the held events flow, in order
+        held.wait(lambda: len(held.events) >= 2)
+        assert [(t, n) for t, n, _ in held.events] == [("ADDED", "after-1"),
+                                                       ("ADDED", "after-2")]
+    finally:
+        held.stop()
+        seen.stop()
+
+
+def test_ct1_stale_view_lags_by_revisions_for_one_identity(setup: dict[str, Any]) -> None:
+    s = setup
+    _perturb(s, "lag", staleView={"lagRevisions": 3})
+    start = _cm(s, "x0")
+    _applied(lambda: int(meta(_cached(s)).resource_version) < int(
+        meta(s["core"]["admin"].list_namespaced_config_map(s["ns"])).resource_version))
+    held = _Watcher(s["core"]["target"], s["ns"], start)
+    seen = _Watcher(s["core"]["other"], s["ns"], start)
+    try:
+        revs = [_cm(s, f"x{i}") for i in (1, 2, 3)]
+        seen.wait(lambda: seen.names() == ["x1", "x2", "x3"])
+        stale = _cached(s)
+        assert int(meta(stale).resource_version) <= int(revs[-1]) - 3
+        assert "x1" not in [name_of(i) for i in stale.items]
+        time.sleep(0.5)
+        assert held.events == []  # x1 is 3 revisions from the head: not yet in view
+        _cm(s, "x4")
+        held.wait(lambda: held.names()[:1] == ["x1"])
+        assert "x2" not in held.names() or held.names().index("x2") == 1
+    finally:
+        held.stop()
+        seen.stop()
+
+
+def test_ct1_missed_events_skips_modified_for_one_identity(setup: dict[str, Any]) -> None:
+    s = setup
+    start = _cm(s, "web-0")
+    _cm(s, "web-1")
+    _perturb(s, "missed", missedEvents={"types": ["MODIFIED"], "names": ["web-0"]})
+    time.sleep(0.5)  # the table follows the write (a watch made before is untouched)
+    held = _Watcher(s["core"]["target"], s["ns"], start)
+    seen = _Watcher(s["core"]["other"], s["ns"], start)
+    try:
+        for value in ("1", "2", "3"):
+            _set(s, "web-0", value)
+        _set(s, "web-1", "1")
+        seen.wait(lambda: len(seen.events) >= 5)
+        assert seen.names() == ["web-1", "web-0", "web-0", "web-0", "web-1"]
+        held.wait(lambda: "web-1" in held.names()[1:])
+        time.sleep(0.3)
+        assert [(t, n) for t, n, _ in held.events] == [("ADDED", "web-1"),
+                                                       ("MODIFIED", "web-1")]
+    finally:
+        held.stop()
+        seen.stop()
+
+
+def test_ct1_missed_events_coalesce_to_latest_state_for_one_identity(
+        setup: dict[str, Any]) -> None:
+    s = setup
+    start = _cm(s, "web-0")
+    _perturb(s, "coalesce", missedEvents={"types": ["MODIFIED"], "names": ["web-0"],
+                                          "coalesceSeconds": 1})
+    time.sleep(0.5)
+    held = _Watcher(s["core"]["target"], s["ns"], start)
+    seen = _Watcher(s["core"]["other"], s["ns"], start)
+    try:
+        began = time.monotonic()
+        for value in ("1", "2", "3"):
+            _set(s, "web-0", value)
+        seen.wait(lambda: len(seen.events) >= 3)
+        assert [d for _, _, d in seen.events] == [{"v": "1"}, {"v": "2"}, {"v": "3"}]
+        assert held.events == []
+        held.wait(lambda: bool(held.events))
+        assert time.monotonic() - began >= 0.9
+        time.sleep(0.3)
+        assert held.events == [("MODIFIED", "web-0", {"v": "3"})]
+    finally:
+        held.stop()
+        seen.stop()
