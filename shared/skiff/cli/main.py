@@ -405,8 +405,8 @@ def build_parser() -> argparse.ArgumentParser:
     unfence_p.add_argument("--timeout", type=float, default=60.0)
     unfence_p.set_defaults(func=cmd_unfence)
 
-    chaos_p = add("chaos", help="inject faults into the compose cluster or a "
-                                           "`skiff up --netns` cluster")
+    chaos_p = add("chaos", help="inject faults: partitions (compose or `skiff up --netns` "
+                                "cluster), member crashes, one client's stale view")
     chaos_sub = chaos_p.add_subparsers(dest="chaos_command", required=True)
     part = add_to(chaos_sub, "partition", help="cut a node off (docker network, or "
                                                   "nftables in a --netns cluster)")
