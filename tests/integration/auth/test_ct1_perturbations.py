@@ -6,17 +6,18 @@ MODIFIED events for that identity's watch. Another identity sees everything at o
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from kubernetes import client, watch
 
 from tests.integration.auth.conftest import SecureCluster
-from tests.integration.officialclient import meta, name_of
+from tests.integration.officialclient import meta, name_of, present
 
 pytestmark = pytest.mark.integration
 
@@ -67,7 +68,8 @@ class _Watcher:
 def setup(secure_cluster: SecureCluster) -> Iterator[dict[str, Any]]:
     suffix = uuid.uuid4().hex[:6]
     target, other = f"op-{suffix}", f"bystander-{suffix}"
-    apis = {who: _api(secure_cluster, name) for who, name in
+    stack = contextlib.ExitStack()
+    apis = {who: stack.enter_context(_api(secure_cluster, name)) for who, name in
             (("admin", "admin-" + suffix), ("target", target), ("other", other))}
     core = {who: client.CoreV1Api(api) for who, api in apis.items()}
     namespace = f"ct1-{suffix}"
@@ -75,13 +77,14 @@ def setup(secure_cluster: SecureCluster) -> Iterator[dict[str, Any]]:
         metadata=client.V1ObjectMeta(name=namespace)))
     custom = client.CustomObjectsApi(apis["admin"])
     yield {"core": core, "ns": namespace, "user": target, "custom": custom}
-    for item in custom.list_cluster_custom_object("skiff.io", "v1", "perturbations")["items"]:
+    listed = cast(dict[str, Any], custom.list_cluster_custom_object("skiff.io", "v1",
+                                                                    "perturbations"))
+    for item in listed["items"]:
         if item["spec"]["subject"].get("user") == target:
             custom.delete_cluster_custom_object("skiff.io", "v1", "perturbations",
                                                 item["metadata"]["name"])
     core["admin"].delete_namespace(namespace)
-    for api in apis.values():
-        api.close()
+    stack.close()
 
 
 def _perturb(s: dict[str, Any], name: str, **spec: Any) -> str:
@@ -107,7 +110,13 @@ def _set(s: dict[str, Any], name: str, value: str) -> None:
 
 
 def _cached(s: dict[str, Any], who: str = "target") -> client.V1ConfigMapList:
-    return s["core"][who].list_namespaced_config_map(s["ns"], resource_version="0")
+    listed: client.V1ConfigMapList = s["core"][who].list_namespaced_config_map(
+        s["ns"], resource_version="0")
+    return listed
+
+
+def _rv(listed: client.V1ConfigMapList) -> int:
+    return int(present(present(listed.metadata).resource_version))
 
 
 def _applied(until: Callable[[], bool]) -> None:
@@ -123,12 +132,11 @@ def test_ct1_stale_view_pins_lists_and_watches_for_one_identity(
     s = setup
     pinned = _cm(s, "before")
     pert = _perturb(s, "pinned", staleView={"revision": int(pinned)})
-    _applied(lambda: meta(_cached(s)).resource_version == pinned)
+    _applied(lambda: _rv(_cached(s)) == int(pinned))
     _cm(s, "after-1")
     _cm(s, "after-2")
     stale = _cached(s)
-    assert (meta(stale).resource_version, [name_of(i) for i in stale.items]) == (
-        pinned, ["before"])
+    assert (_rv(stale), [name_of(i) for i in stale.items]) == (int(pinned), ["before"])
     fresh = s["core"]["target"].list_namespaced_config_map(s["ns"])
     assert [name_of(i) for i in fresh.items] == ["after-1", "after-2", "before"]
     assert [name_of(i) for i in _cached(s, "other").items] == ["after-1", "after-2", "before"]
@@ -151,15 +159,15 @@ def test_ct1_stale_view_lags_by_revisions_for_one_identity(setup: dict[str, Any]
     s = setup
     _perturb(s, "lag", staleView={"lagRevisions": 3})
     start = _cm(s, "x0")
-    _applied(lambda: int(meta(_cached(s)).resource_version) < int(
-        meta(s["core"]["admin"].list_namespaced_config_map(s["ns"])).resource_version))
+    _applied(lambda: _rv(_cached(s)) < _rv(
+        s["core"]["admin"].list_namespaced_config_map(s["ns"])))
     held = _Watcher(s["core"]["target"], s["ns"], start)
     seen = _Watcher(s["core"]["other"], s["ns"], start)
     try:
         revs = [_cm(s, f"x{i}") for i in (1, 2, 3)]
         seen.wait(lambda: seen.names() == ["x1", "x2", "x3"])
         stale = _cached(s)
-        assert int(meta(stale).resource_version) <= int(revs[-1]) - 3
+        assert _rv(stale) <= int(revs[-1]) - 3
         assert "x1" not in [name_of(i) for i in stale.items]
         time.sleep(0.5)
         assert held.events == []  # x1 is 3 revisions from the head: not yet in view

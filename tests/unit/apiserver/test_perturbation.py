@@ -6,6 +6,7 @@ on the in-memory store: only the targeted identity's cached reads and watches ch
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any
 
 from skiff.api import lookup
@@ -149,6 +150,7 @@ async def test_pert_store_hooks_change_only_the_targeted_identity() -> None:
         fresh = await registry.list("configmaps", "default")
         assert [i["metadata"]["name"] for i in fresh["items"]] == ["a", "b"]
         watch = registry.watch_batches("configmaps", "default", resource_version=str(pinned))
+        assert isinstance(watch, AsyncGenerator)
         pending = asyncio.ensure_future(anext(watch))
         done, _ = await asyncio.wait({pending}, timeout=0.5)
         assert not done  # b is past the pinned view: held
