@@ -197,3 +197,33 @@ async def test_pert_missed_events_watch_ends_when_the_perturbation_is_deleted() 
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def test_pert_compacted_stale_view_serves_the_oldest_revision_held() -> None:
+    store = MemoryStorage()
+    cache = WatchCache(store)
+    registry = Registry(store, cache, config=RegistryConfig(pod_security=None))
+    await registry.ensure_system_objects()
+    tasks = [asyncio.create_task(cache.run()),
+             asyncio.create_task(registry.perturbations.run())]
+    try:
+        await cache.ready()
+        first = await registry.create("configmaps", "default", _cm("a", "1"))
+        pinned = int(first.object["metadata"]["resourceVersion"])
+        await registry.create("perturbations", None, _pert(
+            subject={"user": "op"}, staleView={"revision": pinned}))
+        second = await registry.create("configmaps", "default", _cm("b", "1"))
+        floor = int(second.object["metadata"]["resourceVersion"])
+        await registry.create("configmaps", "default", _cm("c", "1"))
+        await store.compact(floor)
+        async with asyncio.timeout(3):
+            while not registry.perturbations:
+                await asyncio.sleep(0.01)
+        current_user.set(UserInfo("op"))
+        stale = await registry.list("configmaps", "default", allow_cached=True)
+        assert stale["metadata"]["resourceVersion"] == str(floor)  # not Gone: the oldest
+        assert [i["metadata"]["name"] for i in stale["items"]] == ["a", "b"]
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
