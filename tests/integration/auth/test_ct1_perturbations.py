@@ -2,10 +2,12 @@
 secure apiserver with the official Python client: a stale view (pinned, or lagging by
 revisions) answers that identity's cached lists (resourceVersion=0) and holds its watch,
 while its consistent reads stay fresh; missed events skip (or coalesce) one ConfigMap's
-MODIFIED events for that identity's watch. Another identity sees everything at once."""
+MODIFIED events for that identity's watch. Another identity sees everything at once. The
+gRPC front (Skiff's own client) holds that identity's watch the same way."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import threading
 import time
@@ -225,3 +227,25 @@ def test_ct1_missed_events_coalesce_to_latest_state_for_one_identity(
     finally:
         held.stop()
         seen.stop()
+
+
+async def test_ct1_stale_view_holds_the_grpc_watch_of_skiffs_client(
+        secure_cluster: SecureCluster, setup: dict[str, Any]) -> None:
+    s = setup
+    pinned = _cm(s, "g0")
+    pert = _perturb(s, "grpc", staleView={"revision": int(pinned)})
+    _applied(lambda: _rv(_cached(s)) == int(pinned))
+    pair = secure_cluster.user(s["user"], "system:masters")
+    async with secure_cluster.client(pair) as skiff:
+        events = skiff.watch("configmaps", s["ns"], resource_version=pinned)
+        first = asyncio.ensure_future(anext(events))
+        try:
+            _cm(s, "g1")
+            done, _ = await asyncio.wait({first}, timeout=1.0)
+            assert not done  # past the pinned view: held on the gRPC front too
+            _unperturb(s, pert)
+            ev = await asyncio.wait_for(first, 5)
+            assert (ev.type, ev.object["metadata"]["name"]) == ("ADDED", "g1")
+        finally:
+            first.cancel()
+            await events.aclose()
