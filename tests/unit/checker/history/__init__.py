@@ -1,0 +1,1 @@
+"""Unit tests of the history checker (`skiff check history`) with synthetic histories."""
