@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from skiff.api.kinds import KindInfo
 from skiff.api.types import ObjView
+from skiff.apiserver.perturbation.crash import CrashOnWrite, parse_crash
 from skiff.apiserver.storage.watchcache import WatchEvent
 
 EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
@@ -67,6 +68,9 @@ class Rule:
     group: str = ""
     stale: StaleView | None = None
     missed: MissedEvents | None = None
+    crash: CrashOnWrite | None = None
+    uid: str = ""
+    crashed: bool = False  # status.crashes records that it fired (once per object)
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -101,10 +105,13 @@ def parse(obj: ObjView) -> Rule | None:
                               types=_strings(events.get("types")),
                               names=_strings(events.get("names")),
                               coalesce_seconds=_number(events.get("coalesceSeconds")))
-    if stale is None and missed is None:
+    crash = parse_crash(spec)
+    if stale is None and missed is None and crash is None:
         return None
-    return Rule(str((obj.get("metadata") or {}).get("name") or ""), user, group, stale,
-                missed)
+    meta = obj.get("metadata") or {}
+    return Rule(str(meta.get("name") or ""), user, group, stale, missed, crash,
+                uid=str(meta.get("uid") or ""),
+                crashed=bool((obj.get("status") or {}).get("crashes")))
 
 
 class RevisionTimes:
@@ -152,6 +159,10 @@ class Effective:
     @property
     def missed(self) -> tuple[MissedEvents, ...]:
         return tuple(r.missed for r in self.rules if r.missed is not None)
+
+    @property
+    def crashes(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.crash is not None and not r.crashed)
 
     def view(self, *, head: int, times: RevisionTimes, now: float) -> int:
         """The stalest view of every rule (0: the present, no stale view)."""

@@ -18,6 +18,8 @@ from skiff.api import ApiError, Reason, lookup
 from skiff.api.kinds import KindInfo, storage_prefix
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.perturbation.crash import Counter
+from skiff.apiserver.perturbation.crasher import fire
 from skiff.apiserver.perturbation.rules import Effective, RevisionTimes, Rule, parse
 from skiff.apiserver.perturbation.watch import perturbed_watch
 from skiff.apiserver.storage.interface import Storage
@@ -42,6 +44,8 @@ class PerturbationTable:
         self._by_group: dict[str, tuple[Rule, ...]] = {}
         self.times = RevisionTimes()
         self._floor = 0  # the oldest revision etcd was found to still hold
+        self._writes = Counter()  # crash on write: matching commits per Perturbation uid
+        self._crashing: set[asyncio.Task[None]] = set()
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -101,6 +105,7 @@ class PerturbationTable:
         self._by_user = {k: tuple(v) for k, v in by_user.items()}
         self._by_group = {k: tuple(v) for k, v in by_group.items()}
         self._rules = rules
+        self._writes.forget({r.uid for r in rules.values() if r.crash is not None})
 
     async def _sample(self) -> None:
         await self._cache.ready()
@@ -160,7 +165,28 @@ class PerturbationTable:
         if not self._rules:
             return source
         user = current_user.get()
-        if self.for_user(user) is None:
+        effective = self.for_user(user)
+        if effective is None or not (effective.stale or effective.missed):
             return source
         assert user is not None
         return perturbed_watch(self, user, info, source)
+
+    def wrote(self, info: KindInfo, verb: str, obj: Obj) -> None:
+        """The current user's `verb` write of `obj` committed: count it against their
+        crash-on-write rules, and fire (after the answer is on its way) at the k-th."""
+        if not self._rules:
+            return
+        user = current_user.get()
+        effective = self.for_user(user)
+        if effective is None or user is None:
+            return
+        for rule in effective.crashes:
+            assert rule.crash is not None
+            if rule.crash.matches(info, verb, obj) and self._writes.count(rule.uid,
+                                                                          rule.crash):
+                revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+                task = asyncio.get_running_loop().create_task(
+                    fire(self._storage, rule, revision=revision, writer=user.name),
+                    name=f"perturbation-crash-{rule.name}")
+                self._crashing.add(task)
+                task.add_done_callback(self._crashing.discard)

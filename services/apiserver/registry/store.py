@@ -219,6 +219,7 @@ class Registry:
                 raise ApiError.already_exists(info.resource, meta["name"],
                                                group=info.group) from None
             raise
+        self.perturbations.wrote(info, "create", stored)  # issue 35: crash on write
         return Result(stored, warnings)
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
@@ -445,6 +446,7 @@ class Registry:
                         "latest version and try again") from None
                 raise Retry() from None
             await held.commit()
+            self.perturbations.wrote(info, "update", stored)
             return Result(stored, warnings)
 
         return await self.retry_conflicts(attempt)
@@ -516,6 +518,7 @@ class Registry:
             gone = copy.deepcopy(cur.obj)
             gone["metadata"]["resourceVersion"] = str(rev)
             await strategy.released(gone)
+            self.perturbations.wrote(info, "delete", gone)
             return {"object": gone, "deleted": True}
 
         return await self.retry_conflicts(attempt)

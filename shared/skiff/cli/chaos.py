@@ -20,7 +20,8 @@ from skiff.cluster.chaos import perturb
 _FLAGS = {"user": "--user", "group": "--group", "revision": "--revision",
           "lag_revisions": "--lag-revisions", "lag_seconds": "--lag-seconds",
           "resources": "--resource", "types": "--type", "names": "--object",
-          "coalesce_seconds": "--coalesce-seconds"}
+          "coalesce_seconds": "--coalesce-seconds", "after": "--after", "verbs": "--verb",
+          "pid": "--pid"}
 _HEAL_HINT = "undo with `skiff chaos heal --perturbation {name}` (or `skiff chaos heal`)"
 
 
@@ -52,6 +53,23 @@ def add_commands(chaos_sub: Any,
                         help="instead of dropping, hold matching events S seconds and "
                              "deliver each object's latest state")
     missed.add_argument("--name", help="the Perturbation's name (default: generated)")
+    crash = add_to(chaos_sub, "crash-on-write", help="kill a process right after one user's "
+                                                     "(or group's) k-th matching write")
+    _subject_flags(crash)
+    crash.add_argument("--after", type=int, required=True, metavar="K",
+                       help="crash after the K-th matching committed write")
+    crash.add_argument("--resource", dest="resources", action="append", default=[],
+                       metavar="R", help="configmaps, or <plural>.<group> (repeat; default "
+                                         "all)")
+    crash.add_argument("--verb", dest="verbs", action="append", default=[], metavar="V",
+                       help="create, update, patch or delete (repeat; default all)")
+    crash.add_argument("--object", dest="names", action="append", default=[],
+                       metavar="NAME", help="an object's name or NAMESPACE/NAME (repeat; "
+                                            "default all)")
+    crash.add_argument("--pid", type=int, required=True, metavar="PID",
+                       help="the process to SIGKILL (on the apiserver's host: a local "
+                            "cluster); its supervisor restarts it")
+    crash.add_argument("--name", help="the Perturbation's name (default: generated)")
 
 
 def _subject_flags(parser: argparse.ArgumentParser) -> None:
@@ -109,6 +127,20 @@ async def miss_events(api: ApiClient, args: argparse.Namespace, *, out: Out) -> 
         f"{on}{how}; {_HEAL_HINT.format(name=name)}")
 
 
+async def crash_on_write(api: ApiClient, args: argparse.Namespace, *, out: Out) -> None:
+    with _flag_errors(args.name):
+        name = await perturb.crash_on_write(
+            api, user=args.user, group=args.group, after=args.after,
+            resources=_split(args.resources), verbs=_split(args.verbs),
+            names=_split(args.names), pid=args.pid, name=args.name)
+    verbs = " or ".join(_split(args.verbs)) or "write"
+    on = " of " + ", ".join(_split(args.resources)) if args.resources else ""
+    out(f"perturbation.skiff.io/{name} created: process {args.pid} is killed right after "
+        f"{_subject_text(args)}'s {verbs} #{args.after}{on} commits (once; `skiff get "
+        f"perturbation {name} -o yaml` shows status.crashes); "
+        f"{_HEAL_HINT.format(name=name)}")
+
+
 def _split(values: list[str]) -> list[str]:
     """Repeated flags and comma lists alike: `--type ADDED,MODIFIED --type DELETED`."""
     return [part.strip() for value in values for part in value.split(",")]
@@ -136,4 +168,6 @@ def command(verb: str, out: Out) -> Callable[[ApiClient, argparse.Namespace],
         return lambda api, args: stale_view(api, args, out=out)
     if verb == "miss-events":
         return lambda api, args: miss_events(api, args, out=out)
+    if verb == "crash-on-write":
+        return lambda api, args: crash_on_write(api, args, out=out)
     return None

@@ -66,7 +66,8 @@ def test_ct1_perturbation_without_subject_names_it() -> None:
 
 def test_ct1_perturbation_needs_stale_view_or_missed_events() -> None:
     assert _messages(_pert()) == [
-        "spec: Required value: must specify at least one of: `staleView`, `missedEvents`"]
+        "spec: Required value: must specify at least one of: `staleView`, `missedEvents`, "
+        "`crashOnWrite`"]
 
 
 @pytest.mark.parametrize(("stale", "message"), [

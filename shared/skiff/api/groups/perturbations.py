@@ -15,6 +15,9 @@ from skiff.api.types import Obj, ObjView
 SUBJECT_KINDS = ("user", "group")
 STALE_VIEW_KINDS = ("revision", "lagRevisions", "lagSeconds")
 EVENT_TYPES = ["ADDED", "MODIFIED", "DELETED"]
+WRITE_VERBS = ["create", "update", "patch", "delete"]
+TARGET_KINDS = ("pod", "pid")
+SPEC_KINDS = "`staleView`, `missedEvents`, `crashOnWrite`"
 
 
 def _one_of(block: ObjView, keys: tuple[str, ...], path: str) -> tuple[str | None,
@@ -91,6 +94,57 @@ def _missed_events_errors(spec: ObjView) -> list[FieldError]:
     return errors
 
 
+def _target_errors(crash: ObjView, path: str) -> list[FieldError]:
+    target, errors = as_dict(crash.get("target"), path)
+    if errors:
+        return errors
+    key, errors = _one_of(target, TARGET_KINDS, path)
+    if key is None:
+        return errors
+    if key == "pid":
+        return int_field(target, "pid", f"{path}.pid", minimum=2,
+                         detail="must be greater than 1")
+    pod, errors = as_dict(target.get("pod"), f"{path}.pod")
+    for field in ("namespace", "name"):
+        if not isinstance(pod.get(field), str) or not str(pod[field]).strip():
+            errors.append(required(f"{path}.pod.{field}"))
+    container = pod.get("container")
+    if container is not None and not isinstance(container, str):
+        errors.append(invalid(f"{path}.pod.container", container, "must be a string"))
+    # Killing a pod's container needs a kubelet endpoint this cluster does not have yet.
+    errors.append(forbidden(f"{path}.pod", "pod targets are not supported yet; use `pid` "
+                                           "(a process on the apiserver's host)"))
+    return errors
+
+
+def _crash_on_write_errors(spec: ObjView) -> list[FieldError]:
+    crash, errors = as_dict(spec.get("crashOnWrite"), "spec.crashOnWrite")
+    if errors:
+        return errors
+    path = "spec.crashOnWrite"
+    if crash.get("after") is None:
+        errors.append(required(f"{path}.after"))
+    errors += int_field(crash, "after", f"{path}.after", minimum=1,
+                        detail="must be greater than 0")
+    errors += _names_errors(crash, "resources", f"{path}.resources")
+    errors += _names_errors(crash, "names", f"{path}.names")
+    verbs, errs = as_list(crash.get("verbs"), f"{path}.verbs")
+    errors += errs
+    seen: set[str] = set()
+    for i, value in enumerate(verbs):
+        if value not in WRITE_VERBS:
+            errors.append(not_supported(f"{path}.verbs[{i}]", value, WRITE_VERBS))
+        elif value in seen:
+            errors.append(duplicate(f"{path}.verbs[{i}]", value))
+        else:
+            seen.add(value)
+    if crash.get("target") is None:
+        errors.append(required(f"{path}.target", "must specify one of: `pod`, `pid`"))
+    else:
+        errors += _target_errors(crash, f"{path}.target")
+    return errors
+
+
 def _validate_perturbation(obj: ObjView, old: ObjView | None) -> list[FieldError]:
     spec, errors = as_dict(obj.get("spec"), "spec")
     if errors:
@@ -99,13 +153,14 @@ def _validate_perturbation(obj: ObjView, old: ObjView | None) -> list[FieldError
         errors.append(required("spec.subject", "must specify one of: `user`, `group`"))
     else:
         errors += _subject_errors(spec)
-    if spec.get("staleView") is None and spec.get("missedEvents") is None:
-        errors.append(required("spec", "must specify at least one of: `staleView`, "
-                                       "`missedEvents`"))
+    if all(spec.get(k) is None for k in ("staleView", "missedEvents", "crashOnWrite")):
+        errors.append(required("spec", f"must specify at least one of: {SPEC_KINDS}"))
     if spec.get("staleView") is not None:
         errors += _stale_view_errors(spec)
     if spec.get("missedEvents") is not None:
         errors += _missed_events_errors(spec)
+    if spec.get("crashOnWrite") is not None:
+        errors += _crash_on_write_errors(spec)
     status, errs = as_dict(obj.get("status"), "status")
     errors += errs + int_field(status, "observedRevision", "status.observedRevision",
                                minimum=0)
@@ -159,5 +214,8 @@ RULES = GroupRules(
         spec=fields(subject=fields("user", "group"),
                     staleView=fields("revision", "lagRevisions", "lagSeconds"),
                     missedEvents=fields("resources", "types", "names",
-                                        "coalesceSeconds")))},
+                                        "coalesceSeconds"),
+                    crashOnWrite=fields("after", "resources", "verbs", "names",
+                                        target=fields("pid", pod=fields(
+                                            "namespace", "name", "container")))))},
 )

@@ -18,11 +18,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from skiff.api import ApiError, Reason
-from skiff.api.groups.perturbations import EVENT_TYPES
+from skiff.api.groups.perturbations import EVENT_TYPES, WRITE_VERBS
 from skiff.api.types import Obj
 from skiff.client import Client
 
-__all__ = ["PerturbationError", "heal", "missed_events", "perturbation", "stale_view"]
+__all__ = ["PerturbationError", "crash_on_write", "heal", "missed_events", "perturbation",
+           "stale_view"]
 
 RESOURCE = "perturbations"
 API_VERSION = "skiff.io/v1"
@@ -135,6 +136,63 @@ async def missed_events(client: Client, *, user: str | None = None,
     spec = missed_events_spec(user=user, group=group, resources=resources, types=types,
                               names=names, coalesce_seconds=coalesce_seconds)
     created = await client.create(perturbation(spec, name=name, prefix="missed-events"),
+                                  field_validation="Strict")
+    return str(created["metadata"]["name"])
+
+
+def crash_on_write_spec(*, user: str | None = None, group: str | None = None, after: int,
+                        resources: Iterable[str] = (), verbs: Iterable[str] = (),
+                        names: Iterable[str] = (), pid: int | None = None,
+                        pod: tuple[str, str, str | None] | None = None) -> Obj:
+    """The spec of a crash on write: after the identity's `after`-th committed write of
+    `verbs` (create, update, patch, delete; none = all) on `resources` for `names` (none =
+    all), kill `pid` (a process on the apiserver's host) or `pod` (namespace, name,
+    container or None) once."""
+    subject = _subject(user, group)
+    if isinstance(after, bool) or not isinstance(after, int) or after < 1:
+        raise PerturbationError("after", f"must be a whole number greater than 0, not {after}")
+    crash: Obj = {"after": after}
+    for param, values in (("resources", resources), ("names", names)):
+        items = _unique(values)
+        if any(not item.strip() for item in items):
+            raise PerturbationError(param, "must not contain an empty string")
+        if items:
+            crash[param] = items
+    kinds = _unique(v.lower() for v in verbs)
+    for verb in kinds:
+        if verb not in WRITE_VERBS:
+            raise PerturbationError("verbs", f"{verb!r} is not a write verb; use "
+                                             f"{', '.join(WRITE_VERBS)}")
+    if kinds:
+        crash["verbs"] = kinds
+    if (pid is None) == (pod is None):
+        raise PerturbationError("pid", "give exactly one of pid or pod (what is killed)")
+    if pid is not None:
+        if isinstance(pid, bool) or not isinstance(pid, int) or pid <= 1:
+            raise PerturbationError("pid", f"must be a process id greater than 1, not {pid}")
+        crash["target"] = {"pid": pid}
+    else:
+        assert pod is not None
+        namespace, pod_name, container = pod
+        target: Obj = {"namespace": namespace, "name": pod_name}
+        if container:
+            target["container"] = container
+        crash["target"] = {"pod": target}
+    return {"subject": subject, "crashOnWrite": crash}
+
+
+async def crash_on_write(client: Client, *, user: str | None = None,
+                         group: str | None = None, after: int,
+                         resources: Iterable[str] = (), verbs: Iterable[str] = (),
+                         names: Iterable[str] = (), pid: int | None = None,
+                         pod: tuple[str, str, str | None] | None = None,
+                         name: str | None = None) -> str:
+    """Kill `pid` (or `pod`'s container) once, right after `user`'s (or `group`'s)
+    `after`-th matching write commits (see `crash_on_write_spec`); returns the
+    Perturbation's name. Its status.crashes says when it fired."""
+    spec = crash_on_write_spec(user=user, group=group, after=after, resources=resources,
+                               verbs=verbs, names=names, pid=pid, pod=pod)
+    created = await client.create(perturbation(spec, name=name, prefix="crash-on-write"),
                                   field_validation="Strict")
     return str(created["metadata"]["name"])
 
