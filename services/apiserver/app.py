@@ -301,6 +301,7 @@ class ApiServer:
                 crd_task = tg.create_task(supervised("crd-controller", crds.run),
                                           name="crd-controller")
                 # issue 35: the stored Perturbations, applied to their subjects' reads
+                registry.perturbations.kubelet = self._kubelet_credentials()
                 perturbations_task = tg.create_task(supervised(
                     "perturbations", registry.perturbations.run), name="perturbations")
                 bound_task = tg.create_task(supervised("bound-objects", bound.run),

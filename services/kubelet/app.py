@@ -28,6 +28,7 @@ from skiff.kubelet.cgroups import (
     CgroupManager,
     detect_node,
 )
+from skiff.kubelet.crashing import KillService
 from skiff.kubelet.dnsconfig import ResolvConf, parse_resolv_conf
 from skiff.kubelet.eviction import EvictionManager, parse_thresholds
 from skiff.kubelet.kubelet import Kubelet
@@ -294,7 +295,8 @@ def main(argv: list[str] | None = None) -> None:
         address += f",{settings.node_ip}:{settings.health_port}"
 
     handlers = [logs.handler(), metrics.handler(), streams.handler(),
-                streams.forwards.handler()]
+                streams.forwards.handler(),
+                KillService(lambda: streams.attach_locators).handler()]  # issue 35
     tls = KubeletTls.from_env()
 
     async def body(service: Service) -> None:

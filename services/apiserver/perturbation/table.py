@@ -25,6 +25,7 @@ from skiff.apiserver.perturbation.watch import perturbed_watch
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.watchcache import WatchCache, WatchEvent, WatchRequest
 from skiff.auth import UserInfo
+from skiff.client.credentials import Credentials
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,7 @@ class PerturbationTable:
         self._floor = 0  # the oldest revision etcd was found to still hold
         self._writes = Counter()  # crash on write: matching commits per Perturbation uid
         self._crashing: set[asyncio.Task[None]] = set()
+        self.kubelet: Credentials | None = None  # to the kubelets' own port (pod targets)
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -186,7 +188,8 @@ class PerturbationTable:
                                                                           rule.crash):
                 revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
                 task = asyncio.get_running_loop().create_task(
-                    fire(self._storage, rule, revision=revision, writer=user.name),
+                    fire(self._storage, rule, revision=revision, writer=user.name,
+                         kubelet=self.kubelet),
                     name=f"perturbation-crash-{rule.name}")
                 self._crashing.add(task)
                 task.add_done_callback(self._crashing.discard)

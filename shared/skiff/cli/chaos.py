@@ -21,7 +21,7 @@ _FLAGS = {"user": "--user", "group": "--group", "revision": "--revision",
           "lag_revisions": "--lag-revisions", "lag_seconds": "--lag-seconds",
           "resources": "--resource", "types": "--type", "names": "--object",
           "coalesce_seconds": "--coalesce-seconds", "after": "--after", "verbs": "--verb",
-          "pid": "--pid"}
+          "pid": "--pid", "pod": "--pod"}
 _HEAL_HINT = "undo with `skiff chaos heal --perturbation {name}` (or `skiff chaos heal`)"
 
 
@@ -66,9 +66,13 @@ def add_commands(chaos_sub: Any,
     crash.add_argument("--object", dest="names", action="append", default=[],
                        metavar="NAME", help="an object's name or NAMESPACE/NAME (repeat; "
                                             "default all)")
-    crash.add_argument("--pid", type=int, required=True, metavar="PID",
-                       help="the process to SIGKILL (on the apiserver's host: a local "
-                            "cluster); its supervisor restarts it")
+    victim = crash.add_mutually_exclusive_group(required=True)
+    victim.add_argument("--pod", metavar="NAMESPACE/NAME[:CONTAINER]",
+                        help="the pod's container its kubelet kills (and restarts per the "
+                             "pod's restartPolicy)")
+    victim.add_argument("--pid", type=int, metavar="PID",
+                        help="the process to SIGKILL (on the apiserver's host: a local "
+                             "cluster); its supervisor restarts it")
     crash.add_argument("--name", help="the Perturbation's name (default: generated)")
 
 
@@ -132,13 +136,25 @@ async def crash_on_write(api: ApiClient, args: argparse.Namespace, *, out: Out) 
         name = await perturb.crash_on_write(
             api, user=args.user, group=args.group, after=args.after,
             resources=_split(args.resources), verbs=_split(args.verbs),
-            names=_split(args.names), pid=args.pid, name=args.name)
+            names=_split(args.names), pid=args.pid, pod=_pod(args.pod), name=args.name)
     verbs = " or ".join(_split(args.verbs)) or "write"
     on = " of " + ", ".join(_split(args.resources)) if args.resources else ""
-    out(f"perturbation.skiff.io/{name} created: process {args.pid} is killed right after "
+    victim = f"process {args.pid}" if args.pid is not None else f"pod {args.pod}"
+    out(f"perturbation.skiff.io/{name} created: {victim} is killed right after "
         f"{_subject_text(args)}'s {verbs} #{args.after}{on} commits (once; `skiff get "
         f"perturbation {name} -o yaml` shows status.crashes); "
         f"{_HEAL_HINT.format(name=name)}")
+
+
+def _pod(text: str | None) -> tuple[str, str, str | None] | None:
+    """`NAMESPACE/NAME[:CONTAINER]` -> (namespace, name, container)."""
+    if text is None:
+        return None
+    where, _, container = text.partition(":")
+    namespace, slash, name = where.partition("/")
+    if not slash or not namespace or not name:
+        raise CliError(f"--pod: {text!r} is not NAMESPACE/NAME[:CONTAINER]")
+    return namespace, name, container or None
 
 
 def _split(values: list[str]) -> list[str]:

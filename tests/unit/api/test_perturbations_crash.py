@@ -22,9 +22,14 @@ def _messages(crash: Any) -> list[str]:
     return [str(e) for e in validate(_pert(crash))]
 
 
-def test_ct1_crash_on_write_with_a_pid_target_is_valid_and_known() -> None:
+@pytest.mark.parametrize("target", [
+    pytest.param({"pid": 4242}, id="pid"),
+    pytest.param({"pod": {"namespace": "shop", "name": "op-0", "container": "main"}},
+                 id="pod"),
+])
+def test_ct1_crash_on_write_with_a_pid_or_pod_target_is_valid_and_known(target: Obj) -> None:
     obj = _pert({"after": 3, "resources": ["configmaps"], "verbs": ["create", "patch"],
-                 "names": ["shop/cm-3"], "target": {"pid": 4242}})
+                 "names": ["shop/cm-3"], "target": target})
     assert [str(e) for e in validate(obj)] == []
     assert prune_unknown_fields(obj) == []
 
@@ -55,9 +60,10 @@ def test_ct1_crash_on_write_with_a_pid_target_is_valid_and_known() -> None:
                  id="init"),
     pytest.param({"after": 1, "target": {"pod": {"name": "op-0"}}},
                  "spec.crashOnWrite.target.pod.namespace: Required value", id="pod-no-ns"),
-    pytest.param({"after": 1, "target": {"pod": {"namespace": "shop", "name": "op-0"}}},
-                 "spec.crashOnWrite.target.pod: Forbidden: pod targets are not supported "
-                 "yet; use `pid` (a process on the apiserver's host)", id="pod-refused"),
+    pytest.param({"after": 1, "target": {"pod": {"namespace": "shop", "name": "op-0",
+                                                  "container": 3}}},
+                 "spec.crashOnWrite.target.pod.container: Invalid value: 3: must be a string",
+                 id="container-not-string"),
     pytest.param("now", 'spec.crashOnWrite: Invalid value: "now": must be an object',
                  id="not-an-object"),
 ])

@@ -111,9 +111,6 @@ def _target_errors(crash: ObjView, path: str) -> list[FieldError]:
     container = pod.get("container")
     if container is not None and not isinstance(container, str):
         errors.append(invalid(f"{path}.pod.container", container, "must be a string"))
-    # Killing a pod's container needs a kubelet endpoint this cluster does not have yet.
-    errors.append(forbidden(f"{path}.pod", "pod targets are not supported yet; use `pid` "
-                                           "(a process on the apiserver's host)"))
     return errors
 
 
