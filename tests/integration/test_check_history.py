@@ -7,17 +7,20 @@ apiserver killed and restarted mid-run loses nothing."""
 from __future__ import annotations
 
 import asyncio
+import json
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
 
 from skiff.checker.history import check
-from skiff.checker.history.model import OK, WRITE
+from skiff.checker.history.model import OK, WRITE, Op
 from skiff.checker.history.runner import run_workload
 from skiff.client import ApiClient
 from skiff.cluster.chaos.perturb import heal, stale_view
 from tests.integration.auth.conftest import start_secure_cluster
 from tests.integration.cluster import Cluster
+from tests.integration.skiffcli import skiff
 from tests.integration.twoapiservers import two_apiservers
 
 pytestmark = pytest.mark.integration
@@ -79,3 +82,31 @@ async def test_check_history_across_an_apiserver_kill_loses_nothing(
     assert any(op.outcome != OK for op in history.ops)  # the kill was seen
     assert sum(1 for w in history.watch if w.type == "MODIFIED") > 0
     assert report.forbidden == 0, report.format()
+
+
+async def test_skiff_check_history_cli_reports_and_exits_1_on_a_forbidden_anomaly(
+        tmp_path: Path) -> None:
+    saved = tmp_path / "history.json"
+    with two_apiservers(tmp_path, [], []) as two:
+        async with ApiClient(two.cluster.api_target, retry_seconds=20) as api:
+            await _namespace(api, "history")
+        servers = f"{two.cluster.api_target},{two.second_target}"
+        done = await asyncio.to_thread(
+            skiff, tmp_path / "data", "--server", servers, "check", "history",
+            "--duration", "2s", "--keys", "2", "--workers", "2", "-n", "history",
+            "--save", str(saved), timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert f"through {two.cluster.api_target}, {two.second_target}" in done.stdout
+    assert "0 forbidden anomalies: the history is consistent" in done.stdout
+    # The same history with one acknowledged write that nothing ever saw: lost.
+    raw = json.loads(saved.read_text())
+    last = max(raw["final"], key=lambda o: o["rv"])
+    end = max(op["complete"] for op in raw["ops"])  # after every read: no read is stale
+    raw["ops"].append(asdict(Op(9, WRITE, last["key"], end + 1, end + 2, OK, value="lost",
+                                rv=last["rv"] + 1000, prev_rv=last["rv"])))
+    saved.write_text(json.dumps(raw))
+    again = await asyncio.to_thread(skiff, tmp_path / "data", "check", "history",
+                                    "--from", str(saved), timeout=30)
+    assert again.returncode == 1, again.stdout + again.stderr
+    assert "lost-write" in again.stdout and "'lost'" in again.stdout
+    assert "1 forbidden anomaly" in again.stdout
