@@ -5,6 +5,9 @@ appends (identity, pod UID, PID, monotonic and wall time) to a log the test read
 its volume. `report` reads those lines and finds every interval during which two different
 pod UIDs of one identity were alive at once, and the time from a partition to the
 replacement's first heartbeat.
+
+`skiff.checker.history` is the other checker: the API's own guarantees under faults
+(`skiff check history`, Jepsen's method).
 """
 
 from skiff.checker.report import Heartbeat, Overlap, overlaps, parse_lines, time_to_first_heartbeat
