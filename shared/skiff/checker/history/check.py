@@ -21,6 +21,7 @@ Pure (no I/O). Kinds, and why each is forbidden or not:
 from __future__ import annotations
 
 import bisect
+import datetime
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from skiff.checker.history.model import (
     WatchRecord,
 )
 
-__all__ = ["ALLOWED", "FORBIDDEN", "Anomaly", "Report", "check", "describe_op"]
+__all__ = ["ALLOWED", "FORBIDDEN", "Anomaly", "Report", "check", "clock", "describe_op"]
 
 FORBIDDEN = ("lost-write", "stale-read", "real-time-order", "wrong-value", "watch-gap",
              "watch-duplicate", "watch-reorder")
@@ -85,18 +86,24 @@ class Report:
         return "\n".join(lines)
 
 
+def clock(t: float) -> str:
+    """A wall-clock time as logs and `skiff chaos` print it (UTC, milliseconds), so an
+    anomaly can be lined up with the fault injected then."""
+    return datetime.datetime.fromtimestamp(t, datetime.UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
 def describe_op(op: Op) -> str:
     what = {WRITE: f"write {op.value!r} if rv={op.prev_rv}", READ: "read",
             CACHED_READ: "read rv=0"}.get(op.kind, op.kind)
     got = f" -> rv={op.rv} {op.value!r}" if op.kind != WRITE else f" -> rv={op.rv}"
     server = f" via {op.server}" if op.server else ""
     return (f"p{op.process} {what}{got} {op.outcome}{server} "
-            f"[{op.invoke:.3f} .. {op.complete:.3f}]")
+            f"[{clock(op.invoke)} .. {clock(op.complete)}]")
 
 
 def _describe_event(ev: WatchRecord) -> str:
     server = f" via {ev.server}" if ev.server else ""
-    return f"watcher w{ev.watcher} {ev.type} rv={ev.rv} {ev.value!r}{server} at {ev.time:.3f}"
+    return f"watcher w{ev.watcher} {ev.type} rv={ev.rv} {ev.value!r}{server} at {clock(ev.time)}"
 
 
 def check(history: History) -> Report:

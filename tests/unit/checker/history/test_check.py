@@ -137,3 +137,10 @@ def test_a_watch_going_past_the_final_state_without_events_hides_nothing() -> No
 def test_the_history_round_trips_through_json() -> None:
     h = consistent()
     assert History.from_json(h.to_json()) == h
+
+
+def test_examples_name_the_operations_with_their_wall_clock_times() -> None:
+    h = consistent()
+    h.ops.append(r(5, "x1", 11, 3600.25, 3600.5))
+    stale = check(h).of("stale-read")[0]
+    assert stale.involved[0] == "p5 read -> rv=11 'x1' ok [01:00:00.250 .. 01:00:00.500]"
