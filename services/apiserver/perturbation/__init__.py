@@ -6,7 +6,9 @@ let its watches miss events (dropped, or coalesced to each object's latest state
 rules and their decisions are pure (rules.py, events.py); table.py keeps the stored
 Perturbations current from the watch cache and answers the store's questions; watch.py
 wraps one perturbed watcher's stream. With no Perturbation stored, the store pays one
-dict check per read or watch and nothing else changes.
+dict check per read or watch and nothing else changes. A `crashOnWrite` rule counts the
+identity's committed writes (the store's `wrote` hook) and kills its target once after the
+k-th (crash.py decides, crasher.py kills and records).
 """
 
 from skiff.apiserver.perturbation.table import PerturbationTable

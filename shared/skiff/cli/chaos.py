@@ -1,5 +1,6 @@
-"""`skiff chaos stale-view`, `skiff chaos miss-events` and the Perturbation side of `skiff
-chaos heal` (issue 35): one client identity's stale view or missed watch events, as
+"""`skiff chaos stale-view`, `skiff chaos miss-events`, `skiff chaos crash-on-write` and
+the Perturbation side of `skiff chaos heal` (issue 35): one client identity's stale view,
+missed watch events or a crash right after its k-th matching write, as
 skiff.io/v1 Perturbation objects the apiserver applies to that identity's cached reads and
 watches. The objects are made by `skiff.cluster.chaos.perturb`; this module adds the flags
 and turns its argument errors into ones that name the flag."""

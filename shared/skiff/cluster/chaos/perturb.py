@@ -1,6 +1,6 @@
-"""Perturbations from Python: a stale view or missed watch events for one client identity,
-declared as skiff.io/v1 Perturbation objects (what `skiff chaos stale-view|miss-events|heal`
-run, and what a controller's tests call).
+"""Perturbations from Python: a stale view, missed watch events or a crash on write for one
+client identity, declared as skiff.io/v1 Perturbation objects (what `skiff chaos
+stale-view|miss-events|crash-on-write|heal` run, and what a controller's tests call).
 
 The apiserver applies a stored Perturbation to that identity's cached reads and watches
 (issue 35); this module only writes and deletes the objects, through any `skiff.client`
