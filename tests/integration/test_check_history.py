@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from skiff.checker.history import check
+from skiff.checker.history import History, check
 from skiff.checker.history.model import OK, UNKNOWN, WRITE, Op
 from skiff.checker.history.runner import run_workload
 from skiff.client import ApiClient
 from skiff.cluster.chaos.perturb import heal, stale_view
+from skiff.cluster.state import ClusterState
 from tests.integration.auth.conftest import start_secure_cluster
 from tests.integration.cluster import Cluster
 from tests.integration.skiffcli import skiff
@@ -116,3 +117,38 @@ async def test_skiff_check_history_cli_reports_and_exits_1_on_a_forbidden_anomal
     assert again.returncode == 1, again.stdout + again.stderr
     assert "lost-write" in again.stdout and "'lost'" in again.stdout
     assert "1 forbidden anomaly" in again.stdout
+
+
+@pytest.mark.timeout(240)
+async def test_skiff_check_history_on_an_ha_cluster_under_member_kills_finds_nothing(
+        tmp_path: Path) -> None:
+    """The issue's CI run without --netns: `skiff up --ha`, then `skiff check history`
+    while the etcd leader, an apiserver and an etcd follower are SIGKILLed (the supervisor
+    brings each back)."""
+    data = tmp_path / "ha"
+    data.mkdir()
+    up = await asyncio.to_thread(skiff, data, "up", "--ha", "--detach", "--nodes", "0",
+                                 "--restart-backoff", "1", "--restart-backoff-max", "2")
+    try:
+        assert up.returncode == 0, up.stderr + up.stdout
+        run = asyncio.ensure_future(asyncio.to_thread(
+            skiff, data, "check", "history", "--duration", "9s", "--keys", "3",
+            "--workers", "4", "--op-timeout", "3", "--save", str(tmp_path / "h.json"),
+            timeout=120))
+        roles = await asyncio.to_thread(skiff, data, "status")
+        leader = next(line.split()[0] for line in roles.stdout.splitlines()
+                      if line.startswith("etcd-") and " leader " in line)
+        follower = next(f"etcd-{i}" for i in (1, 2, 3) if f"etcd-{i}" != leader)
+        for member in (leader, "apiserver-1", follower):
+            await asyncio.sleep(2.5)
+            killed = await asyncio.to_thread(skiff, data, "chaos", "kill", member)
+            assert killed.returncode == 0, killed.stderr
+        done = await run
+        state = ClusterState.load(data)
+    finally:
+        await asyncio.to_thread(skiff, data, "down")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "0 forbidden anomalies: the history is consistent" in done.stdout
+    history = History.from_json((tmp_path / "h.json").read_text())
+    assert state is not None  # both apiservers served the workload, the killed one too
+    assert {op.server for op in history.ops if op.outcome == OK} == set(state.api.split(","))

@@ -160,13 +160,20 @@ async def _first_ok(clients: list[ApiClient], call: Callable[[ApiClient], Any],
             try:
                 return await call(api)
             except ApiError as err:
-                if err.reason == Reason.ALREADY_EXISTS or time.monotonic() > deadline:
+                if err.reason in _DEFINITE or time.monotonic() > deadline:
                     raise
         await asyncio.sleep(0.2)
 
 
 def _creator(obj: Obj) -> Callable[[ApiClient], Any]:
-    return lambda api: api.create(obj)
+    """Create `obj`; AlreadyExists is success (an earlier attempt that timed out made it)."""
+    async def create(api: ApiClient) -> None:
+        try:
+            await api.create(obj)
+        except ApiError as err:
+            if err.reason != Reason.ALREADY_EXISTS:
+                raise
+    return create
 
 
 async def run_workload(*, targets: list[str], duration: float, keys: int = 5,
