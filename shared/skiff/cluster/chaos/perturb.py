@@ -15,7 +15,7 @@ sent; the apiserver's own validation (skiff.api.groups.perturbations) stands beh
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from skiff.api import ApiError, Reason
 from skiff.api.groups.perturbations import EVENT_TYPES, WRITE_VERBS
@@ -80,6 +80,29 @@ def stale_view_spec(*, user: str | None = None, group: str | None = None,
     return {"subject": subject, "staleView": {field: choices[given[0]]}}
 
 
+def _pattern(resources: Iterable[str], names: Iterable[str]) -> Obj:
+    """The `resources` and `names` a perturbation matches (none given: every one)."""
+    pattern: Obj = {}
+    for param, values in (("resources", resources), ("names", names)):
+        items = _unique(values)
+        if any(not item.strip() for item in items):
+            raise PerturbationError(param, "must not contain an empty string")
+        if items:
+            pattern[param] = items
+    return pattern
+
+
+def _choices(param: str, values: Iterable[str], allowed: Sequence[str], what: str
+             ) -> list[str]:
+    """`values` (each once), every one of `allowed`."""
+    chosen = _unique(values)
+    for value in chosen:
+        if value not in allowed:
+            raise PerturbationError(param, f"{value!r} is not {what}; use "
+                                           f"{', '.join(allowed)}")
+    return chosen
+
+
 def missed_events_spec(*, user: str | None = None, group: str | None = None,
                        resources: Iterable[str] = (), types: Iterable[str] = (),
                        names: Iterable[str] = (), coalesce_seconds: int = 0) -> Obj:
@@ -88,18 +111,8 @@ def missed_events_spec(*, user: str | None = None, group: str | None = None,
     for objects `names` (name or namespace/name; none = all); with `coalesce_seconds` > 0
     they are held that long and only each object's latest state is delivered."""
     subject = _subject(user, group)
-    missed: Obj = {}
-    for param, values in (("resources", resources), ("names", names)):
-        items = _unique(values)
-        if any(not item.strip() for item in items):
-            raise PerturbationError(param, "must not contain an empty string")
-        if items:
-            missed[param] = items
-    kinds = _unique(t.upper() for t in types)
-    for kind in kinds:
-        if kind not in EVENT_TYPES:
-            raise PerturbationError("types", f"{kind!r} is not an event type; use "
-                                             f"{', '.join(EVENT_TYPES)}")
+    missed = _pattern(resources, names)
+    kinds = _choices("types", (t.upper() for t in types), EVENT_TYPES, "an event type")
     if kinds:
         missed["types"] = kinds
     if isinstance(coalesce_seconds, bool) or not isinstance(coalesce_seconds, int) \
@@ -151,18 +164,8 @@ def crash_on_write_spec(*, user: str | None = None, group: str | None = None, af
     subject = _subject(user, group)
     if isinstance(after, bool) or not isinstance(after, int) or after < 1:
         raise PerturbationError("after", f"must be a whole number greater than 0, not {after}")
-    crash: Obj = {"after": after}
-    for param, values in (("resources", resources), ("names", names)):
-        items = _unique(values)
-        if any(not item.strip() for item in items):
-            raise PerturbationError(param, "must not contain an empty string")
-        if items:
-            crash[param] = items
-    kinds = _unique(v.lower() for v in verbs)
-    for verb in kinds:
-        if verb not in WRITE_VERBS:
-            raise PerturbationError("verbs", f"{verb!r} is not a write verb; use "
-                                             f"{', '.join(WRITE_VERBS)}")
+    crash: Obj = {"after": after, **_pattern(resources, names)}
+    kinds = _choices("verbs", (v.lower() for v in verbs), WRITE_VERBS, "a write verb")
     if kinds:
         crash["verbs"] = kinds
     if (pid is None) == (pod is None):
