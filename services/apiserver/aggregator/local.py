@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 
 from skiff.api import ApiError, Reason
+from skiff.api.apiextensions import crdversions
 from skiff.api.kinds import KINDS, served_versions
 from skiff.api.types import Obj, ObjView
 from skiff.apiserver.aggregator.table import RESOURCE
@@ -79,13 +80,9 @@ def local_api_service(group_version: str, *, managed: str, priority: tuple[int, 
 
 def crd_group_versions(crds: list[ObjView]) -> set[str]:
     """The group/versions the stored CRDs serve (a CRD being deleted still does)."""
-    served = set()
-    for crd in crds:
-        spec = crd.get("spec") or {}
-        for version in spec.get("versions") or []:
-            if isinstance(version, dict) and version.get("served") and spec.get("group"):
-                served.add(f"{spec['group']}/{version.get('name')}")
-    return served
+    return {f"{crd['spec']['group']}/{version}" for crd in crds
+            if (crd.get("spec") or {}).get("group")
+            for version in crdversions.served_versions(crd)}
 
 
 async def ensure_builtin(registry: Registry) -> None:
