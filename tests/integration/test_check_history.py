@@ -33,7 +33,7 @@ async def _namespace(api: ApiClient, name: str) -> str:
     return name
 
 
-async def test_check_history_through_two_apiservers_finds_no_anomaly(tmp_path: Path) -> None:
+async def test_ct3_check_history_through_two_apiservers_finds_no_anomaly(tmp_path: Path) -> None:
     with two_apiservers(tmp_path, [], []) as two:
         async with ApiClient(two.cluster.api_target, retry_seconds=20) as api:
             ns = await _namespace(api, "history")
@@ -48,7 +48,7 @@ async def test_check_history_through_two_apiservers_finds_no_anomaly(tmp_path: P
     assert report.forbidden == 0, report.format()
 
 
-async def test_check_history_reports_a_stale_view_as_stale_cached_reads(
+async def test_ct3_check_history_reports_a_stale_view_as_stale_cached_reads(
         tmp_path: Path) -> None:
     with start_secure_cluster(tmp_path) as cluster:
         pair = cluster.user("history-checker", "system:masters")
@@ -68,7 +68,7 @@ async def test_check_history_reports_a_stale_view_as_stale_cached_reads(
     assert report.forbidden == 0, report.format()
 
 
-async def test_check_history_across_an_apiserver_kill_loses_nothing(
+async def test_ct3_check_history_across_an_apiserver_kill_loses_nothing(
         fresh_cluster: Cluster) -> None:
     cluster = fresh_cluster.start()
     async with ApiClient(cluster.api_target, retry_seconds=20) as api:
@@ -91,7 +91,7 @@ async def test_check_history_across_an_apiserver_kill_loses_nothing(
     assert report.forbidden == 0, report.format()
 
 
-async def test_skiff_check_history_cli_reports_and_exits_1_on_a_forbidden_anomaly(
+async def test_ct3_skiff_check_history_cli_reports_and_exits_1_on_a_forbidden_anomaly(
         tmp_path: Path) -> None:
     saved = tmp_path / "history.json"
     with two_apiservers(tmp_path, [], []) as two:
@@ -120,7 +120,7 @@ async def test_skiff_check_history_cli_reports_and_exits_1_on_a_forbidden_anomal
 
 
 @pytest.mark.timeout(240)
-async def test_skiff_check_history_on_an_ha_cluster_under_member_kills_finds_nothing(
+async def test_ct3_skiff_check_history_on_an_ha_cluster_under_member_kills_finds_nothing(
         tmp_path: Path) -> None:
     """The issue's CI run without --netns: `skiff up --ha`, then `skiff check history`
     while the etcd leader, an apiserver and an etcd follower are SIGKILLed (the supervisor

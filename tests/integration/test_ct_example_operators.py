@@ -107,7 +107,7 @@ def _pin_before_replicas(c: Case) -> None:
     until(pinned, "the stale view to be applied")
 
 
-def test_ct_example_database_duplicates_replicas_under_a_stale_view(c: Case) -> None:
+def test_ct1_example_database_duplicates_replicas_under_a_stale_view(c: Case) -> None:
     _pin_before_replicas(c)
     with operator("database", c.ns, c.config, fixed=False):
         # each resync's cached list still shows no replica: two more every time
@@ -117,7 +117,7 @@ def test_ct_example_database_duplicates_replicas_under_a_stale_view(c: Case) -> 
     assert len(made) >= 4 and all(name.startswith("db-") for name in made), made
 
 
-def test_ct_example_database_fixed_makes_exactly_its_replicas_under_a_stale_view(
+def test_ct1_example_database_fixed_makes_exactly_its_replicas_under_a_stale_view(
         c: Case) -> None:
     _pin_before_replicas(c)
     with operator("database", c.ns, c.config, fixed=True):
@@ -127,7 +127,7 @@ def test_ct_example_database_fixed_makes_exactly_its_replicas_under_a_stale_view
     assert _children(c, "examples.skiff.io/database=db") == ["db-0", "db-1"]
 
 
-def test_ct_example_database_buggy_is_right_without_the_fault(c: Case) -> None:
+def test_ct1_example_database_buggy_is_right_without_the_fault(c: Case) -> None:
     _create(c, "databases", "Database", "db", {"replicas": 2})
     with operator("database", c.ns, c.config, fixed=False):
         until(lambda: len(_children(c, "examples.skiff.io/database=db")) == 2,
@@ -155,7 +155,7 @@ def _miss_deletes(c: Case) -> None:
 
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
-def test_ct_example_claim_lock_under_missed_deleted_events(c: Case, fixed: bool) -> None:
+def test_ct1_example_claim_lock_under_missed_deleted_events(c: Case, fixed: bool) -> None:
     _miss_deletes(c)
     with operator("claim", c.ns, c.config, fixed=fixed) as run:
         _claim_then_delete(c)
@@ -167,7 +167,7 @@ def test_ct_example_claim_lock_under_missed_deleted_events(c: Case, fixed: bool)
     assert "acquired gpu" in run.output and "released" not in run.output
 
 
-def test_ct_example_claim_buggy_is_right_without_the_fault(c: Case) -> None:
+def test_ct1_example_claim_buggy_is_right_without_the_fault(c: Case) -> None:
     with operator("claim", c.ns, c.config, fixed=False):
         _claim_then_delete(c)
         until(lambda: _lock(c) == [], "the DELETED event to free the lock")
@@ -186,7 +186,7 @@ def _jobs(c: Case) -> list[str]:
 
 
 @pytest.mark.parametrize("fixed", [False, True], ids=["buggy", "fixed"])
-def test_ct_example_backup_children_after_a_crash_past_the_create(c: Case,
+def test_ct1_example_backup_children_after_a_crash_past_the_create(c: Case,
                                                                   fixed: bool) -> None:
     _create(c, "backups", "Backup", "nightly", {"target": "db"})
     with operator("backup", c.ns, c.config, fixed=fixed,
@@ -203,7 +203,7 @@ def test_ct_example_backup_children_after_a_crash_past_the_create(c: Case,
         assert len(_jobs(c)) == 2 and job in _jobs(c)  # a second child
 
 
-def test_ct_example_backup_buggy_is_right_without_the_fault(c: Case) -> None:
+def test_ct1_example_backup_buggy_is_right_without_the_fault(c: Case) -> None:
     _create(c, "backups", "Backup", "nightly", {"target": "db"})
     with operator("backup", c.ns, c.config, fixed=False):
         job = until(lambda: _job(c), "the operator to record a job")

@@ -39,7 +39,7 @@ def consistent() -> History:
         final=[Observation("a", 13, "x2"), Observation("b", 12, "b1")])
 
 
-def test_a_consistent_history_has_no_anomaly_and_cached_staleness_is_allowed() -> None:
+def test_ct3_a_consistent_history_has_no_anomaly_and_cached_staleness_is_allowed() -> None:
     report = check(consistent())
     assert report.forbidden == 0
     assert report.counts() == {"stale-cached-read": 1}
@@ -47,7 +47,7 @@ def test_a_consistent_history_has_no_anomaly_and_cached_staleness_is_allowed() -
     assert "stale-cached-read (allowed)" in report.format()
 
 
-def test_a_lost_acknowledged_write_is_caught() -> None:
+def test_ct3_a_lost_acknowledged_write_is_caught() -> None:
     h = consistent()
     # x5 acknowledged at rv 14, yet the final list and every later read show x2@13.
     h.ops += [w(4, "x5", 13, 14, 2.0, 2.1), r(4, "x2", 13, 2.5, 2.6, CACHED_READ)]
@@ -57,7 +57,7 @@ def test_a_lost_acknowledged_write_is_caught() -> None:
     assert report.forbidden >= 1
 
 
-def test_a_write_overwritten_by_a_later_write_of_its_chain_is_not_lost() -> None:
+def test_ct3_a_write_overwritten_by_a_later_write_of_its_chain_is_not_lost() -> None:
     h = consistent()
     # x5@14 is never read itself, but x6 replaced exactly it and x6 is the final state.
     h.ops += [w(4, "x5", 13, 14, 2.0, 2.1), w(4, "x6", 14, 15, 2.2, 2.3)]
@@ -65,7 +65,7 @@ def test_a_write_overwritten_by_a_later_write_of_its_chain_is_not_lost() -> None
     assert check(h).forbidden == 0
 
 
-def test_a_stale_consistent_read_is_caught_in_real_time_order() -> None:
+def test_ct3_a_stale_consistent_read_is_caught_in_real_time_order() -> None:
     h = consistent()
     h.ops.append(r(5, "x1", 11, 0.9, 1.0))  # x2@13 was acknowledged at 0.7
     report = check(h)
@@ -74,13 +74,13 @@ def test_a_stale_consistent_read_is_caught_in_real_time_order() -> None:
     assert any("p5 read" in line for line in stale[0].involved)
 
 
-def test_a_read_concurrent_with_the_write_may_return_either_version() -> None:
+def test_ct3_a_read_concurrent_with_the_write_may_return_either_version() -> None:
     h = consistent()
     h.ops.append(r(5, "x1", 11, 0.65, 0.9))  # invoked before x2 was acknowledged
     assert check(h).forbidden == 0
 
 
-def test_a_consistent_read_going_back_in_time_is_a_real_time_order_violation() -> None:
+def test_ct3_a_consistent_read_going_back_in_time_is_a_real_time_order_violation() -> None:
     h = consistent()
     # x4 (unknown outcome) did apply: p3 saw it; p6, invoked after, reads x2 again.
     h.ops += [r(3, "x4", 14, 1.9, 2.0), r(6, "x2", 13, 2.1, 2.2)]
@@ -90,13 +90,13 @@ def test_a_consistent_read_going_back_in_time_is_a_real_time_order_violation() -
     assert report.counts().get("lost-write") is None
 
 
-def test_two_values_for_one_version_are_caught() -> None:
+def test_ct3_two_values_for_one_version_are_caught() -> None:
     h = consistent()
     h.ops.append(r(5, "other", 13, 1.5, 1.6))
     assert check(h).counts().get("wrong-value") == 1
 
 
-def test_a_watch_gap_is_caught() -> None:
+def test_ct3_a_watch_gap_is_caught() -> None:
     h = consistent()
     h.watch.extend([start(2, 10), ev(2, 11, "x1"), ev(2, 13, "x2")])  # skipped b@12
     report = check(h)
@@ -105,13 +105,13 @@ def test_a_watch_gap_is_caught() -> None:
     assert any("w2" in line for line in gaps[0].involved)
 
 
-def test_a_relist_after_gone_starts_the_coverage_again() -> None:
+def test_ct3_a_relist_after_gone_starts_the_coverage_again() -> None:
     h = consistent()
     h.watch.extend([start(2, 10), ev(2, 11, "x1"), start(2, 12), ev(2, 13, "x2")])
     assert check(h).forbidden == 0
 
 
-def test_a_watch_duplicate_is_caught() -> None:
+def test_ct3_a_watch_duplicate_is_caught() -> None:
     h = consistent()
     h.watch.extend([start(2, 10), ev(2, 11, "x1"), ev(2, 12, "b1", key="b"),
                     ev(2, 12, "b1", key="b"), ev(2, 13, "x2")])
@@ -119,7 +119,7 @@ def test_a_watch_duplicate_is_caught() -> None:
     assert report.counts() == {"watch-duplicate": 1, "stale-cached-read": 1}
 
 
-def test_a_watch_reordering_is_caught() -> None:
+def test_ct3_a_watch_reordering_is_caught() -> None:
     h = consistent()
     h.watch.extend([start(2, 10), ev(2, 12, "b1", key="b"), ev(2, 11, "x1"),
                     ev(2, 13, "x2")])
@@ -128,18 +128,18 @@ def test_a_watch_reordering_is_caught() -> None:
     assert "rv=11 delivered after rv=12" in report.of("watch-reorder")[0].message
 
 
-def test_a_watch_going_past_the_final_state_without_events_hides_nothing() -> None:
+def test_ct3_a_watch_going_past_the_final_state_without_events_hides_nothing() -> None:
     h = consistent()
     h.watch.extend([start(2, 13), WatchRecord(2, "BOOKMARK", "", 20, None, 3.0)])
     assert check(h).forbidden == 0
 
 
-def test_the_history_round_trips_through_json() -> None:
+def test_ct3_the_history_round_trips_through_json() -> None:
     h = consistent()
     assert History.from_json(h.to_json()) == h
 
 
-def test_examples_name_the_operations_with_their_wall_clock_times() -> None:
+def test_ct3_examples_name_the_operations_with_their_wall_clock_times() -> None:
     h = consistent()
     h.ops.append(r(5, "x1", 11, 3600.25, 3600.5))
     stale = check(h).of("stale-read")[0]
