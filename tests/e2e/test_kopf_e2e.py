@@ -38,8 +38,8 @@ def _summary(results: dict[str, dict[str, object]]) -> str:
                      for test, r in sorted(results.items()))
 
 
-# Failures that are not the cluster's, each of which makes a test run once more, alone (it
-# must pass then; any other failure counts at once):
+# Failures that are not the cluster's, each of which makes a test run again, alone, up to
+# RERUNS times (it must pass then; any other failure counts at once):
 # - a socket or transport its client left unclosed when KopfRunner closed the operator's
 #   event loop (kopf's suite turns that ResourceWarning into an error): the TLS close of a
 #   connection to the apiserver had not been answered yet, a race in the test's teardown
@@ -48,6 +48,9 @@ def _summary(results: dict[str, dict[str, object]]) -> str:
 # - CPython's spurious "AST constructor recursion depth mismatch" SystemError when ast is
 #   used from two threads at once (python/cpython#106905; KopfRunner runs the operator in a
 #   thread while pytest parses in the main one).
+# CI saw the CPython error hit kopf's 13-hooks example on a run of its own too (it formats
+# tracebacks in the operator's thread while pytest does in the main one): up to 3 runs more.
+RERUNS = 3
 NOT_THE_CLUSTERS = (("PytestUnraisableExceptionWarning", "ResourceWarning: unclosed"),
                     ("SystemError: AST constructor recursion depth mismatch",))
 
@@ -80,12 +83,14 @@ def test_ex9_kopf_e2e_suite_passes_against_skiff_up(skiff_kubeconfig: Path,
     results = _run(suite, env, tmp_path / "kopf-e2e.json", tmp_path / "kopf-e2e.log", [])
     print(f"kopf {suite.source.name} e2e against skiff up:\n{_summary(results)}")
     assert len(results) == KOPF_E2E_TESTS, _summary(results)
-    raced = sorted(test for test, r in results.items()
-                   if r["outcome"] != "passed" and test not in EXPECTED_FAILURES
-                   and _not_the_clusters(r["error"]))
-    if raced:
-        again = _run(suite, env, tmp_path / "kopf-e2e-again.json",
-                     tmp_path / "kopf-e2e-again.log", raced)
+    for attempt in range(RERUNS):
+        raced = sorted(test for test, r in results.items()
+                       if r["outcome"] != "passed" and test not in EXPECTED_FAILURES
+                       and _not_the_clusters(r["error"]))
+        if not raced:
+            break
+        again = _run(suite, env, tmp_path / f"kopf-e2e-again-{attempt}.json",
+                     tmp_path / f"kopf-e2e-again-{attempt}.log", raced)
         print(f"run again (a failure that is not the cluster's):\n{_summary(again)}")
         for test in raced:
             results[test] = {**again.get(test, {"outcome": "missing", "error": "",
