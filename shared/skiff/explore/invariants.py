@@ -10,6 +10,7 @@ never a traceback.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -65,21 +66,24 @@ def _check_cel(expression: str, snapshot: Snapshot) -> str | None:
 
 def _check_command(command: str, *, cwd: Path, env: Mapping[str, str]) -> str | None:
     try:
-        done = subprocess.run(command, shell=True, cwd=cwd, env={**os.environ, **env},
-                              stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, errors="replace",
-                              timeout=COMMAND_TIMEOUT, check=False)
-    except subprocess.TimeoutExpired as err:
-        output = err.output.decode(errors="replace") if isinstance(err.output, bytes) \
-            else (err.output or "")
-        return f"`{command}` did not finish in {COMMAND_TIMEOUT:g}s{_tail(output)}"
+        proc = subprocess.Popen(command, shell=True, cwd=cwd, env={**os.environ, **env},
+                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, errors="replace",
+                                start_new_session=True)
     except OSError as err:
         return f"`{command}` could not run in {cwd}: {err.strerror}"
-    if done.returncode == 0:
+    try:
+        output, _ = proc.communicate(timeout=COMMAND_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        # the whole session: a shell's children would hold the output pipe open
+        os.killpg(proc.pid, signal.SIGKILL)
+        output, _ = proc.communicate()
+        return f"`{command}` did not finish in {COMMAND_TIMEOUT:g}s{_tail(output)}"
+    if proc.returncode == 0:
         return None
-    how = f"was killed by signal {-done.returncode}" if done.returncode < 0 else \
-        f"exited {done.returncode}"
-    return f"`{command}` {how}{_tail(done.stdout)}"
+    how = f"was killed by signal {-proc.returncode}" if proc.returncode < 0 else \
+        f"exited {proc.returncode}"
+    return f"`{command}` {how}{_tail(output)}"
 
 
 def _tail(output: str) -> str:

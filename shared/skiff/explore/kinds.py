@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from skiff.api.apiextensions.crdversions import kind_infos
 from skiff.api.errors import ApiError
-from skiff.api.kinds import KindInfo, lookup, lookup_kind, register_custom
+from skiff.api.kinds import KindInfo, all_kinds, lookup, lookup_kind, register_custom
 from skiff.client.customkinds import RESOURCE as CRDS
 from skiff.client.customkinds import established
 from skiff.client.interface import Client
@@ -32,18 +32,28 @@ async def refresh_custom_kinds(client: Client) -> None:
             register_custom(stored, served)
 
 
-async def resource_info(client: Client, resource: str) -> KindInfo | None:
-    """The kind a resource name (`configmaps`, `databases.examples.skiff.io`, `Database`)
-    names, or None when the cluster serves no such resource."""
+def _known(resource: str) -> KindInfo | None:
+    """`resource` in this process's table: any name `lookup` resolves, or kubectl's
+    `<plural>.<group>` of a built-in kind (`deployments.apps`)."""
     try:
         return lookup(resource)
     except ApiError:
         pass
+    plural, _, group = resource.partition(".")
+    for info in all_kinds():
+        if group and info.resource == plural and info.group == group:
+            return info
+    return None
+
+
+async def resource_info(client: Client, resource: str) -> KindInfo | None:
+    """The kind a resource name (`configmaps`, `deployments.apps`,
+    `databases.examples.skiff.io`, `Database`) names, or None when the cluster serves no
+    such resource."""
+    if (info := _known(resource)) is not None:
+        return info
     await refresh_custom_kinds(client)
-    try:
-        return lookup(resource)
-    except ApiError:
-        return None
+    return _known(resource)
 
 
 async def kind_of(client: Client, *, api_version: str, kind: str) -> KindInfo | None:

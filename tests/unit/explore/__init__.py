@@ -1,0 +1,1 @@
+"""Unit tests of `skiff explore`'s workload, steps and oracle (SPEC CT2)."""
