@@ -175,6 +175,12 @@ class ApiService:
         return await self.registry.history(_str(req, "resource"), req.get("namespace"),
                                            _str(req, "name"))
 
+    async def Record(self, req: Obj) -> Obj:
+        """`perturbations/<name>/record`: this apiserver's journal of it (issue 35)."""
+        obj = await self.registry.get("perturbations", None, _str(req, "name"))
+        return self.registry.perturbations.record(
+            obj, since_seq=_int(_options(req), "sinceSeq"))
+
     async def CreateToken(self, req: Obj) -> Obj:
         """`serviceaccounts/<name>/token` (TokenRequest), for the kubelet (SPEC AX3)."""
         namespace = request_namespace(lookup("serviceaccounts"), req.get("namespace"),
@@ -310,7 +316,7 @@ def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = No
     handlers: dict[str, grpc.RpcMethodHandler] = {
         name: _unary(name, getattr(service, name), guard)
         for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
-                     "Evict", "History", "Discovery", "CreateToken", "PodMetrics")
+                     "Evict", "History", "Discovery", "CreateToken", "PodMetrics", "Record")
     }
     handlers["Watch"] = _stream("Watch", service.Watch, guard)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

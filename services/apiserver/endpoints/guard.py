@@ -54,9 +54,10 @@ _GRPC_VERBS: dict[str, tuple[str, str]] = {
     "History": ("list", ""),
     "CreateToken": ("create", "token"),  # serviceaccounts/token (TokenRequest)
     "PodMetrics": ("list", ""),  # pods.metrics.k8s.io, as the HPA controller reads them
+    "Record": ("get", "record"),  # perturbations/record (issue 35)
 }
 _GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts",
-                  "PodMetrics": "pods"}
+                  "PodMetrics": "pods", "Record": "perturbations"}
 _GRPC_GROUP = {"PodMetrics": "metrics.k8s.io"}
 # Methods that read a collection: without a namespace they read every namespace (AU5).
 _GRPC_COLLECTIONS = frozenset({"List", "Watch", "PodMetrics"})

@@ -318,6 +318,7 @@ class KubeApi:
             ("Pod", "binding"): ("POST", self._binding),
             ("Pod", "eviction"): ("POST", self._eviction),
             ("ServiceAccount", "token"): ("POST", self._token),
+            ("Perturbation", "record"): ("GET", self._perturbation_record),  # issue 35
         }
         for kind, subresources in SUBRESOURCES.items():
             if "scale" in subresources:
@@ -423,6 +424,12 @@ class KubeApi:
                               "status": "Success", "details": {"name": name},
                               "code": 201}
                         if evicted["deleted"] else evicted["object"])
+
+    async def _perturbation_record(self, req: Request, info: KindInfo,
+                                   namespace: str | None, name: str) -> Response:
+        since = int_param("sinceSeq", req.query.get("sinceSeq") or "0")
+        return Response(200, self.registry.perturbations.record(
+            await self.registry.get(info.ref, None, name), since_seq=since))
 
     async def _token(self, req: Request, info: KindInfo, namespace: str | None,
                      name: str) -> Response:

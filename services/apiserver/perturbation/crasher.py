@@ -17,6 +17,7 @@ import os
 import signal
 import time
 import uuid
+from collections.abc import Callable
 
 from skiff.api import ApiError, lookup
 from skiff.api.kinds import storage_key
@@ -73,8 +74,9 @@ def kill(rule: Rule) -> tuple[bool, str]:
 
 
 async def fire(storage: Storage, rule: Rule, *, revision: int, writer: str,
-               kubelet: Credentials | None = None) -> None:
-    """Kill `rule`'s target after `writer`'s write at `revision` and record it."""
+               kubelet: Credentials | None = None) -> tuple[bool, str]:
+    """Kill `rule`'s target after `writer`'s write at `revision` and record it; (killed,
+    what happened)."""
     assert rule.crash is not None
     pod: Obj | None = None
     try:
@@ -89,25 +91,28 @@ async def fire(storage: Storage, rule: Rule, *, revision: int, writer: str,
     log.warning("perturbation crash", extra={"perturbation": rule.name, "killed": killed,
                                              "revision": revision})
     now = time.time()
+    crash = {"revision": revision, "time": rfc3339(now), "killed": killed,
+             "target": rule.crash.describe(), "message": message}
     try:
-        obj = await _record_status(storage, rule, {
-            "revision": revision, "time": rfc3339(now), "killed": killed,
-            "target": rule.crash.describe(), "message": message})
+        obj = await record_status(storage, rule, lambda status: status.update(
+            crashes=[*status.get("crashes", []), crash]))
         if obj is not None:
             await _record_event(storage, pod or obj, message, now=now, normal=killed)
     except ApiError as err:
         log.warning("could not record a perturbation crash", extra={"error": err.message})
+    return killed, message
 
 
-async def _record_status(storage: Storage, rule: Rule, crash: Obj) -> Obj | None:
+async def record_status(storage: Storage, rule: Rule, change: Callable[[Obj], object]
+                        ) -> Obj | None:
+    """Apply `change` to the stored Perturbation's status (None: it is gone)."""
     key = storage_key(lookup("perturbations"), None, rule.name)
     for _ in range(5):
         kv, _rev = await storage.get(key)
         if kv is None or kv.obj is None or kv.obj["metadata"].get("uid") != rule.uid:
             return None  # deleted (or recreated) meanwhile
         obj = kv.obj
-        status = obj.setdefault("status", {})
-        status["crashes"] = [*status.get("crashes", []), crash]
+        change(obj.setdefault("status", {}))
         try:
             return await storage.update(key, obj, expected_revision=kv.mod_revision)
         except ApiError as err:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import collections
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from skiff.api.kinds import KindInfo
@@ -22,11 +23,14 @@ EVENT_TYPES = ("ADDED", "MODIFIED", "DELETED")
 
 @dataclass(frozen=True)
 class StaleView:
-    """Exactly one of: a pinned revision, a lag in revisions, a lag in seconds."""
+    """Exactly one of: a pinned revision, a lag in revisions, a lag in seconds, or pinned
+    from the identity's own `from_write`-th committed write (at that write's revision - 1;
+    the present until then)."""
 
     revision: int = 0
     lag_revisions: int = 0
     lag_seconds: float = 0.0
+    from_write: int = 0
 
     @property
     def pinned(self) -> bool:
@@ -71,6 +75,7 @@ class Rule:
     crash: CrashOnWrite | None = None
     uid: str = ""
     crashed: bool = False  # status.crashes records that it fired (once per object)
+    record: bool = False  # journal the identity's requests (journal.py)
 
 
 def _strings(value: object) -> tuple[str, ...]:
@@ -95,8 +100,10 @@ def parse(obj: ObjView) -> Rule | None:
     if isinstance(view, dict):
         stale = StaleView(revision=int(_number(view.get("revision"))),
                           lag_revisions=int(_number(view.get("lagRevisions"))),
-                          lag_seconds=_number(view.get("lagSeconds")))
-        if not (stale.revision or stale.lag_revisions or stale.lag_seconds):
+                          lag_seconds=_number(view.get("lagSeconds")),
+                          from_write=int(_number(view.get("fromWrite"))))
+        if not (stale.revision or stale.lag_revisions or stale.lag_seconds
+                or stale.from_write):
             stale = None
     missed = None
     events = spec.get("missedEvents")
@@ -106,12 +113,13 @@ def parse(obj: ObjView) -> Rule | None:
                               names=_strings(events.get("names")),
                               coalesce_seconds=_number(events.get("coalesceSeconds")))
     crash = parse_crash(spec)
-    if stale is None and missed is None and crash is None:
+    record = spec.get("record") is True
+    if stale is None and missed is None and crash is None and not record:
         return None
     meta = obj.get("metadata") or {}
     return Rule(str(meta.get("name") or ""), user, group, stale, missed, crash,
                 uid=str(meta.get("uid") or ""),
-                crashed=bool((obj.get("status") or {}).get("crashes")))
+                crashed=bool((obj.get("status") or {}).get("crashes")), record=record)
 
 
 class RevisionTimes:
@@ -137,8 +145,12 @@ class RevisionTimes:
         return self._revisions[max(i - 1, 0)]
 
 
-def view_revision(stale: StaleView, *, head: int, times: RevisionTimes, now: float) -> int:
-    """The revision a stale view serves now (at least 1)."""
+def view_revision(stale: StaleView, *, head: int, times: RevisionTimes, now: float,
+                  pinned: int = 0) -> int:
+    """The revision a stale view serves now (at least 1; 0 for a `from_write` view whose
+    write has not come: `pinned` is where it was pinned then)."""
+    if stale.from_write:
+        return max(pinned, 1) if pinned else 0
     if stale.pinned:
         return stale.revision
     if stale.lag_revisions:
@@ -157,6 +169,14 @@ class Effective:
         return tuple(r.stale for r in self.rules if r.stale is not None)
 
     @property
+    def recording(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.record)
+
+    @property
+    def from_write(self) -> tuple[Rule, ...]:
+        return tuple(r for r in self.rules if r.stale is not None and r.stale.from_write)
+
+    @property
     def missed(self) -> tuple[MissedEvents, ...]:
         return tuple(r.missed for r in self.rules if r.missed is not None)
 
@@ -164,10 +184,28 @@ class Effective:
     def crashes(self) -> tuple[Rule, ...]:
         return tuple(r for r in self.rules if r.crash is not None and not r.crashed)
 
-    def view(self, *, head: int, times: RevisionTimes, now: float) -> int:
-        """The stalest view of every rule (0: the present, no stale view)."""
-        views = [view_revision(s, head=head, times=times, now=now) for s in self.stale]
+    def view(self, *, head: int, times: RevisionTimes, now: float,
+             pins: Mapping[str, int] | None = None) -> int:
+        """The stalest view of every rule (0: the present, no stale view); `pins`: the
+        revision each `from_write` rule (by uid) was pinned at."""
+        views = [view_revision(r.stale, head=head, times=times, now=now,
+                               pinned=(pins or {}).get(r.uid, 0))
+                 for r in self.rules if r.stale is not None]
+        views = [v for v in views if v]
         return min(views) if views else 0
+
+    def stalest(self, *, head: int, times: RevisionTimes, now: float,
+                pins: Mapping[str, int] | None = None) -> Rule | None:
+        """The rule whose view `view` serves (None: no stale view now)."""
+        found: tuple[int, Rule] | None = None
+        for r in self.rules:
+            if r.stale is None:
+                continue
+            v = view_revision(r.stale, head=head, times=times, now=now,
+                              pinned=(pins or {}).get(r.uid, 0))
+            if v and (found is None or v < found[0]):
+                found = (v, r)
+        return found[1] if found else None
 
     def missing(self, info: KindInfo, ev: WatchEvent) -> MissedEvents | None:
         """The first missed-events rule `ev` matches (None: deliver it)."""

@@ -11,16 +11,26 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import socket
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.kinds import KindInfo, storage_prefix
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.perturbation.crash import Counter
-from skiff.apiserver.perturbation.crasher import fire
+from skiff.apiserver.perturbation.crasher import fire, record_status
+from skiff.apiserver.perturbation.journal import (
+    Journal,
+    current_watch,
+    record_object,
+    write_entry,
+)
 from skiff.apiserver.perturbation.rules import Effective, RevisionTimes, Rule, parse
+from skiff.apiserver.perturbation.traces import annotate, crash_span
 from skiff.apiserver.perturbation.watch import perturbed_watch
 from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.watchcache import WatchCache, WatchEvent, WatchRequest
@@ -48,6 +58,10 @@ class PerturbationTable:
         self._writes = Counter()  # crash on write: matching commits per Perturbation uid
         self._crashing: set[asyncio.Task[None]] = set()
         self.kubelet: Credentials | None = None  # to the kubelets' own port (pod targets)
+        self._journals: dict[str, Journal] = {}  # record: true, by Perturbation uid
+        self._own_writes: dict[str, int] = {}  # staleView.fromWrite: writes per uid
+        self.pins: dict[str, int] = {}  # staleView.fromWrite: the pinned view per uid
+        self.apiserver = f"{socket.gethostname()}/{os.getpid()}"  # app.py sets its address
 
     def __bool__(self) -> bool:
         return bool(self._rules)
@@ -108,6 +122,13 @@ class PerturbationTable:
         self._by_group = {k: tuple(v) for k, v in by_group.items()}
         self._rules = rules
         self._writes.forget({r.uid for r in rules.values() if r.crash is not None})
+        live = {r.uid for r in rules.values()}
+        for kept in (self._journals, self._own_writes, self.pins):
+            for uid in [u for u in kept if u not in live]:
+                del kept[uid]  # deleting the Perturbation drops its journal and pin
+        for rule in rules.values():
+            if rule.record and rule.uid not in self._journals:
+                self._journals[rule.uid] = Journal()
 
     async def _sample(self) -> None:
         await self._cache.ready()
@@ -129,8 +150,32 @@ class PerturbationTable:
     def view(self, effective: Effective) -> int:
         """The revision `effective`'s stale view serves now (0: none, the present)."""
         head = self._cache.revision
-        view = effective.view(head=head, times=self.times, now=time.monotonic())
+        view = effective.view(head=head, times=self.times, now=time.monotonic(),
+                              pins=self.pins)
         return min(view, head) if view else 0
+
+    @property
+    def head(self) -> int:
+        """The watch cache's newest revision."""
+        return self._cache.revision
+
+    def journals(self, effective: Effective) -> list[Journal]:
+        """The journals `effective`'s recording rules write to."""
+        return [j for r in effective.recording
+                if (j := self._journals.get(r.uid)) is not None]
+
+    def stalest(self, effective: Effective) -> str:
+        """The name of the Perturbation whose stale view is served now ("" if none)."""
+        rule = effective.stalest(head=self._cache.revision, times=self.times,
+                                 now=time.monotonic(), pins=self.pins)
+        return rule.name if rule is not None else ""
+
+    def record(self, obj: Obj, *, since_seq: int = 0) -> Obj:
+        """The `PerturbationRecord` of stored Perturbation `obj` on this apiserver."""
+        meta = obj.get("metadata") or {}
+        return record_object(str(meta.get("name") or ""), apiserver=self.apiserver,
+                             journal=self._journals.get(str(meta.get("uid") or "")),
+                             since_seq=since_seq)
 
     async def read_revision(self, revision: int) -> int:
         """The revision a read that allows a cached answer is served at, for the current
@@ -171,25 +216,85 @@ class PerturbationTable:
         if effective is None or not (effective.stale or effective.missed):
             return source
         assert user is not None
-        return perturbed_watch(self, user, info, source)
+        recorded = current_watch.get()
 
-    def wrote(self, info: KindInfo, verb: str, obj: Obj) -> None:
-        """The current user's `verb` write of `obj` committed: count it against their
-        crash-on-write rules, and fire (after the answer is on its way) at the k-th."""
+        def note(ev: WatchEvent, fate: str) -> None:
+            if recorded is not None:
+                recorded.event(ev.type, ev.object, ev.revision, fate)
+            meta = ev.object.get("metadata") or {}
+            annotate(self._cause(user, fate), f"event-{fate}", type=ev.type,
+                     object=f"{meta.get('namespace') or ''}/{meta.get('name') or ''}",
+                     revision=ev.revision)
+
+        return perturbed_watch(self, user, info, source, note)
+
+    def _cause(self, user: UserInfo, fate: str) -> str:
+        """The Perturbation(s) behind a watch event's `fate` (for traces)."""
+        effective = self.for_user(user)
+        if effective is None:
+            return ""
+        if fate == "held" and effective.stale:
+            return self.stalest(effective) or ",".join(r.name for r in effective.rules)
+        return ",".join(r.name for r in effective.rules if r.missed is not None)
+
+    def wrote(self, info: KindInfo, verb: str, obj: Obj, subresource: str = "") -> None:
+        """The current user's `verb` write of `obj` committed: journal it, count it against
+        their fromWrite views (pinned at the k-th) and crash-on-write rules (fired, after
+        the answer is on its way, at the k-th)."""
         if not self._rules:
             return
         user = current_user.get()
         effective = self.for_user(user)
         if effective is None or user is None:
             return
+        revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
+        journals = self.journals(effective)
+        for journal in journals:
+            journal.add("write", write_entry(info, verb, obj, subresource=subresource))
+        for rule in effective.from_write:
+            self._count_own(rule, revision)
         for rule in effective.crashes:
             assert rule.crash is not None
             if rule.crash.matches(info, verb, obj) and self._writes.count(rule.uid,
                                                                           rule.crash):
-                revision = int((obj.get("metadata") or {}).get("resourceVersion") or 0)
-                task = asyncio.get_running_loop().create_task(
-                    fire(self._storage, rule, revision=revision, writer=user.name,
-                         kubelet=self.kubelet),
-                    name=f"perturbation-crash-{rule.name}")
-                self._crashing.add(task)
-                task.add_done_callback(self._crashing.discard)
+                self._spawn(self._crash(rule, revision, user.name, journals),
+                            f"perturbation-crash-{rule.name}")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        task = asyncio.get_running_loop().create_task(work, name=name)
+        self._crashing.add(task)
+        task.add_done_callback(self._crashing.discard)
+
+    def _count_own(self, rule: Rule, revision: int) -> None:
+        """One more committed write under a fromWrite view: pin it at the k-th."""
+        assert rule.stale is not None
+        if rule.uid in self.pins:
+            return
+        n = self._own_writes.get(rule.uid, 0) + 1
+        self._own_writes[rule.uid] = n
+        if n < rule.stale.from_write:
+            return
+        pinned = max(revision - 1, 1)
+        self.pins[rule.uid] = pinned
+        log.info("perturbation's view pinned at the identity's own write",
+                 extra={"perturbation": rule.name, "revision": pinned})
+        annotate(rule.name, "view-pinned", write=n, revision=revision)
+        self._spawn(self._record_pin(rule, pinned), f"perturbation-pin-{rule.name}")
+
+    async def _record_pin(self, rule: Rule, pinned: int) -> None:
+        try:
+            await record_status(self._storage, rule, lambda status: status.update(
+                pinnedRevision=pinned))
+        except ApiError as err:
+            log.warning("could not record a pinned view", extra={"error": err.message})
+
+    async def _crash(self, rule: Rule, revision: int, writer: str,
+                     journals: list[Journal]) -> None:
+        assert rule.crash is not None
+        target = rule.crash.describe()
+        with crash_span(rule.name, target=target, revision=revision, writer=writer):
+            killed, message = await fire(self._storage, rule, revision=revision,
+                                         writer=writer, kubelet=self.kubelet)
+        for journal in journals:
+            journal.add("crash", {"perturbation": rule.name, "revision": revision,
+                                  "target": target, "killed": killed, "message": message})

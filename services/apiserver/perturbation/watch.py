@@ -19,7 +19,7 @@ from collections.abc import AsyncIterator
 from typing import Protocol
 
 from skiff.api.kinds import KindInfo
-from skiff.apiserver.perturbation.events import HeldEvents
+from skiff.apiserver.perturbation.events import HeldEvents, Note
 from skiff.apiserver.perturbation.rules import Effective
 from skiff.apiserver.storage.watchcache import WatchEvent
 from skiff.auth import UserInfo
@@ -48,12 +48,13 @@ async def _pump(source: AsyncIterator[list[WatchEvent]], queue: asyncio.Queue[_I
 
 
 async def perturbed_watch(table: Views, user: UserInfo, info: KindInfo,
-                          source: AsyncIterator[list[WatchEvent]]
+                          source: AsyncIterator[list[WatchEvent]], note: Note | None = None
                           ) -> AsyncIterator[list[WatchEvent]]:
-    """`source` as `user` is to see it (see the module doc)."""
+    """`source` as `user` is to see it (see the module doc); `note` hears what is missed,
+    held or coalesced (events.py)."""
     queue: asyncio.Queue[_Item] = asyncio.Queue()
     pump = asyncio.create_task(_pump(source, queue), name=f"perturbed-watch-{user.name}")
-    held = HeldEvents(info)
+    held = HeldEvents(info, note)
     missed_ever = False
     loop = asyncio.get_running_loop()
     try:

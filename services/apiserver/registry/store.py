@@ -40,6 +40,7 @@ from skiff.apiserver.admission.priority import builtin_priority_classes
 from skiff.apiserver.admission.tolerations import AdmissionConfig
 from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
 from skiff.apiserver.perturbation import PerturbationTable
+from skiff.apiserver.perturbation.recording import reads, watches
 from skiff.apiserver.registry import graceful
 from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
 from skiff.apiserver.registry.objects import (
@@ -272,13 +273,12 @@ class Registry:
 
     # -- reads ---------------------------------------------------------------------------
 
+    @reads("get")  # issue 35: a stale view, the record
     async def get(self, resource: str, namespace: str | None, name: str, *,
                   revision: int = 0, allow_cached: bool = False) -> Obj:
         """`allow_cached`: resourceVersion=0 / NotOlderThan (a Perturbation's stale view)."""
         info = lookup(resource)
         namespace = self._namespace(info, namespace)
-        if allow_cached and self.perturbations:
-            revision = await self.perturbations.read_revision(revision)
         check_revision("revision", revision)
         kv, _ = await self.storage.get(storage_key(info, namespace, name), revision=revision)
         if kv is None or kv.obj is None:
@@ -294,6 +294,7 @@ class Registry:
         kv, _ = await self.storage.get(storage_key(info, self._namespace(info, namespace), name))
         return None if kv is None else kv.obj
 
+    @reads("list")  # issue 35: a stale view, the record
     async def list(self, resource: str, namespace: str | None, *,
                    label_selector: str = "", field_selector: str = "",
                    revision: int = 0, limit: int = 0, continue_token: str = "",
@@ -302,8 +303,6 @@ class Registry:
         (Kubernetes' chunked lists: every page is read at the first page's revision).
         `api_version`: the version the field selector is written in, if not the stored.
         `allow_cached`: resourceVersion=0 / NotOlderThan (a Perturbation's stale view)."""
-        if allow_cached and self.perturbations and not continue_token:
-            revision = await self.perturbations.read_revision(revision)
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version,
@@ -446,7 +445,7 @@ class Registry:
                         "latest version and try again") from None
                 raise Retry() from None
             await held.commit()
-            self.perturbations.wrote(info, "update", stored)
+            self.perturbations.wrote(info, "update", stored, subresource)
             return Result(stored, warnings)
 
         return await self.retry_conflicts(attempt)
@@ -546,6 +545,7 @@ class Registry:
             for ev in batch:
                 yield ev
 
+    @watches  # issue 35: the record of a watch
     async def watch_batches(self, resource: str, namespace: str | None, *,
                             resource_version: str = "", label_selector: str = "",
                             field_selector: str = "", name: str = "",

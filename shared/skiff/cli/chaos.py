@@ -20,6 +20,7 @@ from skiff.cluster.chaos import perturb
 # The Python parameter -> the flag a user typed.
 _FLAGS = {"user": "--user", "group": "--group", "revision": "--revision",
           "lag_revisions": "--lag-revisions", "lag_seconds": "--lag-seconds",
+          "from_write": "--from-write",
           "resources": "--resource", "types": "--type", "names": "--object",
           "coalesce_seconds": "--coalesce-seconds", "after": "--after", "verbs": "--verb",
           "pid": "--pid", "pod": "--pod"}
@@ -39,6 +40,9 @@ def add_commands(chaos_sub: Any,
                       help="lagging the newest revision by N revisions")
     view.add_argument("--lag-seconds", type=int, metavar="S",
                       help="lagging by S seconds (the newest revision at least S s old)")
+    view.add_argument("--from-write", type=int, metavar="K",
+                      help="the present until the user's own K-th write, then pinned just "
+                           "before it (it no longer sees that write nor any later change)")
     stale.add_argument("--name", help="the Perturbation's name (default: generated)")
     missed = add_to(chaos_sub, "miss-events", help="make one user's (or group's) watches "
                                                    "miss events")
@@ -106,9 +110,12 @@ async def stale_view(api: ApiClient, args: argparse.Namespace, *, out: Out) -> N
     with _flag_errors(args.name):
         name = await perturb.stale_view(
             api, user=args.user, group=args.group, revision=args.revision,
-            lag_revisions=args.lag_revisions, lag_seconds=args.lag_seconds, name=args.name)
+            lag_revisions=args.lag_revisions, lag_seconds=args.lag_seconds,
+            from_write=args.from_write, name=args.name)
     if args.revision is not None:
         view = f"as of revision {args.revision}"
+    elif args.from_write is not None:
+        view = f"as it was before its own write #{args.from_write} (from that write on)"
     elif args.lag_revisions is not None:
         view = f"{args.lag_revisions} revisions behind"
     else:

@@ -67,15 +67,17 @@ def test_ct1_perturbation_without_subject_names_it() -> None:
 def test_ct1_perturbation_needs_stale_view_or_missed_events() -> None:
     assert _messages(_pert()) == [
         "spec: Required value: must specify at least one of: `staleView`, `missedEvents`, "
-        "`crashOnWrite`"]
+        "`crashOnWrite`, `record`"]
 
 
 @pytest.mark.parametrize(("stale", "message"), [
     pytest.param({}, "spec.staleView: Required value: must specify one of: `revision`, "
-                     "`lagRevisions`, `lagSeconds`", id="empty"),
+                     "`lagRevisions`, `lagSeconds`, `fromWrite`", id="empty"),
     pytest.param({"revision": 5, "lagSeconds": 2},
                  "spec.staleView.lagSeconds: Forbidden: may not specify more than one of: "
-                 "`revision`, `lagRevisions`, `lagSeconds`", id="two"),
+                 "`revision`, `lagRevisions`, `lagSeconds`, `fromWrite`", id="two"),
+    pytest.param({"fromWrite": 0}, "spec.staleView.fromWrite: Invalid value: 0: must be "
+                                   "greater than 0", id="from-write-zero"),
     pytest.param({"revision": 0}, "spec.staleView.revision: Invalid value: 0: must be "
                                   "greater than 0", id="revision-zero"),
     pytest.param({"lagRevisions": -1}, "spec.staleView.lagRevisions: Invalid value: -1: "

@@ -1,7 +1,8 @@
 """Skiff's own skiff.io/v1 Perturbations (controller testing): what the apiserver does to
-one client identity's view of the cluster — a stale view, missed watch events — as
-declared objects, so every perturbation is in etcd's event log. Validation, kubectl's
-columns and known fields."""
+one client identity's view of the cluster — a stale view, missed watch events, a crash
+on write, or only a record of its requests (`record: true`) — as declared objects, so
+every perturbation is in etcd's event log. Validation, kubectl's columns and known
+fields."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from skiff.api.grouprules import GroupRules
 from skiff.api.types import Obj, ObjView
 
 SUBJECT_KINDS = ("user", "group")
-STALE_VIEW_KINDS = ("revision", "lagRevisions", "lagSeconds")
+STALE_VIEW_KINDS = ("revision", "lagRevisions", "lagSeconds", "fromWrite")
 EVENT_TYPES = ["ADDED", "MODIFIED", "DELETED"]
 WRITE_VERBS = ["create", "update", "patch", "delete"]
 TARGET_KINDS = ("pod", "pid")
-SPEC_KINDS = "`staleView`, `missedEvents`, `crashOnWrite`"
+SPEC_KINDS = "`staleView`, `missedEvents`, `crashOnWrite`, `record`"
 
 
 def _one_of(block: ObjView, keys: tuple[str, ...], path: str) -> tuple[str | None,
@@ -150,7 +151,11 @@ def _validate_perturbation(obj: ObjView, old: ObjView | None) -> list[FieldError
         errors.append(required("spec.subject", "must specify one of: `user`, `group`"))
     else:
         errors += _subject_errors(spec)
-    if all(spec.get(k) is None for k in ("staleView", "missedEvents", "crashOnWrite")):
+    record = spec.get("record")
+    if record is not None and not isinstance(record, bool):
+        errors.append(invalid("spec.record", record, "must be a boolean"))
+    if all(spec.get(k) is None for k in ("staleView", "missedEvents", "crashOnWrite")) \
+            and record is not True:  # `record: false` alone asks nothing
         errors.append(required("spec", f"must specify at least one of: {SPEC_KINDS}"))
     if spec.get("staleView") is not None:
         errors += _stale_view_errors(spec)
@@ -161,6 +166,7 @@ def _validate_perturbation(obj: ObjView, old: ObjView | None) -> list[FieldError
     status, errs = as_dict(obj.get("status"), "status")
     errors += errs + int_field(status, "observedRevision", "status.observedRevision",
                                minimum=0)
+    errors += int_field(status, "pinnedRevision", "status.pinnedRevision", minimum=0)
     if old is not None:
         old_subject = (old.get("spec") or {}).get("subject")
         errors += immutable(spec.get("subject"), old_subject, "spec.subject")
@@ -174,7 +180,8 @@ def subject_column(o: Obj) -> str:
 
 
 def stale_view_column(o: Obj) -> str:
-    """STALE VIEW: `@1234` (pinned), `-20 rev` or `-5s` (lagging); `<none>` without one."""
+    """STALE VIEW: `@1234` (pinned), `-20 rev` or `-5s` (lagging), `from write #K`;
+    `<none>` without one."""
     stale = (o.get("spec") or {}).get("staleView") or {}
     if stale.get("revision") is not None:
         return f"@{stale['revision']}"
@@ -182,6 +189,8 @@ def stale_view_column(o: Obj) -> str:
         return f"-{stale['lagRevisions']} rev"
     if stale.get("lagSeconds") is not None:
         return f"-{stale['lagSeconds']}s"
+    if stale.get("fromWrite") is not None:
+        return f"from write #{stale['fromWrite']}"
     return "<none>"
 
 
@@ -208,8 +217,9 @@ RULES = GroupRules(
         ("AGE", age_column)]},
     schemas={"Perturbation": fields(
         *TOP, "status", metadata=OBJECT_META,
-        spec=fields(subject=fields("user", "group"),
-                    staleView=fields("revision", "lagRevisions", "lagSeconds"),
+        spec=fields("record", subject=fields("user", "group"),
+                    staleView=fields("revision", "lagRevisions", "lagSeconds",
+                                     "fromWrite"),
                     missedEvents=fields("resources", "types", "names",
                                         "coalesceSeconds"),
                     crashOnWrite=fields("after", "resources", "verbs", "names",

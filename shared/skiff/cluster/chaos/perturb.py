@@ -11,6 +11,9 @@ sent; the apiserver's own validation (skiff.api.groups.perturbations) stands beh
                             lag_revisions=20)
     ...
     await heal(client, name)   # or heal(client): every Perturbation
+
+With `record=True` (or `record_spec` alone) the apiserver also journals the identity's
+requests; `record(client, name)` reads that journal back.
 """
 
 from __future__ import annotations
@@ -20,10 +23,10 @@ from collections.abc import Iterable, Sequence
 from skiff.api import ApiError, Reason
 from skiff.api.groups.perturbations import EVENT_TYPES, WRITE_VERBS
 from skiff.api.types import Obj
-from skiff.client import Client
+from skiff.client import ApiClient, Client
 
 __all__ = ["PerturbationError", "crash_on_write", "heal", "missed_events", "perturbation",
-           "stale_view"]
+           "record", "record_spec", "stale_view"]
 
 RESOURCE = "perturbations"
 API_VERSION = "skiff.io/v1"
@@ -62,22 +65,50 @@ def perturbation(spec: Obj, *, name: str | None, prefix: str) -> Obj:
             "spec": spec}
 
 
+def _recorded(spec: Obj, record: bool) -> Obj:
+    return {**spec, "record": True} if record else spec
+
+
 def stale_view_spec(*, user: str | None = None, group: str | None = None,
                     revision: int | None = None, lag_revisions: int | None = None,
-                    lag_seconds: int | None = None) -> Obj:
-    """The spec of a stale view: pinned at `revision`, or lagging the head by
-    `lag_revisions` revisions or `lag_seconds` seconds (exactly one)."""
+                    lag_seconds: int | None = None, from_write: int | None = None,
+                    record: bool = False) -> Obj:
+    """The spec of a stale view: pinned at `revision`, lagging the head by `lag_revisions`
+    revisions or `lag_seconds` seconds, or pinned from the identity's own `from_write`-th
+    committed write on (at that write's revision - 1: it no longer sees its own write);
+    exactly one. `record`: also journal the identity's requests (see `record`)."""
     subject = _subject(user, group)
     choices = {"revision": revision, "lag_revisions": lag_revisions,
-               "lag_seconds": lag_seconds}
+               "lag_seconds": lag_seconds, "from_write": from_write}
     given = [param for param, value in choices.items() if value is not None]
     if len(given) != 1:
         raise PerturbationError(given[1] if given else "revision",
-                                "give exactly one of revision, lag_revisions or lag_seconds")
+                                "give exactly one of revision, lag_revisions, lag_seconds "
+                                "or from_write")
     _positive(given[0], choices[given[0]])
     field = {"revision": "revision", "lag_revisions": "lagRevisions",
-             "lag_seconds": "lagSeconds"}[given[0]]
-    return {"subject": subject, "staleView": {field: choices[given[0]]}}
+             "lag_seconds": "lagSeconds", "from_write": "fromWrite"}[given[0]]
+    return _recorded({"subject": subject, "staleView": {field: choices[given[0]]}}, record)
+
+
+def record_spec(*, user: str | None = None, group: str | None = None) -> Obj:
+    """The spec of a record only: the identity's requests are journaled, nothing changes
+    for it (see `record`)."""
+    return {"subject": _subject(user, group), "record": True}
+
+
+async def record(client: Client, name: str, *, since_seq: int = 0) -> Obj:
+    """The `PerturbationRecord` of Perturbation `name` with `record: true`: what its
+    identity read, was delivered (watch events and their fate) and wrote, as the apiserver
+    `client` talks to served it — entries with a `seq` above `since_seq`, oldest first,
+    and `dropped` (older entries no longer kept). With several apiservers each journals
+    only what it served itself: ask each (or run one apiserver). Over gRPC this is the
+    `Record` method; over HTTP `GET /apis/skiff.io/v1/perturbations/NAME/record`."""
+    if not isinstance(client, ApiClient):
+        raise PerturbationError("client", "the record is read through the apiserver's "
+                                          "gRPC API (a skiff.client.ApiClient)")
+    return dict(await client.call("Record", {"name": name,
+                                             "options": {"sinceSeq": since_seq}}))
 
 
 def _pattern(resources: Iterable[str], names: Iterable[str]) -> Obj:
@@ -105,7 +136,8 @@ def _choices(param: str, values: Iterable[str], allowed: Sequence[str], what: st
 
 def missed_events_spec(*, user: str | None = None, group: str | None = None,
                        resources: Iterable[str] = (), types: Iterable[str] = (),
-                       names: Iterable[str] = (), coalesce_seconds: int = 0) -> Obj:
+                       names: Iterable[str] = (), coalesce_seconds: int = 0,
+                       record: bool = False) -> Obj:
     """The spec of missed events: the identity's watches skip events of `types` (ADDED,
     MODIFIED, DELETED; none = all) on `resources` (plural or <plural>.<group>; none = all)
     for objects `names` (name or namespace/name; none = all); with `coalesce_seconds` > 0
@@ -121,7 +153,7 @@ def missed_events_spec(*, user: str | None = None, group: str | None = None,
                                                     f"more, not {coalesce_seconds}")
     if coalesce_seconds:
         missed["coalesceSeconds"] = coalesce_seconds
-    return {"subject": subject, "missedEvents": missed}
+    return _recorded({"subject": subject, "missedEvents": missed}, record)
 
 
 def _unique(values: Iterable[str]) -> list[str]:
@@ -130,11 +162,13 @@ def _unique(values: Iterable[str]) -> list[str]:
 
 async def stale_view(client: Client, *, user: str | None = None, group: str | None = None,
                      revision: int | None = None, lag_revisions: int | None = None,
-                     lag_seconds: int | None = None, name: str | None = None) -> str:
+                     lag_seconds: int | None = None, from_write: int | None = None,
+                     name: str | None = None, record: bool = False) -> str:
     """Serve `user`'s (or `group`'s) cached reads and watches as of a past revision; returns
     the Perturbation's name (for `heal`)."""
     spec = stale_view_spec(user=user, group=group, revision=revision,
-                           lag_revisions=lag_revisions, lag_seconds=lag_seconds)
+                           lag_revisions=lag_revisions, lag_seconds=lag_seconds,
+                           from_write=from_write, record=record)
     created = await client.create(perturbation(spec, name=name, prefix="stale-view"),
                                   field_validation="Strict")
     return str(created["metadata"]["name"])
@@ -156,7 +190,8 @@ async def missed_events(client: Client, *, user: str | None = None,
 def crash_on_write_spec(*, user: str | None = None, group: str | None = None, after: int,
                         resources: Iterable[str] = (), verbs: Iterable[str] = (),
                         names: Iterable[str] = (), pid: int | None = None,
-                        pod: tuple[str, str, str | None] | None = None) -> Obj:
+                        pod: tuple[str, str, str | None] | None = None,
+                        record: bool = False) -> Obj:
     """The spec of a crash on write: after the identity's `after`-th committed write of
     `verbs` (create, update, patch, delete; none = all) on `resources` for `names` (none =
     all), kill `pid` (a process on the apiserver's host) or `pod` (namespace, name,
@@ -181,7 +216,7 @@ def crash_on_write_spec(*, user: str | None = None, group: str | None = None, af
         if container:
             target["container"] = container
         crash["target"] = {"pod": target}
-    return {"subject": subject, "crashOnWrite": crash}
+    return _recorded({"subject": subject, "crashOnWrite": crash}, record)
 
 
 async def crash_on_write(client: Client, *, user: str | None = None,

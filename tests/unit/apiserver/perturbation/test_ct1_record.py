@@ -1,0 +1,156 @@
+"""CT1 `record: true` (issue 35 part 2): the journal of one identity's requests — bounded
+to the newest entries with a `dropped` count, read `sinceSeq` — and, through the registry's
+hooks on the in-memory store, exactly that identity's reads (with served/head revisions),
+watches, delivered events and committed writes; another identity's are absent, and
+deleting the Perturbation drops the journal."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from skiff.api import ApiError, lookup
+from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.perturbation.journal import (
+    Journal,
+    read_entry,
+    record_object,
+    write_entry,
+)
+from skiff.auth import UserInfo
+from tests.unit.apiserver.perturbation.helpers import applied, cm, pert, running_registry
+
+
+def test_ct1_record_journal_keeps_the_newest_entries_and_counts_the_dropped() -> None:
+    journal = Journal(limit=3)
+    for i in range(5):
+        journal.add("write", {"i": i}, now=100.0 + i)
+    assert journal.dropped == 2
+    assert [(e["seq"], e["i"], e["time"]) for e in journal.since()] == [
+        (3, 2, 102.0), (4, 3, 103.0), (5, 4, 104.0)]
+    assert [e["seq"] for e in journal.since(3)] == [4, 5]
+    assert [e["seq"] for e in journal.since(1)] == [3, 4, 5]  # older ones are gone
+    assert journal.since(5) == []
+    record = record_object("p", apiserver="a:1", journal=journal, since_seq=4)
+    assert record == {"apiVersion": "skiff.io/v1", "kind": "PerturbationRecord",
+                      "metadata": {"name": "p"}, "apiserver": "a:1", "dropped": 2,
+                      "entries": [journal.since()[-1]]}
+
+
+def test_ct1_record_entries_name_the_resource_and_what_was_asked() -> None:
+    dbs = lookup("deployments")
+    listed = {"metadata": {"resourceVersion": "9"}, "items": [
+        {"metadata": {"namespace": "ns", "name": f"d{i}", "resourceVersion": str(i)}}
+        for i in range(501)]}
+    entry = read_entry("list", dbs, "ns", "", kw={"allow_cached": True,
+                                                   "label_selector": "app=x"},
+                       served=5, head=9, stale=True, result=listed)
+    assert {k: entry[k] for k in ("verb", "resource", "namespace", "name", "resourceVersion",
+                                  "servedRevision", "headRevision", "stale",
+                                  "labelSelector", "truncated")} == {
+        "verb": "list", "resource": "deployments.apps", "namespace": "ns", "name": "",
+        "resourceVersion": "0", "servedRevision": 5, "headRevision": 9, "stale": True,
+        "labelSelector": "app=x", "truncated": True}
+    assert len(entry["items"]) == 500
+    assert entry["items"][0] == {"namespace": "ns", "name": "d0", "resourceVersion": "0"}
+    newer = read_entry("get", lookup("configmaps"), None, "c", kw={
+        "allow_cached": True, "revision": 7}, served=7, head=9, stale=False, result=None)
+    assert (newer["resourceVersion"], newer["resourceVersionMatch"], newer["found"],
+            newer["objectRevision"]) == ("7", "NotOlderThan", False, 0)
+    wrote = write_entry(lookup("configmaps"), "create", {"metadata": {
+        "namespace": "ns", "name": "cm-x1", "generateName": "cm-", "resourceVersion": "12"}})
+    assert wrote == {"verb": "create", "subresource": "", "resource": "configmaps",
+                     "namespace": "ns", "name": "cm-x1", "revision": 12,
+                     "generateName": "cm-"}
+
+
+def _ops(entries: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    out: list[tuple[Any, ...]] = []
+    for e in entries:
+        if e["op"] == "read":
+            out.append(("read", e["verb"], e["name"], e["resourceVersion"]))
+        elif e["op"] == "watch":
+            out.append(("watch", e["resourceVersion"]))
+        elif e["op"] == "event":
+            out.append(("event", e["type"], e["name"], e["fate"]))
+        else:
+            out.append((e["op"], e.get("verb"), e.get("name")))
+    return out
+
+
+async def test_ct1_record_journals_one_identitys_reads_watches_and_writes() -> None:
+    async with running_registry() as registry:
+        first = await registry.create("configmaps", "default", cm("a"))
+        rev_a = int(first.object["metadata"]["resourceVersion"])
+        made = await registry.create("perturbations", None, pert(
+            subject={"user": "op"}, record=True))
+        await applied(registry, "p")
+        current_user.set(UserInfo("someone-else"))
+        await registry.list("configmaps", "default", allow_cached=True)
+        await registry.create("configmaps", "default", cm("other"))
+        current_user.set(UserInfo("op"))
+        listed = await registry.list("configmaps", "default", allow_cached=True)
+        await registry.get("configmaps", "default", "a", allow_cached=False)
+        with pytest.raises(ApiError):
+            await registry.get("configmaps", "default", "nope", allow_cached=False)
+        await registry.get("configmaps", "default", "a")  # the registry's own: not journaled
+        watch = registry.watch_batches("configmaps", "default",
+                                       resource_version=listed["metadata"]["resourceVersion"])
+        pending = asyncio.ensure_future(anext(watch))
+        await asyncio.sleep(0.1)
+        b = await registry.create("configmaps", "default", cm("b"))
+        batch = await asyncio.wait_for(pending, 3)
+        assert [ev.type for ev in batch] == ["ADDED"]
+        await registry.update("configmaps", "default", cm("b", "1"), name="b")
+        batch = await asyncio.wait_for(anext(watch), 3)
+        assert [ev.type for ev in batch] == ["MODIFIED"]
+        await watch.aclose()
+        record = registry.perturbations.record(made.object)
+        entries = record["entries"]
+        assert _ops(entries) == [
+            ("read", "list", "", "0"), ("read", "get", "a", ""), ("read", "get", "nope", ""),
+            ("watch", listed["metadata"]["resourceVersion"]),
+            ("write", "create", "b"), ("event", "ADDED", "b", "delivered"),
+            ("write", "update", "b"), ("event", "MODIFIED", "b", "delivered")]
+        assert [e["seq"] for e in entries] == list(range(1, len(entries) + 1))
+        assert [i["name"] for i in entries[0]["items"]] == ["a", "other"]
+        assert entries[0]["stale"] is False
+        assert (entries[1]["found"], entries[1]["objectRevision"]) == (True, rev_a)
+        assert entries[2]["found"] is False
+        write = next(e for e in entries if e["op"] == "write")
+        assert write["revision"] == int(b.object["metadata"]["resourceVersion"])
+        assert registry.perturbations.record(made.object, since_seq=6)["entries"] == \
+            entries[6:]
+        await registry.delete("perturbations", None, "p")
+        await applied(registry, "p", present=False)
+        assert registry.perturbations.record(made.object)["entries"] == []
+
+
+async def test_ct1_record_beside_a_stale_view_marks_stale_reads_and_held_events() -> None:
+    async with running_registry() as registry:
+        first = await registry.create("configmaps", "default", cm("a"))
+        pinned = int(first.object["metadata"]["resourceVersion"])
+        made = await registry.create("perturbations", None, pert(
+            subject={"user": "op"}, record=True, staleView={"revision": pinned}))
+        await applied(registry, "p")
+        await registry.create("configmaps", "default", cm("b"))
+        current_user.set(UserInfo("op"))
+        stale = await registry.list("configmaps", "default", allow_cached=True)
+        assert [i["metadata"]["name"] for i in stale["items"]] == ["a"]
+        watch = registry.watch_batches("configmaps", "default",
+                                       resource_version=str(pinned))
+        pending = asyncio.ensure_future(anext(watch))
+        await asyncio.sleep(0.3)
+        assert not pending.done()
+        entries = registry.perturbations.record(made.object)["entries"]
+        read = entries[0]
+        assert (read["servedRevision"], read["stale"]) == (pinned, True)
+        assert read["headRevision"] > pinned
+        assert [(e["op"], e.get("fate")) for e in entries[1:]] == [("watch", None),
+                                                                  ("event", "held")]
+        await registry.delete("perturbations", None, "p")  # heals: the held event flows
+        batch = await asyncio.wait_for(pending, 3)
+        assert batch[0].object["metadata"]["name"] == "b"
+        await watch.aclose()
