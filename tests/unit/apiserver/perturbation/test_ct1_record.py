@@ -7,6 +7,7 @@ deleting the Perturbation drops the journal."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncGenerator
 from typing import Any
 
 import pytest
@@ -98,6 +99,7 @@ async def test_ct1_record_journals_one_identitys_reads_watches_and_writes() -> N
         await registry.get("configmaps", "default", "a")  # the registry's own: not journaled
         watch = registry.watch_batches("configmaps", "default",
                                        resource_version=listed["metadata"]["resourceVersion"])
+        assert isinstance(watch, AsyncGenerator)
         pending = asyncio.ensure_future(anext(watch))
         await asyncio.sleep(0.1)
         b = await registry.create("configmaps", "default", cm("b"))
@@ -141,6 +143,7 @@ async def test_ct1_record_beside_a_stale_view_marks_stale_reads_and_held_events(
         assert [i["metadata"]["name"] for i in stale["items"]] == ["a"]
         watch = registry.watch_batches("configmaps", "default",
                                        resource_version=str(pinned))
+        assert isinstance(watch, AsyncGenerator)
         pending = asyncio.ensure_future(anext(watch))
         await asyncio.sleep(0.3)
         assert not pending.done()
