@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
 from pathlib import Path
 
 from skiff.client.credentials import ENV_CA, ENV_CERT, ENV_KEY, ENV_TOKEN
 from skiff.cluster.kubeconfig import cli_credentials
+from skiff.cluster.state import ClusterState, default_data_dir
 from skiff.controller_manager.app import ControllerManager
-from skiff.controller_manager.settings import parse_settings
+from skiff.controller_manager.settings import ControllerManagerSettings, parse_settings
 from skiff.service import run_service
 from skiff.settings import SettingsError
 
@@ -24,8 +26,18 @@ def use_kubeconfig(path: str) -> None:
     os.environ.update(cli_credentials(Path(path)).to_env())
 
 
+def find_apiserver(settings: ControllerManagerSettings) -> ControllerManagerSettings:
+    """No --apiserver: the cluster the skiff CLI would talk to, so a controller started
+    beside it (`skiff explore --controller`) needs only its kubeconfig."""
+    if settings.apiserver:
+        return settings
+    state = ClusterState.load(default_data_dir())
+    found = os.environ.get("SKIFF_SERVER") or (state.api if state else "") or "127.0.0.1:6443"
+    return dataclasses.replace(settings, apiserver=found)
+
+
 def main(argv: list[str] | None = None) -> None:
-    settings = parse_settings(argv)
+    settings = find_apiserver(parse_settings(argv))
     try:
         if settings.kubeconfig:
             use_kubeconfig(settings.kubeconfig)

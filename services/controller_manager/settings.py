@@ -26,11 +26,13 @@ def default_identity() -> str:
 
 @dataclass(frozen=True)
 class ControllerManagerSettings:
-    apiserver: str = setting("127.0.0.1:6443", help="the apiserver's gRPC address")
+    # Empty: the one the skiff CLI talks to (SKIFF_SERVER, else the cluster.json of
+    # SKIFF_DATA_DIR or ~/.skiff), else 127.0.0.1:6443 (`skiff up` always names it).
+    apiserver: str = setting("", help="the apiserver's gRPC address (empty: the skiff CLI's)")
     # Run as any user (e.g. one controller outside the cluster's controller-manager, issue
     # 35): the CA and client certificate/key or token of a kubeconfig's current context,
     # instead of the SKIFF_CA_FILE/SKIFF_CLIENT_* that `skiff up` sets. Its `server` is
-    # kubectl's REST port, so --apiserver still names the gRPC one.
+    # kubectl's REST port, not the gRPC one --apiserver names.
     kubeconfig: str = setting("", help="take this client's credentials from a kubeconfig")
     health_port: int = setting(0, help="gRPC health port (0: no health server)")
     health_bind_address: str = setting("127.0.0.1", help="address of the health server")

@@ -4,16 +4,16 @@ outside the controller-manager as a controller under test, the way `skiff explor
 A real `skiff up --detach --nodes 0` with examples/explore/replicaset/cluster.yaml (the
 cluster's controller-manager runs every controller but `replicaset`); the command in
 examples/explore/replicaset/controller.txt (`python -m skiff.controller_manager
---controllers replicaset --leader-elect false --apiserver {apiserver} --kubeconfig
-{kubeconfig}`), placeholders filled and `python` this interpreter, started as a
-subprocess whose only credentials are a kubeconfig for a client certificate of
-`skiff-explore:controller` (system:masters); the workload's steps run by hand with the
-official Python client as the admin.
+--controllers replicaset --leader-elect false --kubeconfig {kubeconfig}`), `{kubeconfig}`
+filled and `python` this interpreter, started as a subprocess with the environment `skiff
+explore` gives it: KUBECONFIG (a client certificate of `skiff-explore:controller`,
+system:masters) and SKIFF_DATA_DIR (where it finds the apiserver's gRPC address, as the
+skiff CLI does), no SKIFF_CA_FILE / SKIFF_CLIENT_*. The workload's steps run by hand with
+the official Python client as the admin.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import signal
@@ -51,12 +51,10 @@ def until(predicate: Callable[[], T | None], what: str, timeout: float = 20.0) -
 
 
 class Cluster:
-    """The running cluster: its data dir, gRPC target, the admin's API and the
-    controller's kubeconfig."""
+    """The running cluster: its data dir, the admin's API, the controller's kubeconfig."""
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self.api = json.loads((data_dir / "cluster.json").read_text())["api"]
         self.admin = config.new_client_from_config(config_file=str(data_dir / "kubeconfig"))
         self.core = client.CoreV1Api(self.admin)
         self.apps = client.AppsV1Api(self.admin)
@@ -81,11 +79,10 @@ class Cluster:
         return path
 
     def start_controller(self, log: Path) -> subprocess.Popen[bytes]:
-        """The command line as `skiff explore --controller` gets it, placeholders filled,
-        with only KUBECONFIG (no SKIFF_CA_FILE / SKIFF_CLIENT_*) to authenticate by."""
-        argv = [a.replace("{apiserver}", self.api).replace("{kubeconfig}",
-                                                           str(self.kubeconfig))
-                for a in shlex.split(COMMAND)]
+        """The command line as `skiff explore --controller` gets it, with only KUBECONFIG
+        (no SKIFF_CA_FILE / SKIFF_CLIENT_*) to authenticate by and SKIFF_DATA_DIR to find
+        the apiserver by."""
+        argv = [a.replace("{kubeconfig}", str(self.kubeconfig)) for a in shlex.split(COMMAND)]
         assert argv[0] == "python"
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("SKIFF_CLIENT_", "SKIFF_CA_FILE", "SKIFF_TOKEN"))}
