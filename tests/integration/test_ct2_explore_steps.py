@@ -1,7 +1,8 @@
 """`skiff explore`'s workload and oracle against a real cluster (SPEC CT2): a workload with
 every step kind runs over the example Database CRD (a custom resource the client process
-learns from the cluster), and the oracle finds no difference between two snapshots of the
-same end state, then exactly one `extra` after one more object is created."""
+learns from the cluster, waiting for it to be established), and the oracle finds no
+difference between two snapshots of the same end state, then exactly one `extra` after one
+more object is created."""
 
 from __future__ import annotations
 
@@ -44,10 +45,10 @@ WORKLOAD = f"""\
 namespace: {NS}
 setup:
   - apply: {EXAMPLES / "database.yaml"}
-  - wait: {{resource: customresourcedefinitions, name: databases.examples.skiff.io,
-           condition: Established, timeout: 20}}
 steps:
   - apply: db.yaml
+  - wait: {{resource: customresourcedefinitions, name: databases.examples.skiff.io,
+           condition: Established, timeout: 20}}
   - apply: {{manifest: {{apiVersion: v1, kind: ConfigMap, metadata: {{name: settings}},
                          data: {{size: large}}}}}}
   - create: {{apiVersion: v1, kind: ConfigMap, metadata: {{generateName: db-,

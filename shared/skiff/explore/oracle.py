@@ -1,13 +1,13 @@
 """The oracle of `skiff explore` (SPEC CT2): is a test run's end state the reference run's?
 
 Two runs of the same workload never agree byte for byte: UIDs, resourceVersions,
-timestamps and names made from `generateName` differ every time. `normalize` masks those
-(a generated name `db-x7f2k` becomes `db-*`, wherever in the snapshot it is referenced; a
-timestamp `<time>`; another object's UID `<uid>`), and `learn_mask` learns the fields a
-controller fills with random data by comparing fault-free runs: what differs between two of
-them is no finding. `diff` then matches objects by namespace and masked name — several
-`db-*` as a multiset, so 2 against 3 is one "extra" with both counts — and lists what is
-missing, extra or changed, each in one line a user can read.
+timestamps and names made from `generateName` differ every time. `normalize` masks those (a
+generated name `db-x7f2k` becomes `db-*`, wherever in the snapshot it is referenced; a
+timestamp `<time>`; another object's UID `<uid>`; a certificate `<pem>`), and `learn_mask`
+learns the fields a controller fills with random data by comparing fault-free runs: what
+differs between two of them is no finding. `diff` then matches objects by namespace and
+masked name — several `db-*` as a multiset, so 2 against 3 is one "extra" with both counts
+— and lists what is missing, extra or changed, each in one line a user can read.
 
 Field paths are dotted, list items indexed, keys that are not plain words bracketed:
 `metadata.labels[examples.skiff.io/database]`, `status.conditions[0].status`.
@@ -31,6 +31,7 @@ __all__ = ["Difference", "Mask", "counts", "diff", "differing_paths", "learn_mas
 
 TIME = "<time>"
 UID = "<uid>"
+PEM = "<pem>"
 _TIMESTAMP = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:?\d{2})$")
 _SUFFIX = re.compile(f"^[{SAFE_ALPHABET}]{{5}}$")
@@ -74,7 +75,8 @@ def normalize(resource: str, obj: ObjView, *,
     """`obj` as two runs that made the same decisions store it alike: the server's
     bookkeeping dropped (uid, resourceVersion, creation/deletion timestamps — a deleting
     object keeps `metadata.terminating: true` —, generation, managedFields, selfLink,
-    ownerReferences' uids, timestamp annotations), every RFC 3339 timestamp `<time>`, and
+    ownerReferences' uids, timestamp annotations), every RFC 3339 timestamp `<time>`, every
+    PEM text (`kube-root-ca.crt`: each fresh cluster has its own CA) `<pem>`, and
     each string of `replace` (by default: this object's own generated name and UID; give
     `replacements()` of the whole snapshot to mask references between objects) replaced."""
     table = dict(replace) if replace is not None else replacements([obj])
@@ -104,7 +106,11 @@ def _mask_strings(value: Any, table: Mapping[str, str]) -> Any:
     if isinstance(value, list):
         return [_mask_strings(v, table) for v in value]
     if isinstance(value, str):
-        return TIME if _is_time(value) else table.get(value, value)
+        if _is_time(value):
+            return TIME
+        if "-----BEGIN " in value:  # every fresh cluster has its own CA and certificates
+            return PEM
+        return table.get(value, value)
     return value
 
 

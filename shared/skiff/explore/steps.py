@@ -64,7 +64,8 @@ async def _placed(client: Client, step: Step, obj: ObjView,
                   namespace: str) -> tuple[KindInfo, Obj]:
     """A copy of `obj` with the workload's namespace when its kind is namespaced and it
     names none."""
-    info = await kind_of(client, api_version=str(obj["apiVersion"]), kind=str(obj["kind"]))
+    info = await kind_of(client, api_version=str(obj["apiVersion"]), kind=str(obj["kind"]),
+                         wait=step.timeout)
     if info is None:
         raise StepError(f'{step.label} {step.kind}: no kind "{obj["kind"]}" is served in '
                         f'"{obj["apiVersion"]}" (is its CRD in the setup?)')
@@ -81,7 +82,7 @@ async def _target(client: Client, step: Step, namespace: str) -> tuple[KindInfo,
     """The kind a step's `resource` names and the namespace it addresses (None when the
     kind is cluster-scoped)."""
     resource = str(step.body["resource"])
-    info = await resource_info(client, resource)
+    info = await resource_info(client, resource, wait=step.timeout)
     if info is None:
         raise StepError(f'{step.label} {step.kind}: the server doesn\'t have a resource type '
                         f'"{resource}"')

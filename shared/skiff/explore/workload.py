@@ -66,7 +66,9 @@ class Step:
         """One line: `patch databases.examples.skiff.io/db {spec: {replicas: 3}}`."""
         body = self.body
         if self.kind == "apply":
-            return "apply " + ", ".join(_object_ref(o) for o in body["objects"])
+            objects = ", ".join(_object_ref(o) for o in body["objects"])
+            return f"apply {Path(body['file']).name} ({objects})" if body.get("file") \
+                else f"apply {objects}"
         if self.kind == "create":
             return f"create {_object_ref(body)}"
         if self.kind == "sleep":

@@ -49,7 +49,8 @@ def db(status: dict[str, Any], **spec: Any) -> Obj:
 
 
 def test_ct2_normalize_masks_the_servers_bookkeeping() -> None:
-    obj = cm("c", data={"at": "2026-11-28T18:00:01.123456Z", "n": "3"},
+    obj = cm("c", data={"at": "2026-11-28T18:00:01.123456Z", "n": "3",
+                        "ca.crt": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
              deletionTimestamp="2026-11-28T18:05:00Z", generation=4, selfLink="/x",
              managedFields=[{"manager": "m"}],
              annotations={"restartedAt": "2026-11-28T18:00:00+01:00", "keep": "yes"},
@@ -59,7 +60,7 @@ def test_ct2_normalize_masks_the_servers_bookkeeping() -> None:
         "metadata": {"name": "c", "namespace": "demo", "terminating": True,
                      "annotations": {"keep": "yes"},
                      "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "p"}]},
-        "data": {"at": "<time>", "n": "3"}}
+        "data": {"at": "<time>", "n": "3", "ca.crt": "<pem>"}}
     assert obj["metadata"]["uid"].startswith("uid-"), "normalize must not change its input"
 
 

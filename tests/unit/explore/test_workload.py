@@ -81,7 +81,7 @@ def test_ct2_workload_every_step_kind_loads(tmp_path: Path) -> None:
 def test_ct2_workload_steps_describe_themselves_in_one_line(tmp_path: Path) -> None:
     steps = load_workload(write(tmp_path, FULL)).steps
     assert [s.describe() for s in steps] == [
-        "apply Database db, ConfigMap settings",
+        "apply db.yaml (Database db, ConfigMap settings)",
         "apply ConfigMap inline",
         "create ConfigMap job-*",
         "patch databases.examples.skiff.io/db {spec: {replicas: 3}}",
