@@ -60,6 +60,9 @@ steps:
   - patch: {{resource: databases.examples.skiff.io, name: db, patch: {{spec: {{replicas: 3}}}}}}
   - wait: {{resource: databases.examples.skiff.io, name: db, jsonpath: "{{.spec.replicas}}",
            value: "3", timeout: 10}}
+  - patch: {{resource: databases, name: db,
+             patch: {{status: {{conditions: [{{type: Ready, status: "True"}}]}}}}}}
+  - wait: {{resource: databases.examples.skiff.io, name: db, condition: Ready, timeout: 10}}
   - create: {{apiVersion: apps/v1, kind: Deployment, metadata: {{name: web}},
               spec: {{replicas: 0, selector: {{matchLabels: {{app: web}}}},
                       template: {{metadata: {{labels: {{app: web}}}},
@@ -110,6 +113,7 @@ async def _run_and_compare(api: ApiClient, tmp_path: Path) -> None:
 
     db = await api.get("databases.examples.skiff.io", "db", NS)
     assert db["spec"] == {"replicas": 3}
+    assert db["status"] == {"conditions": [{"type": "Ready", "status": "True"}]}
     settings = await api.get("configmaps", "settings", NS)
     assert settings["data"] == {"size": "large"}
     assert settings["metadata"]["labels"] == {"app": "demo"}

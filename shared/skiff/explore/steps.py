@@ -1,11 +1,12 @@
 """Running one step of a `skiff explore` workload against a cluster (SPEC CT2), as the user
 who wrote it would with kubectl: `apply` creates or updates (the manifest merged onto the
 stored object), `create` creates, `patch` applies a JSON merge patch (RFC 7386) by get,
-merge and update, retried on Conflict, `scale` patches `spec.replicas`, `delete` deletes,
-`wait` polls until the cluster shows what it asks (or fails naming the step and what it
-saw), `sleep` sleeps. Objects without a namespace get the workload's when their kind is
-namespaced. Any failure is a `StepError` whose message names the step (`steps[3] wait: 1 of
-2 configmaps matching examples.skiff.io/database=db after 20s`).
+merge and update (its `status` part through the status subresource), retried on Conflict,
+`scale` patches `spec.replicas`, `delete` deletes, `wait` polls until the cluster shows
+what it asks (or fails naming the step and what it saw), `sleep` sleeps. Objects without a
+namespace get the workload's when their kind is namespaced. Any failure is a `StepError`
+whose message names the step (`steps[3] wait: 1 of 2 configmaps matching
+examples.skiff.io/database=db after 20s`).
 """
 
 from __future__ import annotations
@@ -137,17 +138,31 @@ async def _create(client: Client, step: Step, namespace: str) -> None:
     await client.create(obj)
 
 
+def _status_subresource(info: KindInfo) -> bool:
+    return "status" in info.subresources if info.custom else info.has_status
+
+
 async def _patch_object(client: Client, step: Step, namespace: str, patch: Obj) -> None:
+    """Merge `patch` onto the stored object; a `status` part of it goes through the status
+    subresource when the kind has one (as `kubectl patch --subresource=status`)."""
     info, ns = await _target(client, step, namespace)
     name = str(step.body["name"])
+    status = patch.get("status") if _status_subresource(info) else None
+    rest = {k: v for k, v in patch.items() if k != "status"} if status is not None else patch
 
-    async def attempt() -> None:
-        stored = await client.get(info.ref, name, ns)
-        merged = merge_patch(stored, patch)
-        merged["metadata"]["resourceVersion"] = stored["metadata"].get("resourceVersion")
-        await client.update(merged)
+    def patching(part: Obj, write: Callable[[Obj], Awaitable[Obj]]) -> Callable[
+            [], Awaitable[None]]:
+        async def attempt() -> None:
+            stored = await client.get(info.ref, name, ns)
+            merged = merge_patch(stored, part)
+            merged["metadata"]["resourceVersion"] = stored["metadata"].get("resourceVersion")
+            await write(merged)
+        return attempt
 
-    await _until_no_conflict(step, attempt)
+    if rest or status is None:
+        await _until_no_conflict(step, patching(rest, client.update))
+    if status is not None:
+        await _until_no_conflict(step, patching({"status": status}, client.update_status))
 
 
 async def _patch(client: Client, step: Step, namespace: str) -> None:

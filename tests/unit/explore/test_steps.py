@@ -131,3 +131,16 @@ async def test_ct2_a_failing_step_names_itself(tmp_path: Path, step: str, messag
     with pytest.raises(StepError) as caught:
         await run_all(client, tmp_path, f"  - {step}\n")
     assert str(caught.value).startswith(message), str(caught.value)
+
+
+async def test_ct2_a_patch_of_status_goes_through_the_status_subresource(
+        tmp_path: Path) -> None:
+    client = FakeClient({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1},
+                         "metadata": {"name": "w", "namespace": NS}, "status": {}})
+    await run_all(client, tmp_path, (
+        "  - patch: {resource: deployments, name: w, patch: {spec: {replicas: 2}, "
+        "status: {conditions: [{type: Available, status: 'True'}]}}}\n"
+        "  - wait: {resource: deployments, name: w, condition: Available, timeout: 0.2}\n"))
+    stored = await client.get("deployments", "w", NS)
+    assert stored["spec"]["replicas"] == 2
+    assert len(client.calls("update_status", "deployments")) == 1
