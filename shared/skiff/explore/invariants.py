@@ -10,6 +10,7 @@ never a traceback.
 from __future__ import annotations
 
 import os
+import re
 import signal
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -17,10 +18,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from skiff.api import cel
+from skiff.api.types import Obj
 from skiff.explore.snapshot import Snapshot
 from skiff.explore.workload import Invariant
 
-__all__ = ["COMMAND_TIMEOUT", "Violation", "check_invariants"]
+__all__ = ["COMMAND_TIMEOUT", "Violation", "check_invariants", "cel_objects",
+           "referenced_resources"]
 
 COMMAND_TIMEOUT = 30.0
 _TAIL_LINES = 5
@@ -48,6 +51,34 @@ def check_invariants(invariants: Sequence[Invariant], snapshot: Snapshot, *, cwd
     return found
 
 
+_REFERENCE = re.compile(r"""objects\s*\[\s*(?:'([^']+)'|"([^"]+)")\s*\]""")
+
+
+def referenced_resources(invariants: Sequence[Invariant]) -> list[str]:
+    """The resources CEL invariants read (`objects['pods']`), in order, once each: the
+    snapshot should hold them even when the oracle does not compare them."""
+    found: list[str] = []
+    for invariant in invariants:
+        for match in _REFERENCE.finditer(invariant.cel):
+            resource = match[1] or match[2]
+            if resource not in found:
+                found.append(resource)
+    return found
+
+
+def cel_objects(snapshot: Snapshot) -> dict[str, list[Obj]]:
+    """The `objects` variable: the snapshot, each `<plural>.<group>` also under its plural
+    alone (`objects['databases']`) when no other resource has that plural."""
+    objects = dict(snapshot)
+    plurals: dict[str, list[str]] = {}
+    for resource in snapshot:
+        plurals.setdefault(resource.partition(".")[0], []).append(resource)
+    for plural, resources in plurals.items():
+        if plural not in objects and len(resources) == 1:
+            objects[plural] = snapshot[resources[0]]
+    return objects
+
+
 def _check_cel(expression: str, snapshot: Snapshot) -> str | None:
     try:
         program = cel.compile_expression(expression, variables=["objects"])
@@ -55,7 +86,7 @@ def _check_cel(expression: str, snapshot: Snapshot) -> str | None:
         first = (str(err).strip().splitlines() or ["?"])[0]
         return f"the CEL expression does not compile: {first}"
     try:
-        result = cel.evaluate(program, {"objects": snapshot})
+        result = cel.evaluate(program, {"objects": cel_objects(snapshot)})
     except cel.CelEvalError as err:
         kinds = ", ".join(sorted(snapshot)) or "none"
         return f"the CEL expression cannot be evaluated: {err} (objects has: {kinds})"

@@ -60,6 +60,12 @@ class Step:
 
     @property
     def timeout(self) -> float:
+        """How long the step may take (`timeout`, 30 s by default; a sleep its length and
+        a second more)."""
+        if self.kind == "sleep":
+            return float(self.body["seconds"]) + 1.0
+        if self.kind == "create":  # its body is the object itself
+            return DEFAULT_TIMEOUT
         return float(self.body.get("timeout", DEFAULT_TIMEOUT))
 
     def describe(self) -> str:

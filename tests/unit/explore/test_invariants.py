@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from skiff.explore import invariants
-from skiff.explore.invariants import Violation, check_invariants
+from skiff.explore.invariants import Violation, check_invariants, referenced_resources
 from skiff.explore.snapshot import Snapshot
 from skiff.explore.workload import Invariant
 
@@ -72,3 +72,18 @@ def test_ct2_a_command_that_hangs_is_stopped(tmp_path: Path,
     monkeypatch.setattr(invariants, "COMMAND_TIMEOUT", 0.5)
     (violation,) = check(Invariant("x", command="echo started; sleep 30"), cwd=tmp_path)
     assert violation.message == "`echo started; sleep 30` did not finish in 0.5s: started"
+
+
+def test_ct2_a_cel_invariant_reads_a_custom_resource_by_its_plural() -> None:
+    snapshot: Snapshot = {"databases.examples.skiff.io": [{"spec": {"replicas": 3}}],
+                          "configmaps": []}
+    holds = Invariant("x", cel="objects['databases'].all(d, d.spec.replicas <= 3) && "
+                               "objects['databases.examples.skiff.io'].size() == 1")
+    assert check_invariants([holds], snapshot, cwd=Path("."), env={}) == []
+
+
+def test_ct2_the_resources_invariants_read() -> None:
+    assert referenced_resources([
+        Invariant("a", cel="objects['pods'].size() < objects[\"configmaps\"].size()"),
+        Invariant("b", cel="objects[ 'pods' ].size() > 0"),
+        Invariant("c", command="objects['secrets']")]) == ["pods", "configmaps"]

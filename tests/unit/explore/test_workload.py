@@ -192,3 +192,11 @@ def test_ct2_workload_apply_reads_a_list_kind_and_a_manifest_list(tmp_path: Path
     assert [o["metadata"]["name"] for o in first.body["objects"]] == ["a", "b"]
     assert first.timeout == 5.0
     assert [o["metadata"]["name"] for o in second.body["objects"]] == ["c"]
+
+
+def test_ct2_workload_step_timeouts(tmp_path: Path) -> None:
+    steps = load_workload(write(tmp_path, (
+        "steps:\n  - sleep: 40\n"
+        "  - create: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}}\n"
+        "  - delete: {resource: configmaps, name: a, timeout: 2.5}\n"))).steps
+    assert [s.timeout for s in steps] == [41.0, 30.0, 2.5]
