@@ -8,7 +8,11 @@ Perturbations current from the watch cache and answers the store's questions; wa
 wraps one perturbed watcher's stream. With no Perturbation stored, the store pays one
 dict check per read or watch and nothing else changes. A `crashOnWrite` rule counts the
 identity's committed writes (the store's `wrote` hook) and kills its target once after the
-k-th (crash.py decides, crasher.py kills and records).
+k-th (crash.py decides, crasher.py kills and records). A `staleView.fromWrite` view pins
+itself just before the identity's own k-th write. `record: true` journals the identity's
+reads, watch events (with their fate) and writes on this apiserver (journal.py; the
+store's read and watch hooks are recording.py), served as `perturbations/NAME/record`;
+a perturbation that changes a request marks its span (traces.py).
 """
 
 from skiff.apiserver.perturbation.table import PerturbationTable
