@@ -1,7 +1,8 @@
 """The store's read and watch hooks (issue 35): `@reads("get"|"list")` and `@watches` wrap
 the registry's methods so that, for a user a Perturbation targets, a read that allows a
 cached answer is served at its stale view, a stale read is marked on the request's span,
-and a `record: true` Perturbation journals the read, the watch and each event delivered.
+and a `record: true` Perturbation journals the read, the watch and each event delivered;
+`@writes(verb)` journals a recorded identity's failed writes (code and reason).
 
 With no Perturbation stored a wrapped call costs one truth test (`self.perturbations`)
 and hands back the method's own coroutine or generator, nothing wrapped around it. Only the
@@ -13,25 +14,29 @@ watch's initial list) do not.
 from __future__ import annotations
 
 import functools
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
+from collections.abc import AsyncIterator, Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, ParamSpec, Protocol, TypeVar, cast
 
 from skiff.api import ApiError, Reason, lookup
 from skiff.api.kinds import KindInfo
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.perturbation.journal import (
+    Journal,
     WatchNote,
     current_watch,
     next_watch_id,
     read_entry,
     watch_entry,
+    write_entry,
 )
 from skiff.apiserver.perturbation.table import PerturbationTable
 from skiff.apiserver.perturbation.traces import annotate
 from skiff.apiserver.storage.watchcache import WatchEvent
 
 P = ParamSpec("P")
+T = TypeVar("T")
 
 
 class Perturbed(Protocol):
@@ -40,32 +45,48 @@ class Perturbed(Protocol):
     perturbations: PerturbationTable
 
 
-R = TypeVar("R", bound=Perturbed)
-Read = Callable[Concatenate[R, str, str | None, P], Awaitable[Obj]]
-Watch = Callable[Concatenate[R, str, str | None, P], AsyncIterator[list[WatchEvent]]]
+@dataclass(frozen=True)
+class _Call:
+    """One registry call, its arguments told apart: the registry, `resource`,
+    `namespace`, the object or name after them (`target`), and every keyword."""
+
+    owner: Perturbed
+    resource: str
+    namespace: str | None
+    target: Any
+    kw: dict[str, Any]
+
+    @classmethod
+    def of(cls, args: tuple[Any, ...], kw: dict[str, Any], target: str = "name") -> _Call:
+        rest = list(args[1:])
+        for key in ("resource", "namespace", target):
+            if key in kw:
+                rest.insert({"resource": 0, "namespace": 1}.get(key, 2), kw[key])
+        rest += [None] * (3 - len(rest))
+        return cls(cast(Perturbed, args[0]), str(rest[0]), rest[1], rest[2], kw)
 
 
-def reads(verb: str) -> Callable[[Read[R, P]], Read[R, P]]:
+def reads(verb: str) -> Callable[[Callable[P, Coroutine[Any, Any, Obj]]],
+                                 Callable[P, Coroutine[Any, Any, Obj]]]:
     """Wrap the registry's `get` or `list` (see the module doc)."""
-    def wrap(fn: Read[R, P]) -> Read[R, P]:
+    def wrap(fn: Callable[P, Coroutine[Any, Any, Obj]]
+             ) -> Callable[P, Coroutine[Any, Any, Obj]]:
         @functools.wraps(fn)
-        def method(self: R, resource: str, namespace: str | None, /, *args: P.args,
-                   **kw: P.kwargs) -> Awaitable[Obj]:
-            if not self.perturbations:
-                return fn(self, resource, namespace, *args, **kw)
-            return _read(verb, cast(Callable[..., Awaitable[Obj]], fn), self, resource,
-                         namespace, args, cast(dict[str, Any], kw))
-        return cast(Read[R, P], method)
+        def method(*args: P.args, **kw: P.kwargs) -> Coroutine[Any, Any, Obj]:
+            if not cast(Perturbed, args[0]).perturbations:
+                return fn(*args, **kw)
+            return _read(verb, cast(Callable[..., Coroutine[Any, Any, Obj]], fn),
+                         args, cast(dict[str, Any], kw))
+        return method
     return wrap
 
 
-async def _read(verb: str, fn: Callable[..., Awaitable[Obj]], owner: Perturbed,
-                resource: str, namespace: str | None, args: tuple[Any, ...],
-                kw: dict[str, Any]) -> Obj:
-    table = owner.perturbations
+async def _read(verb: str, fn: Callable[..., Coroutine[Any, Any, Obj]],
+                args: tuple[Any, ...], kw: dict[str, Any]) -> Obj:
+    table = cast(Perturbed, args[0]).perturbations
     effective = table.for_user(current_user.get())
     if effective is None:
-        return await fn(owner, resource, namespace, *args, **kw)
+        return await fn(*args, **kw)
     requested = int(kw.get("revision") or 0)
     served, call = requested, kw
     if kw.get("allow_cached") and effective.stale and not kw.get("continue_token"):
@@ -78,26 +99,28 @@ async def _read(verb: str, fn: Callable[..., Awaitable[Obj]], owner: Perturbed,
     journals = (table.journals(effective)
                 if "allow_cached" in kw and current_watch.get() is None else [])
     if not journals:
-        return await fn(owner, resource, namespace, *args, **call)
-    info = lookup(resource)
-    name = str(args[0] if args else kw.get("name") or "") if verb == "get" else ""
+        return await fn(*args, **call)
+    c = _Call.of(args, kw)
+    info = lookup(c.resource)
+    name = str(c.target or "") if verb == "get" else ""
     try:
-        result: Obj | None = await fn(owner, resource, namespace, *args, **call)
+        result: Obj | None = await fn(*args, **call)
     except ApiError as err:
         if verb != "get" or err.reason != Reason.NOT_FOUND:
             raise
         result = None
-        _journal(journals, verb, info, namespace, name, kw, served or head, head, stale,
+        _journal(journals, verb, info, c.namespace, name, kw, served or head, head, stale,
                  result)
         raise
     assert result is not None
     if verb == "list":
         served = int((result.get("metadata") or {}).get("resourceVersion") or 0)
-    _journal(journals, verb, info, namespace, name, kw, served or head, head, stale, result)
+    _journal(journals, verb, info, c.namespace, name, kw, served or head, head, stale,
+             result)
     return result
 
 
-def _journal(journals: list[Any], verb: str, info: KindInfo, namespace: str | None,
+def _journal(journals: list[Journal], verb: str, info: KindInfo, namespace: str | None,
              name: str, kw: dict[str, Any], served: int, head: int, stale: bool,
              result: Obj | None) -> None:
     entry = read_entry(verb, info, namespace, name, kw=kw, served=served, head=head,
@@ -106,25 +129,66 @@ def _journal(journals: list[Any], verb: str, info: KindInfo, namespace: str | No
         journal.add("read", entry)
 
 
-def watches(fn: Watch[R, P]) -> Watch[R, P]:
+def writes(verb: str) -> Callable[[Callable[P, Coroutine[Any, Any, T]]],
+                                  Callable[P, Coroutine[Any, Any, T]]]:
+    """Wrap the registry's `create`, `update` or `delete`: a recorded identity's write that
+    fails journals `code` and `reason` (a committed one is journaled by the table's
+    `wrote`, with its revision)."""
+    def wrap(fn: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Coroutine[Any, Any, T]]:
+        @functools.wraps(fn)
+        def method(*args: P.args, **kw: P.kwargs) -> Coroutine[Any, Any, T]:
+            if not cast(Perturbed, args[0]).perturbations:
+                return fn(*args, **kw)
+            return _write(verb, fn(*args, **kw), args, cast(dict[str, Any], kw))
+        return method
+    return wrap
+
+
+async def _write(verb: str, call: Coroutine[Any, Any, T], args: tuple[Any, ...],
+                 kw: dict[str, Any]) -> T:
+    try:
+        return await call
+    except ApiError as err:
+        table = cast(Perturbed, args[0]).perturbations
+        effective = table.for_user(current_user.get())
+        journals = table.journals(effective) if effective is not None else []
+        if journals:
+            c = _Call.of(args, kw, "name" if verb == "delete" else "obj")
+            obj = c.target if isinstance(c.target, dict) else {"metadata": {
+                "name": str(c.target or "")}}
+            meta = obj.get("metadata") or {}
+            if not meta.get("namespace") and c.namespace:
+                obj = {**obj, "metadata": {**meta, "namespace": c.namespace}}
+            entry = write_entry(lookup(c.resource), verb, obj,
+                                subresource=str(kw.get("subresource") or ""))
+            del entry["revision"]
+            entry.update(code=err.code, reason=str(err.reason), message=err.message)
+            for journal in journals:
+                journal.add("write", entry)
+        raise
+
+
+def watches(fn: Callable[P, AsyncIterator[list[WatchEvent]]]
+            ) -> Callable[P, AsyncIterator[list[WatchEvent]]]:
     """Wrap the registry's `watch_batches` (see the module doc)."""
     @functools.wraps(fn)
-    def method(self: R, resource: str, namespace: str | None, /, *args: P.args,
-               **kw: P.kwargs) -> AsyncIterator[list[WatchEvent]]:
-        source = fn(self, resource, namespace, *args, **kw)
-        if not self.perturbations:
+    def method(*args: P.args, **kw: P.kwargs) -> AsyncIterator[list[WatchEvent]]:
+        source = fn(*args, **kw)
+        table = cast(Perturbed, args[0]).perturbations
+        if not table:
             return source
-        effective = self.perturbations.for_user(current_user.get())
-        journals = self.perturbations.journals(effective) if effective is not None else []
+        effective = table.for_user(current_user.get())
+        journals = table.journals(effective) if effective is not None else []
         if not journals:
             return source
-        info = lookup(resource)
+        c = _Call.of(args, cast(dict[str, Any], kw))
+        info = lookup(c.resource)
         note = WatchNote(next_watch_id(), info, journals)
-        entry = watch_entry(note.watch_id, info, namespace, kw=cast(dict[str, Any], kw))
+        entry = watch_entry(note.watch_id, info, c.namespace, kw=c.kw)
         for journal in journals:
             journal.add("watch", entry)
         return _recorded(note, source)
-    return cast(Watch[R, P], method)
+    return method
 
 
 async def _recorded(note: WatchNote, source: AsyncIterator[list[WatchEvent]]

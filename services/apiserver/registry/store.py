@@ -40,7 +40,7 @@ from skiff.apiserver.admission.priority import builtin_priority_classes
 from skiff.apiserver.admission.tolerations import AdmissionConfig
 from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_managers
 from skiff.apiserver.perturbation import PerturbationTable
-from skiff.apiserver.perturbation.recording import reads, watches
+from skiff.apiserver.perturbation.recording import reads, watches, writes
 from skiff.apiserver.registry import graceful
 from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
 from skiff.apiserver.registry.objects import (
@@ -168,6 +168,7 @@ class Registry:
 
     # -- create --------------------------------------------------------------------------
 
+    @writes("create")  # issue 35: the record of a failed write
     async def create(self, resource: str, namespace: str | None, obj: Obj, *,
                      field_validation: str = "Warn", dry_run: bool = False,
                      manager: str | None = None, name: str | None = None) -> Result:
@@ -372,6 +373,7 @@ class Registry:
 
     # -- update --------------------------------------------------------------------------
 
+    @writes("update")  # issue 35: the record of a failed write
     async def update(self, resource: str, namespace: str | None, obj: Obj, *,
                      subresource: str = "", field_validation: str = "Warn",
                      dry_run: bool = False, manager: str | None = None,
@@ -452,6 +454,7 @@ class Registry:
 
     # -- delete --------------------------------------------------------------------------
 
+    @writes("delete")  # issue 35: the record of a failed write
     async def delete(self, resource: str, namespace: str | None, name: str, *,
                      grace_period_seconds: int | None = None,
                      preconditions: Obj | None = None, dry_run: bool = False,

@@ -157,3 +157,25 @@ async def test_ct1_record_beside_a_stale_view_marks_stale_reads_and_held_events(
         batch = await asyncio.wait_for(pending, 3)
         assert batch[0].object["metadata"]["name"] == "b"
         await watch.aclose()
+
+
+async def test_ct1_record_journals_failed_writes_with_code_and_reason() -> None:
+    async with running_registry() as registry:
+        made = await registry.create("perturbations", None, pert(
+            subject={"user": "op"}, record=True))
+        await applied(registry, "p")
+        current_user.set(UserInfo("op"))
+        await registry.create("configmaps", "default", cm("a"))
+        with pytest.raises(ApiError):
+            await registry.create("configmaps", "default", cm("a"))
+        stale = cm("a", "2")
+        stale["metadata"]["resourceVersion"] = "1"
+        with pytest.raises(ApiError):
+            await registry.update("configmaps", "default", stale, name="a")
+        with pytest.raises(ApiError):
+            await registry.delete("configmaps", "default", name="nope")
+        entries = registry.perturbations.record(made.object)["entries"]
+    assert [(e["verb"], e["name"], e.get("code"), e.get("reason")) for e in entries] == [
+        ("create", "a", None, None), ("create", "a", 409, "AlreadyExists"),
+        ("update", "a", 409, "Conflict"), ("delete", "nope", 404, "NotFound")]
+    assert "revision" not in entries[1] and entries[1]["namespace"] == "default"
