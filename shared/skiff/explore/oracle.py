@@ -216,25 +216,37 @@ def _unmatched(left: list[Obj], right: list[Obj]) -> tuple[list[Obj], list[Obj]]
     return only_left, only_right
 
 
+COUNT = "#count "  # a Mask path `#count ns/name`: how many objects have that key varies
+
+
 @dataclass(frozen=True)
 class Mask:
-    paths: frozenset[tuple[str, str]]  # (resource, field path) whose value varies by itself
+    # (resource, field path) whose value varies by itself; (resource, "#count ns/name")
+    # when even the number of objects of that (masked) name does
+    paths: frozenset[tuple[str, str]]
 
     def of(self, resource: str) -> frozenset[str]:
         return frozenset(path for r, path in self.paths if r == resource)
 
 
+def _label(key: tuple[str, str]) -> str:
+    namespace, name = key
+    return f"{namespace}/{name}" if namespace else name
+
+
 def learn_mask(runs: Sequence[Snapshot]) -> Mask:
     """The fields whose values differ between fault-free runs (after `normalize`): random
-    data the controller writes, which `diff` then ignores."""
+    data the controller writes, which `diff` then ignores; and the names of which the runs
+    hold different numbers of objects, whose counts `diff` then ignores."""
     normalized = [normalize_snapshot(run) for run in runs]
     paths: set[tuple[str, str]] = set()
     for other in normalized[1:]:
         first = normalized[0]
         for resource in set(first) & set(other):
             mine, theirs = _groups(first[resource]), _groups(other[resource])
-            for key in set(mine) & set(theirs):
-                if len(mine[key]) != len(theirs[key]):
+            for key in set(mine) | set(theirs):
+                if len(mine.get(key, [])) != len(theirs.get(key, [])):
+                    paths.add((resource, COUNT + _label(key)))
                     continue
                 for a, b in _pairs(mine[key], theirs[key]):
                     paths.update((resource, path) for path, _, _ in differing_paths(a, b))
@@ -260,14 +272,16 @@ def diff(reference: Snapshot, test: Snapshot, *, mask: Mask) -> list[Difference]
         mine = _groups([_strip(o, masked) for o in ref_norm.get(resource, [])])
         theirs = _groups([_strip(o, masked) for o in test_norm.get(resource, [])])
         for key in sorted(set(mine) | set(theirs)):
-            found.extend(_compare(resource, key, mine.get(key, []), theirs.get(key, [])))
+            ref, here = mine.get(key, []), theirs.get(key, [])
+            if len(ref) != len(here) and COUNT + _label(key) in masked:
+                continue
+            found.extend(_compare(resource, key, ref, here))
     return found
 
 
 def _compare(resource: str, key: tuple[str, str], ref: list[Obj],
              test: list[Obj]) -> list[Difference]:
-    namespace, name = key
-    label = f"{namespace}/{name}" if namespace else name
+    name, label = key[1], _label(key)
     several = name.endswith("*") or len(ref) > 1 or len(test) > 1
     if len(ref) != len(test):
         change = "extra" if len(test) > len(ref) else "missing"

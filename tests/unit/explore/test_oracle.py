@@ -156,3 +156,15 @@ def test_ct2_learn_mask_ignores_what_differs_between_fault_free_runs() -> None:
 def test_ct2_counts() -> None:
     assert counts({"configmaps": [cm("a"), cm("b")], "databases": []}) == {
         "configmaps": 2, "databases": 0}
+
+
+def test_ct2_learn_mask_ignores_counts_that_vary_between_fault_free_runs() -> None:
+    def run(jobs: int, *, extra: bool = False) -> Snapshot:
+        objects = [cm(generate_name("job-"), generate="job-") for _ in range(jobs)]
+        return {"configmaps": objects + ([cm("lock")] if extra else [])}
+    mask = learn_mask([run(1), run(2, extra=True)])
+    assert mask.paths == frozenset({("configmaps", "#count demo/job-*"),
+                                    ("configmaps", "#count demo/lock")})
+    assert diff(run(1), run(3, extra=True), mask=mask) == []
+    assert [d.text for d in diff(run(1), run(3), mask=NO_MASK)] == [
+        "extra configmaps demo/job-* (1 in the reference run, 3 here)"]
