@@ -208,14 +208,33 @@ class PerturbationTable:
 
     def watch(self, info: KindInfo, source: AsyncIterator[list[WatchEvent]]
               ) -> AsyncIterator[list[WatchEvent]]:
-        """`source`, or the current user's perturbed copy of it when a rule targets them."""
-        if not self._rules:
-            return source
+        """`source`, or the current user's perturbed copy of it when a rule targets them —
+        from the start, or from the first batch after a rule that targets them appears (a
+        controller's informer keeps one watch open for minutes: a Perturbation created
+        meanwhile must reach it, not only its next watch). Until then each batch pays one
+        truth test."""
         user = current_user.get()
-        effective = self.for_user(user)
-        if effective is None or not (effective.stale or effective.missed):
+        if user is None:
             return source
-        assert user is not None
+        effective = self.for_user(user) if self._rules else None
+        if effective is None or not (effective.stale or effective.missed):
+            return self._until_perturbed(user, info, source)
+        return self._perturbed(user, info, source)
+
+    async def _until_perturbed(self, user: UserInfo, info: KindInfo,
+                               source: AsyncIterator[list[WatchEvent]]
+                               ) -> AsyncIterator[list[WatchEvent]]:
+        async for batch in source:
+            if self._rules:
+                effective = self.for_user(user)
+                if effective is not None and (effective.stale or effective.missed):
+                    async for out in self._perturbed(user, info, _prepend(batch, source)):
+                        yield out
+                    return
+            yield batch
+
+    def _perturbed(self, user: UserInfo, info: KindInfo,
+                   source: AsyncIterator[list[WatchEvent]]) -> AsyncIterator[list[WatchEvent]]:
         recorded = current_watch.get()
 
         def note(ev: WatchEvent, fate: str) -> None:
@@ -298,3 +317,11 @@ class PerturbationTable:
         for journal in journals:
             journal.add("crash", {"perturbation": rule.name, "revision": revision,
                                   "target": target, "killed": killed, "message": message})
+
+
+async def _prepend(first: list[WatchEvent], rest: AsyncIterator[list[WatchEvent]]
+                   ) -> AsyncIterator[list[WatchEvent]]:
+    """`first`, then the rest of a stream already being read."""
+    yield first
+    async for batch in rest:
+        yield batch

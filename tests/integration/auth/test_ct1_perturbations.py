@@ -186,7 +186,7 @@ def test_ct1_missed_events_skips_modified_for_one_identity(setup: dict[str, Any]
     start = _cm(s, "web-0")
     _cm(s, "web-1")
     _perturb(s, "missed", missedEvents={"types": ["MODIFIED"], "names": ["web-0"]})
-    time.sleep(0.5)  # the table follows the write (a watch made before is untouched)
+    time.sleep(0.5)  # the table follows the write
     held = _Watcher(s["core"]["target"], s["ns"], start)
     seen = _Watcher(s["core"]["other"], s["ns"], start)
     try:
@@ -202,6 +202,28 @@ def test_ct1_missed_events_skips_modified_for_one_identity(setup: dict[str, Any]
     finally:
         held.stop()
         seen.stop()
+
+
+def test_ct1_missed_events_reach_a_watch_opened_before_the_perturbation(
+        setup: dict[str, Any]) -> None:
+    """An informer keeps its watch open for minutes: a Perturbation created meanwhile
+    applies to that open watch from its next event, not only to the next watch."""
+    s = setup
+    start = _cm(s, "web-0")
+    held = _Watcher(s["core"]["target"], s["ns"], start)
+    try:
+        _set(s, "web-0", "1")
+        held.wait(lambda: len(held.events) >= 1)
+        _perturb(s, "late", missedEvents={"types": ["MODIFIED"], "names": ["web-0"]})
+        time.sleep(0.5)  # the table follows the write
+        _set(s, "web-0", "2")
+        _cm(s, "web-1")
+        held.wait(lambda: "web-1" in held.names())
+        time.sleep(0.3)
+        assert [(t, n) for t, n, _ in held.events] == [("MODIFIED", "web-0"),
+                                                       ("ADDED", "web-1")]
+    finally:
+        held.stop()
 
 
 def test_ct1_missed_events_coalesce_to_latest_state_for_one_identity(
