@@ -88,7 +88,8 @@ def test_ct1_miss_events_flags_become_the_spec_and_heal_removes_every_one(
     pytest.param(["stale-view", "--user", USER, "--group", "ops", "--revision", "5"],
                  "argument --group: not allowed with argument --user", id="two-subjects"),
     pytest.param(["stale-view", "--user", USER],
-                 "one of the arguments --revision --lag-revisions --lag-seconds is required",
+                 "one of the arguments --revision --lag-revisions --lag-seconds --from-write is "
+                 "required",
                  id="no-view"),
     pytest.param(["stale-view", "--user", USER, "--lag-revisions", "0"],
                  "error: --lag-revisions: must be a whole number greater than 0, not 0",

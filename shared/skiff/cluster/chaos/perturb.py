@@ -101,8 +101,12 @@ async def record(client: Client, name: str, *, since_seq: int = 0) -> Obj:
     """The `PerturbationRecord` of Perturbation `name` with `record: true`: what its
     identity read, was delivered (watch events and their fate) and wrote, as the apiserver
     `client` talks to served it — entries with a `seq` above `since_seq`, oldest first,
-    and `dropped` (older entries no longer kept). With several apiservers each journals
-    only what it served itself: ask each (or run one apiserver). Over gRPC this is the
+    and `dropped` (older entries no longer kept). With several apiservers (or one started
+    with `--processes`) each process journals only what it served itself: ask each, or
+    run one single-process apiserver. Entries are in the order that process saw them
+    (a write's own watch event may come before the write's entry: order by revision).
+    A failed write has `code` and `reason` and no `revision`; a PATCH is journaled as
+    the `update` the store makes of it. Over gRPC this is the
     `Record` method; over HTTP `GET /apis/skiff.io/v1/perturbations/NAME/record`."""
     if not isinstance(client, ApiClient):
         raise PerturbationError("client", "the record is read through the apiserver's "
