@@ -7,8 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from skiff.client.credentials import ENV_CA, ENV_CERT, ENV_KEY, ENV_TOKEN
-from skiff.cluster.kubeconfig import cli_credentials
+from skiff.client.credentials import ENV_CA, ENV_CERT, ENV_KEY, ENV_TOKEN, Credentials
 from skiff.cluster.state import ClusterState, default_data_dir
 from skiff.controller_manager.app import ControllerManager
 from skiff.controller_manager.settings import ControllerManagerSettings, parse_settings
@@ -23,7 +22,7 @@ def use_kubeconfig(path: str) -> None:
         raise SettingsError(f"--kubeconfig: {path}: no such file")
     for key in (ENV_CA, ENV_CERT, ENV_KEY, ENV_TOKEN):
         os.environ.pop(key, None)
-    os.environ.update(cli_credentials(Path(path)).to_env())
+    os.environ.update(Credentials.from_kubeconfig(Path(path)).to_env())
 
 
 def find_apiserver(settings: ControllerManagerSettings) -> ControllerManagerSettings:

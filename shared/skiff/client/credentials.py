@@ -8,7 +8,7 @@ gRPC port the certificate is proved by a token its key signs (`skiff.certtoken`:
 cannot ask for an optional client certificate); the kubelet's port is mutual TLS.
 Services read them from their environment (`SKIFF_CA_FILE`, `SKIFF_CLIENT_CERT_FILE`,
 `SKIFF_CLIENT_KEY_FILE`, `SKIFF_TOKEN`), which `skiff up` sets per component; the CLI
-reads the kubeconfig.
+(and a component given `--kubeconfig`) reads a kubeconfig's (`Credentials.from_kubeconfig`).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import yaml
 
 from skiff.certtoken import CertificateTokens
 
@@ -45,6 +46,32 @@ class Credentials:
         env = os.environ if env is None else env
         return cls(ca_file=env.get(ENV_CA, ""), cert_file=env.get(ENV_CERT, ""),
                    key_file=env.get(ENV_KEY, ""), token=env.get(ENV_TOKEN, ""))
+
+    @classmethod
+    def from_kubeconfig(cls, kubeconfig: Path) -> Credentials:
+        """The current context's TLS files and client certificate (or token) from a
+        kubeconfig (JSON or YAML), or none (plaintext) when it has no certificate
+        authority or cannot be read."""
+        try:
+            config = yaml.safe_load(kubeconfig.read_text()) or {}
+        except (OSError, yaml.YAMLError):
+            return cls()
+        contexts = {c.get("name"): c.get("context") or {}
+                    for c in config.get("contexts") or ()}
+        context = contexts.get(config.get("current-context"), {})
+        clusters = {c.get("name"): c.get("cluster") or {}
+                    for c in config.get("clusters") or ()}
+        users = {u.get("name"): u.get("user") or {} for u in config.get("users") or ()}
+        cluster = clusters.get(context.get("cluster"), {})
+        user = users.get(context.get("user"), {})
+
+        def path(value: object) -> str:  # relative to the kubeconfig, as kubectl reads it
+            return str(kubeconfig.parent / str(value)) if value else ""
+
+        return cls(ca_file=path(cluster.get("certificate-authority")),
+                   cert_file=path(user.get("client-certificate")),
+                   key_file=path(user.get("client-key")),
+                   token=str(user.get("token") or ""))
 
     def to_env(self) -> dict[str, str]:
         """The environment that makes a child process's `from_env` return these."""

@@ -11,8 +11,6 @@ import json
 import os
 from pathlib import Path
 
-import yaml
-
 from skiff.client.api import parse_targets
 from skiff.client.credentials import ENV_CA, Credentials
 from skiff.cluster.security import ClusterSecurity
@@ -42,24 +40,7 @@ def write_kubeconfig(data_dir: Path, *servers: str,
 def cli_credentials(kubeconfig: Path) -> Credentials:
     """The current context's TLS files and client certificate from a kubeconfig (JSON or
     YAML), or none (plaintext) when it has no certificate authority."""
-    try:
-        config = yaml.safe_load(kubeconfig.read_text()) or {}
-    except (OSError, yaml.YAMLError):
-        return Credentials()
-    contexts = {c.get("name"): c.get("context") or {} for c in config.get("contexts") or ()}
-    context = contexts.get(config.get("current-context"), {})
-    clusters = {c.get("name"): c.get("cluster") or {} for c in config.get("clusters") or ()}
-    users = {u.get("name"): u.get("user") or {} for u in config.get("users") or ()}
-    cluster = clusters.get(context.get("cluster"), {})
-    user = users.get(context.get("user"), {})
-
-    def path(value: object) -> str:  # relative to the kubeconfig, as kubectl reads it
-        return str(kubeconfig.parent / str(value)) if value else ""
-
-    return Credentials(ca_file=path(cluster.get("certificate-authority")),
-                       cert_file=path(user.get("client-certificate")),
-                       key_file=path(user.get("client-key")),
-                       token=str(user.get("token") or ""))
+    return Credentials.from_kubeconfig(kubeconfig)
 
 
 def use_kubeconfig_credentials(data_dir: Path, server: str = "") -> None:
