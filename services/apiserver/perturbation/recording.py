@@ -193,12 +193,22 @@ def watches(fn: Callable[P, AsyncIterator[list[WatchEvent]]]
 
 async def _recorded(note: WatchNote, source: AsyncIterator[list[WatchEvent]]
                     ) -> AsyncIterator[list[WatchEvent]]:
-    current_watch.set(note)  # this task serves this one watch from here on
+    events = aiter(source)
     try:
-        async for batch in source:
+        while True:
+            # set before each step: whichever task (context) steps this generator, the
+            # store's generator beneath runs in it and finds the note
+            current_watch.set(note)
+            try:
+                batch = await anext(events)
+            except StopAsyncIteration:
+                return
             for ev in batch:
                 if ev.type != "BOOKMARK":
                     note.event(ev.type, ev.object, ev.revision, "delivered")
             yield batch
     finally:
         current_watch.set(None)
+        close = getattr(events, "aclose", None)
+        if close is not None:  # the watch cache's watcher goes with the client's stream
+            await close()

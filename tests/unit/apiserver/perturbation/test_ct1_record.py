@@ -179,3 +179,24 @@ async def test_ct1_record_journals_failed_writes_with_code_and_reason() -> None:
         ("create", "a", None, None), ("create", "a", 409, "AlreadyExists"),
         ("update", "a", 409, "Conflict"), ("delete", "nope", 404, "NotFound")]
     assert "revision" not in entries[1] and entries[1]["namespace"] == "default"
+
+
+async def test_ct1_record_closing_a_recorded_watch_releases_its_cache_watcher() -> None:
+    async with running_registry() as registry:
+        await registry.create("perturbations", None, pert(subject={"user": "op"},
+                                                           record=True))
+        await applied(registry, "p")
+        before = len(registry.cache._subscribers)
+        current_user.set(UserInfo("op"))
+        listed = await registry.list("configmaps", "default")
+        watch = registry.watch_batches("configmaps", "default",
+                                       resource_version=listed["metadata"]["resourceVersion"])
+        assert isinstance(watch, AsyncGenerator)
+        pending = asyncio.ensure_future(anext(watch))
+        await registry.create("configmaps", "default", cm("a"))
+        await asyncio.wait_for(pending, 3)
+        assert len(registry.cache._subscribers) == before + 1
+        await watch.aclose()
+        async with asyncio.timeout(2):  # the cache's generator is finalized by the loop
+            while len(registry.cache._subscribers) != before:
+                await asyncio.sleep(0.01)
