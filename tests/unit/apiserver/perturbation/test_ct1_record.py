@@ -7,6 +7,7 @@ deleting the Perturbation drops the journal."""
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import AsyncGenerator
 from typing import Any
 
@@ -14,12 +15,15 @@ import pytest
 
 from skiff.api import ApiError, lookup
 from skiff.apiserver.auth.context import current_user
+from skiff.apiserver.perturbation.events import HeldEvents
 from skiff.apiserver.perturbation.journal import (
     Journal,
     read_entry,
     record_object,
     write_entry,
 )
+from skiff.apiserver.perturbation.rules import Effective, parse
+from skiff.apiserver.storage.watchcache import WatchEvent
 from skiff.auth import UserInfo
 from tests.unit.apiserver.perturbation.helpers import applied, cm, pert, running_registry
 
@@ -200,3 +204,52 @@ async def test_ct1_record_closing_a_recorded_watch_releases_its_cache_watcher() 
         async with asyncio.timeout(2):  # the cache's generator is finalized by the loop
             while len(registry.cache._subscribers) != before:
                 await asyncio.sleep(0.01)
+
+
+def test_ct1_record_event_fates_missed_held_coalesced() -> None:
+    rule = parse(pert(subject={"user": "op"}, missedEvents={
+        "types": ["MODIFIED"], "names": ["web-0"], "coalesceSeconds": 2}))
+    dropped = parse(pert(name="q", subject={"user": "op"}, missedEvents={
+        "types": ["DELETED"]}))
+    assert rule is not None and dropped is not None
+    told: list[tuple[str, int, str]] = []
+    held = HeldEvents(lookup("configmaps"),
+                      lambda ev, fate: told.append((ev.type, ev.revision, fate)))
+    effective = Effective((rule, dropped))
+
+    def ev(kind: str, name: str, rev: int) -> WatchEvent:
+        return WatchEvent(kind, {"metadata": {"name": name, "namespace": "default"}}, rev)
+
+    for event in (ev("MODIFIED", "web-0", 5), ev("MODIFIED", "web-0", 6),
+                  ev("ADDED", "web-1", 7), ev("DELETED", "web-1", 8)):
+        held.admit(event, effective, view=0, now=0.0)
+    assert held.release(view=0, now=1.0) == []
+    assert told == [("MODIFIED", 5, "held"), ("MODIFIED", 5, "coalesced"),
+                    ("MODIFIED", 6, "held"), ("DELETED", 8, "missed"),
+                    ("ADDED", 7, "held")]  # behind the coalesced one: waits for it
+    assert [e.revision for e in held.release(view=0, now=2.5)] == [6, 7]
+
+
+async def test_ct1_record_journals_a_crash_on_write_firing() -> None:
+    victim = subprocess.Popen(["sleep", "30"])
+    try:
+        async with running_registry() as registry:
+            made = await registry.create("perturbations", None, pert(
+                subject={"user": "op"}, record=True,
+                crashOnWrite={"after": 1, "target": {"pid": victim.pid}}))
+            await applied(registry, "p")
+            current_user.set(UserInfo("op"))
+            wrote = await registry.create("configmaps", "default", cm("a"))
+            async with asyncio.timeout(5):
+                while len(registry.perturbations.record(made.object)["entries"]) < 2:
+                    await asyncio.sleep(0.02)
+            write, crash = registry.perturbations.record(made.object)["entries"]
+        assert victim.wait(5) == -9
+    finally:
+        victim.kill()
+    revision = int(wrote.object["metadata"]["resourceVersion"])
+    assert (write["op"], write["revision"]) == ("write", revision)
+    assert {k: crash[k] for k in ("op", "perturbation", "revision", "target", "killed")} == {
+        "op": "crash", "perturbation": "p", "revision": revision,
+        "target": f"pid {victim.pid}", "killed": True}
+    assert f"killed process {victim.pid}" in crash["message"]
