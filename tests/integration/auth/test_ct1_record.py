@@ -1,7 +1,7 @@
 """CT1 `record: true` and `staleView.fromWrite` (issue 35 part 2) on the real secure
 apiserver, with the official Python client as the recorded identity: its rv=0 list, its
 watch with the event delivered, and its create are exactly what the Perturbation's record
-shows — read kubectl-style over HTTP (`GET .../perturbations/NAME/record`) and through
+shows (its PATCH as the store's update) — read kubectl-style over HTTP (`GET .../perturbations/NAME/record`) and through
 `skiff.cluster.chaos.perturb.record` over gRPC, the same — while another identity's
 requests are absent and a user without `perturbations/record` is refused. With
 `fromWrite: 1`, the identity's first create vanishes from its own rv=0 list (its
@@ -147,6 +147,9 @@ async def test_ct1_record_shows_exactly_one_identitys_reads_events_and_writes(
                "the watch was never recorded")
         made = int(_cm(s, "target", "mine"))
         _until(lambda: ("ADDED", "mine") in events, f"events: {events}")
+        patched = int(str(meta(s["core"]["target"].patch_namespaced_config_map(
+            "mine", s["ns"], {"data": {"v": "1"}})).resource_version))
+        _until(lambda: ("MODIFIED", "mine") in events, f"events: {events}")
         s["core"]["other"].list_namespaced_config_map(s["ns"], resource_version="0")
         _cm(s, "other", "theirs-2")
         _until(lambda: ("ADDED", "theirs-2") in events, f"events: {events}")
@@ -163,19 +166,22 @@ async def test_ct1_record_shows_exactly_one_identitys_reads_events_and_writes(
     # journaled as this apiserver saw them: a write's own event may come before the
     # write's entry (the watch cache can deliver it before the create returns)
     theirs = next(e["revision"] for e in entries if e.get("name") == "theirs-2")
+    # a PATCH is the store's update; the patch's own read of the object is not journaled
     assert sorted(shape[2:], key=str) == sorted([
         ("write", "create", "configmaps", "mine", made),
         ("event", "ADDED", "mine", made, "delivered"),
+        ("write", "update", "configmaps", "mine", patched),
+        ("event", "MODIFIED", "mine", patched, "delivered"),
         ("event", "ADDED", "theirs-2", theirs, "delivered")], key=str)
     assert shape[-1][2] == "theirs-2"
-    assert len(entries) == 5  # nothing of the other identity's list or creates
+    assert len(entries) == 7  # nothing of the other identity's list or creates
     assert [i["name"] for i in entries[0]["items"]] == ["theirs"]
     assert entries[0]["servedRevision"] == int(rv)
-    assert [e["seq"] for e in entries] == list(range(start + 1, start + 6))
+    assert [e["seq"] for e in entries] == list(range(start + 1, start + 8))
     pair = s["cluster"].user(f"admin-{s['ns']}", "system:masters")
     async with s["cluster"].client(pair) as skiff:
         over_grpc = await perturb.record(skiff, name, since_seq=start)
-    assert over_grpc["entries"][:5] == entries
+    assert over_grpc["entries"][:7] == entries
     status, refused = _get_raw(s, name, 0, "nobody")
     assert status == 403
     assert 'resource "perturbations/record" in API group "skiff.io"' in refused["message"]

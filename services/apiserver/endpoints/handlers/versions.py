@@ -156,9 +156,11 @@ class VersionView:
                 "items": await self._conversion.from_stored(listed.get("items") or [])}
 
     async def get(self, resource: str, namespace: str | None, name: str, *,
-                  revision: int = 0, allow_cached: bool = False) -> Obj:
+                  revision: int = 0, allow_cached: bool | None = None) -> Obj:
+        # None: a read of the apiserver's own (an update's), not a client's (issue 35's record)
+        cached = {} if allow_cached is None else {"allow_cached": allow_cached}
         return await self._out(await self.registry.get(resource, namespace, name,
-                                                 revision=revision, allow_cached=allow_cached))
+                                                 revision=revision, **cached))
 
     async def list(self, resource: str, namespace: str | None, **options: Any) -> Obj:
         return await self._list(await self.registry.list(resource, namespace,
