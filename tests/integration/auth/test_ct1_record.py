@@ -1,11 +1,12 @@
 """CT1 `record: true` and `staleView.fromWrite` (issue 35 part 2) on the real secure
 apiserver, with the official Python client as the recorded identity: its rv=0 list, its
-watch with the event delivered, and its create are exactly what the Perturbation's record
-shows (its PATCH as the store's update) — read kubectl-style over HTTP (`GET .../perturbations/NAME/record`) and through
-`skiff.cluster.chaos.perturb.record` over gRPC, the same — while another identity's
-requests are absent and a user without `perturbations/record` is refused. With
-`fromWrite: 1`, the identity's first create vanishes from its own rv=0 list (its
-consistent list shows it) until the Perturbation is deleted."""
+watch with the events delivered, its create and its PATCH (as the store's update) are
+exactly what the Perturbation's record shows — read kubectl-style over HTTP (`GET
+.../perturbations/NAME/record`) and through `skiff.cluster.chaos.perturb.record` over
+gRPC, the same — while another identity's requests are absent and a user without
+`perturbations/record` is refused. With `fromWrite: 1`, the identity's first create
+vanishes from its own rv=0 list (its consistent list shows it) until the Perturbation is
+deleted."""
 
 from __future__ import annotations
 
