@@ -11,16 +11,11 @@ a consistent read), and a new child has a deterministic name (`<backup>-job`), s
 create is an AlreadyExists (409) that it adopts too.
 
     KUBECONFIG=... python examples/operators/backup.py NAMESPACE [--fixed] [--resync 10]
-
-EXAMPLE_CRASH_AFTER_CREATE=1 kills the process (SIGKILL) right after the child is created:
-the crash the tests inject, in the one place it does harm.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
-import signal
 from typing import Any, cast
 
 from kubernetes import client, config, watch
@@ -49,11 +44,6 @@ def child(backup: dict[str, Any], *, name: str = "", generate_name: str = "") ->
         data={"target": backup["spec"]["target"]})
 
 
-def crash_point() -> None:
-    if os.environ.get("EXAMPLE_CRASH_AFTER_CREATE"):
-        os.kill(os.getpid(), signal.SIGKILL)
-
-
 def create_child(core: client.CoreV1Api, ns: str, backup: dict[str, Any], *,
                  fixed: bool) -> str:
     name = backup["metadata"]["name"]
@@ -61,14 +51,12 @@ def create_child(core: client.CoreV1Api, ns: str, backup: dict[str, Any], *,
         # BUG: nothing ties this child to the Backup until the status write below lands
         made: Any = core.create_namespaced_config_map(
             ns, child(backup, generate_name=f"{name}-job-"))
-        crash_point()
         return str(made.metadata.name)
     mine: list[Any] = core.list_namespaced_config_map(ns, label_selector=f"{LABEL}={name}").items
     if mine:
         return str(mine[0].metadata.name)  # adopt what an earlier run made
     try:
         core.create_namespaced_config_map(ns, child(backup, name=f"{name}-job"))
-        crash_point()
     except ApiException as err:
         if err.status != 409:
             raise

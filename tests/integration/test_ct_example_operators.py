@@ -7,9 +7,9 @@ Perturbation names that identity:
   version keeps making replicas (duplicates); the fixed one makes exactly `replicas`.
 - claim.py, missed DELETED events: the buggy version never frees a deleted Claim's lock
   (a leak); the fixed one frees it at its next resync.
-- backup.py, a crash right after creating the child (a plain SIGKILL at that point, until
-  the crash-on-write perturbation lands): on restart the buggy version makes a second
-  child; the fixed one adopts the first.
+- backup.py, a crash right after creating the child (the crash-on-write perturbation: the
+  apiserver SIGKILLs it once its first ConfigMap create commits): on restart the buggy
+  version makes a second child; the fixed one adopts the first.
 
 And each buggy version, without the fault, ends right: the fault, not the code alone,
 reveals the bug."""
@@ -189,8 +189,12 @@ def _jobs(c: Case) -> list[str]:
 def test_ct1_example_backup_children_after_a_crash_past_the_create(c: Case,
                                                                   fixed: bool) -> None:
     _create(c, "backups", "Backup", "nightly", {"target": "db"})
-    with operator("backup", c.ns, c.config, fixed=fixed,
-                  env={"EXAMPLE_CRASH_AFTER_CREATE": "1"}) as crashing:
+    with operator("backup", c.ns, c.config, fixed=fixed) as crashing:
+        # the crash-on-write perturbation: killed right after its first ConfigMap create
+        # commits (set while the interpreter still imports, before any write)
+        perturb(c.env.custom, f"crash-{c.ns}", c.user, crashOnWrite={
+            "after": 1, "resources": ["configmaps"], "verbs": ["create"],
+            "target": {"pid": crashing.proc.pid}})
         until(lambda: crashing.proc.poll() is not None, "the operator to crash")
     assert crashing.proc.returncode == -9, crashing.output
     assert (len(_jobs(c)), _job(c)) == (1, None)  # a child nobody recorded

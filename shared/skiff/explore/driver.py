@@ -23,7 +23,7 @@ from skiff.cluster.chaos.perturb import perturbation, record
 from skiff.explore.cluster import ExploreError, RunCluster, start_cluster, stop_cluster
 from skiff.explore.controller import Controller, Exit, command_line
 from skiff.explore.explain import explain
-from skiff.explore.invariants import Violation, check_invariants
+from skiff.explore.invariants import Violation, check_invariants, referenced_resources
 from skiff.explore.oracle import Difference, Mask, diff
 from skiff.explore.plan import Trial
 from skiff.explore.record import Trace
@@ -151,9 +151,14 @@ async def _settle(api: ApiClient, opts: Options) -> bool:
 
 
 def compared_resources(opts: Options, reference: Trace) -> list[str]:
+    """The workload's `compare`, or every kind the controller read, watched or wrote in the
+    reference run; and what the invariants read."""
+    found = list(opts.workload.compare)
+    for resource in referenced_resources(opts.workload.invariants):
+        if resource not in found:
+            found.append(resource)
     if opts.workload.compare:
-        return list(opts.workload.compare)
-    found: list[str] = []
+        return found
     for e in reference.entries:
         resource = str(e.get("resource") or "")
         if e.get("op") in ("write", "read", "watch") and resource \

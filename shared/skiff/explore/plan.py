@@ -4,7 +4,9 @@ expressed so that a fresh cluster, whose revision numbers differ, meets the same
 
 - *stale view from write #k*: the controller's cached reads and watches stop at the
   revision before its own k-th write (Kubernetes issue 59848: the cache does not show
-  what it just wrote), for each write that followed a cached read or a watch event;
+  what it just wrote), for each write with a cached read or a watch event since the
+  write before it (even when a consistent read came between: it may still have acted on
+  the cached state);
 - *stale view before step j*: its view pinned just before a workload step the controller
   reacted to, so that step's change arrives late;
 - *missed event*: each watch event it acted on (a write followed before the next event),
@@ -62,11 +64,25 @@ def _event_name(entry: Obj, trace: Trace) -> str:
     return f"{ns}/{name}" if ns else name
 
 
+def _cached_since(trace: Trace, after: int, before: int) -> Obj | None:
+    """The last cached read or delivered watch event between two seqs: the state, as a
+    cache showed it, that a write at `before` may have been decided on."""
+    found = None
+    for e in trace.entries:
+        seq = int(e["seq"])
+        if after < seq < before and (is_cached_read(e) or (
+                e.get("op") == "event" and e.get("fate", "delivered") == "delivered")):
+            found = e
+    return found
+
+
 def _stale_from_writes(trace: Trace) -> list[Trial]:
     tests, seen = [], set()
+    previous = trace.start_seq
     for k, write in enumerate(trace.writes(), start=1):
-        decision = trace.decision_before(write.seq)
-        if decision is None or not (is_cached_read(decision) or decision.get("op") == "event"):
+        decision = _cached_since(trace, previous, write.seq)
+        previous = write.seq
+        if decision is None:
             continue
         if write.key in seen:
             continue

@@ -91,6 +91,8 @@ def _json(outcome: Outcome) -> Obj:
     return {
         "controller": outcome.opts.controller, "workload": str(outcome.opts.workload.path),
         "seconds": round(outcome.seconds, 1), "referenceRuns": len(outcome.references),
+        "references": [{"name": r.name, "seconds": round(r.seconds, 1), "phases": r.phases}
+                       for r in outcome.references],
         "tests": [{
             "id": r.test.id if r.test else r.name, "kind": r.test.kind if r.test else "",
             "title": r.test.title if r.test else "", "finding": r.diverged,

@@ -48,6 +48,14 @@ def test_ct2_plan_skips_writes_not_decided_on_a_cached_read_or_event_for_stale_v
     assert [t.kind for t in make_plan(trace)] == ["crash"]
 
 
+def test_ct2_plan_stales_a_write_after_an_event_even_with_a_consistent_read_between() -> None:
+    consistent = {**LIST_CM, "resourceVersion": ""}
+    trace = _trace(EV_DB, consistent, _create("db-0"), consistent, _create("db-1", revision=12))
+    stale = [t for t in make_plan(trace) if t.kind == "stale-view"]
+    assert [t.spec for t in stale] == [{"staleView": {"fromWrite": 1}}]
+    assert stale[0].point.startswith("ADDED event of databases.examples.skiff.io demo/db")
+
+
 def test_ct2_plan_counts_from_where_the_steps_began() -> None:
     startup = _create("lease", revision=5)
     trace = _trace(startup, EV_DB, LIST_CM, _create("db-0"), start_seq=1)
