@@ -4,8 +4,10 @@ cached answer is served at its stale view, a stale read is marked on the request
 and a `record: true` Perturbation journals the read, the watch and each event delivered;
 `@writes(verb)` journals a recorded identity's failed writes (code and reason).
 
-With no Perturbation stored a wrapped call costs one truth test (`self.perturbations`)
-and hands back the method's own coroutine or generator, nothing wrapped around it. Only the
+With no Perturbation stored a wrapped read or write costs one truth test
+(`self.perturbations`) and hands back the method's own coroutine; a watch is wrapped in
+one generator that pays one truth test per batch (a Perturbation created later must reach
+a watch already open). Only the
 calls an endpoint makes for a client are journaled: they pass `allow_cached` (every
 client get and list does); the registry's own reads (an update's current object, a
 watch's initial list) do not.
@@ -34,6 +36,7 @@ from skiff.apiserver.perturbation.journal import (
 from skiff.apiserver.perturbation.table import PerturbationTable
 from skiff.apiserver.perturbation.traces import annotate
 from skiff.apiserver.storage.watchcache import WatchEvent
+from skiff.auth import UserInfo
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -170,25 +173,80 @@ async def _write(verb: str, call: Coroutine[Any, Any, T], args: tuple[Any, ...],
 
 def watches(fn: Callable[P, AsyncIterator[list[WatchEvent]]]
             ) -> Callable[P, AsyncIterator[list[WatchEvent]]]:
-    """Wrap the registry's `watch_batches` (see the module doc)."""
+    """Wrap the registry's `watch_batches` (see the module doc): a recorded identity's
+    watch is journaled from its start, or — a controller's informer keeps one watch open
+    for minutes — from the first batch after a `record: true` Perturbation targeting it
+    appears (until then each batch pays one truth test)."""
     @functools.wraps(fn)
     def method(*args: P.args, **kw: P.kwargs) -> AsyncIterator[list[WatchEvent]]:
         source = fn(*args, **kw)
+        user = current_user.get()
+        if user is None:
+            return source
         table = cast(Perturbed, args[0]).perturbations
-        if not table:
-            return source
-        effective = table.for_user(current_user.get())
-        journals = table.journals(effective) if effective is not None else []
-        if not journals:
-            return source
         c = _Call.of(args, cast(dict[str, Any], kw))
-        info = lookup(c.resource)
-        note = WatchNote(next_watch_id(), info, journals)
-        entry = watch_entry(note.watch_id, info, c.namespace, kw=c.kw)
-        for journal in journals:
-            journal.add("watch", entry)
-        return _recorded(note, source)
+        journals = _journals(table, user) if table else []
+        if journals:
+            return _recorded(_opened(c, journals), source)
+        return _until_recorded(table, user, c, source)
     return method
+
+
+def _journals(table: PerturbationTable, user: UserInfo) -> list[Journal]:
+    effective = table.for_user(user)
+    return table.journals(effective) if effective is not None else []
+
+
+def _opened(c: _Call, journals: list[Journal]) -> WatchNote:
+    """Journal a watch (from now on) and return its note."""
+    info = lookup(c.resource)
+    note = WatchNote(next_watch_id(), info, journals)
+    entry = watch_entry(note.watch_id, info, c.namespace, kw=c.kw)
+    for journal in journals:
+        journal.add("watch", entry)
+    return note
+
+
+async def _until_recorded(table: PerturbationTable, user: UserInfo, c: _Call,
+                          source: AsyncIterator[list[WatchEvent]]
+                          ) -> AsyncIterator[list[WatchEvent]]:
+    events = aiter(source)
+    try:
+        async for batch in _steps(events):
+            journals = _journals(table, user) if table else []
+            if journals:
+                async for out in _recorded(_opened(c, journals), _prepend(batch, events)):
+                    yield out
+                return
+            yield batch
+    finally:
+        await _close(events)
+
+
+async def _steps(events: AsyncIterator[list[WatchEvent]]
+                 ) -> AsyncIterator[list[WatchEvent]]:
+    """`events`, step by step, without closing it when left (its owner does)."""
+    while True:
+        try:
+            batch = await anext(events)
+        except StopAsyncIteration:
+            return
+        yield batch
+
+
+async def _prepend(first: list[WatchEvent], rest: AsyncIterator[list[WatchEvent]]
+                   ) -> AsyncIterator[list[WatchEvent]]:
+    """`first`, then the rest of a stream already being read."""
+    yield first
+    async for batch in _steps(rest):
+        yield batch
+    await _close(rest)
+
+
+async def _close(events: AsyncIterator[list[WatchEvent]]) -> None:
+    close = getattr(events, "aclose", None)
+    if close is not None:  # the watch cache's watcher goes with the client's stream
+        await close()
 
 
 async def _recorded(note: WatchNote, source: AsyncIterator[list[WatchEvent]]
@@ -209,6 +267,4 @@ async def _recorded(note: WatchNote, source: AsyncIterator[list[WatchEvent]]
             yield batch
     finally:
         current_watch.set(None)
-        close = getattr(events, "aclose", None)
-        if close is not None:  # the watch cache's watcher goes with the client's stream
-            await close()
+        await _close(events)

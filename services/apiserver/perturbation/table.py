@@ -235,9 +235,8 @@ class PerturbationTable:
 
     def _perturbed(self, user: UserInfo, info: KindInfo,
                    source: AsyncIterator[list[WatchEvent]]) -> AsyncIterator[list[WatchEvent]]:
-        recorded = current_watch.get()
-
         def note(ev: WatchEvent, fate: str) -> None:
+            recorded = current_watch.get()  # set at each step by a recorded watch
             if recorded is not None:
                 recorded.event(ev.type, ev.object, ev.revision, fate)
             meta = ev.object.get("metadata") or {}

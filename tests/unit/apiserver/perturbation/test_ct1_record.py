@@ -253,3 +253,31 @@ async def test_ct1_record_journals_a_crash_on_write_firing() -> None:
         "op": "crash", "perturbation": "p", "revision": revision,
         "target": f"pid {victim.pid}", "killed": True}
     assert f"killed process {victim.pid}" in crash["message"]
+
+
+async def test_ct1_record_reaches_a_watch_opened_before_the_perturbation() -> None:
+    async with running_registry() as registry:
+        current_user.set(UserInfo("op"))
+        listed = await registry.list("configmaps", "default")
+        watch = registry.watch_batches("configmaps", "default",
+                                       resource_version=listed["metadata"]["resourceVersion"])
+        assert isinstance(watch, AsyncGenerator)
+        pending = asyncio.ensure_future(anext(watch))
+        await registry.create("configmaps", "default", cm("before"))
+        assert [e.object["metadata"]["name"] for e in await asyncio.wait_for(pending, 3)] \
+            == ["before"]
+        made = await registry.create("perturbations", None, pert(subject={"user": "op"},
+                                                                 record=True))
+        await applied(registry, "p")
+        # the batch that carries the Perturbation's own event (not the watch's resource)
+        # is not seen; the next one is the first journaled
+        pending = asyncio.ensure_future(anext(watch))
+        current_user.set(UserInfo("admin"))  # the watch keeps its own user
+        await registry.create("configmaps", "default", cm("after"))
+        assert [e.object["metadata"]["name"] for e in await asyncio.wait_for(pending, 3)] \
+            == ["after"]
+        await watch.aclose()
+        entries = registry.perturbations.record(made.object)["entries"]
+    assert [(e["op"], e.get("name")) for e in entries] == [
+        ("watch", ""), ("event", "after")]
+    assert entries[0]["resourceVersion"] == listed["metadata"]["resourceVersion"]
