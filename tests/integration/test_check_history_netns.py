@@ -197,7 +197,8 @@ async def test_ct3_skiff_check_history_on_up_ha_netns_under_cuts_and_kills_finds
     assert rows[leader][restarts] == "1" and rows["apiserver-2"][restarts] == "1", status.stdout
 
     history = History.from_json(saved.read_text())
-    api_1, api_2 = state.api.split(",")
+    api_1, api_2 = (next(c.address for c in state.components if c.name == name)
+                    for name in ("apiserver-1", "apiserver-2"))  # their published addresses
     writes = [op for op in history.ops if op.kind == WRITE and op.outcome == OK]
     assert {op.server for op in writes} == {api_1, api_2}
     # apiserver-1 acknowledged nothing consistent while it was cut from etcd; what was in
