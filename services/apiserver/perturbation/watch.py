@@ -7,8 +7,9 @@ are looked up again at each wake-up (at least every `TICK`), so a changed Pertur
 applies at once. Only this watcher waits: the cache and every other watcher go on.
 
 When the rules are gone (the Perturbation deleted), every held event leaves in order; a
-watch that missed events then ends cleanly, so its client watches again (from a revision
-it has, or re-lists) and converges.
+watch that missed events then ends with 410 Gone, so its client lists again (an informer
+re-lists on Gone, and client-go's relist tells its handlers about changed and deleted
+objects) and converges: a missed event delays the truth, it never hides it for good.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import contextlib
 from collections.abc import AsyncIterator
 from typing import Protocol
 
+from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
 from skiff.apiserver.perturbation.events import HeldEvents, Note
 from skiff.apiserver.perturbation.rules import Effective
@@ -66,6 +68,8 @@ async def perturbed_watch(table: Views, user: UserInfo, info: KindInfo,
             except TimeoutError:
                 item = []
             effective = table.for_user(user)
+            if effective is not None and not (effective.stale or effective.missed):
+                effective = None  # what is left (a record, a crash) does not touch watches
             if effective is None:
                 out = held.release_all()
                 if isinstance(item, list):
@@ -73,7 +77,13 @@ async def perturbed_watch(table: Views, user: UserInfo, info: KindInfo,
                 if out:
                     yield out
                 if missed_ever:
-                    return  # healed: the client watches again and converges
+                    # healed: what this watch missed is not in its client's view, and a
+                    # watch from its last resourceVersion would not bring it back (a later
+                    # event or bookmark may be past it): 410 Gone makes it list again, as
+                    # after a real gap, so the final state is never a lie
+                    raise ApiError.gone(
+                        "the watch missed events (a Perturbation, now healed): list again "
+                        "and watch from the list's resourceVersion")
             else:
                 missed_ever = missed_ever or bool(effective.missed)
                 view, now = table.view(effective), loop.time()

@@ -9,7 +9,9 @@ import asyncio
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from skiff.api import lookup
+import pytest
+
+from skiff.api import ApiError, Reason, lookup
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.perturbation.events import HeldEvents
@@ -167,7 +169,9 @@ async def test_pert_store_hooks_change_only_the_targeted_identity() -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def test_pert_missed_events_watch_ends_when_the_perturbation_is_deleted() -> None:
+async def test_pert_missed_events_watch_ends_gone_when_the_perturbation_is_deleted() -> None:
+    """Healed, a watch that missed events ends with 410 Gone: its client lists again, so
+    what it missed reaches it (a re-watch from its last resourceVersion would not)."""
     store = MemoryStorage()
     cache = WatchCache(store)
     registry = Registry(store, cache, config=RegistryConfig(pod_security=None))
@@ -189,10 +193,14 @@ async def test_pert_missed_events_watch_ends_when_the_perturbation_is_deleted() 
         await registry.create("configmaps", "default", _cm("b", "1"))
         first = await asyncio.wait_for(anext(watch), 3)
         assert (first.type, first.object["metadata"]["name"]) == ("ADDED", "b")
-        await registry.delete("perturbations", None, "p")
-        async with asyncio.timeout(3):  # healed: the stream ends, the client re-lists
-            rest = [ev async for ev in watch if ev.type != "BOOKMARK"]
-        assert rest == []
+        await registry.create("perturbations", None, _pert(
+            name="rec", subject={"group": "ops"}, record=True))
+        await registry.delete("perturbations", None, "p")  # the record stays: still healed
+        with pytest.raises(ApiError) as gone:
+            async with asyncio.timeout(3):
+                rest = [ev async for ev in watch if ev.type != "BOOKMARK"]
+                assert rest == []
+        assert gone.value.reason == Reason.GONE
     finally:
         for task in tasks:
             task.cancel()
