@@ -30,6 +30,9 @@ from skiff.explore.record import Trace, describe, is_cached_read
 __all__ = ["KINDS", "Trial", "make_plan"]
 
 KINDS = ("stale-view", "missed-event", "crash")
+# Writes that record what happened rather than decide anything (Events, Leases): counted,
+# never a test point of their own.
+NOISE = frozenset({"events", "events.events.k8s.io", "leases.coordination.k8s.io"})
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,8 @@ def _stale_from_writes(trace: Trace) -> list[Trial]:
     tests, seen = [], set()
     previous = trace.start_seq
     for k, write in enumerate(trace.writes(), start=1):
+        if write.key.resource in NOISE:
+            continue
         decision = _cached_since(trace, previous, write.seq)
         previous = write.seq
         if decision is None:
@@ -124,7 +129,8 @@ def _missed(trace: Trace) -> list[Trial]:
         nxt = next((e for e in entries if int(e["seq"]) > seq and e.get("op") == "event"
                     and e.get("fate", "delivered") == "delivered"), None)
         acted = [w for w in writes if w.seq > seq and (nxt is None or w.seq < int(nxt["seq"]))]
-        if not acted:
+        acted = [w for w in acted if w.key.resource not in NOISE]
+        if not acted or event.get("resource") in NOISE:
             continue
         name = _event_name(event, trace)
         key = (event.get("resource"), event.get("type"), name)
@@ -150,7 +156,7 @@ def _crashes(trace: Trace) -> list[Trial]:
     for write in trace.writes():
         match = (write.key.resource, write.key.verb)
         nth[match] = nth.get(match, 0) + 1
-        if write.key in seen:
+        if write.key in seen or write.key.resource in NOISE:
             continue
         seen.add(write.key)
         crash: Obj = {"after": nth[match], "resources": [write.key.resource],

@@ -120,3 +120,16 @@ def test_ct2_record_lines_say_a_read_was_stale_and_an_event_missed() -> None:
                                "revision 8 while the head was 12 (stale): 0 items")
     assert describe({**EV_DB, "type": "DELETED", "fate": "missed"}) == (
         "DELETED event of databases.examples.skiff.io demo/db (revision 9) missed")
+
+
+def test_ct2_plan_puts_no_test_at_an_event_or_lease_write() -> None:
+    event = {"op": "write", "verb": "create", "resource": "events", "namespace": "demo",
+             "name": "db.18ec4906e9542400", "revision": 11}
+    trace = _trace(EV_DB, LIST_CM, event, _create("db-0", revision=12))
+    plan = make_plan(trace)
+    assert all("events" not in t.title for t in plan), [t.title for t in plan]
+    stale = next(t for t in plan if t.kind == "stale-view")
+    assert stale.spec == {"staleView": {"fromWrite": 2}}  # the event still counts
+    crash = next(t for t in plan if t.kind == "crash")
+    assert crash.spec["crashOnWrite"] == {"after": 1, "resources": ["configmaps"],
+                                          "verbs": ["create"]}
