@@ -559,15 +559,20 @@ class KubeApi:
 
         async def events() -> AsyncIterator[Obj]:
             first = True
-            async for ev in collection.until_timeout(source, timeout):
-                if ev.type == "BOOKMARK" and not query_bool(q, "allowWatchBookmarks"):
-                    continue
-                obj = ev.object
-                if table and ev.type != "BOOKMARK":
-                    obj = self._table(req, info, [obj], obj)
-                    if not first:
-                        obj["columnDefinitions"] = []
-                    first = False
-                yield {"type": ev.type, "object": obj}
+            try:
+                async for ev in collection.until_timeout(source, timeout):
+                    if ev.type == "BOOKMARK" and not query_bool(q, "allowWatchBookmarks"):
+                        continue
+                    obj = ev.object
+                    if table and ev.type != "BOOKMARK":
+                        obj = self._table(req, info, [obj], obj)
+                        if not first:
+                            obj["columnDefinitions"] = []
+                        first = False
+                    yield {"type": ev.type, "object": obj}
+            except ApiError as err:
+                # the stream has begun (200 sent): a failure is its last event, a Status, as
+                # kube-apiserver ends a watch (410 Gone makes an informer list again)
+                yield {"type": "ERROR", "object": err.to_status()}
 
         return Response(200, stream=events())

@@ -38,6 +38,8 @@ class _Watcher:
 
     def __init__(self, core: client.CoreV1Api, namespace: str, rv: str) -> None:
         self.events: list[tuple[str, str, dict[str, str]]] = []
+        self.error: Exception | None = None  # how the stream ended, if not cleanly
+        self.done = False
         self._w = watch.Watch()
         self._thread = threading.Thread(target=self._run, args=(core, namespace, rv),
                                         daemon=True)
@@ -50,8 +52,9 @@ class _Watcher:
                                      _request_timeout=20):
                 obj = ev["object"]
                 self.events.append((ev["type"], name_of(obj), dict(obj.data or {})))
-        except Exception:  # noqa: BLE001 (the stream cut when the cluster stops)
-            pass
+        except Exception as err:  # noqa: BLE001 (also the stream cut when the cluster stops)
+            self.error = err
+        self.done = True
 
     def names(self) -> list[str]:
         return [name for _, name, _ in self.events]
@@ -224,6 +227,29 @@ def test_ct1_missed_events_reach_a_watch_opened_before_the_perturbation(
                                                        ("ADDED", "web-1")]
     finally:
         held.stop()
+
+
+def test_ct1_healed_missed_events_end_the_watch_with_410_gone(setup: dict[str, Any]) -> None:
+    """What a watch missed is not in its client's view: healed, the watch ends with an
+    ERROR event carrying 410 Gone (the official client raises it), so the client lists
+    again and sees the final state."""
+    s = setup
+    start = _cm(s, "web-0")
+    name = _perturb(s, "gone", missedEvents={"types": ["MODIFIED"]})
+    time.sleep(0.5)
+    held = _Watcher(s["core"]["target"], s["ns"], start)
+    try:
+        _set(s, "web-0", "1")
+        time.sleep(0.5)
+        _unperturb(s, name)
+        held.wait(lambda: held.done)
+        assert held.events == []
+        assert isinstance(held.error, client.ApiException), held.error
+        assert held.error.status == 410
+        assert "list again" in str(held.error.reason) + str(held.error.body)
+    finally:
+        held.stop()
+    assert _cached(s).items[0].data == {"v": "1"}  # the list shows what the watch missed
 
 
 def test_ct1_missed_events_coalesce_to_latest_state_for_one_identity(
