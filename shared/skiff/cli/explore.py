@@ -1,8 +1,10 @@
 """`skiff explore run` and `skiff explore replay` (issue 35): test an unmodified controller
 under stale views, missed events and crashes that a plan derived from its own reference
 run puts where its decisions are; exit code 1 when a test run diverged (a finding), 0
-when none did. The work is skiff.explore's; this module adds the flags and turns argument
-problems into errors that name the flag."""
+when none did. The controller is given as a command explore starts (`--controller`) or as
+the identity of one the workload's setup deploys (`--identity`, `--controller-pods`). The
+work is skiff.explore's; this module adds the flags and turns argument problems into
+errors that name the flag."""
 
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from skiff.api import ApiError
+from skiff.api.selectors import LabelSelector
 from skiff.cli.resources import CliError
 from skiff.explore.cluster import ExploreError
 from skiff.explore.driver import Options
@@ -22,7 +26,7 @@ from skiff.explore.session import explore, replay
 from skiff.explore.steps import StepError
 from skiff.explore.workload import Workload, WorkloadError, load_workload
 
-__all__ = ["add_commands"]
+__all__ = ["add_commands", "controller_form"]
 
 T = TypeVar("T")
 
@@ -64,11 +68,20 @@ def add_commands(add: Callable[..., argparse.ArgumentParser],
                                   "a report of the findings")
     run.add_argument("workload", help="the workload file (YAML: namespace, setup, steps, "
                                       "compare, invariants)")
-    run.add_argument("--controller", required=True, metavar="COMMAND",
+    run.add_argument("--controller", metavar="COMMAND",
                      help="how to start the controller ({namespace} and {kubeconfig} are "
                           "filled in; $KUBECONFIG is set to its own identity's)")
-    run.add_argument("--user", default="skiff-explore:controller",
-                     help="the controller's identity (its client certificate's user)")
+    run.add_argument("--identity", metavar="USER",
+                     help="instead of --controller: a controller the workload's setup "
+                          "deploys in each cluster, by its identity as RBAC names it "
+                          "(system:serviceaccount:NS:NAME); its pod needs --nodes 1 or more")
+    run.add_argument("--controller-pods", metavar="SELECTOR",
+                     help="with --identity: a label selector naming the controller's pods in "
+                          "the workload's namespace (crash tests kill the first Running one; "
+                          "without it there are no crash tests)")
+    run.add_argument("--user", default=None,
+                     help="with --controller: its identity (its client certificate's user; "
+                          "default skiff-explore:controller)")
     run.add_argument("--group", dest="groups", action="append", default=None,
                      help="its groups (repeat; default system:masters)")
     run.add_argument("--nodes", type=int, default=0, help="kubelets in each cluster (0)")
@@ -97,19 +110,28 @@ def add_commands(add: Callable[..., argparse.ArgumentParser],
     def do_run(args: argparse.Namespace) -> None:
         if args.nodes < 0:
             raise CliError("--nodes must be 0 or more")
+        kinds, note = controller_form(controller=args.controller, identity=args.identity,
+                                      controller_pods=args.controller_pods, user=args.user,
+                                      groups=args.groups, nodes=args.nodes, kinds=args.kinds)
         workload = _load(Path(args.workload))
         config = Path(args.cluster_config) if args.cluster_config else None
         if config is not None and not config.is_file():
             raise CliError(f"--cluster-config: no such file: {config}")
         opts = Options(
-            workload=workload, controller=args.controller, user=args.user,
-            groups=tuple(args.groups or ("system:masters",)), nodes=args.nodes,
+            workload=workload, controller=args.controller or "",
+            # with --identity the subject is the identity (no certificate of its own is used)
+            user=args.identity or args.user or "skiff-explore:controller",
+            identity=args.identity or "", controller_pods=args.controller_pods or "",
+            groups=() if args.identity else tuple(args.groups or ("system:masters",)),
+            nodes=args.nodes,
             cluster_config=config,
             out=Path(args.out or f"skiff-explore/{time.strftime('%Y%m%d-%H%M%S')}"),
             ready_timeout=args.ready_timeout, hold=args.hold, quiet=args.quiet,
             settle_timeout=args.settle_timeout, fault_wait=args.fault_wait)
+        if note:
+            out(note)
         outcome = _guarded(lambda: explore(
-            opts, parallel=args.parallel, max_tests=args.max_tests, kinds=args.kinds,
+            opts, parallel=args.parallel, max_tests=args.max_tests, kinds=kinds,
             reference_runs=args.reference_runs, echo=out))
         out("")
         out(render(outcome))
@@ -132,6 +154,54 @@ def add_commands(add: Callable[..., argparse.ArgumentParser],
             "the end state")
 
     again.set_defaults(func=do_replay)
+
+
+def controller_form(*, controller: str | None, identity: str | None,
+                    controller_pods: str | None, user: str | None,
+                    groups: list[str] | None = None, nodes: int,
+                    kinds: list[str]) -> tuple[list[str], str]:
+    """Check how the controller is given (exactly one of --controller and --identity, and
+    the flags that go with each); the test kinds to plan and a line to print (why crash
+    tests are left out), or ""."""
+    if controller is not None and identity is not None:
+        raise CliError("give either --controller (explore starts it) or --identity (the "
+                       "workload's setup deploys it), not both")
+    if controller is None and identity is None:
+        raise CliError("the controller is missing: give --controller COMMAND (explore "
+                       "starts it) or --identity USER (the workload's setup deploys it)")
+    if controller is not None:
+        if not controller.strip():
+            raise CliError("--controller: the command is empty")
+        if controller_pods is not None:
+            raise CliError("--controller-pods goes with --identity (a controller started "
+                           "by --controller is a process, not pods)")
+        return kinds, ""
+    assert identity is not None
+    if not identity.strip():
+        raise CliError("--identity: give the controller's user as RBAC names it, e.g. "
+                       "system:serviceaccount:NAMESPACE:NAME")
+    if user is not None or groups:
+        raise CliError(f"{'--user' if user is not None else '--group'} goes with "
+                       "--controller: with --identity the controller's user is the identity "
+                       "(its groups are the cluster's to give)")
+    if nodes < 1:
+        raise CliError("--identity needs --nodes 1 or more: the controller runs in a pod")
+    if controller_pods is not None:
+        try:
+            LabelSelector.parse(controller_pods)
+        except ApiError as err:
+            raise CliError(f"--controller-pods: {err}") from None
+        if not controller_pods.strip():
+            raise CliError("--controller-pods: the selector is empty")
+        return kinds, ""
+    if "crash" not in kinds:
+        return kinds, ""
+    left = [k for k in kinds if k != "crash"]
+    if not left:
+        raise CliError("--kinds crash with --identity needs --controller-pods SELECTOR "
+                       "(the pods a crash test kills)")
+    return left, ("no crash tests: without --controller-pods explore does not know which "
+                  "pod is the controller")
 
 
 def _load(path: Path) -> Workload:

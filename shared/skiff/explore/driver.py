@@ -29,6 +29,7 @@ from skiff.explore.plan import Trial
 from skiff.explore.record import Trace
 from skiff.explore.snapshot import Snapshot, take_snapshot
 from skiff.explore.steps import StepError, run_step
+from skiff.explore.target import PodController
 from skiff.explore.workload import Workload
 
 __all__ = ["Options", "RunResult", "run_once"]
@@ -43,7 +44,7 @@ NOT_COMPARED = frozenset({"events", "events.events.k8s.io", "leases.coordination
 @dataclass(frozen=True)
 class Options:
     workload: Workload
-    controller: str  # the command line template
+    controller: str  # the command line template ("" with `identity`)
     user: str = "skiff-explore:controller"
     groups: tuple[str, ...] = ("system:masters",)
     nodes: int = 0
@@ -55,6 +56,8 @@ class Options:
     settle_timeout: float = 30.0
     fault_wait: float = 10.0  # a test run's wait step gives up after this (then goes on)
     cwd: Path = field(default_factory=Path.cwd)  # where --controller's command runs
+    identity: str = ""  # a controller the setup deploys, as RBAC names it (target.py)
+    controller_pods: str = ""  # its pods' label selector in the workload's namespace
 
     def to_json(self) -> Obj:
         return {"workload": str(self.workload.path.resolve()), "controller": self.controller,
@@ -63,7 +66,8 @@ class Options:
                 if self.cluster_config else "",
                 "readyTimeout": self.ready_timeout, "hold": self.hold, "quiet": self.quiet,
                 "settleTimeout": self.settle_timeout, "faultWait": self.fault_wait,
-                "cwd": str(self.cwd.resolve())}
+                "cwd": str(self.cwd.resolve()), "identity": self.identity,
+                "controllerPods": self.controller_pods}
 
 
 @dataclass
@@ -101,7 +105,7 @@ class RunResult:
 
 
 def _subject(opts: Options) -> Obj:
-    return {"user": opts.user}
+    return {"user": opts.identity or opts.user}
 
 
 async def _records(api: ApiClient) -> list[Obj]:
@@ -114,7 +118,8 @@ async def _head(api: ApiClient) -> int:
     return int(listed["metadata"]["resourceVersion"])
 
 
-async def _wait_ready(api: ApiClient, opts: Options, controller: Controller) -> None:
+async def _wait_ready(api: ApiClient, opts: Options,
+                      controller: Controller | PodController) -> None:
     """Until the controller opened its first watch (or made its first request and then
     went quiet for a second, for one that only polls)."""
     deadline = time.monotonic() + opts.ready_timeout
@@ -130,10 +135,13 @@ async def _wait_ready(api: ApiClient, opts: Options, controller: Controller) -> 
             return
         await asyncio.sleep(0.1)
     exits = "; ".join(e.text().splitlines()[0] for e in controller.exits)
+    hint = f"does it read $KUBECONFIG? its output is in {controller.log}"
+    if opts.identity:
+        hint = f"did the setup deploy it with that identity, and is its pod running (it " \
+               f"needs --nodes 1 or more)? see {controller.log}"
     raise ExploreError(
-        f"the controller made no request as {opts.user} within {opts.ready_timeout:g}s"
-        + (f" ({exits})" if exits else "") + f": does it read $KUBECONFIG? its output is in "
-        f"{controller.log}")
+        f"the controller made no request as {_subject(opts)['user']} within "
+        f"{opts.ready_timeout:g}s" + (f" ({exits})" if exits else "") + f": {hint}")
 
 
 async def _settle(api: ApiClient, opts: Options) -> bool:
@@ -167,10 +175,13 @@ def compared_resources(opts: Options, reference: Trace) -> list[str]:
     return found
 
 
-async def _install(api: ApiClient, opts: Options, spec: Obj, controller: Controller) -> None:
+async def _install(api: ApiClient, opts: Options, spec: Obj,
+                   controller: Controller | PodController) -> None:
     spec = {**spec, "subject": _subject(opts)}
     if "crashOnWrite" in spec:
-        spec["crashOnWrite"] = {**spec["crashOnWrite"], "target": {"pid": controller.pid}}
+        target = await controller.target() if isinstance(controller, PodController) \
+            else {"pid": controller.pid}
+        spec["crashOnWrite"] = {**spec["crashOnWrite"], "target": target}
     await api.create(perturbation(spec, name=FAULT, prefix=""))
     await asyncio.sleep(0.3)  # every apiserver's table follows it from the watch cache
 
@@ -212,6 +223,19 @@ async def run_once(opts: Options, name: str, *, test: Trial | None, pki: Path | 
     return result
 
 
+def _controller(api: ApiClient, cluster: RunCluster, opts: Options,
+                log: Path) -> Controller | PodController:
+    """The command explore starts, or (`identity`) the pods the setup deployed."""
+    namespace = opts.workload.namespace
+    if opts.identity:
+        return PodController(api, namespace, opts.controller_pods, log,
+                             credentials=cluster.credentials)
+    argv = command_line(opts.controller, namespace=namespace,
+                        kubeconfig=cluster.controller_kubeconfig)
+    return Controller(argv, {**cluster.env(), "KUBECONFIG": str(cluster.controller_kubeconfig),
+                             "SKIFF_EXPLORE_NAMESPACE": namespace}, log, cwd=opts.cwd)
+
+
 async def _run_in(cluster: RunCluster, opts: Options, result: RunResult, run_dir: Path,
                   reference: tuple[Trace, Snapshot, Mask] | None,
                   echo: Callable[[str], None]) -> None:
@@ -221,17 +245,13 @@ async def _run_in(cluster: RunCluster, opts: Options, result: RunResult, run_dir
         at = time.monotonic()
         await api.create({"apiVersion": "v1", "kind": "Namespace",
                           "metadata": {"name": w.namespace}})
-        for step in w.setup:
-            await run_step(api, step, namespace=w.namespace)
+        # recorded from before the setup: with --identity, the setup starts the controller
         await api.create(perturbation({"subject": _subject(opts), "record": True},
                                       name=RECORD, prefix=""))
-        argv = command_line(opts.controller, namespace=w.namespace,
-                            kubeconfig=cluster.controller_kubeconfig)
+        for step in w.setup:
+            await run_step(api, step, namespace=w.namespace)
         result.log = run_dir / "controller.log"
-        controller = Controller(argv, {**cluster.env(), "KUBECONFIG":
-                                       str(cluster.controller_kubeconfig),
-                                       "SKIFF_EXPLORE_NAMESPACE": w.namespace},
-                                result.log, cwd=opts.cwd)
+        controller = _controller(api, cluster, opts, result.log)
         await controller.start()
         try:
             at = result.mark("setup", at)

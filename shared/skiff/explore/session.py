@@ -130,7 +130,8 @@ def load_reference(path: Path) -> tuple[Options, Trace, Snapshot, Mask, Obj]:
                    hold=float(o["hold"]), quiet=float(o["quiet"]),
                    settle_timeout=float(o["settleTimeout"]),
                    fault_wait=float(o.get("faultWait", 10.0)),
-                   cwd=Path(o.get("cwd") or Path.cwd()))
+                   cwd=Path(o.get("cwd") or Path.cwd()), identity=str(o.get("identity") or ""),
+                   controller_pods=str(o.get("controllerPods") or ""))
     mask = Mask(frozenset((str(a), str(b)) for a, b in data["mask"]))
     return (opts, Trace(data["entries"], start_seq=int(data["startSeq"])),
             data["snapshot"], mask, data)
