@@ -266,12 +266,15 @@ async def _run_in(cluster: RunCluster, opts: Options, result: RunResult, run_dir
                     await _install(api, opts, pin, controller)
                 if step.mutating:
                     result.step_times.append((step.index, step.describe(), time.time()))
+                # under a fault a step may not complete: the end state decides; once a wait
+                # gave up, the controller is stuck until the heal, so later waits are short
+                patience = opts.fault_wait / 4 if result.notes else opts.fault_wait
                 try:
                     if test is None:
                         await run_step(api, step, namespace=w.namespace)
-                    else:  # under a fault a step may not complete: the end state decides
+                    else:
                         await asyncio.wait_for(run_step(api, step, namespace=w.namespace),
-                                               min(step.timeout, opts.fault_wait))
+                                               min(step.timeout, patience))
                 except StepError as err:
                     if test is None:
                         result.step_error = f"{step.describe()}: {err}"
@@ -279,7 +282,7 @@ async def _run_in(cluster: RunCluster, opts: Options, result: RunResult, run_dir
                     result.notes.append(f"under the fault, {err}")
                 except TimeoutError:
                     result.notes.append(f"under the fault, {step.label} ({step.describe()}) "
-                                        f"did not complete within {opts.fault_wait:g}s")
+                                        f"did not complete within {patience:g}s")
             await asyncio.sleep(opts.hold if test is not None else 0)
             at = result.mark("steps", at)
             await _heal(api)
