@@ -15,11 +15,12 @@ import asyncio
 import copy
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.jsonpath import find
 from skiff.api.kinds import KindInfo
+from skiff.api.mergepatch import merge_patch
 from skiff.api.types import Obj, ObjView
 from skiff.client.interface import Client
 from skiff.explore.kinds import kind_of, resource_info
@@ -33,20 +34,6 @@ T = TypeVar("T")
 
 class StepError(RuntimeError):
     """A step that failed; the message names it (`steps[2] patch: ...`)."""
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch: maps merge key by key, null removes a key, anything else
-    (lists included) replaces. Neither argument is changed."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = dict(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 async def run_step(client: Client, step: Step, *, namespace: str) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 import jsonpatch
 
 from skiff.api import ApiError, Reason
+from skiff.api.mergepatch import merge_patch as merge_patch  # patches.merge_patch (RFC 7386)
 from skiff.api.types import Obj
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 
@@ -63,19 +64,6 @@ def apply_json_patch(current: Obj, body: bytes) -> Obj:
 
 def _unprocessable(message: str) -> ApiError:
     return ApiError(Reason.INVALID, message)
-
-
-def merge_patch(target: Any, patch: Any) -> Any:
-    """RFC 7386 JSON merge patch."""
-    if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
-    for key, value in patch.items():
-        if value is None:
-            result.pop(key, None)
-        else:
-            result[key] = merge_patch(result.get(key), value)
-    return result
 
 
 def strategic_merge_patch(kind: str, target: Obj, patch: Obj) -> Obj:
