@@ -23,7 +23,7 @@ OPERATORS = ROOT / "examples" / "operators"
 REPLICASET = ROOT / "examples" / "explore" / "replicaset"
 # Compressed for CI: resync every second, a short hold and quiet period, two runs at once,
 # and each plan capped at 9 tests (three of each kind: the cap takes the kinds in turn).
-TIMINGS = ["--hold", "1", "--quiet", "2", "--fault-wait", "5", "--parallel", "2",
+TIMINGS = ["--hold", "1", "--quiet", "3", "--fault-wait", "5", "--parallel", "2",
            "--max-tests", "9"]
 
 

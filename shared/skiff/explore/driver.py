@@ -144,16 +144,30 @@ async def _wait_ready(api: ApiClient, opts: Options,
         f"{opts.ready_timeout:g}s" + (f" ({exits})" if exits else "") + f": {hint}")
 
 
+def settled_since(entries: list[Obj], *, healed: float) -> float | None:
+    """Since when the controller has been quiet: its last committed write or the heal,
+    whichever came later — or None while a controller the test crashed has not come back
+    (no request of its restarted self yet: a slow restart is not a quiet controller)."""
+    crashed = max((float(e.get("time") or 0) for e in entries if e.get("op") == "crash"),
+                  default=0.0)
+    back = min((float(e.get("time") or 0) for e in entries
+                if e.get("op") in ("read", "watch") and float(e.get("time") or 0) > crashed),
+               default=None)
+    if crashed and back is None:
+        return None
+    writes = [float(e.get("time") or 0) for e in entries
+              if e.get("op") == "write" and e.get("code") in (None, 200, 201)]
+    return max([healed, *writes, *([back] if crashed and back is not None else [])])
+
+
 async def _settle(api: ApiClient, opts: Options) -> bool:
-    """Until the controller has not written for `quiet` seconds; False: it never stopped."""
-    start = time.monotonic()
+    """Until the controller has been quiet for `quiet` seconds (`settled_since`); False:
+    it never was within --settle-timeout."""
+    start, healed = time.monotonic(), time.time()
     while time.monotonic() - start < opts.settle_timeout:
         await asyncio.sleep(0.5)
-        writes = [float(e.get("time") or 0) for e in await _records(api)
-                  if e.get("op") == "write" and e.get("code") in (None, 200, 201)]
-        last = max(writes, default=0.0)
-        now = time.time()
-        if time.monotonic() - start >= opts.quiet and now - last >= opts.quiet:
+        since = settled_since(await _records(api), healed=healed)
+        if since is not None and time.time() - since >= opts.quiet:
             return True
     return False
 

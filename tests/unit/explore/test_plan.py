@@ -133,3 +133,17 @@ def test_ct2_plan_puts_no_test_at_an_event_or_lease_write() -> None:
     crash = next(t for t in plan if t.kind == "crash")
     assert crash.spec["crashOnWrite"] == {"after": 1, "resources": ["configmaps"],
                                           "verbs": ["create"]}
+
+
+def test_ct2_settled_waits_for_a_crashed_controller_to_come_back() -> None:
+    from skiff.explore.driver import settled_since
+
+    wrote = {"op": "write", "verb": "create", "time": 105.0, "revision": 9}
+    crash = {"op": "crash", "time": 106.0, "revision": 9}
+    assert settled_since([wrote], healed=100.0) == 105.0
+    assert settled_since([wrote], healed=110.0) == 110.0
+    assert settled_since([wrote, crash], healed=100.0) is None  # not back yet
+    back = {"op": "read", "verb": "list", "time": 112.0}
+    assert settled_since([wrote, crash, back], healed=100.0) == 112.0
+    failed = {"op": "write", "verb": "create", "time": 120.0, "code": 409}
+    assert settled_since([wrote, crash, back, failed], healed=100.0) == 112.0
