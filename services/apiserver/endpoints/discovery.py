@@ -26,7 +26,8 @@ SUBRESOURCES = {"Pod": ("attach", "binding", "ephemeralcontainers", "eviction", 
                  "ServiceAccount": ("token",), "PersistentVolume": ("status",),
                  "HorizontalPodAutoscaler": ("status",),
                  "CustomResourceDefinition": ("status",), "APIService": ("status",),
-                 "ValidatingAdmissionPolicy": ("status",)}
+                 "ValidatingAdmissionPolicy": ("status",),
+                 "CertificateSigningRequest": ("approval", "status")}
 # A subresource's discovery entry as kube-apiserver lists it: its verbs, and the kind (with
 # group and version when they differ from the parent's) that its requests carry. kubectl
 # drain evicts only when `pods/eviction` names kind Eviction in a group and version;
@@ -34,6 +35,7 @@ SUBRESOURCES = {"Pod": ("attach", "binding", "ephemeralcontainers", "eviction", 
 _SUBRESOURCE_ENTRY: dict[str, Obj] = {
     "status": {"verbs": ["get", "patch", "update"]},
     "ephemeralcontainers": {"verbs": ["get", "patch", "update"]},
+    "approval": {"verbs": ["get", "patch", "update"]},
     "log": {"verbs": ["get"]},
     "binding": {"verbs": ["create"], "kind": "Binding"},
     "eviction": {"verbs": ["create"], "kind": "Eviction", "group": "policy", "version": "v1"},

@@ -268,6 +268,22 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     # core/v1 configuration and services
     "ConfigMap": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:string"),
                   ("binaryData", 3, "map:bytes"), ("immutable", 4, "bool")],
+    # certificates.k8s.io/v1 (SPEC JN2): `kubectl certificate approve|deny` PUTs these
+    "ExtraValue": [("items", 1, "[]string")],
+    "CertificateSigningRequestSpec": [
+        ("request", 1, "bytes"), ("username", 2, "string"), ("uid", 3, "string"),
+        ("groups", 4, "[]string"), ("extra", 5, "map:ExtraValue"), ("usages", 6, "[]string"),
+        ("signerName", 7, "string"), ("expirationSeconds", 8, "int32")],
+    "CertificateSigningRequestCondition": [
+        ("type", 1, "string"), ("reason", 2, "string"), ("message", 3, "string"),
+        ("lastUpdateTime", 4, "Time"), ("lastTransitionTime", 5, "Time"),
+        ("status", 6, "string")],
+    "CertificateSigningRequestStatus": [
+        ("conditions", 1, "[]CertificateSigningRequestCondition"),
+        ("certificate", 2, "bytes")],
+    "CertificateSigningRequest": [("metadata", 1, "ObjectMeta"),
+                                  ("spec", 2, "CertificateSigningRequestSpec"),
+                                  ("status", 3, "CertificateSigningRequestStatus")],
     "Secret": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:bytes"), ("type", 3, "string"),
                ("stringData", 4, "map:string"), ("immutable", 5, "bool")],
     "ServicePort": [("name", 1, "string"), ("protocol", 2, "string"), ("port", 3, "int32"),
@@ -375,6 +391,7 @@ KINDS: dict[tuple[str, str], str] = {
     ("batch/v1", "Job"): "Job",
     ("v1", "ConfigMap"): "ConfigMap",
     ("v1", "Secret"): "Secret",
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): "CertificateSigningRequest",
     ("v1", "Service"): "Service",
     ("v1", "Pod"): "Pod",  # kubectl debug --copy-to
     ("v1", "ServiceAccount"): "ServiceAccount",

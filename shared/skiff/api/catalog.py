@@ -20,6 +20,7 @@ from skiff.api.groups import (
     apps,
     autoscaling,
     batch,
+    certificates,
     coordination,
     discovery,
     events,
@@ -51,7 +52,7 @@ GROUPS: tuple[GroupRules, ...] = (
     apps.RULES, batch.RULES, autoscaling.RULES, networking.RULES, rbac.RULES, policy.RULES,
     events.RULES, storage.RULES, coordination.RULES, discovery.RULES, scheduling.RULES,
     fencing.RULES, apiextensions.RULES, admissionregistration.RULES,
-    apiregistration.RULES, perturbations.RULES,
+    apiregistration.RULES, perturbations.RULES, certificates.RULES,
 )
 
 

@@ -139,6 +139,9 @@ KINDS: tuple[KindInfo, ...] = (
     # The aggregation layer (SPEC EX8): an extension apiserver per group/version.
     KindInfo("APIService", "apiregistration.k8s.io/v1", "apiservices", False, ()),
     KindInfo("Secret", "v1", "secrets", True, (), has_status=False),
+    # TLS bootstrapping (SPEC JN2): a certificate asked of a signer, approved, then issued.
+    KindInfo("CertificateSigningRequest", "certificates.k8s.io/v1",
+             "certificatesigningrequests", False, ("csr",)),
 )
 
 _BY_NAME: dict[str, KindInfo] = {}

@@ -9,6 +9,7 @@ from __future__ import annotations
 from skiff.api import ApiError
 from skiff.api.kinds import KindInfo
 from skiff.apiserver.registry.strategies.crd import CrdStrategy
+from skiff.apiserver.registry.strategies.csr import CsrPolicy, CsrStrategy
 from skiff.apiserver.registry.strategies.pod import PodStrategy
 from skiff.apiserver.registry.strategies.rbac import KINDS as RBAC_KINDS
 from skiff.apiserver.registry.strategies.rbac import RbacPolicy, RbacStrategy
@@ -25,10 +26,12 @@ class Strategies:
         self.pods = PodStrategy("Pod")
         self.services = ServiceStrategy("Service")
         self.rbac = RbacPolicy()
+        self.csr = CsrPolicy(self.rbac)
         self._by_kind: dict[str, Strategy] = {
             "Pod": self.pods,
             "Service": self.services,
             "CustomResourceDefinition": CrdStrategy("CustomResourceDefinition"),
+            "CertificateSigningRequest": CsrStrategy("CertificateSigningRequest", self.csr),
             **{kind: ControllerOwnedStatus(kind) for kind in CONTROLLER_OWNED_STATUS},
             **{kind: RbacStrategy(kind, self.rbac) for kind in RBAC_KINDS},
         }
