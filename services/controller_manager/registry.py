@@ -10,6 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
+from skiff.controller_manager.certificates import (
+    CsrApprovingController,
+    CsrSigningController,
+)
 from skiff.controller_manager.controller import Controller, ControllerContext
 from skiff.controller_manager.cronjob import CronJobController
 from skiff.controller_manager.daemonset import DaemonSetController
@@ -70,6 +74,8 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
     ControllerSpec("root-ca-cert-publisher", lambda ctx: [RootCACertPublisher(context=ctx)]),
     ControllerSpec("horizontalpodautoscaling",
                    lambda ctx: [HorizontalController(context=ctx)]),
+    ControllerSpec("csrsigning", lambda ctx: [CsrSigningController(context=ctx)]),
+    ControllerSpec("csrapproving", lambda ctx: [CsrApprovingController(context=ctx)]),
 )
 
 

@@ -98,6 +98,12 @@ class ControllerManagerSettings:
     # carries (empty: the CA this process trusts the apiserver with, as Kubernetes falls back
     # to its kubeconfig's; none at all: the controller does nothing).
     root_ca_file: str = setting("", help="CA bundle published as kube-root-ca.crt")
+    # csrsigning (SPEC JN2): the CA that signs approved CertificateSigningRequests of the
+    # kubernetes.io signers (none: the controller signs nothing), and the longest
+    # certificate it issues (a CSR's spec.expirationSeconds may ask for less).
+    cluster_signing_cert_file: str = setting("", help="PEM CA certificate that signs CSRs")
+    cluster_signing_key_file: str = setting("", help="PEM key of --cluster-signing-cert-file")
+    cluster_signing_duration: float = duration(365 * 24 * 3600.0)
     # ResourceQuota (kube-controller-manager's --resource-quota-sync-period): every quota is
     # recounted this often besides on each change of what it counts.
     resource_quota_sync_period: float = duration(300.0)

@@ -14,6 +14,11 @@ from skiff.pki import CONTROLLER_MANAGER_USER, FENCE_AGENT_USER, SCHEDULER_USER
 RBAC_GROUP = "rbac.authorization.k8s.io"
 
 
+NODE_CLIENT_ROLE = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
+SELF_NODE_CLIENT_ROLE = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
+BOOTSTRAPPERS_GROUP = "system:bootstrappers"
+
+
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
     return {"apiGroups": groups, "resources": resources, "verbs": verbs}
 
@@ -149,6 +154,17 @@ def bootstrap_policy() -> list[Obj]:
                                                "/livez/*", "/readyz", "/readyz/*",
                                                "/metrics", "/metrics/slis"],
                            "verbs": ["get"]}],
+        # TLS bootstrapping (SPEC JN2): a joining kubelet asks for its client certificate
+        # with a CSR; the csrapproving controller approves it when the requester may create
+        # `nodeclient` (a bootstrap token's user) or, renewing, `selfnodeclient` (the node)
+        "system:node-bootstrapper": [_rule(["certificates.k8s.io"],
+                                           ["certificatesigningrequests"],
+                                           ["create", "get", "list", "watch"])],
+        NODE_CLIENT_ROLE: [_rule(["certificates.k8s.io"],
+                                 ["certificatesigningrequests/nodeclient"], ["create"])],
+        SELF_NODE_CLIENT_ROLE: [_rule(["certificates.k8s.io"],
+                                      ["certificatesigningrequests/selfnodeclient"],
+                                      ["create"])],
         FENCE_AGENT_USER: [
             _rule(["*"], ["*"], _READ),
             _rule(["skiff.io"], ["fences", "fences/status"], ["update", "patch"]),
@@ -175,6 +191,10 @@ def bootstrap_policy() -> list[Obj]:
         CONTROLLER_MANAGER_USER: [{"kind": "User", "name": CONTROLLER_MANAGER_USER}],
         FENCE_AGENT_USER: [{"kind": "User", "name": FENCE_AGENT_USER}],
         MONITORING_ROLE: [{"kind": "Group", "name": MONITORING_ROLE}],
+        # kubeadm's kubelet-bootstrap and node-autoapprove bindings
+        "system:node-bootstrapper": [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
+        NODE_CLIENT_ROLE: [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
+        SELF_NODE_CLIENT_ROLE: [{"kind": "Group", "name": "system:nodes"}],
     }
     api_version = f"{RBAC_GROUP}/v1"
 

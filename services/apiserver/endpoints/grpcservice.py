@@ -20,6 +20,7 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from skiff.api import ApiError, Reason
 from skiff.api.kinds import KINDS, lookup
 from skiff.api.types import Obj
+from skiff.apiserver.auth import reviews
 from skiff.apiserver.auth.satoken import TokenAuthority
 from skiff.apiserver.endpoints.guard import RequestGuard, TlsFiles
 from skiff.apiserver.endpoints.handlers import collection, decoding
@@ -147,6 +148,23 @@ class ApiService:
                                             manager=managers.current(_options(req)),
                                             name=_str(req, "name") or None)
         return result.to_wire()
+
+    async def UpdateApproval(self, req: Obj) -> Obj:
+        """`certificatesigningrequests/<name>/approval` (SPEC JN2): the csrapproving
+        controller's Approved condition."""
+        result = await self.registry.update("certificatesigningrequests", None,
+                                            _object(req), subresource="approval",
+                                            name=_str(req, "name") or None)
+        return result.to_wire()
+
+    async def SubjectAccessReview(self, req: Obj) -> Obj:
+        """An authorization.k8s.io/v1 SubjectAccessReview (the csrapproving controller's
+        question about a CSR's requester), answered by the apiserver's authorizer."""
+        authorizer = self.registry.strategies.csr.authorizer or reviews.ALLOW_ALL
+        answer = await reviews.review(reviews.AUTHORIZATION_GV, "subjectaccessreviews",
+                                      _object(req), authorizer=authorizer,
+                                      user=reviews.ANONYMOUS_ADMIN)
+        return {"object": answer}
 
     async def Delete(self, req: Obj) -> Obj:
         opts = _options(req)
@@ -316,7 +334,8 @@ def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = No
     handlers: dict[str, grpc.RpcMethodHandler] = {
         name: _unary(name, getattr(service, name), guard)
         for name in ("Create", "Get", "List", "Update", "UpdateStatus", "Delete", "Bind",
-                     "Evict", "History", "Discovery", "CreateToken", "PodMetrics", "Record")
+                     "Evict", "History", "Discovery", "CreateToken", "PodMetrics", "Record",
+                     "UpdateApproval", "SubjectAccessReview")
     }
     handlers["Watch"] = _stream("Watch", service.Watch, guard)
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))

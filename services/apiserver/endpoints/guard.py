@@ -55,9 +55,11 @@ _GRPC_VERBS: dict[str, tuple[str, str]] = {
     "CreateToken": ("create", "token"),  # serviceaccounts/token (TokenRequest)
     "PodMetrics": ("list", ""),  # pods.metrics.k8s.io, as the HPA controller reads them
     "Record": ("get", "record"),  # perturbations/record (issue 35)
+    "UpdateApproval": ("update", "approval"),  # certificatesigningrequests (SPEC JN2)
 }
 _GRPC_RESOURCE = {"Bind": "pods", "Evict": "pods", "CreateToken": "serviceaccounts",
-                  "PodMetrics": "pods", "Record": "perturbations"}
+                  "PodMetrics": "pods", "Record": "perturbations",
+                  "UpdateApproval": "certificatesigningrequests"}
 _GRPC_GROUP = {"PodMetrics": "metrics.k8s.io"}
 # Methods that read a collection: without a namespace they read every namespace (AU5).
 _GRPC_COLLECTIONS = frozenset({"List", "Watch", "PodMetrics"})
@@ -123,6 +125,11 @@ class RequestGuard:
         user = await self.grpc_user(context)
         current_user.set(user)
         verb_sub = _GRPC_VERBS.get(method)
+        if method == "SubjectAccessReview":  # not a stored kind: `create` on the review
+            await self.authorizer.check(Attributes(
+                user=user, verb="create", api_group="authorization.k8s.io",
+                resource="subjectaccessreviews"))
+            return
         if verb_sub is None:
             return  # Discovery: any authenticated user
         verb, sub = verb_sub
@@ -140,7 +147,7 @@ class RequestGuard:
             # the name a list/watch is narrowed to (Kubernetes: fieldSelector metadata.name)
             name = _text(req, "name") if method == "Watch" else ""
             name = name or selected_name(_text(options, "fieldSelector"))
-        elif method in ("Update", "UpdateStatus"):
+        elif method in ("Update", "UpdateStatus", "UpdateApproval"):
             # the name that is written: the body's (the registry refuses a differing `name`)
             name = _text(req, "name") or _text(_metadata(req), "name")
         elif method == "PodMetrics":

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 from typing import Any
 
 from google.protobuf import (
@@ -54,7 +55,14 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
                    ("deletionGracePeriodSeconds", 10, "int64"),
                    ("labels", 11, "map:string"), ("annotations", 12, "map:string"),
                    ("ownerReferences", 13, "[]OwnerReference"),
-                   ("finalizers", 14, "[]string")],
+                   ("finalizers", 14, "[]string"),
+                   ("managedFields", 17, "[]ManagedFieldsEntry")],
+    # what a typed client PUTs back after a GET (`kubectl certificate approve`)
+    "FieldsV1": [("Raw", 1, "bytes")],
+    "ManagedFieldsEntry": [("manager", 1, "string"), ("operation", 2, "string"),
+                           ("apiVersion", 3, "string"), ("time", 4, "Time"),
+                           ("fieldsType", 6, "string"), ("fieldsV1", 7, "FieldsV1"),
+                           ("subresource", 8, "string")],
     "LabelSelectorRequirement": [("key", 1, "string"), ("operator", 2, "string"),
                                  ("values", 3, "[]string")],
     "LabelSelector": [("matchLabels", 1, "map:string"),
@@ -272,7 +280,7 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     "ExtraValue": [("items", 1, "[]string")],
     "CertificateSigningRequestSpec": [
         ("request", 1, "bytes"), ("username", 2, "string"), ("uid", 3, "string"),
-        ("groups", 4, "[]string"), ("extra", 5, "map:ExtraValue"), ("usages", 6, "[]string"),
+        ("groups", 4, "[]string"), ("usages", 5, "[]string"), ("extra", 6, "map:ExtraValue"),
         ("signerName", 7, "string"), ("expirationSeconds", 8, "int32")],
     "CertificateSigningRequestCondition": [
         ("type", 1, "string"), ("reason", 2, "string"), ("message", 3, "string"),
@@ -479,6 +487,10 @@ def _to_json(msg: message.Message) -> Any:
             else getattr(msg, "intVal")  # noqa: B009
     if desc.name == "Quantity":
         return getattr(msg, "string")  # noqa: B009
+    if desc.name == "FieldsV1":  # raw JSON in protobuf, the object itself in JSON
+        return json.loads(getattr(msg, "Raw") or b"{}")  # noqa: B009
+    if desc.name == "ExtraValue":  # a user's extra values: a list in JSON
+        return list(getattr(msg, "items"))  # noqa: B009
     out: dict[str, Any] = {}
     for field, value in msg.ListFields():
         if field.message_type is not None and field.message_type.GetOptions().map_entry:

@@ -318,6 +318,18 @@ class ApiClient:
             "object": obj}, fenced=resource in FENCED_RESOURCES)
         return dict(resp["object"])
 
+    async def update_approval(self, obj: Obj) -> Obj:
+        """A CertificateSigningRequest's `approval` subresource (its Approved/Denied
+        conditions; SPEC JN2)."""
+        resp = await self.call("UpdateApproval", {"resource": "certificatesigningrequests",
+                                                  "object": obj})
+        return dict(resp["object"])
+
+    async def subject_access_review(self, review: Obj) -> Obj:
+        """Ask the apiserver's authorizer about someone else (a SubjectAccessReview)."""
+        resp = await self.call("SubjectAccessReview", {"object": review})
+        return dict(resp["object"])
+
     async def delete(self, resource: str, name: str, namespace: str | None = None, *,
                      grace_period_seconds: int | None = None, uid: str | None = None,
                      resource_version: str | None = None,

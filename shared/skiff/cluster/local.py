@@ -239,6 +239,7 @@ class LocalCluster:
         services += [(name, "skiff.controller_manager",
                       [*self.config.flags("controllerManager", config_dir),
                        "--local-volume-root", str(self.data_dir / "volumes"),
+                       *self._sec.controller_manager_args(),  # SPEC JN2: csrsigning
                        "--leader-elect-identity", name])
                      for name in self.topology.replicas("controller-manager")]
         for i in range(1, self.nodes + 1):

@@ -56,6 +56,13 @@ class ClusterSecurity:
             args += ["--token-auth-file", str(tokens)]
         return args
 
+    def controller_manager_args(self) -> list[str]:
+        """The cluster CA the csrsigning controller signs CSRs with (SPEC JN2)."""
+        if self.pki is None:
+            return []
+        return ["--cluster-signing-cert-file", str(self.pki.ca),
+                "--cluster-signing-key-file", str(self.pki.directory / "ca.key")]
+
     def _pair(self, component: str) -> CertPair | None:
         p = self.pki
         if p is None:

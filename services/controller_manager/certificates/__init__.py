@@ -1,0 +1,10 @@
+"""The certificate controllers (SPEC JN2): csrsigning issues approved
+CertificateSigningRequests from the cluster CA; csrapproving approves kubelets' client CSRs
+their requesters may create."""
+
+from skiff.controller_manager.certificates.controllers import (
+    CsrApprovingController,
+    CsrSigningController,
+)
+
+__all__ = ["CsrApprovingController", "CsrSigningController"]
