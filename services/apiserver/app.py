@@ -34,6 +34,7 @@ from skiff.apiserver.aggregator import (
 )
 from skiff.apiserver.apiextensions.controller import CrdController
 from skiff.apiserver.auth.authenticator import Authenticator
+from skiff.apiserver.auth.bootstraptoken import BootstrapTokens
 from skiff.apiserver.auth.escalation import EscalationCheck
 from skiff.apiserver.auth.rbac import ApiAuthorizer
 from skiff.apiserver.auth.reconcile import reconcile_bootstrap_policy
@@ -119,6 +120,13 @@ class ApiServerSettings:
         "", help="CA of the kubelets' serving certificates")
     token_auth_file: str = setting("", help="static bearer tokens, CSV: "
                                    "token,user,uid,\"group1,group2\"")
+    anonymous_auth_paths: tuple[str, ...] = setting(
+        (), help="comma-separated paths a request without credentials may reach as "
+                 "system:anonymous, RBAC deciding (Kubernetes' anonymous authenticator "
+                 "with path conditions; `skiff up`: cluster-info)")
+    enable_bootstrap_token_auth: bool = setting(
+        False, help="bearer tokens <id>.<secret> from bootstrap.kubernetes.io/token Secrets "
+                    "in kube-system (TLS bootstrapping, `skiff token`)")
     etcd_cafile: str = setting("", help="CA of etcd's serving certificate (TLS to etcd)")
     etcd_certfile: str = setting("", help="client certificate for etcd")
     etcd_keyfile: str = setting("", help="key of --etcd-certfile")
@@ -269,7 +277,9 @@ class ApiServer:
             raise SystemExit(f"skiff-apiserver: {err}") from None
         # what ServiceAccount tokens are bound to, checked on every request (SPEC AU9)
         bound = BoundObjects(storage, cache, service_accounts=registry.lookups.service_accounts)
-        tls, guard = self._security(registry, tokens, bound)
+        bootstrap_tokens = BootstrapTokens(storage, cache) \
+            if s.enable_bootstrap_token_auth else None
+        tls, guard = self._security(registry, tokens, bound, bootstrap_tokens)
         reuse = s.reuse_port or s.processes > 1
         metrics = MetricsApi(registry, kubelet=self._kubelet_credentials())
         server, port, health = build_server(ApiService(registry, tokens=tokens,
@@ -306,6 +316,11 @@ class ApiServer:
                     "perturbations", registry.perturbations.run), name="perturbations")
                 bound_task = tg.create_task(supervised("bound-objects", bound.run),
                                             name="bound-objects")
+                if bootstrap_tokens is not None:  # SPEC JN3
+                    bootstrap_task: asyncio.Task[None] | None = tg.create_task(supervised(
+                        "bootstrap-tokens", bootstrap_tokens.run), name="bootstrap-tokens")
+                else:
+                    bootstrap_task = None
                 aggregator = Aggregator(registry, certificate=ProxyClientCertificate(
                     s.proxy_client_cert_file, s.proxy_client_key_file),
                     check_interval=s.apiservice_availability_check_interval,
@@ -324,7 +339,8 @@ class ApiServer:
                         impersonate=(guard.http_impersonate if guard is not None else None),
                         routes=PodStreams(registry, guard=guard,
                                           kubelet=self._kubelet_credentials()).register,
-                        reuse_port=reuse, header_timeout=s.http_read_header_timeout)
+                        reuse_port=reuse, header_timeout=s.http_read_header_timeout,
+                        anonymous_paths=frozenset(s.anonymous_auth_paths))
                     http_port = await http.start()
                     scheme = "https" if tls is not None else "http"
                     log.info("kubectl endpoint serving",
@@ -361,6 +377,8 @@ class ApiServer:
                 if http is not None:
                     await http.stop()
                 await server.stop(s.shutdown_grace_seconds)
+                if bootstrap_task is not None:
+                    await cancel_tasks(bootstrap_task)
                 await cancel_tasks(aggregator_task, crd_task, perturbations_task, bound_task,
                                    lookups_task, monitor_task, cache_task)
         finally:
@@ -386,7 +404,8 @@ class ApiServer:
                            cert_file=s.kubelet_client_certificate,
                            key_file=s.kubelet_client_key)
 
-    def _security(self, registry: Registry, tokens: TokenAuthority, bound: BoundObjects
+    def _security(self, registry: Registry, tokens: TokenAuthority, bound: BoundObjects,
+                  bootstrap_tokens: BootstrapTokens | None = None
                   ) -> tuple[TlsFiles | None, RequestGuard | None]:
         s = self.settings
         if not s.tls_cert_file:
@@ -403,7 +422,8 @@ class ApiServer:
             client_ca_file=Path(s.client_ca_file),
             token_auth_file=Path(s.token_auth_file) if s.token_auth_file else None,
             service_accounts=tokens, bound_objects=bound.get,
-            certificate_token_max_age=s.certificate_token_max_lifetime)
+            certificate_token_max_age=s.certificate_token_max_lifetime,
+            bootstrap_tokens=bootstrap_tokens)
         authorizer = ApiAuthorizer(registry)
         # AU6: RBAC writes need the permissions they grant (or escalate/bind)
         registry.strategies.rbac.escalation = EscalationCheck(authorizer=authorizer,

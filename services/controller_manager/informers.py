@@ -74,6 +74,11 @@ class SharedInformers:
         """The informer of any resource (the garbage collector watches many)."""
         return self._get(resource)
 
+    def in_namespace(self, resource: str, namespace: str) -> Informer:
+        """The informer of one namespace's objects (the bootstrap controllers watch only
+        kube-system's Secrets and kube-public's ConfigMaps)."""
+        return self._get(resource, namespace)
+
     def custom_kinds(self) -> CustomKinds:
         """The custom kinds served now (one CRD informer for the process; ask while being
         built, so the kinds are known before controllers start)."""

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from skiff.api.types import ObjView
+from skiff.api.types import Obj, ObjView
 from skiff.clock import parse_rfc3339, rfc3339
 
 SECRET_TYPE = "bootstrap.kubernetes.io/token"
@@ -47,6 +47,7 @@ CLUSTER_INFO = "cluster-info"  # the ConfigMap in kube-public
 CLUSTER_INFO_NAMESPACE = "kube-public"
 KUBECONFIG_KEY = "kubeconfig"
 JWS_PREFIX = "jws-kubeconfig-"
+CLUSTER_INFO_PATH = f"/api/v1/namespaces/{CLUSTER_INFO_NAMESPACE}/configmaps/{CLUSTER_INFO}"
 # the controller-manager's --controllers under `skiff up` (kubeadm enables the same two)
 BOOTSTRAP_CONTROLLERS = "*,bootstrapsigner,tokencleaner"
 
@@ -160,7 +161,7 @@ def usable_token(secret: ObjView, usage: str, *, now: float | None = None) -> To
 
 
 def token_secret(token: Token, *, ttl: float, usages: list[str], groups: list[str],
-                 description: str = "", now: float | None = None) -> dict[str, object]:
+                 description: str = "", now: float | None = None) -> Obj:
     """The Secret `skiff token create` writes (kubeadm's BootstrapToken.ToSecret); `ttl` 0
     means it never expires."""
     validate_usages(usages)

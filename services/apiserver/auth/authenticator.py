@@ -16,6 +16,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 from cryptography.x509.oid import ExtendedKeyUsageOID
 
+from skiff.apiserver.auth.bootstraptoken import BootstrapTokens, looks_like_bootstrap_token
 from skiff.apiserver.auth.satoken import GetObject, TokenAuthority
 from skiff.auth import UserInfo, load_token_file
 from skiff.certtoken import LEEWAY_SECONDS, MAX_LIFETIME_SECONDS, presented_certificate, signed_by
@@ -38,7 +39,8 @@ class Authenticator:
     def __init__(self, *, client_ca_file: Path, token_auth_file: Path | None = None,
                  service_accounts: TokenAuthority | None = None,
                  bound_objects: GetObject | None = None,
-                 certificate_token_max_age: float = MAX_LIFETIME_SECONDS) -> None:
+                 certificate_token_max_age: float = MAX_LIFETIME_SECONDS,
+                 bootstrap_tokens: BootstrapTokens | None = None) -> None:
         if service_accounts is not None and bound_objects is None:
             raise ValueError("ServiceAccount tokens need the objects they are bound to")
         self._ca = x509.load_pem_x509_certificate(client_ca_file.read_bytes())
@@ -46,6 +48,7 @@ class Authenticator:
         self._service_accounts = service_accounts
         self._bound_objects = bound_objects
         self._certificate_token_max_age = certificate_token_max_age
+        self._bootstrap_tokens = bootstrap_tokens  # SPEC JN3, when enabled
         # DER -> the certificate's user and validity once its signature and usage are
         # verified (None: they are not); the validity period is checked on every use.
         self._verified: dict[bytes, _Verified | None] = {}
@@ -110,6 +113,9 @@ class Authenticator:
             if certificate_token:
                 return user
         user = self._tokens.get(token)
+        if user is None and self._bootstrap_tokens is not None \
+                and looks_like_bootstrap_token(token):
+            return await self._bootstrap_tokens.authenticate(token)
         if user is None and self._service_accounts is not None \
                 and self._bound_objects is not None:
             user = await self._service_accounts.validate(token, self._bound_objects)

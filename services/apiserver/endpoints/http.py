@@ -30,7 +30,7 @@ from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 
 from skiff.api import ApiError, Reason
 from skiff.apiserver.auth.context import current_user
-from skiff.auth import UserInfo
+from skiff.auth import ANONYMOUS, UserInfo
 
 log = logging.getLogger(__name__)
 
@@ -83,8 +83,12 @@ class HttpServer:
                  authenticate: Authenticate | None = None,
                  routes: Callable[[web.Application], None] | None = None,
                  reuse_port: bool = False, impersonate: Impersonate | None = None,
-                 header_timeout: float = HEADER_TIMEOUT_SECONDS) -> None:
+                 header_timeout: float = HEADER_TIMEOUT_SECONDS,
+                 anonymous_paths: frozenset[str] = frozenset()) -> None:
         self._handler = handler
+        # paths a request without credentials reaches as system:anonymous, RBAC deciding
+        # (Kubernetes' anonymous authenticator limited by its path conditions; SPEC JN3)
+        self._anonymous_paths = anonymous_paths
         self._header_timeout = header_timeout
         self._ssl_context = ssl_context
         self._authenticate = authenticate
@@ -119,7 +123,10 @@ class HttpServer:
             self._runner = None
 
     async def _serve(self, raw: web.Request) -> web.StreamResponse:
-        if self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
+        if self._authenticate is not None and raw.path in self._anonymous_paths \
+                and peer_certificate(raw) is None and "Authorization" not in raw.headers:
+            current_user.set(ANONYMOUS)
+        elif self._authenticate is not None and raw.path.rstrip("/") not in PUBLIC_PATHS:
             try:
                 user = await self._authenticate(peer_certificate(raw),
                                                 raw.headers.get("Authorization", ""))

@@ -99,11 +99,21 @@ def _kubeconfig_server(data_dir: Path) -> str:
 
 
 async def _ensure(api: ApiClient, obj: Obj) -> None:
+    """Create `obj`; a cluster-info that names another server or CA (the cluster came up
+    on other ports) gets the current kubeconfig, which the bootstrapsigner signs again."""
     try:
         await api.create(obj)
     except ApiError as err:
         if err.reason != Reason.ALREADY_EXISTS:
             raise
+        if obj["kind"] != "ConfigMap":
+            return
+        meta = obj["metadata"]
+        current = await api.get("configmaps", meta["name"], meta["namespace"])
+        data = dict(current.get("data") or {})
+        if data.get(KUBECONFIG_KEY) != obj["data"][KUBECONFIG_KEY]:
+            data[KUBECONFIG_KEY] = obj["data"][KUBECONFIG_KEY]
+            await api.update({**current, "data": data})
 
 
 def _ca_pem() -> bytes:
