@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skiff.controller_manager.attachdetach import AttachDetachController
+from skiff.controller_manager.bootstrap import BootstrapSigner, TokenCleaner
 from skiff.controller_manager.certificates import (
     CsrApprovingController,
     CsrSigningController,
@@ -76,6 +77,11 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
                    lambda ctx: [HorizontalController(context=ctx)]),
     ControllerSpec("csrsigning", lambda ctx: [CsrSigningController(context=ctx)]),
     ControllerSpec("csrapproving", lambda ctx: [CsrApprovingController(context=ctx)]),
+    # off by default, as in kube-controller-manager; `skiff up` enables them (SPEC JN3)
+    ControllerSpec("tokencleaner", lambda ctx: [TokenCleaner(context=ctx)],
+                   enabled_by_default=False),
+    ControllerSpec("bootstrapsigner", lambda ctx: [BootstrapSigner(context=ctx)],
+                   enabled_by_default=False),
 )
 
 

@@ -27,6 +27,7 @@ from typing import Any
 
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
 from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
+from skiff.bootstraptoken import BOOTSTRAP_CONTROLLERS
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.kubeconfig import write_kubeconfig
 from skiff.cluster.launch import (
@@ -237,7 +238,8 @@ class LocalCluster:
                                                "--leader-elect-identity", name])
                     for name in self.topology.replicas("scheduler")]
         services += [(name, "skiff.controller_manager",
-                      [*self.config.flags("controllerManager", config_dir),
+                      ["--controllers", BOOTSTRAP_CONTROLLERS,  # SPEC JN3; config may override
+                       *self.config.flags("controllerManager", config_dir),
                        "--local-volume-root", str(self.data_dir / "volumes"),
                        *self._sec.controller_manager_args(),  # SPEC JN2: csrsigning
                        "--leader-elect-identity", name])

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from skiff.bootstraptoken import CLUSTER_INFO_PATH
 from skiff.client.credentials import Credentials
 from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
 from skiff.cluster.processes import EtcdTlsFiles
@@ -50,7 +51,10 @@ class ClusterSecurity:
     def apiserver_args(self) -> list[str]:
         if self.pki is None:
             return []
-        args = [*self.pki.apiserver_tls_args(), *self.pki.etcd_tls_args()]
+        args = [*self.pki.apiserver_tls_args(), *self.pki.etcd_tls_args(),
+                # SPEC JN3: `skiff token`, and cluster-info for joining nodes
+                "--enable-bootstrap-token-auth", "true",
+                "--anonymous-auth-paths", CLUSTER_INFO_PATH]
         tokens = self.pki.directory / "tokens.csv"
         if tokens.exists():
             args += ["--token-auth-file", str(tokens)]
