@@ -17,11 +17,11 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from skiff.api import validate
 from skiff.api.groups.certificates import condition_text, requested_duration
+from skiff.api.kinds import lookup
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.registry.strategies.catalog import Strategies
 from skiff.apiserver.registry.strategy import merge_update
-from skiff.api.kinds import lookup
 from skiff.auth import UserInfo
 from skiff.controller_manager.certificates.signing import (
     Issuer,

@@ -115,7 +115,8 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                        "statefulset",
                        "disruption", "fencing", "attachdetach", "nodeipam",
                        "persistentvolume-binder", "serviceaccount", "resourcequota",
-                       "root-ca-cert-publisher", "horizontalpodautoscaling"],
+                       "root-ca-cert-publisher", "horizontalpodautoscaling",
+                       "csrsigning", "csrapproving"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset",
@@ -124,7 +125,8 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                                     "job", "cronjob", "namespace", "disruption", "fencing",
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
                                     "serviceaccount", "resourcequota",
-                                    "root-ca-cert-publisher", "horizontalpodautoscaling"],
+                                    "root-ca-cert-publisher", "horizontalpodautoscaling",
+                                    "csrsigning", "csrapproving"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:
