@@ -150,9 +150,12 @@ def settled_since(entries: list[Obj], *, healed: float) -> float | None:
     (no request of its restarted self yet: a slow restart is not a quiet controller)."""
     crashed = max((float(e.get("time") or 0) for e in entries if e.get("op") == "crash"),
                   default=0.0)
+    # back: its first watch after the crash (a list-then-watch loop or an informer opens it
+    # once its initial list is read), or its first read if it never watches
+    watcher = any(e.get("op") == "watch" for e in entries)
     back = min((float(e.get("time") or 0) for e in entries
-                if e.get("op") in ("read", "watch") and float(e.get("time") or 0) > crashed),
-               default=None)
+                if e.get("op") in (("watch",) if watcher else ("read", "watch"))
+                and float(e.get("time") or 0) > crashed), default=None)
     if crashed and back is None:
         return None
     writes = [float(e.get("time") or 0) for e in entries

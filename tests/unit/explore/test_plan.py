@@ -147,3 +147,8 @@ def test_ct2_settled_waits_for_a_crashed_controller_to_come_back() -> None:
     assert settled_since([wrote, crash, back], healed=100.0) == 112.0
     failed = {"op": "write", "verb": "create", "time": 120.0, "code": 409}
     assert settled_since([wrote, crash, back, failed], healed=100.0) == 112.0
+    # a controller that watches is back once it watches again (its initial list is read)
+    watched = {"op": "watch", "time": 101.0}
+    assert settled_since([watched, wrote, crash, back], healed=100.0) is None
+    again = {"op": "watch", "time": 113.0}
+    assert settled_since([watched, wrote, crash, back, again], healed=100.0) == 113.0
