@@ -75,6 +75,11 @@ class BootstrapTokens:
                 log.warning("bootstrap token copy resync", extra={"error": err.message})
                 await asyncio.sleep(0.5)
 
+    @property
+    def synced(self) -> bool:
+        """Whether the copy has been listed (a miss is then still read live)."""
+        return self._synced.is_set()
+
     async def _secret(self, name: str) -> Obj | None:
         if self._synced.is_set() and name in self._secrets:
             return self._secrets[name]
