@@ -157,3 +157,41 @@ def test_jn2_bootstrapper_kubelet_csr_is_auto_approved_and_signed(cluster: Path,
                                       "SubjectAccessReview.")
     cert = x509.load_pem_x509_certificate(pem)
     assert cert.subject.rfc4514_string() == "O=system:nodes,CN=system:node:joiner"
+
+
+def test_jn2_approving_needs_the_approval_subresource_and_approve_on_the_signer(
+        cluster: Path, tmp_path: Path) -> None:
+    admin = cluster / "kubeconfig"
+    pki = next(cluster.rglob("ca.key")).parent
+    pair = issue_client(pki, "jn2-carol", user="carol")
+    carol = _kubeconfig_for(cluster, tmp_path, pair.cert.read_bytes(), pair.key.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    _ok(kubectl(admin, "apply", "-f", "-", stdin=_csr(
+        "for-carol", _request(key, "dave"), "kubernetes.io/kube-apiserver-client",
+        ["client auth"])))
+    rules = [{"apiGroups": ["certificates.k8s.io"], "resources": ["certificatesigningrequests"],
+              "verbs": ["get", "list", "watch"]}]
+    role: dict[str, object] = {
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": "jn2-csr-reader"}, "rules": rules}
+    _ok(kubectl(admin, "apply", "-f", "-", stdin=json.dumps(role)))
+    _ok(kubectl(admin, "create", "clusterrolebinding", "jn2-carol", "--clusterrole",
+                "jn2-csr-reader", "--user", "carol"))
+    no_subresource = kubectl(carol, "certificate", "approve", "for-carol")
+    assert no_subresource.returncode != 0
+    assert "certificatesigningrequests/approval" in no_subresource.stderr, no_subresource
+    rules.append({"apiGroups": ["certificates.k8s.io"],
+                  "resources": ["certificatesigningrequests/approval"], "verbs": ["update"]})
+    _ok(kubectl(admin, "apply", "-f", "-", stdin=json.dumps(role)))
+    time.sleep(1)
+    no_signer = kubectl(carol, "certificate", "approve", "for-carol")
+    assert no_signer.returncode != 0
+    assert ('user not permitted to approve requests with signerName '
+            '"kubernetes.io/kube-apiserver-client"') in no_signer.stderr, no_signer
+    rules.append({"apiGroups": ["certificates.k8s.io"], "resources": ["signers"],
+                  "resourceNames": ["kubernetes.io/kube-apiserver-client"],
+                  "verbs": ["approve"]})
+    _ok(kubectl(admin, "apply", "-f", "-", stdin=json.dumps(role)))
+    time.sleep(1)
+    _ok(kubectl(carol, "certificate", "approve", "for-carol"))
+    _issued(admin, "for-carol")
