@@ -195,3 +195,44 @@ def test_jn2_approving_needs_the_approval_subresource_and_approve_on_the_signer(
     time.sleep(1)
     _ok(kubectl(carol, "certificate", "approve", "for-carol"))
     _issued(admin, "for-carol")
+
+
+def test_jn2_node_renewal_is_auto_approved_as_selfnodeclient(cluster: Path,
+                                                            tmp_path: Path) -> None:
+    pki = next(cluster.rglob("ca.key")).parent
+    pair = issue_client(pki, "jn2-node", user="system:node:renewer", groups=["system:nodes"])
+    node = _kubeconfig_for(cluster, tmp_path, pair.cert.read_bytes(), pair.key.read_bytes())
+    key = ec.generate_private_key(ec.SECP256R1())
+    _ok(kubectl(node, "create", "-f", "-", stdin=_csr(
+        "node-renewal", _request(key, "system:node:renewer", "system:nodes"),
+        "kubernetes.io/kube-apiserver-client-kubelet", ["client auth"])))
+    admin = cluster / "kubeconfig"
+    _issued(admin, "node-renewal")
+    obj = json.loads(_ok(kubectl(admin, "get", "csr", "node-renewal", "-o", "json")))
+    approved = [c for c in obj["status"]["conditions"] if c["type"] == "Approved"]
+    assert approved[0]["message"] == ("Auto approving self kubelet client certificate after "
+                                      "SubjectAccessReview.")
+    # another node's name is not this node's renewal, and not a bootstrapper's request
+    _ok(kubectl(node, "create", "-f", "-", stdin=_csr(
+        "node-other", _request(key, "system:node:other", "system:nodes"),
+        "kubernetes.io/kube-apiserver-client-kubelet", ["client auth"])))
+    time.sleep(2)
+    assert _row(admin, "node-other").split()[-1] == "Pending"
+
+
+def test_jn2_breaking_the_signer_rules_fails_the_csr(cluster: Path) -> None:
+    admin = cluster / "kubeconfig"
+    key = ec.generate_private_key(ec.SECP256R1())
+    _ok(kubectl(admin, "apply", "-f", "-", stdin=_csr(
+        "bad-kubelet", _request(key, "not-a-node"),
+        "kubernetes.io/kube-apiserver-client-kubelet", ["client auth"])))
+    _ok(kubectl(admin, "certificate", "approve", "bad-kubelet"))
+    deadline = time.monotonic() + 20
+    while _row(admin, "bad-kubelet").split()[-1] != "Approved,Failed":
+        assert time.monotonic() < deadline, _row(admin, "bad-kubelet")
+        time.sleep(0.3)
+    obj = json.loads(_ok(kubectl(admin, "get", "csr", "bad-kubelet", "-o", "json")))
+    failed = [c for c in obj["status"]["conditions"] if c["type"] == "Failed"]
+    assert failed[0]["reason"] == "SignerValidationFailure"
+    assert "system:nodes" in failed[0]["message"]
+    assert "certificate" not in obj["status"]

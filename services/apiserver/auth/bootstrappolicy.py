@@ -191,8 +191,10 @@ def bootstrap_policy() -> list[Obj]:
         CONTROLLER_MANAGER_USER: [{"kind": "User", "name": CONTROLLER_MANAGER_USER}],
         FENCE_AGENT_USER: [{"kind": "User", "name": FENCE_AGENT_USER}],
         MONITORING_ROLE: [{"kind": "Group", "name": MONITORING_ROLE}],
-        # kubeadm's kubelet-bootstrap and node-autoapprove bindings
-        "system:node-bootstrapper": [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
+        # kubeadm's kubelet-bootstrap and node-autoapprove bindings; nodes get CSRs here
+        # too (Kubernetes' Node authorizer grants them from its static node rules)
+        "system:node-bootstrapper": [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP},
+                                     {"kind": "Group", "name": "system:nodes"}],
         NODE_CLIENT_ROLE: [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
         SELF_NODE_CLIENT_ROLE: [{"kind": "Group", "name": "system:nodes"}],
     }
