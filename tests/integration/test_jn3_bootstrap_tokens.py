@@ -22,10 +22,17 @@ from tests.integration.skiffcli import skiff, skiff_up
 
 pytestmark = pytest.mark.integration
 
+CLUSTER_INFO = "/api/v1/namespaces/kube-public/configmaps/cluster-info"
+
+
+# cluster-info as an anonymous client saw it right after `skiff up`, before any token
+AT_UP: dict[str, tuple[int, dict[str, object]]] = {}
+
 
 @pytest.fixture(scope="module")
 def data_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     with skiff_up(tmp_path_factory.mktemp("jn3"), nodes=0) as data_dir:
+        AT_UP["cluster-info"] = _anonymous_get(data_dir, CLUSTER_INFO)
         yield data_dir
 
 
@@ -124,8 +131,7 @@ def test_jn3_cluster_info_is_anonymous_and_signed_per_token(data_dir: Path) -> N
     deadline = time.monotonic() + 30
     data: dict[str, str] = {}
     while time.monotonic() < deadline:
-        status, body = _anonymous_get(data_dir,
-                                      "/api/v1/namespaces/kube-public/configmaps/cluster-info")
+        status, body = _anonymous_get(data_dir, CLUSTER_INFO)
         assert status == 200, body
         data = body["data"]  # type: ignore[assignment]
         if f"jws-kubeconfig-{token.id}" in data:
@@ -164,3 +170,13 @@ def test_jn3_print_join_command_pins_the_ca(data_dir: Path) -> None:
     assert match.group(3) == openssl.stdout.split()[0]
     state = skiff(data_dir, "status")
     assert match.group(1) in state.stdout
+
+
+def test_jn3_skiff_up_publishes_cluster_info_before_any_token(data_dir: Path) -> None:
+    status, body = AT_UP["cluster-info"]
+    assert status == 200, body
+    data = body["data"]
+    assert isinstance(data, dict)
+    assert not [k for k in data if k.startswith("jws-kubeconfig-")]
+    cluster = yaml.safe_load(data["kubeconfig"])["clusters"][0]["cluster"]
+    assert cluster["server"] == _server(data_dir)

@@ -102,6 +102,8 @@ def cmd_up(args: argparse.Namespace) -> None:
     try:
         if args.nodes and any(c.name.startswith("kubelet-") for c in state.components):
             asyncio.run(_wait_nodes_ready(state.api, args.nodes, args.ready_timeout))
+        if not args.insecure:  # SPEC JN3: what joining nodes discover
+            token.publish_cluster_info(state.api, data_dir=data_dir, warn=_err)
     except BaseException:
         cluster.stop()
         raise

@@ -11,6 +11,7 @@ the bootstrapsigner signs with each signing token) and that anonymous users may 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import base64
 import json
 import os
@@ -51,7 +52,8 @@ from skiff.client.credentials import ENV_CA
 from skiff.clock import rfc3339
 from skiff.settings import parse_duration
 
-__all__ = ["add_commands", "cluster_info_objects"]
+__all__ = ["add_commands", "cluster_info_objects", "ensure_cluster_info",
+           "publish_cluster_info"]
 
 RBAC = "rbac.authorization.k8s.io"
 CLUSTER_INFO_ROLE = "skiff:bootstrap-signer-clusterinfo"  # kubeadm's kubeadm:… role
@@ -122,6 +124,32 @@ def _ca_pem() -> bytes:
         raise CliError("error: the cluster has no CA (an --insecure cluster cannot join "
                        "nodes with bootstrap tokens)")
     return Path(path).read_bytes()
+
+
+async def ensure_cluster_info(api: ApiClient, *, data_dir: Path) -> None:
+    """cluster-info (and who may read it) for the data dir's cluster: its kubeconfig's
+    server and the CA. Nothing for an --insecure cluster (no CA to publish)."""
+    path = os.environ.get(ENV_CA, "")
+    server = _kubeconfig_server(data_dir)
+    if not path or not server:
+        return
+    for obj in cluster_info_objects(server=server, ca_pem=Path(path).read_bytes()):
+        await _ensure(api, obj)
+
+
+def publish_cluster_info(target: str, *, data_dir: Path,
+                         warn: Callable[[str], None]) -> None:
+    """`skiff up`'s step (kubeadm init's clusterinfo phase): cluster-info names the address
+    the cluster came up on. A failure is a warning: `skiff token create` tries again."""
+
+    async def run() -> None:
+        async with ApiClient(target) as api:
+            await ensure_cluster_info(api, data_dir=data_dir)
+
+    try:
+        asyncio.run(run())
+    except (ApiError, OSError) as err:
+        warn(f"warning: cluster-info not published ({err}); `skiff token create` retries")
 
 
 def _list(values: list[str] | None, default: list[str]) -> list[str]:
@@ -208,10 +236,7 @@ def add_commands(add: Callable[..., argparse.ArgumentParser],
 
         async def body(api: ApiClient) -> None:
             ca = _ca_pem()
-            server = _kubeconfig_server(Path(args.data_dir))
-            if server:
-                for obj in cluster_info_objects(server=server, ca_pem=ca):
-                    await _ensure(api, obj)
+            await ensure_cluster_info(api, data_dir=Path(args.data_dir))
             await api.create(secret)
             if args.print_join_command:
                 lines.append(f"skiff join {find_server(args)} --token {token} "
