@@ -32,6 +32,7 @@ from google.protobuf import (
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from skiff.api import ApiError, Reason
+from skiff.apiserver.endpoints import protobufcerts
 
 MAGIC = b"k8s\x00"
 _PACKAGE = "skiff.kubewire"
@@ -40,6 +41,7 @@ _PACKAGE = "skiff.kubewire"
 # "int32", "int64", "bool", "bytes") or a message of this table; "[]" marks a repeated
 # field and "map:" a map from string keys.
 _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
+    **protobufcerts.MESSAGES,  # certificates.k8s.io/v1 (SPEC JN2)
     "TypeMeta": [("apiVersion", 1, "string"), ("kind", 2, "string")],
     "Unknown": [("typeMeta", 1, "TypeMeta"), ("raw", 2, "bytes"),
                 ("contentEncoding", 3, "string"), ("contentType", 4, "string")],
@@ -276,22 +278,6 @@ _MESSAGES: dict[str, list[tuple[str, int, str]]] = {
     # core/v1 configuration and services
     "ConfigMap": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:string"),
                   ("binaryData", 3, "map:bytes"), ("immutable", 4, "bool")],
-    # certificates.k8s.io/v1 (SPEC JN2): `kubectl certificate approve|deny` PUTs these
-    "ExtraValue": [("items", 1, "[]string")],
-    "CertificateSigningRequestSpec": [
-        ("request", 1, "bytes"), ("username", 2, "string"), ("uid", 3, "string"),
-        ("groups", 4, "[]string"), ("usages", 5, "[]string"), ("extra", 6, "map:ExtraValue"),
-        ("signerName", 7, "string"), ("expirationSeconds", 8, "int32")],
-    "CertificateSigningRequestCondition": [
-        ("type", 1, "string"), ("reason", 2, "string"), ("message", 3, "string"),
-        ("lastUpdateTime", 4, "Time"), ("lastTransitionTime", 5, "Time"),
-        ("status", 6, "string")],
-    "CertificateSigningRequestStatus": [
-        ("conditions", 1, "[]CertificateSigningRequestCondition"),
-        ("certificate", 2, "bytes")],
-    "CertificateSigningRequest": [("metadata", 1, "ObjectMeta"),
-                                  ("spec", 2, "CertificateSigningRequestSpec"),
-                                  ("status", 3, "CertificateSigningRequestStatus")],
     "Secret": [("metadata", 1, "ObjectMeta"), ("data", 2, "map:bytes"), ("type", 3, "string"),
                ("stringData", 4, "map:string"), ("immutable", 5, "bool")],
     "ServicePort": [("name", 1, "string"), ("protocol", 2, "string"), ("port", 3, "int32"),
