@@ -132,6 +132,13 @@ def test_jn2_kubectl_certificate_deny(cluster: Path) -> None:
     time.sleep(1)
     assert not _ok(kubectl(config, "get", "csr", "mallory", "-o",
                            "jsonpath={.status.certificate}"))
+    selected = _ok(kubectl(config, "get", "csr", "--field-selector",
+                           "spec.signerName=kubernetes.io/kube-apiserver-client", "-o",
+                           "name"))
+    assert "certificatesigningrequest.certificates.k8s.io/mallory" in selected.split()
+    other = _ok(kubectl(config, "get", "csr", "--field-selector",
+                        "spec.signerName=example.com/other", "-o", "name"))
+    assert "mallory" not in other
 
 
 def test_jn2_bootstrapper_kubelet_csr_is_auto_approved_and_signed(cluster: Path,

@@ -142,6 +142,9 @@ _TABLE: dict[str, KindFieldLabels] = {
         {**_METADATA, "status.replicas": at("status.replicas", absent="0")}),
     "Job": KindFieldLabels({**_METADATA,
                             "status.successful": at("status.succeeded", absent="0")}),
+    # the signers' controllers list their own CSRs (SPEC JN2)
+    "CertificateSigningRequest": KindFieldLabels({**_METADATA,
+                                                  "spec.signerName": at("spec.signerName")}),
 }
 
 # Every other kind (apps/v1 included: its ReplicaSets answer `status.replicas` with 400).

@@ -199,3 +199,17 @@ def test_jn2_signed_certificate_verifies_against_the_ca() -> None:
     assert cert.not_valid_after_utc - now <= datetime.timedelta(hours=1, seconds=1)
     eku = cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value
     assert list(eku) == [ExtendedKeyUsageOID.CLIENT_AUTH]
+
+
+def test_jn2_unset_condition_times_are_filled_in() -> None:
+    strategies = Strategies()
+    info = lookup("csr")
+    strategy = strategies.of(info)
+    old = csr_obj()
+    new = copy.deepcopy(old)
+    new["status"] = {"conditions": [{"type": "Approved", "status": "True"}]}
+    merged = merge_update(info, strategy, old, new, "approval")
+    strategy.prepare_for_update(old, merged, subresource="approval")
+    cond = merged["status"]["conditions"][0]
+    assert cond["lastUpdateTime"] and cond["lastTransitionTime"] == cond["lastUpdateTime"]
+    assert validate(merged, old=old) == []

@@ -10,6 +10,7 @@ CertificateApproval admission asks.
 from __future__ import annotations
 
 import copy
+import time
 from typing import ClassVar
 
 from skiff.api import ApiError
@@ -20,6 +21,7 @@ from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.registry.strategies.rbac import RbacPolicy
 from skiff.apiserver.registry.strategy import OBJECT_SUBRESOURCES, Strategy
 from skiff.auth import Attributes, Authorizer
+from skiff.clock import rfc3339
 
 APPROVAL = "approval"
 _APPROVAL_TYPES = (APPROVED, DENIED)
@@ -46,6 +48,22 @@ def _approval_changed(old: Obj, new: Obj) -> bool:
     def pick(obj: Obj) -> list[Obj]:
         return [c for c in _conditions(obj) if c.get("type") in _APPROVAL_TYPES]
     return pick(old) != pick(new)
+
+
+def fill_condition_times(new: Obj, old: Obj, *, now: str) -> None:
+    """`populateConditionTimestamps`: an unset lastUpdateTime is now; an unset
+    lastTransitionTime is the stored condition's when its status did not change, else now."""
+    before = {c.get("type"): c for c in _conditions(old)}
+    for cond in _conditions(new):
+        if not isinstance(cond, dict):
+            continue
+        if not cond.get("lastUpdateTime"):
+            cond["lastUpdateTime"] = now
+        if not cond.get("lastTransitionTime"):
+            prior = before.get(cond.get("type"))
+            kept = prior is not None and prior.get("status") == cond.get("status")
+            cond["lastTransitionTime"] = (prior or {}).get("lastTransitionTime") or now \
+                if kept else now
 
 
 class CsrStrategy(Strategy):
@@ -88,8 +106,10 @@ class CsrStrategy(Strategy):
     def prepare_for_update(self, old: Obj, new: Obj, *, subresource: str) -> None:
         """The spec is the stored one; an update of the object keeps the stored status; a
         `status` write keeps the stored Approved/Denied conditions (only `approval` adds
-        or removes those)."""
+        or removes those); a condition's unset times are filled in."""
         new["spec"] = copy.deepcopy(old.get("spec") or {})
+        if subresource in ("status", APPROVAL):
+            fill_condition_times(new, old, now=rfc3339(time.time()))
         if subresource == "":
             if "status" in old:
                 new["status"] = copy.deepcopy(old["status"])
