@@ -174,8 +174,12 @@ def test_ct2_builtin_replicaset_controller_outside_runs_the_workload(
             assert pod.spec.node_name is None and pod.status.phase == "Pending"
 
     run_steps(cluster, namespace, workload["steps"], owned_by_web)
-    rs = rs_of(cluster, namespace)
-    assert (rs.status.replicas, rs.status.observed_generation) == (1, 3)
+
+    def status() -> tuple[Any, Any]:
+        rs = rs_of(cluster, namespace)
+        return rs.status.replicas, rs.status.observed_generation
+    # the status follows the pods (a conflicting status write is retried with backoff)
+    until(lambda: status() == (1, 3), "status.replicas 1 at observedGeneration 3", 15)
     # Each create and delete was recorded by the ReplicaSet controller of *that* process.
     events = cluster.core.list_namespaced_event(namespace).items
     mine: list[Any] = [e for e in events if e.involved_object.kind == "ReplicaSet"]
