@@ -73,7 +73,9 @@ async def test_ct3_check_history_across_an_apiserver_kill_loses_nothing(
     cluster = fresh_cluster.start()
     async with ApiClient(cluster.api_target, retry_seconds=20) as api:
         ns = await _namespace(api, "history")
-    run = asyncio.ensure_future(run_workload(targets=[cluster.api_target], duration=8,
+    # 16 s: the kill at 3 s, and a restart that may take several seconds on a loaded
+    # machine still leaves the restarted apiserver time to acknowledge writes
+    run = asyncio.ensure_future(run_workload(targets=[cluster.api_target], duration=16,
                                              keys=3, workers=4, namespace=ns, timeout=2))
     await asyncio.sleep(3)
     cluster.apiserver.kill()

@@ -16,7 +16,10 @@ from typing import Any
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+# One explore at a time (each runs two clusters at once): beside the rest of the suite on
+# 2 cores, more would starve the timing-sensitive tests.
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(900),
+              pytest.mark.xdist_group("explore")]
 
 ROOT = Path(__file__).resolve().parents[2]
 OPERATORS = ROOT / "examples" / "operators"
