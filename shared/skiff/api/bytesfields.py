@@ -46,3 +46,14 @@ def decode_bytes_fields(obj: dict[str, Any]) -> str | None:
             return f"illegal base64 data at input byte {_illegal_at(value)}"
         data[key] = base64.b64encode(raw).decode()
     return None
+
+
+def decode_bytes(value: Any) -> bytes:
+    """One `[]byte` field's bytes (base64 in JSON: a CSR's request, a caBundle); b"" when
+    absent or not base64 (validation says why, where the field is checked)."""
+    if not isinstance(value, str) or not value:
+        return b""
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return b""

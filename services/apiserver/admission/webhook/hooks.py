@@ -7,12 +7,11 @@ which re-invocation tells hooks apart.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from skiff.api.bytesfields import decode_bytes
 from skiff.api.errors import ApiError, Reason
 from skiff.api.selectors import LabelSelector
 from skiff.api.types import Obj, ObjView
@@ -62,15 +61,6 @@ def _selector(value: Any, path: str) -> LabelSelector:
     return LabelSelector.from_dict(value if isinstance(value, Mapping) else {}, path=path)
 
 
-def _bundle(value: Any) -> bytes:
-    if not isinstance(value, str) or not value:
-        return b""
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
-
-
 def hook_of(configuration: str, index: int, raw: ObjView, *, mutating: bool) -> Hook:
     """The accessor for `webhooks[index]` of the configuration named `configuration`."""
     config = raw.get("clientConfig") if isinstance(raw.get("clientConfig"), Mapping) else {}
@@ -98,7 +88,7 @@ def hook_of(configuration: str, index: int, raw: ObjView, *, mutating: bool) -> 
         side_effects=raw.get("sideEffects"),
         timeout_seconds=timeout if isinstance(timeout, int) and timeout > 0 else 10,
         reinvocation_policy=str(raw.get("reinvocationPolicy") or "Never"),
-        url=config.get("url"), service=service, ca_bundle=_bundle(config.get("caBundle")),
+        url=config.get("url"), service=service, ca_bundle=decode_bytes(config.get("caBundle")),
         match_conditions=tuple((str(c.get("name", "")), str(c.get("expression", "")))
                                for c in raw.get("matchConditions") or []
                                if isinstance(c, Mapping)),

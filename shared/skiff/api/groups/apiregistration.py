@@ -7,10 +7,9 @@ they register.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
+from skiff.api.bytesfields import decode_bytes
 from skiff.api.columns import age_column, meta
 from skiff.api.errors import FieldError, invalid, not_supported, required
 from skiff.api.fieldchecks import as_dict, as_list, is_int
@@ -37,13 +36,7 @@ def path_segment_name_problems(name: str) -> list[str]:
 
 def ca_bundle_bytes(spec: ObjView) -> bytes:
     """`spec.caBundle` decoded (base64 in JSON); b"" when absent or not base64."""
-    value = spec.get("caBundle")
-    if not isinstance(value, str) or not value:
-        return b""
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
+    return decode_bytes(spec.get("caBundle"))
 
 
 def _default_api_service(obj: Obj) -> None:

@@ -10,13 +10,12 @@ and approver, so they live here.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 from cryptography import x509
 from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
 
+from skiff.api.bytesfields import decode_bytes as decode_bytes  # the controllers read it here
 from skiff.api.columns import age, age_column, meta
 from skiff.api.errors import (
     FieldError,
@@ -49,16 +48,6 @@ USAGES = sorted([
 _MAX_SIGNER_NAME = 571  # <fqdn 253>/<namespace 63>.<name 253>
 _MAX_FQDN = 253
 _CONDITION_STATUSES = ["False", "True", "Unknown"]
-
-
-def decode_bytes(value: Any) -> bytes:
-    """A `[]byte` field's bytes (base64 in JSON); b"" when absent or not base64."""
-    if not isinstance(value, str) or not value:
-        return b""
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return b""
 
 
 def parse_request(pem: bytes) -> x509.CertificateSigningRequest:
