@@ -26,6 +26,7 @@ async def run(settings: Settings, service: Service, usage: Usage) -> None:
     try:
         async with ApiClient(settings.apiserver, user_agent="skiff-control-plane") as api:
             agent = NodeAgent(settings, api, ports, usage=usage)
+            await agent.register_all()
             await service.ready()
             tasks = [asyncio.create_task(agent.heartbeat()),
                      asyncio.create_task(agent.run_pods())]

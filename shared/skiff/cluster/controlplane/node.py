@@ -231,6 +231,17 @@ class NodeAgent:
         lease["spec"].update(spec)
         await self.api.update(lease)
 
+    async def register_all(self) -> None:
+        """Register every control-plane Node now (before the agent reports ready, so
+        `skiff up` returns with them listed, as kind's does); one that fails is left to
+        the heartbeat's next round."""
+        for node in self.settings.nodes:
+            try:
+                await self.register(node)
+            except ApiError as err:
+                log.warning("control-plane node registration failed; the heartbeat retries",
+                            extra={"node": node, "error": err.message})
+
     async def heartbeat(self) -> None:
         lease_every = self.settings.node_lease_duration_seconds / 4
         status_every = self.settings.node_status_update_frequency
