@@ -40,7 +40,7 @@ lint: $(STAMP)
 TEST_WORKERS ?= 4
 
 test: $(STAMP) etcd lint
-	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup
+	$(BIN)/pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadgroup --durations=25
 
 compose-up: $(STAMP)
 	PYTHON=$(BIN)/python deploy/compose/cluster.sh up --offline
