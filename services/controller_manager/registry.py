@@ -13,6 +13,7 @@ from skiff.controller_manager.attachdetach import AttachDetachController
 from skiff.controller_manager.bootstrap import BootstrapSigner, TokenCleaner
 from skiff.controller_manager.certificates import (
     CsrApprovingController,
+    CsrCleanerController,
     CsrSigningController,
 )
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -77,6 +78,7 @@ CONTROLLERS: tuple[ControllerSpec, ...] = (
                    lambda ctx: [HorizontalController(context=ctx)]),
     ControllerSpec("csrsigning", lambda ctx: [CsrSigningController(context=ctx)]),
     ControllerSpec("csrapproving", lambda ctx: [CsrApprovingController(context=ctx)]),
+    ControllerSpec("csrcleaner", lambda ctx: [CsrCleanerController(context=ctx)]),
     # off by default, as in kube-controller-manager; `skiff up` enables them (SPEC JN3)
     ControllerSpec("tokencleaner", lambda ctx: [TokenCleaner(context=ctx)],
                    enabled_by_default=False),

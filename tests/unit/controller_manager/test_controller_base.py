@@ -116,7 +116,7 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                        "disruption", "fencing", "attachdetach", "nodeipam",
                        "persistentvolume-binder", "serviceaccount", "resourcequota",
                        "root-ca-cert-publisher", "horizontalpodautoscaling",
-                       "csrsigning", "csrapproving"],
+                       "csrsigning", "csrapproving", "csrcleaner"],
                  id="all"),
     pytest.param("podgc", ["podgc"], id="one"),
     pytest.param("*,-statefulset", ["podgc", "nodelifecycle", "replicaset",
@@ -126,7 +126,7 @@ async def test_stopping_lets_an_in_flight_reconcile_finish(context: ControllerCo
                                     "attachdetach", "nodeipam", "persistentvolume-binder",
                                     "serviceaccount", "resourcequota",
                                     "root-ca-cert-publisher", "horizontalpodautoscaling",
-                                    "csrsigning", "csrapproving"],
+                                    "csrsigning", "csrapproving", "csrcleaner"],
                  id="all-but-one"),
 ])
 def test_controllers_flag(flag: str, names: list[str]) -> None:
