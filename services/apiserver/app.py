@@ -428,7 +428,8 @@ class ApiServer:
         # AU6: RBAC writes need the permissions they grant (or escalate/bind)
         registry.strategies.rbac.escalation = EscalationCheck(authorizer=authorizer,
                                                               rbac=authorizer.rbac)
-        return tls, RequestGuard(authenticator, authorizer)
+        return tls, RequestGuard(authenticator, authorizer,
+                                 anonymous_paths=frozenset(s.anonymous_auth_paths))
 
     async def _wait_for_etcd(self, storage: EtcdStorage, registry: Registry) -> None:
         delay = 0.1

@@ -17,6 +17,7 @@ RBAC_GROUP = "rbac.authorization.k8s.io"
 NODE_CLIENT_ROLE = "system:certificates.k8s.io:certificatesigningrequests:nodeclient"
 SELF_NODE_CLIENT_ROLE = "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient"
 BOOTSTRAPPERS_GROUP = "system:bootstrappers"
+GET_NODES_ROLE = "skiff:get-nodes"
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> Obj:
@@ -165,6 +166,8 @@ def bootstrap_policy() -> list[Obj]:
         SELF_NODE_CLIENT_ROLE: [_rule(["certificates.k8s.io"],
                                       ["certificatesigningrequests/selfnodeclient"],
                                       ["create"])],
+        # kubeadm's kubeadm:get-nodes: `skiff join` refuses a name a Node already has
+        GET_NODES_ROLE: [_rule([""], ["nodes"], ["get"])],
         FENCE_AGENT_USER: [
             _rule(["*"], ["*"], _READ),
             _rule(["skiff.io"], ["fences", "fences/status"], ["update", "patch"]),
@@ -197,6 +200,7 @@ def bootstrap_policy() -> list[Obj]:
                                      {"kind": "Group", "name": "system:nodes"}],
         NODE_CLIENT_ROLE: [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
         SELF_NODE_CLIENT_ROLE: [{"kind": "Group", "name": "system:nodes"}],
+        GET_NODES_ROLE: [{"kind": "Group", "name": BOOTSTRAPPERS_GROUP}],
     }
     api_version = f"{RBAC_GROUP}/v1"
 

@@ -14,6 +14,7 @@ and `--client-ca-file`.
 
 from __future__ import annotations
 
+import re
 import ssl
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +38,7 @@ from skiff.apiserver.registry.scope import (
     selected_name,
     text_field,
 )
-from skiff.auth import Attributes, UserInfo, unauthorized
+from skiff.auth import ANONYMOUS, Attributes, UserInfo, unauthorized
 
 # gRPC method -> (verb, subresource); Discovery needs only authentication.
 _GRPC_VERBS: dict[str, tuple[str, str]] = {
@@ -105,10 +106,23 @@ class TlsFiles:
         return ctx
 
 
+_OBJECT_PATH = re.compile(r"\A/api/v1/namespaces/([^/]+)/([^/]+)/([^/]+)\Z")
+
+
+def anonymous_gets(paths: frozenset[str]) -> frozenset[tuple[str, str, str]]:
+    """(resource, namespace, name) of the core-group object paths among
+    --anonymous-auth-paths: the gRPC `Get`s a caller without credentials may make."""
+    found = (m.groups() for m in map(_OBJECT_PATH.match, paths) if m is not None)
+    return frozenset((resource, namespace, name) for namespace, resource, name in found)
+
+
 class RequestGuard:
-    def __init__(self, authenticator: Authenticator, authorizer: ApiAuthorizer) -> None:
+    def __init__(self, authenticator: Authenticator, authorizer: ApiAuthorizer, *,
+                 anonymous_paths: frozenset[str] = frozenset()) -> None:
         self.authenticator = authenticator
         self.authorizer = authorizer
+        # SPEC JN3: `skiff join` reads cluster-info on the address the kubelet dials
+        self._anonymous_gets = anonymous_gets(anonymous_paths)
 
     # -- gRPC ----------------------------------------------------------------------------
 
@@ -120,9 +134,19 @@ class RequestGuard:
                     return user
         raise unauthorized()
 
+    def _anonymous_get(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
+                       req: Obj) -> bool:
+        """A `Get` of an --anonymous-auth-paths object without `authorization`."""
+        if method != "Get" or any(k == "authorization"
+                                  for k, _ in context.invocation_metadata() or ()):
+            return False
+        return (_text(req, "resource"), _text(req, "namespace"),
+                _text(req, "name")) in self._anonymous_gets
+
     async def grpc(self, method: str, context: grpc.aio.ServicerContext[Any, Any],
                    req: Obj) -> None:
-        user = await self.grpc_user(context)
+        user = ANONYMOUS if self._anonymous_get(method, context, req) \
+            else await self.grpc_user(context)
         current_user.set(user)
         verb_sub = _GRPC_VERBS.get(method)
         if method == "SubjectAccessReview":  # not a stored kind: `create` on the review
