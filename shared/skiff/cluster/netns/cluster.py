@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
+from skiff.bootstraptoken import BOOTSTRAP_CONTROLLERS
 from skiff.client.credentials import Credentials
 from skiff.cluster import launch
 from skiff.cluster.config import ClusterConfig
@@ -332,7 +333,9 @@ class NetnsCluster:
                       *self.extra_args.get("scheduler", []), "--leader-elect-identity", name])
                     for name in self.topology.replicas("scheduler")]
         services += [(name, name, "skiff.controller_manager",
-                      [*self.config.flags("controllerManager", config_dir),
+                      ["--controllers", BOOTSTRAP_CONTROLLERS,  # SPEC JN3; config may override
+                       *self.config.flags("controllerManager", config_dir),
+                       *self.security.controller_manager_args(),  # SPEC JN2: csrsigning
                        *self.extra_args.get("controller-manager", []),
                        "--leader-elect-identity", name])
                      for name in self.topology.replicas("controller-manager")]
