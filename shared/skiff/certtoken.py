@@ -43,29 +43,55 @@ _ALGORITHMS = ["ES256", "RS256"]
 
 
 class CertificateTokens:
-    """Signs this client's tokens, re-signing when half the lifetime has passed."""
+    """Signs this client's tokens, re-signing when half the lifetime has passed, and with
+    a new certificate as soon as its files are replaced (a kubelet renewing its client
+    certificate, SPEC JN2): a pair whose key does not match its certificate (caught
+    between the two renames) is not taken; the old one serves until the next call."""
 
     def __init__(self, cert_file: str | Path, key_file: str | Path, *,
                  lifetime: float = LIFETIME_SECONDS) -> None:
-        cert = x509.load_pem_x509_certificate(Path(cert_file).read_bytes())
-        key = serialization.load_pem_private_key(Path(key_file).read_bytes(), password=None)
+        self._files = (Path(cert_file), Path(key_file))
+        self._stamp = self._stamp_now()
+        self._load(replaced=False)
+        self._lifetime = lifetime
+        self._lock = threading.Lock()  # grpc may ask from its own threads
+        self._token = ""
+        self._renew_at = 0.0
+
+    def _stamp_now(self) -> tuple[int, int]:
+        cert, key = (f.stat() for f in self._files)
+        return cert.st_mtime_ns ^ cert.st_ino, key.st_mtime_ns ^ key.st_ino
+
+    def _load(self, *, replaced: bool) -> None:
+        cert_file, key_file = self._files
+        cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
+        key = serialization.load_pem_private_key(key_file.read_bytes(), password=None)
         if isinstance(key, ec.EllipticCurvePrivateKey):
             self._algorithm = "ES256"
         elif isinstance(key, rsa.RSAPrivateKey):
             self._algorithm = "RS256"
         else:
             raise ValueError(f"{key_file}: a client key must be EC P-256 or RSA")
+        if replaced and cert.public_key() != key.public_key():
+            raise ValueError(f"{key_file} is not the key of {cert_file}")
         self._key = key
         self._x5c = [base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()]
-        self._lifetime = lifetime
-        self._lock = threading.Lock()  # grpc may ask from its own threads
-        self._token = ""
-        self._renew_at = 0.0
+
+    def _reload_if_replaced(self) -> bool:
+        try:
+            stamp = self._stamp_now()
+            if stamp == self._stamp:
+                return False
+            self._load(replaced=True)
+        except (OSError, ValueError):
+            return False  # mid-replacement: keep the pair we have
+        self._stamp = stamp
+        return True
 
     def token(self) -> str:
         now = time.time()
         with self._lock:
-            if now >= self._renew_at:
+            if self._reload_if_replaced() or now >= self._renew_at:
                 self._token = jwt.encode(
                     {"aud": AUDIENCE, "iat": int(now), "exp": int(now + self._lifetime)},
                     self._key, algorithm=self._algorithm, headers={"x5c": self._x5c})
