@@ -125,6 +125,20 @@ class KubeletSettings:
     image_commands: str = setting("", help="YAML/JSON file: image name -> command list, "
                                   "for containers without `command` (default: a stand-in "
                                   "that serves the declared ports; see runtime/images.py)")
+    rotate_certificates: bool = setting(
+        False, help="renew the client certificate (SKIFF_CLIENT_CERT_FILE/_KEY_FILE) by a "
+                    "CSR before it expires (Kubernetes' rotateCertificates; SPEC JN2)")
+    server_tls_bootstrap: bool = setting(
+        False, help="get the serving certificate (SKIFF_KUBELET_TLS_CERT_FILE) by a "
+                    "kubernetes.io/kubelet-serving CSR once the Node is registered, and renew "
+                    "it; --port must be set (Kubernetes' serverTLSBootstrap)")
+    certificate_rotation_fraction: float = setting(
+        0.0, help="renew once this share of a certificate's lifetime has passed (0 = a "
+                  "jittered 0.7-0.9, as Kubernetes' certificate manager; tests compress it)")
+    certificate_check_period: float = duration(30.0, help="how often certificates are "
+                                                          "checked for renewal")
+    certificate_request_timeout: float = duration(
+        900.0, help="how long a CSR waits to be approved and signed before it is asked again")
     runtime: str = setting("process", help="process (real processes) or fake (hollow)")
     hollow_nodes: int = setting(0, help="with --runtime fake: host N nodes named "
                                         "<node-name>-<i> in this process")
