@@ -22,6 +22,7 @@ from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
 from skiff.clock import REAL_CLOCK
 from skiff.kubelet.admission import Admission
+from skiff.kubelet.certmanager import manage_certificates
 from skiff.kubelet.cgroups import (
     NOT_ENFORCED_MESSAGE,
     CgroupLayout,
@@ -35,6 +36,7 @@ from skiff.kubelet.kubelet import Kubelet
 from skiff.kubelet.logs import LogRotation, LogService, running_logs
 from skiff.kubelet.metrics import ResourceMetrics, running_containers
 from skiff.kubelet.node import NodeAgent, heartbeat_client
+from skiff.kubelet.noderoutes import NodeRoutes, bind_node_netns
 from skiff.kubelet.pod_environment import PodEnvironment
 from skiff.kubelet.poddir import private_dir
 from skiff.kubelet.projected import kubernetes_service_env
@@ -85,6 +87,8 @@ def sandbox_manager(settings: KubeletSettings, *, api: ApiClient, node_name: str
     else:
         log.info("containers are confined by Landlock", extra={"node": node_name,
                                                                "landlockABI": abi})
+    if settings.pod_network == "node":  # JN1: the node's own netns holds its pod bridge
+        bind_node_netns(settings.pod_network_namespace)
     return SandboxManager(api=api, node_name=node_name, network=PodNetwork(
         namespace=settings.pod_network_namespace, ipam_dir=root / "ipam"),
         pod_cidr_wait=settings.pod_cidr_wait)
@@ -256,6 +260,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                     cluster_domain=settings.cluster_domain,
                     upstreams=list(_host_resolver(settings.resolv_conf).nameservers)).run(),
                     name="service-proxy"))
+            if (settings.runtime == "process" and settings.pod_network == "node"
+                    and sandbox_supported(settings.sandbox)):
+                # JN1: routes to the other nodes' podCIDRs, as kindnet keeps them
+                tasks.append(asyncio.create_task(NodeRoutes(api, node_name=names[0]).run(),
+                                                 name="node-routes"))
             log.info("kubelet ready", extra={"nodes": len(names), "runtime": settings.runtime})
             await service.ready()
             await service.stop.wait()
@@ -298,20 +307,36 @@ def main(argv: list[str] | None = None) -> None:
                 streams.forwards.handler(),
                 KillService(lambda: streams.attach_locators).handler()]  # issue 35
     tls = KubeletTls.from_env()
+    bootstrap = tls is not None and settings.server_tls_bootstrap
+    if bootstrap and not settings.port:
+        raise SystemExit("skiff-kubelet: --server-tls-bootstrap needs --port (the Node "
+                         "publishes it before the serving certificate exists)")
+    hosts = list(dict.fromkeys(["127.0.0.1", settings.node_ip]))
 
     async def body(service: Service) -> None:
-        server, port = None, 0
-        if tls is not None:  # logs, exec, metrics on their own mutual-TLS port
-            hosts = dict.fromkeys(["127.0.0.1", settings.node_ip])
-            server, port = await start_kubelet_server(tls, handlers, addresses=list(hosts),
-                                                      port=settings.port)
+        servers: list[Any] = []  # the TLS port's grpc server, once it serves
+        port = settings.port
+
+        async def start_serving() -> None:  # logs, exec, metrics on a mutual-TLS port
+            nonlocal port
+            assert tls is not None
+            server, port = await start_kubelet_server(tls, handlers, addresses=hosts,
+                                                      port=port, dynamic=bootstrap)
+            servers.append(server)
             log.info("kubelet port serving with mutual TLS", extra={"port": port})
+
+        if tls is not None and not bootstrap:
+            await start_serving()
+        certificates = asyncio.create_task(manage_certificates(
+            settings, serving=tls, start_serving=start_serving), name="certificates") \
+            if settings.rotate_certificates or bootstrap else None
         try:
             with contextlib.suppress(asyncio.CancelledError):
                 await run_kubelet(settings, service, logs, metrics, streams,
                                   kubelet_port=port)
         finally:
-            if server is not None:
+            await cancel_tasks(*[t for t in (certificates,) if t is not None])
+            for server in servers:
                 await server.stop(1)
 
     run_service("kubelet", body, health_address=address, log_level=settings.log_level,

@@ -80,6 +80,11 @@ class KubeletSettings:
     pod_network_namespace: str = setting(
         "skiff-podnet", help="the network namespace holding the pod network's bridge "
                              "(shared by every kubelet of the cluster)")
+    pod_network: str = setting(
+        "shared", help="shared = the pod network namespace's bridge joins every node's pods; "
+                       "node = kind's layout (a node container): the bridge in the kubelet's "
+                       "own network namespace and a route per other Node's podCIDR via its "
+                       "InternalIP, kept in sync with the Nodes (SPEC JN1)")
     node_lease_duration_seconds: int = setting(40, help="the node Lease's duration")
     node_lease_renew_interval: float = duration(
         0.0, help="how often the Lease is renewed (0 = a quarter of the lease duration, "
@@ -251,6 +256,8 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
                             "and one rotated), as Kubernetes requires")
     if settings.runtime not in ("process", "fake"):
         raise SettingsError(f"--runtime: {settings.runtime!r} is not process or fake")
+    if settings.pod_network not in ("shared", "node"):
+        raise SettingsError(f"--pod-network: {settings.pod_network!r} is not shared or node")
     if settings.hollow_nodes and settings.runtime != "fake":
         raise SettingsError("--hollow-nodes needs --runtime fake (hollow nodes run no "
                             "processes)")

@@ -146,6 +146,11 @@ def _netlink_failure(err: NetlinkError) -> OSError:
 
 
 def _write_sysctl(path: str, value: str) -> None:
+    """Set a sysctl unless it already has `value` (a node container gets ip_forward from
+    its engine, with /proc/sys read-only)."""
+    with open(path) as f:
+        if f.read().strip() == value:
+            return
     with open(path, "w") as f:
         f.write(value)
 
