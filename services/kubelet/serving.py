@@ -23,6 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+from cryptography import x509
+from cryptography.hazmat.primitives import serialization
 
 from skiff.api.errors import ApiError, Reason
 from skiff.client.credentials import ENV_CA
@@ -58,6 +60,38 @@ class KubeletTls:
         return grpc.ssl_server_credentials(
             [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
             root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)
+
+    def _stamp(self) -> tuple[int, ...]:
+        return tuple(s.st_mtime_ns ^ s.st_ino for s in (self.cert_file.stat(),
+                                                         self.key_file.stat()))
+
+    def _configuration(self) -> Any:
+        key_pem, cert_pem = self.key_file.read_bytes(), self.cert_file.read_bytes()
+        key = serialization.load_pem_private_key(key_pem, password=None)
+        if x509.load_pem_x509_certificate(cert_pem).public_key() != key.public_key():
+            raise ValueError(f"{self.key_file} is not the key of {self.cert_file}")
+        return grpc.ssl_server_certificate_configuration(
+            [(key_pem, cert_pem)], root_certificates=self.client_ca_file.read_bytes())
+
+    def dynamic_server_credentials(self) -> grpc.ServerCredentials:
+        """Like `server_credentials`, but a certificate whose files were replaced (renewed
+        by CSR, SPEC JN2) serves from the next handshake on; a pair caught mid-replacement
+        (key and certificate not matching) is not taken."""
+        seen = [self._stamp()]
+
+        def fetch() -> Any:
+            try:
+                stamp = self._stamp()
+                if stamp == seen[0]:
+                    return None
+                configuration = self._configuration()
+            except (OSError, ValueError):
+                return None
+            seen[0] = stamp
+            return configuration
+
+        return grpc.dynamic_ssl_server_credentials(self._configuration(), fetch,
+                                                   require_client_authentication=True)
 
 
 def _subresource(method: str) -> str:
@@ -147,14 +181,17 @@ def authorized_handlers(handlers: Sequence[grpc.GenericRpcHandler]) -> grpc.Gene
 
 
 async def start_kubelet_server(tls: KubeletTls, handlers: Sequence[grpc.GenericRpcHandler],
-                               *, addresses: Sequence[str], port: int = 0
-                               ) -> tuple[grpc.aio.Server, int]:
+                               *, addresses: Sequence[str], port: int = 0,
+                               dynamic: bool = False) -> tuple[grpc.aio.Server, int]:
     """Serve `handlers` with mutual TLS on `port` (0: any free one, the same on every
     address); answers the server and the port the Node publishes."""
     server = grpc.aio.server()
     server.add_generic_rpc_handlers((authorized_handlers(handlers),))
-    credentials = tls.server_credentials()
     for address in addresses:
+        # dynamic credentials are one per port: grpc hands their first configuration to
+        # the first port only, and the next would start with none
+        credentials = tls.dynamic_server_credentials() if dynamic \
+            else tls.server_credentials()
         bound = server.add_secure_port(f"{address}:{port}", credentials)
         if bound == 0:
             raise OSError(f"kubelet: cannot bind its port {address}:{port}")
