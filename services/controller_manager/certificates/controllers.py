@@ -9,7 +9,10 @@ csrapproving: a `kube-apiserver-client-kubelet` CSR is Approved (reason AutoAppr
 when a SubjectAccessReview says its requester may `create`
 `certificatesigningrequests/selfnodeclient` (the node renewing its own certificate) or
 `certificatesigningrequests/nodeclient` (a bootstrap token's user); otherwise it stays
-pending for a person.
+pending for a person. Skiff adds two rules of its own: a bootstrap token's CSR for the name
+of a Node that already exists is left to a person (a token must not mint an existing node's
+identity), and a `kubelet-serving` CSR is approved, as kubelet-csr-approver does, only
+when the node itself asks and every name in it is one of its Node's addresses.
 """
 
 from __future__ import annotations
@@ -20,16 +23,19 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from skiff.api import ApiError, Reason
 from skiff.api.groups import certificates as csrs
 from skiff.api.types import Obj
 from skiff.clock import rfc3339
 from skiff.controller_manager.certificates.signing import (
+    NODES_GROUP,
     SIGNERS,
     Issuer,
     SignerRuleError,
     check_signer_rules,
     lifetime,
     node_name,
+    serving_names_allowed,
     sign,
 )
 from skiff.controller_manager.controller import Controller, ControllerContext
@@ -37,6 +43,7 @@ from skiff.controller_manager.controller import Controller, ControllerContext
 log = logging.getLogger(__name__)
 
 RESOURCE = "certificatesigningrequests"
+SERVING_NODE_WAIT = 2.0  # a serving CSR comes right after its Node registers
 
 
 def with_condition(csr: Obj, *, type_: str, reason: str, message: str, now: str) -> Obj:
@@ -144,9 +151,11 @@ class CsrApprovingController(_CsrController):
         if csr is None:
             return None
         spec = csr.get("spec") or {}
-        if (spec.get("signerName") != csrs.KUBE_APISERVER_CLIENT_KUBELET
-                or csrs.has_condition(csr, csrs.APPROVED)
-                or csrs.has_condition(csr, csrs.DENIED)):
+        if csrs.has_condition(csr, csrs.APPROVED) or csrs.has_condition(csr, csrs.DENIED):
+            return None
+        if spec.get("signerName") == csrs.KUBELET_SERVING:
+            return await self._serving(csr, spec)
+        if spec.get("signerName") != csrs.KUBE_APISERVER_CLIENT_KUBELET:
             return None
         try:
             request = csrs.parse_request(csrs.decode_bytes(spec.get("request")))
@@ -163,9 +172,54 @@ class CsrApprovingController(_CsrController):
         for subresource, needs_self, message in _RECOGNIZERS:
             if needs_self and not is_self:
                 continue
+            if not is_self and await self._node(node_name(request)) is not None:
+                # a bootstrap token asking for an existing Node's identity: a person
+                # decides (`skiff join` refuses the name; this is the server's guard)
+                log.info("not auto-approving a bootstrap CSR for an existing Node",
+                         extra={"csr": key, "node": node_name(request)})
+                return None
             answer = await review(access_review(spec, subresource))
             if (answer.get("status") or {}).get("allowed"):
                 await approve(with_condition(csr, type_=csrs.APPROVED, reason="AutoApproved",
                                              message=message, now=self.now()))
                 return None
+        return None
+
+    async def _node(self, name: str) -> Obj | None:
+        try:
+            return await self.client.get("nodes", name)
+        except ApiError as err:
+            if err.reason == Reason.NOT_FOUND:
+                return None
+            raise
+
+    async def _serving(self, csr: Obj, spec: Obj) -> float | None:
+        """kubelet-csr-approver's rules (Kubernetes approves no serving CSR by itself): the
+        requester is the node the CSR names, in system:nodes, and every SAN is one of that
+        Node's own addresses (or its name); else a person decides. A Node not registered
+        yet (or without addresses yet) is waited for."""
+        try:
+            request = csrs.parse_request(csrs.decode_bytes(spec.get("request")))
+            check_signer_rules(signer=csrs.KUBELET_SERVING, csr=request,
+                               usages=[str(u) for u in spec.get("usages") or []])
+        except (SignerRuleError, ValueError):
+            return None
+        name = node_name(request)
+        if spec.get("username") != f"system:node:{name}" \
+                or NODES_GROUP not in (spec.get("groups") or []):
+            return None
+        node = await self._node(name)
+        if node is None or not (node.get("status") or {}).get("addresses"):
+            return SERVING_NODE_WAIT  # registered, but its status not written yet
+        if not serving_names_allowed(request, node):
+            log.info("not auto-approving a serving CSR naming addresses the Node does not "
+                     "have", extra={"csr": csr["metadata"]["name"], "node": name})
+            return None
+        approve: Any = getattr(self.client, "update_approval", None)
+        if approve is None:
+            return None
+        await approve(with_condition(
+            csr, type_=csrs.APPROVED, reason="AutoApproved", now=self.now(),
+            message="Auto approving kubelet serving certificate: its names are the Node's "
+                    "own addresses."))
         return None

@@ -8,8 +8,9 @@ certificate lives, and the certificate itself, issued by the cluster CA.
 from __future__ import annotations
 
 import datetime
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
@@ -169,3 +170,18 @@ def node_name(csr: x509.CertificateSigningRequest) -> str:
     return name[len(NODE_PREFIX):] if name.startswith(NODE_PREFIX) else ""
 
 
+
+
+def serving_names_allowed(csr: x509.CertificateSigningRequest, node: Mapping[str, Any]) -> bool:
+    """Whether every IP and DNS name of a serving CSR is one of the Node's
+    `status.addresses` (or, for DNS, the Node's name)."""
+    status = node.get("status") or {}
+    known = {str(a.get("address")) for a in status.get("addresses") or []
+             if isinstance(a, dict)}
+    known.add(str((node.get("metadata") or {}).get("name", "")))
+    san = _san(csr)
+    if san is None:
+        return False
+    names = [str(ip) for ip in san.get_values_for_type(x509.IPAddress)]
+    names += san.get_values_for_type(x509.DNSName)
+    return bool(names) and all(n in known for n in names)
