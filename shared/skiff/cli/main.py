@@ -22,7 +22,7 @@ from typing import Any, NoReturn
 
 from skiff.api import ApiError
 from skiff.api import tables as printers
-from skiff.cli import chaos, checkhistory, describe, explore, fencing, resources, token
+from skiff.cli import chaos, checkhistory, describe, explore, fencing, join, resources, token
 from skiff.client import ApiClient
 from skiff.cluster.chaos.docker import ChaosError
 from skiff.cluster.chaos.members import MEMBER_COMMANDS, MemberError
@@ -434,6 +434,7 @@ def build_parser() -> argparse.ArgumentParser:
     checkhistory.add_commands(add, add_to, find_server=find_server, out=_out)
     explore.add_commands(add, add_to, out=_out)
     token.add_commands(add, add_to, with_client=with_client, find_server=find_server, out=_out)
+    join.add_commands(add, out=_out)
     return parser
 
 
