@@ -1,19 +1,20 @@
 """Token discovery, as kubeadm's `discovery/token`: learn the cluster's CA from only the
 API address, a bootstrap token and the CA's pinned hash.
 
-The JWS is waited for (up to the timeout): the bootstrapsigner adds it a moment after a
-token is made. Then:
-
-1. Connect to the address trusting whatever certificate it presents (nothing is sent that
-   a man in the middle could use: the read is anonymous, the token never leaves).
+1. Connect to the address trusting whatever certificate it presents (the one a first TLS
+   handshake shows is the trust anchor of that connection; nothing is sent that a man in
+   the middle could use: the read is anonymous, the token never leaves).
 2. Read the `cluster-info` ConfigMap in kube-public; its `jws-kubeconfig-<token id>` must be
    a detached JWS of its kubeconfig made with the token secret (only the cluster knows it).
 3. The kubeconfig's CA must hash to one of the `--discovery-token-ca-cert-hash` pins.
 4. Only then trust that CA and read cluster-info again over verified TLS; it must be the
    same.
 
-The address is the gRPC API the kubelet dials afterwards (the apiserver answers the
-anonymous `Get` of cluster-info there as on HTTPS), so one address is all a node needs.
+The JWS is waited for (up to the timeout): the bootstrapsigner adds it a moment after a
+token is made. The address is the gRPC API the kubelet dials afterwards (the apiserver
+answers the anonymous `Get` of cluster-info there as on HTTPS), so one address is all a
+node needs; cluster-info's own `server` (the HTTPS API) only goes into the node's
+kubeconfig for kubectl.
 """
 
 from __future__ import annotations
