@@ -6,7 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from skiff.kubelet.noderoutes import RoutePlan, desired_routes, plan_routes
+from skiff.kubelet.settings import parse_settings
+from skiff.settings import SettingsError
 
 
 def node(name: str, cidr: str | None, ip: str | None) -> dict[str, Any]:
@@ -50,3 +54,10 @@ def test_jn1_changes_are_replacements_and_deletions_of_own_routes_only() -> None
         replace={"10.244.3.0/24": "172.20.0.17", "10.244.5.0/24": "172.20.0.9"},
         delete=["10.244.4.0/24"])                 # its node left
     assert plan_routes(wanted, wanted) == RoutePlan(replace={}, delete=[])
+
+
+def test_jn1_pod_network_setting_is_shared_or_node() -> None:
+    assert parse_settings(["--pod-network=node"]).pod_network == "node"
+    assert parse_settings([]).pod_network == "shared"
+    with pytest.raises(SettingsError, match="--pod-network: 'kind' is not shared or node"):
+        parse_settings(["--pod-network=kind"])
