@@ -68,23 +68,23 @@ def _write(path: Path, data: bytes) -> None:
     os.chmod(path, 0o600)
 
 
-def _new_key() -> ec.EllipticCurvePrivateKey:
+def new_key() -> ec.EllipticCurvePrivateKey:
     return ec.generate_private_key(ec.SECP256R1())
 
 
-def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
     return key.private_bytes(serialization.Encoding.PEM,
                              serialization.PrivateFormat.PKCS8,
                              serialization.NoEncryption())
 
 
-def _name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
+def x509_name(common_name: str, organizations: Iterable[str] = ()) -> x509.Name:
     attrs = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, o) for o in organizations]
     attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     return x509.Name(attrs)
 
 
-def _san(hosts: Iterable[str]) -> list[x509.GeneralName]:
+def alt_names(hosts: Iterable[str]) -> list[x509.GeneralName]:
     names: list[x509.GeneralName] = []
     for host in dict.fromkeys(hosts):
         try:
@@ -97,7 +97,7 @@ def _san(hosts: Iterable[str]) -> list[x509.GeneralName]:
 def _covers(cert_file: Path, hosts: Iterable[str]) -> bool:
     """Whether a kept certificate still names every host (a netns cluster's addresses
     may differ from the last start's): if not, it is issued again."""
-    wanted = _san(hosts)
+    wanted = alt_names(hosts)
     if not wanted:
         return True
     cert = x509.load_pem_x509_certificate(cert_file.read_bytes())
@@ -126,9 +126,9 @@ class CertificateAuthority:
             if not isinstance(key, ec.EllipticCurvePrivateKey):
                 raise ValueError(f"{files.key}: the CA key must be an EC key")
             return cls(cert, key, files)
-        key = _new_key()
+        key = new_key()
         now = datetime.datetime.now(datetime.UTC)
-        subject = _name(CA_NAME)
+        subject = x509_name(CA_NAME)
         cert = (x509.CertificateBuilder()
                 .subject_name(subject).issuer_name(subject)
                 .public_key(key.public_key())
@@ -144,7 +144,7 @@ class CertificateAuthority:
                 .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()),
                                critical=False)
                 .sign(key, hashes.SHA256()))
-        _write(files.key, _key_pem(key))
+        _write(files.key, key_pem(key))
         _write(files.cert, cert.public_bytes(serialization.Encoding.PEM))
         return cls(cert, key, files)
 
@@ -155,12 +155,12 @@ class CertificateAuthority:
         files = CertPair(path_stem.with_suffix(".crt"), path_stem.with_suffix(".key"))
         if files.cert.exists() and files.key.exists() and _covers(files.cert, hosts):
             return files
-        key = _new_key()
+        key = new_key()
         now = datetime.datetime.now(datetime.UTC)
         usages = ([ExtendedKeyUsageOID.SERVER_AUTH] if server else []) + (
             [ExtendedKeyUsageOID.CLIENT_AUTH] if client else [])
         builder = (x509.CertificateBuilder()
-                   .subject_name(_name(common_name, organizations))
+                   .subject_name(x509_name(common_name, organizations))
                    .issuer_name(self.certificate.subject)
                    .public_key(key.public_key())
                    .serial_number(x509.random_serial_number())
@@ -176,11 +176,11 @@ class CertificateAuthority:
                    .add_extension(x509.ExtendedKeyUsage(usages), critical=False)
                    .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(
                        self._key.public_key()), critical=False))
-        san = _san(hosts)
+        san = alt_names(hosts)
         if san:
             builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
         cert = builder.sign(self._key, hashes.SHA256())
-        _write(files.key, _key_pem(key))
+        _write(files.key, key_pem(key))
         _write(files.cert, cert.public_bytes(serialization.Encoding.PEM))
         return files
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import datetime
-import ipaddress
 import os
 import random
 import time
@@ -24,14 +23,14 @@ from pathlib import Path
 from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
 from skiff.api import ApiError
 from skiff.api.groups import certificates as csrs
 from skiff.client.interface import Client
+from skiff.pki import alt_names, key_pem, new_key, x509_name
 
 __all__ = ["CLIENT_USAGES", "SERVING_USAGES", "CertificateRequestError", "KeyPair",
-           "build_request", "new_key", "request_certificate", "rotation_deadline",
+           "build_request", "key_pem", "new_key", "request_certificate", "rotation_deadline",
            "write_pair"]
 
 NODES_GROUP = "system:nodes"
@@ -49,31 +48,15 @@ class KeyPair:
     key_file: Path
 
 
-def new_key() -> ec.EllipticCurvePrivateKey:
-    return ec.generate_private_key(ec.SECP256R1())
-
-
-def key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM,
-                             serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption())
-
-
 def build_request(key: ec.EllipticCurvePrivateKey, *, node_name: str,
                   addresses: list[str] | None = None) -> bytes:
     """The PEM CSR of `system:node:<node_name>` (O=system:nodes); with `addresses` (IPs or
     DNS names) a serving CSR naming them."""
-    builder = x509.CertificateSigningRequestBuilder().subject_name(x509.Name([
-        x509.NameAttribute(NameOID.ORGANIZATION_NAME, NODES_GROUP),
-        x509.NameAttribute(NameOID.COMMON_NAME, f"system:node:{node_name}")]))
+    builder = x509.CertificateSigningRequestBuilder().subject_name(
+        x509_name(f"system:node:{node_name}", [NODES_GROUP]))
     if addresses:
-        names: list[x509.GeneralName] = []
-        for address in dict.fromkeys(addresses):
-            try:
-                names.append(x509.IPAddress(ipaddress.ip_address(address)))
-            except ValueError:
-                names.append(x509.DNSName(address))
-        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+        builder = builder.add_extension(x509.SubjectAlternativeName(alt_names(addresses)),
+                                        critical=False)
     return builder.sign(key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM)
 
 
