@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 from cryptography import x509
 
-from skiff.api.groups.certificates import KUBE_APISERVER_CLIENT_KUBELET
+from skiff.api.groups.certificates import KUBE_APISERVER_CLIENT_KUBELET, KUBELET_SERVING
 from skiff.bootstraptoken import parse_token
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
@@ -219,6 +220,10 @@ def test_jn2_the_joined_kubelet_rotates_both_certificates_without_a_restart(
           lambda: renewed(KUBE_APISERVER_CLIENT_KUBELET), timeout=40)
     _wait("the new client certificate written", lambda: x509.load_pem_x509_certificate(
         (pki / "kubelet-client.crt").read_bytes()).serial_number != first.serial_number)
+    _wait("a serving certificate renewal signed", lambda: sum(
+        1 for c in _csrs(cluster) if c["spec"]["signerName"] == KUBELET_SERVING
+        and c["spec"]["username"] == f"system:node:{NODE}"
+        and (c.get("status") or {}).get("certificate")) >= 2, timeout=30)
     os.kill(int(pid), 0)  # the same kubelet process
     # the kubelet still reaches the API with its new identity: its Node stays Ready and
     # its pod's logs still come through its port
@@ -230,12 +235,15 @@ def test_jn2_the_joined_kubelet_rotates_both_certificates_without_a_restart(
 def test_jn3_refusals_leave_nothing_behind(cluster: Cluster) -> None:
     _, token, ca_hash = cluster.join_line()
     wrong = "sha256:" + ("0" * 64)
-    refused = cluster.join(token, wrong, name="other")
+    elsewhere = cluster.data / "another-machine"
+    with ThreadPoolExecutor(2) as pool:  # two machines at once: CI time
+        refusing = pool.submit(cluster.join, token, wrong, name="other")
+        # NODE is a Node already
+        taking = pool.submit(cluster.join, token, ca_hash, node_dir=elsewhere)
+        refused, taken = refusing.result(), taking.result()
     assert refused.returncode != 0
     assert "cluster CA found in cluster-info ConfigMap is invalid: none of the public keys" \
         in refused.stderr and "Traceback" not in refused.stderr
-    elsewhere = cluster.data / "another-machine"
-    taken = cluster.join(token, ca_hash, node_dir=elsewhere)  # NODE is a Node already
     assert taken.returncode != 0 and "Traceback" not in taken.stderr
     assert f'a Node with name "{NODE}" and status' in taken.stderr
     deleted = skiff(cluster.data, "token", "delete", token)
@@ -263,7 +271,7 @@ def test_jn3_a_bootstrap_token_csr_for_an_existing_node_is_not_auto_approved(
                 await request_certificate(
                     api, name="node-csr-", signer=KUBE_APISERVER_CLIENT_KUBELET,
                     request_pem=build_request(new_key(), node_name=NODE),
-                    usages=CLIENT_USAGES, timeout=4)
+                    usages=CLIENT_USAGES, timeout=3)
             except CertificateRequestError as err:
                 return str(err)
         return "signed"
