@@ -326,6 +326,17 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     return report
 
 
+def leftover_cgroups(container_ids: Sequence[str]) -> list[str]:
+    """Cgroup directories of these containers still on the host (v1 and v2, cgroupfs and
+    systemd drivers), where this process sees the engine's cgroups."""
+    found: list[str] = []
+    for cid in container_ids:
+        for pattern in (f"*/docker/{cid}", f"docker/{cid}", f"*/system.slice/docker-{cid}.scope",
+                        f"system.slice/docker-{cid}.scope"):
+            found += [str(p) for p in Path("/sys/fs/cgroup").glob(pattern)]
+    return found
+
+
 @pytest.fixture
 def compose_project(docker_engine: Engine, skiff_image: str, tmp_path: Path,
                     monkeypatch: pytest.MonkeyPatch) -> Iterator[ComposeProject]:
@@ -334,8 +345,13 @@ def compose_project(docker_engine: Engine, skiff_image: str, tmp_path: Path,
     try:
         yield project
     finally:
+        ids = project.docker("ps", "-aq", "--no-trunc", "--filter",
+                             f"label=com.docker.compose.project={project.name}").stdout.split()
         t0 = time.monotonic()
         project.down()
+        # JN1: the node containers' pod cgroups, namespaces, bridges and routes lived in
+        # the containers; nothing of them may stay on the host.
+        assert not leftover_cgroups(ids), f"cgroups left after down: {leftover_cgroups(ids)}"
         log(f"compose down in {time.monotonic() - t0:.1f}s")
         label = f"label=com.docker.compose.project={project.name}"
         for kind in ("network", "volume"):

@@ -3,9 +3,11 @@ and that cluster runs with TLS: mutual TLS on gRPC, HTTPS for kubectl with the
 kubeconfig the `pki` service wrote, etcd only for the apiserver's certificate.
 
 One test walks the whole path a user takes: the offline image, the cluster up and healthy, a
-pod created through the published apiserver port, a node partitioned (really unable to reach
-the apiserver) and healed (reachable again, still found by its service name), a partition
-from one component only, and everything torn down with its networks and volumes.
+pod created through the published apiserver port, pods with their own IPs reaching each other
+across nodes by IP and through a Service until node-2 is partitioned (JN1, podnetwork.py), a
+node partitioned (really unable to reach the apiserver) and healed (reachable again, still
+found by its service name), a partition from one component only, and everything torn down
+with its networks and volumes.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from tests.integration.compose.conftest import (
     run,
     wait_for,
 )
+from tests.integration.compose.podnetwork import check_pod_network
 
 # Docker tests never run at once (one engine, heavy): pytest-xdist --dist loadgroup.
 pytestmark = pytest.mark.xdist_group("docker")
@@ -66,8 +69,8 @@ def eventually(check: Any, *, timeout: float = 30) -> bool:
 
 
 @pytest.mark.timeout(900)
-def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
-                                                 tmp_path: Path) -> None:
+def test_do2_jn1_compose_cluster_pods_partition_and_heal(compose_project: ComposeProject,
+                                                          tmp_path: Path) -> None:
     project = compose_project
     t0 = time.monotonic()
     services = ["etcd", "apiserver", "scheduler", "controller-manager", *NODES]
@@ -101,6 +104,12 @@ def test_do2_compose_cluster_partition_and_heal(compose_project: ComposeProject,
     asyncio.run(check_cluster())
 
     check_tls(project)
+
+    async def check_pods() -> None:  # JN1: pod IPs, node routes, Services, DNS, partition
+        async with ApiClient(f"127.0.0.1:{project.api_port}", retry_seconds=30) as api:
+            await check_pod_network(project, api, tmp_path)
+
+    asyncio.run(check_pods())
 
     apiserver_ip = project.address("apiserver")
     etcd_ip = project.address("etcd")
