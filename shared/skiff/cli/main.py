@@ -86,7 +86,8 @@ def cmd_up(args: argparse.Namespace) -> None:
         fail("--restart-backoff must be > 0 and --restart-backoff-max at least as long")
     cluster = new_cluster(data_dir, nodes=args.nodes, config=config, ha=args.ha,
                           netns=args.netns, insecure=args.insecure,
-                          apiserver_processes=args.apiserver_processes)
+                          apiserver_processes=args.apiserver_processes,
+                          advertise_address=args.advertise_address)
     stop = {"flag": False}
 
     def on_signal(*_: Any) -> None:
@@ -326,6 +327,13 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument("--apiserver-processes", type=int, default=1, metavar="N",
                     help="N apiserver processes sharing the API ports (SO_REUSEPORT), each "
                          "with its own watch cache, to use more cores")
+    up.add_argument("--advertise-address", default="", metavar="IP",
+                    help="an address of this machine that other machines reach the API at "
+                         "(kubeadm init's --apiserver-advertise-address): the apiservers "
+                         "listen on every address on ports 6443 (gRPC) and 8080 (HTTPS), "
+                         "and their certificate, the kubeconfig and `skiff token create "
+                         "--print-join-command` name it (also the apiserver section's "
+                         "advertiseAddress in --config)")
     up.set_defaults(func=cmd_up)
     down = add("down", help="stop a detached cluster, every process by PID")
     down.set_defaults(func=cmd_down)

@@ -3,9 +3,11 @@
 
 `create` writes a `bootstrap-token-<id>` Secret in kube-system and prints `<id>.<secret>`
 (or, with `--print-join-command`, the `skiff join` line with the CA's
-`--discovery-token-ca-cert-hash`). Like kubeadm's bootstrap-token phase it also makes sure
-the `cluster-info` ConfigMap in kube-public exists (the cluster's HTTPS address and CA, which
-the bootstrapsigner signs with each signing token) and that anonymous users may read it.
+`--discovery-token-ca-cert-hash` and an address another machine can dial: the advertised
+one of `skiff up --advertise-address`, a `--netns` cluster's apiserver host, or `--server`).
+Like kubeadm's bootstrap-token phase it also makes sure the `cluster-info` ConfigMap in
+kube-public exists (the cluster's HTTPS address and CA, which the bootstrapsigner signs
+with each signing token) and that anonymous users may read it.
 """
 
 from __future__ import annotations
@@ -50,6 +52,9 @@ from skiff.cli.resources import CliError
 from skiff.client import ApiClient
 from skiff.client.credentials import ENV_CA
 from skiff.clock import rfc3339
+from skiff.cluster.netns.cluster import API_PORT as NETNS_API_PORT
+from skiff.cluster.netns.hosts import network_of
+from skiff.cluster.state import ClusterState
 from skiff.settings import parse_duration
 
 __all__ = ["add_commands", "cluster_info_objects", "ensure_cluster_info",
@@ -152,6 +157,19 @@ def publish_cluster_info(target: str, *, data_dir: Path,
         warn(f"warning: cluster-info not published ({err}); `skiff token create` retries")
 
 
+def join_address(server: str, *, data_dir: Path, explicit: bool) -> str:
+    """The gRPC address `skiff join` is told to dial: the first of the API addresses the CLI
+    uses (`skiff up --advertise-address`'s when set), or for a `--netns` cluster, whose CLI
+    goes through a gateway on 127.0.0.1, its first apiserver host's own address."""
+    state = None if explicit else ClusterState.load(data_dir)
+    if state is not None and state.netns:
+        first = next((c.name for c in state.components if c.name.startswith("apiserver")),
+                     "")
+        if first in network_of(state).hosts:
+            return f"{network_of(state).host(first).ip}:{NETNS_API_PORT}"
+    return server.split(",")[0]
+
+
 def _list(values: list[str] | None, default: list[str]) -> list[str]:
     if values is None:
         return default
@@ -239,7 +257,10 @@ def add_commands(add: Callable[..., argparse.ArgumentParser],
             await ensure_cluster_info(api, data_dir=Path(args.data_dir))
             await api.create(secret)
             if args.print_join_command:
-                lines.append(f"skiff join {find_server(args)} --token {token} "
+                address = join_address(
+                    find_server(args), data_dir=Path(args.data_dir),
+                    explicit=bool(args.server or os.environ.get("SKIFF_SERVER")))
+                lines.append(f"skiff join {address} --token {token} "
                              f"--discovery-token-ca-cert-hash {ca_cert_hash(ca)}")
             else:
                 lines.append(str(token))

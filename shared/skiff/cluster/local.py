@@ -16,6 +16,11 @@ the kubelet again on unfence, recording the new PID in cluster.json. So a fenced
 exit is expected, and stopping the cluster also stops kubelets the fence agent started.
 Every kubelet gets the shared `--volume-root <data-dir>/volumes` and the node annotation
 `skiff.io/fence-agent=power`.
+
+`advertise_address` (`skiff up --advertise-address IP`, or the `apiserver` section's
+`advertiseAddress`): the apiservers listen on every address on fixed ports and the cluster's
+API, kubeconfig and certificate name that address (`advertise`); the local components
+still dial loopback.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ from typing import Any
 from skiff.api.serviceips import DEFAULT_SERVICE_CIDR, dns_service_ip
 from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
 from skiff.bootstraptoken import BOOTSTRAP_CONTROLLERS
+from skiff.cluster import advertise
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.kubeconfig import write_kubeconfig
 from skiff.cluster.launch import (
@@ -84,6 +90,7 @@ class LocalCluster:
     # CA their ServiceAccount volume carries. Several: no front is picked (no proxy).
     kube_api_address: str = ""
     root_ca_file: str = ""
+    advertise_address: str = ""  # `skiff up --advertise-address`; see `advertised()`
     _sec: ClusterSecurity = field(init=False, repr=False,
                                   default_factory=lambda: ClusterSecurity(None))
 
@@ -97,22 +104,32 @@ class LocalCluster:
         self.start_seconds[proc.name] = time.monotonic() - began
 
     def start(self, *, echo: Any = print) -> ClusterState:
+        public = self.advertised()
+        if public:
+            if self.insecure:
+                raise StartError("--advertise-address with --insecure would serve the API "
+                                 "to other machines without TLS or authentication; drop "
+                                 "--insecure")
+            public = self.advertise_address = advertise.check_address(public)
         refuse_if_running(self.data_dir)
+        if public:  # after: a running cluster of this data dir holds them
+            advertise.check_ports(len(self.topology.apiserver_names()))
         find_etcd()
         warning = isolation_warning(self.config.sections.get("kubelet", {}))
         if warning:
             echo(warning)
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        sec = self._sec = self.security(echo)
+        sec = self._sec = self.security(echo, hosts=(public,) if public else ())
         timeout = self.topology.start_timeout
         started: list[_Member] = []
         try:
             began = time.monotonic()
             etcd = self._start_etcd()
             started += etcd
-            apiservers, http_urls = self._start_apiservers([m.address for m in etcd])
+            apiservers, http_urls, public_targets = self._start_apiservers(
+                [m.address for m in etcd])
             started += apiservers
-            api_targets = [m.address for m in apiservers]
+            api_targets = [m.address for m in apiservers]  # loopback, for the components
             services = self._start_services(api_targets)
             started += services
             for member in etcd:
@@ -143,7 +160,7 @@ class LocalCluster:
                 if left.proc not in self.processes:  # started, not recorded
                     left.proc.stop()
             raise
-        state = ClusterState(api=",".join(api_targets), data_dir=str(self.data_dir),
+        state = ClusterState(api=",".join(public_targets), data_dir=str(self.data_dir),
                              components=self.components, started=time.time())
         state.save(self.data_dir)
         return state
@@ -166,12 +183,21 @@ class LocalCluster:
             members.append(_Member(proc, f"{scheme}://127.0.0.1:{client}", ""))
         return members
 
-    def _start_apiservers(self, etcd_urls: list[str]) -> tuple[list[_Member], list[str]]:
-        """Each a full replica listing every etcd member, a different one first."""
+    def advertised(self) -> str:
+        """The address other machines reach the apiservers at ("" = loopback only)."""
+        return self.advertise_address or str(
+            self.config.sections.get("apiserver", {}).get(advertise.ADVERTISE_KEY) or "")
+
+    def _start_apiservers(self, etcd_urls: list[str]
+                          ) -> tuple[list[_Member], list[str], list[str]]:
+        """Each a full replica listing every etcd member, a different one first. Returns
+        the members, the kubeconfig's HTTPS URLs and the cluster's gRPC addresses (the
+        advertised address when there is one, else loopback)."""
         config_dir = self.data_dir / "config"
-        members, http_urls = [], []
+        public = self.advertised()
+        members, http_urls, targets = [], [], []
         for i, name in enumerate(self.topology.apiserver_names()):
-            api_port, http_port = free_port(), free_port()
+            api_port, http_port = advertise.ports(i) if public else (free_port(), free_port())
             target = f"127.0.0.1:{api_port}"
             proc = service_process(name, "skiff.apiserver", [
                 "--etcd-servers", ",".join(rotated(etcd_urls, i)),
@@ -182,16 +208,20 @@ class LocalCluster:
                 str(self.data_dir / "pki" / "service-account.key"),
                 *(["--processes", str(self.apiserver_processes)]
                   if self.apiserver_processes > 1 else []),
-                *self.config.flags("apiserver", config_dir)],
+                *self.config.flags("apiserver", config_dir),
+                # every address (loopback too); the `kubernetes` Service names this one
+                *(["--bind-address", "0.0.0.0", "--advertise-address", public]
+                  if public else [])],
                 log_dir=self.data_dir / "logs", env=ENV)
             proc.start()
             members.append(_Member(proc, target, target))
-            http_urls.append(f"{self._sec.scheme}://127.0.0.1:{http_port}")
+            http_urls.append(f"{self._sec.scheme}://{public or '127.0.0.1'}:{http_port}")
+            targets.append(f"{public}:{api_port}" if public else target)
         if len(members) == 1:
-            self.kube_api_address = http_urls[0].split("://", 1)[1]
+            self.kube_api_address = f"127.0.0.1:{http_urls[0].rsplit(':', 1)[1]}"
             # Pods' ServiceAccount volume carries the CA, so in-cluster clients verify HTTPS.
             self.root_ca_file = str(self._sec.pki.ca) if self._sec.pki is not None else ""
-        return members, http_urls
+        return members, http_urls, targets
 
     def _start_services(self, api_targets: list[str]) -> list[_Member]:
         """Every other installed service, each listing every apiserver (spread over them)."""

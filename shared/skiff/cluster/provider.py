@@ -18,7 +18,7 @@ from skiff.cluster.config import ClusterConfig
 from skiff.cluster.local import LocalCluster, stop_by_state
 from skiff.cluster.netns.cluster import NetnsCluster, destroy_by_state
 from skiff.cluster.netns.commands import require_netns_support
-from skiff.cluster.processes import Process
+from skiff.cluster.processes import Process, StartError
 from skiff.cluster.state import ClusterState
 from skiff.cluster.supervisor import stop_supervisor
 from skiff.cluster.topology import HA, SINGLE
@@ -40,16 +40,20 @@ class Cluster(Protocol):
 
 def new_cluster(data_dir: Path, *, nodes: int = 3, config: ClusterConfig | None = None,
                 ha: bool = False, netns: bool = False, insecure: bool = False,
-                apiserver_processes: int = 1) -> Cluster:
-    """`skiff up [--ha] [--netns]`: a cluster not yet started."""
+                apiserver_processes: int = 1, advertise_address: str = "") -> Cluster:
+    """`skiff up [--ha] [--netns] [--advertise-address IP]`: a cluster not yet started."""
     topology = HA if ha else SINGLE
     config = config or ClusterConfig()
     if netns:
+        if advertise_address:
+            raise StartError("--advertise-address is for a cluster of local processes; "
+                             "a --netns cluster's hosts have addresses of their own")
         require_netns_support()
         return NetnsCluster(data_dir, nodes=nodes, config=config, topology=topology,
                             insecure=insecure, mirror_pods=True)
     return LocalCluster(data_dir, nodes=nodes, config=config, topology=topology,
-                        insecure=insecure, apiserver_processes=apiserver_processes)
+                        insecure=insecure, apiserver_processes=apiserver_processes,
+                        advertise_address=advertise_address)
 
 
 def down(data_dir: Path, *, timeout: float = 10.0) -> list[str]:
