@@ -7,7 +7,8 @@ host's namespace gets nothing): in A, `skiff up --advertise-address <A> --nodes 
 every address of A); A's `skiff token create --print-join-command` line runs in B as it is
 printed, in the foreground (the kubelet replaces the `skiff join` process, which the test
 stops by its PID). The Node registers Ready, runs a pod, and `kubectl logs` from A comes
-through the apiserver's mutual-TLS call to the kubelet's port 10250 on B.
+through the apiserver's mutual-TLS call to the kubelet's port 10250 on B; the pod's
+in-cluster API address is A's advertised one.
 """
 
 from __future__ import annotations
@@ -162,7 +163,8 @@ def test_jn3_a_kubelet_joins_from_another_machine_with_the_printed_line(
         pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-b"},
                "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
                         "containers": [{"name": "c", "image": "busybox", "command": [
-                            "sh", "-c", "echo hello from machine b; sleep 3600"]}]}}
+                            "sh", "-c", "echo hello from machine b, API "
+                            "$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT; sleep 3600"]}]}}
         applied = hosts.kubectl("apply", "-f", "-", stdin=json.dumps(pod))
         assert applied.returncode == 0, applied.stderr
         _wait("the pod Running on machine B", lambda: hosts.kubectl(
@@ -171,6 +173,8 @@ def test_jn3_a_kubelet_joins_from_another_machine_with_the_printed_line(
         # apiserver (A) -> kubelet (B):10250, mutual TLS with the CSR-issued certificate
         _wait("kubectl logs through machine B's kubelet port", lambda: "hello from machine b"
               in hosts.kubectl("logs", "on-b").stdout, timeout=30)
+        # the pod's in-cluster API is the advertised HTTPS address, not A's loopback
+        assert f"API {A_IP}:8080" in hosts.kubectl("logs", "on-b").stdout
     finally:
         join.send_signal(signal.SIGTERM)
         try:

@@ -33,14 +33,24 @@ __all__ = ["add_commands", "kubelet_command"]
 KUBELET_PORT, KUBELET_HEALTH_PORT = 10250, 10248  # Kubernetes' kubelet ports
 
 
+def pods_api_address(*, address: str, server: str) -> str:
+    """The HTTPS API the node's pods get (KUBERNETES_SERVICE_HOST/PORT): cluster-info's
+    server when it is on the host the node dials (`skiff up --advertise-address`), else
+    none (a `--netns` cluster's names the CLI's gateway on the control plane's loopback)."""
+    host, _, port = server.partition("://")[2].rstrip("/").rpartition(":")
+    return f"{host}:{port}" if host and host == address.rpartition(":")[0] else ""
+
+
 def kubelet_command(*, address: str, node_name: str, node_ip: str, files: NodeFiles,
-                    extra: list[str]) -> tuple[list[str], dict[str, str]]:
-    """The kubelet's argv and environment for a joined node."""
+                    extra: list[str], server: str = "") -> tuple[list[str], dict[str, str]]:
+    """The kubelet's argv and environment for a joined node (`server`: cluster-info's)."""
+    pods_api = pods_api_address(address=address, server=server)
     argv = [*python_module("skiff.kubelet"), "--apiserver", address, "--node-name",
             node_name, "--node-ip", node_ip, "--root-dir", str(files.data_dir / "kubelet"),
             "--root-ca-file", str(files.ca_file), "--port", str(KUBELET_PORT),
             "--health-port", str(KUBELET_HEALTH_PORT), "--rotate-certificates", "true",
-            "--server-tls-bootstrap", "true", *extra]
+            "--server-tls-bootstrap", "true",
+            *(["--kube-api-address", pods_api] if pods_api else []), *extra]
     env = {**files.credentials().to_env(),
            ENV_KUBELET_TLS_CERT: str(files.serving.cert_file),
            ENV_KUBELET_TLS_KEY: str(files.serving.key_file)}
@@ -91,7 +101,7 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], *,
         out(f"[kubelet-start] client certificate for system:node:{name} from CSR {csr}, "
             f"written to {files.client.cert_file}")
         argv, env = kubelet_command(address=info.address, node_name=name, node_ip=node_ip,
-                                    files=files, extra=args.kubelet_arg)
+                                    files=files, extra=args.kubelet_arg, server=info.server)
         out("[kubelet-start] the kubelet asks for its serving certificate "
             "(kubernetes.io/kubelet-serving) once its Node is registered; the controller-"
             "manager approves it when it names only the Node's own addresses, otherwise "

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
+from skiff.cli.join import pods_api_address
 from skiff.cluster import advertise
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.local import LocalCluster
@@ -91,3 +92,11 @@ def test_jn3_a_kept_pki_gets_a_serving_certificate_naming_the_address(
         again.apiserver.cert)
     # the CA and everything else are kept: joined nodes and kubeconfigs stay valid
     assert again.ca.read_bytes() == ca and again.admin.cert.read_bytes() == admin
+
+
+def test_jn3_joined_pods_get_the_advertised_https_api_only() -> None:
+    assert pods_api_address(address="10.0.0.5:6443",
+                            server="https://10.0.0.5:8080") == "10.0.0.5:8080"
+    # a --netns cluster-info names the CLI's gateway on the control plane's loopback
+    assert pods_api_address(address="10.0.0.5:6443", server="https://127.0.0.1:39001") == ""
+    assert pods_api_address(address="10.0.0.5:6443", server="") == ""
