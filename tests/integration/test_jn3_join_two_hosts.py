@@ -114,11 +114,8 @@ def _wait(what: str, check: Callable[[], object], timeout: float = 60.0) -> None
 
 
 def _node_ready(hosts: Hosts) -> bool:
-    got = hosts.kubectl("get", "node", NODE, "-o", "json")
-    if got.returncode != 0:
-        return False
-    conditions = json.loads(got.stdout)["status"].get("conditions") or []
-    return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+    return hosts.kubectl("get", "node", NODE, "-o", 'jsonpath={.status.conditions[?(@.type=='
+                         '"Ready")].status}').stdout == "True"
 
 
 def test_jn3_the_advertised_control_plane_names_its_address(hosts: Hosts) -> None:
