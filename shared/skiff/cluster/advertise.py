@@ -58,10 +58,10 @@ def check_address(address: str) -> str:
     return str(ip)
 
 
-def check_ports(count: int) -> None:
-    """A StartError naming the first of the `count` apiservers' ports that something
-    already listens on (another cluster, or another kube-apiserver)."""
-    for index in range(count):
+def check_ports(apiservers: list[str]) -> None:
+    """A StartError naming the first of these apiservers' ports that something already
+    listens on (another cluster, or another kube-apiserver)."""
+    for index, name in enumerate(apiservers):
         for port in ports(index):
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
                 s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -69,6 +69,6 @@ def check_ports(count: int) -> None:
                     s.bind(("0.0.0.0", port))
                 except OSError as err:
                     raise StartError(
-                        f"--advertise-address: port {port} (apiserver-{index + 1}'s "
+                        f"--advertise-address: port {port} ({name}'s "
                         f"{'gRPC' if port == ports(index)[0] else 'HTTPS'} API) is not "
                         f"free: {err.strerror}; stop what listens there") from None

@@ -113,7 +113,7 @@ class LocalCluster:
             public = self.advertise_address = advertise.check_address(public)
         refuse_if_running(self.data_dir)
         if public:  # after: a running cluster of this data dir holds them
-            advertise.check_ports(len(self.topology.apiserver_names()))
+            advertise.check_ports(self.topology.apiserver_names())
         find_etcd()
         warning = isolation_warning(self.config.sections.get("kubelet", {}))
         if warning:
