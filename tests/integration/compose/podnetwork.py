@@ -134,15 +134,15 @@ def client_log(project: ComposeProject, uid: str) -> list[str]:
 
 
 def wait_lines(project: ComposeProject, uid: str, *, after: int, urls: list[str],
-               outcome: str, what: str, timeout: float = 60) -> int:
-    """Wait until every url has two `outcome` lines (OK/ERROR) among the client's lines
-    after line `after`; return the number of lines then."""
+               outcome: str, what: str, timeout: float = 60, count: int = 2) -> int:
+    """Wait until every url has `count` `outcome` lines (OK/ERROR) among the client's
+    lines after line `after`; return the number of lines then."""
     deadline = time.monotonic() + timeout
     lines: list[str] = []
     while time.monotonic() < deadline:
         lines = client_log(project, uid)
         fresh = lines[after:]
-        if all(sum(1 for ln in fresh if f" {url} {outcome}" in ln) >= 2 for url in urls):
+        if all(sum(1 for ln in fresh if f" {url} {outcome}" in ln) >= count for url in urls):
             return len(lines)
         time.sleep(1)
     raise AssertionError(f"{what}: not seen in {timeout:.0f}s; the client's last lines:\n"
@@ -190,7 +190,7 @@ async def check_pod_network(project: ComposeProject, api: ApiClient,
 
     log(chaos.partition("node-2", from_component=None, project=project.name))
     seen = wait_lines(project, uid, after=seen, urls=[by_ip, by_service], outcome="ERROR",
-                      what="node-2's pod cut off by `chaos partition node-2`")
+                      what="node-2's pod cut off by `chaos partition node-2`", count=1)
     log(chaos.heal("node-2", project=project.name))
     wait_lines(project, uid, after=seen, urls=[by_ip, by_service], outcome="OK",
                what="node-2's pod reachable again after `chaos heal node-2`", timeout=90)
