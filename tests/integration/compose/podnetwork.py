@@ -23,13 +23,13 @@ from tests.integration.compose.conftest import ComposeProject, log, run, wait_fo
 
 NAMESPACE = "default"
 
-# Answers GET with its hostname (the pod's) and what its `localhost` backend says, if any.
+# Answers GET with its hostname (the pod's), its uid and what its `localhost` backend says.
 FRONT = """
-import http.server, socket, sys, urllib.request
+import http.server, os, socket, sys, urllib.request
 backend = sys.argv[1] if len(sys.argv) > 1 else ""
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
-        body = socket.gethostname()
+        body = f"{socket.gethostname()} uid={os.getuid()}"
         if backend:
             body += " " + urllib.request.urlopen(backend, timeout=2).read().decode()
         data = body.encode()
@@ -89,6 +89,7 @@ def manifest() -> list[dict[str, Any]]:
                   "containers": [
                       {"name": "front", "image": "python",
                        "command": ["python3", "-c", FRONT, "http://localhost:9000/"],
+                       "securityContext": {"runAsUser": 1000, "runAsNonRoot": True},
                        "ports": [{"containerPort": 8080}], "readinessProbe": probe},
                       {"name": "backend", "image": "python",
                        "command": ["python3", "-c", BACKEND]}]}},
@@ -121,7 +122,7 @@ async def _ready_pods(api: ApiClient, selector: str, count: int) -> list[dict[st
         ready = [p for p in pods if _ready(p) and not p["metadata"].get("deletionTimestamp")]
         return ready if len(ready) == count else []
     pods: list[dict[str, Any]] = await wait_for(api, f"{count} pod(s) {selector} Ready",
-                                                check, timeout=120)
+                                                check, timeout=180)
     return pods
 
 
@@ -178,12 +179,14 @@ async def check_pod_network(project: ComposeProject, api: ApiClient,
                                  "command": ["python3", "-c", CLIENT, *urls]}]}})
     uid = client["metadata"]["uid"]
     seen = wait_lines(project, uid, after=0, urls=urls, outcome="OK",
-                      what="node-1's client reaching both replicas and far", timeout=90)
+                      what="node-1's client reaching both replicas and far", timeout=120)
     text = "\n".join(client_log(project, uid))
-    assert f"{by_ip} OK far localhost" in text, text[-2000:]  # far's containers: localhost
-    assert f"{by_service} OK far localhost" in text, text[-2000:]
+    # far's hostname is its own, its front runs as its securityContext says, and its two
+    # containers share localhost
+    assert f"{by_ip} OK far uid=1000 localhost" in text, text[-2000:]
+    assert f"{by_service} OK far uid=1000 localhost" in text, text[-2000:]
     web_names = sorted(p["metadata"]["name"] for p in web)
-    answered = sorted({ln.split(" OK ")[1] for ln in text.splitlines()
+    answered = sorted({ln.split(" OK ")[1].split()[0] for ln in text.splitlines()
                        if " OK " in ln and ":8080/ OK web-" in ln})
     assert answered == web_names, (answered, web_names)
     log(f"JN1: pod-to-pod and Service traffic flows ({time.monotonic() - t0:.1f}s)")
