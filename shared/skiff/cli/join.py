@@ -7,6 +7,11 @@ in the foreground (the kubelet replaces this process) or, with `--detach`, in th
 background with its log and pid file in the node's directory. That kubelet gets its serving
 certificate by a `kubernetes.io/kubelet-serving` CSR after it registers and renews both
 certificates before they expire.
+
+Run again with the same node name and data dir (a node restarting), it starts the kubelet
+with the credentials the node already holds when they are still valid (skiff.join.identity),
+as a kubelet with an existing kubeconfig does: no discovery, no CSR, no taken-name check.
+Stale ones (expired, another CA, unreadable) mean a bootstrap again, as a newcomer.
 """
 
 from __future__ import annotations
@@ -25,7 +30,8 @@ from skiff.bootstraptoken import TokenError, parse_token
 from skiff.cli.resources import CliError
 from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
 from skiff.cluster.processes import python_module
-from skiff.join.discovery import JoinError
+from skiff.join.discovery import ClusterInfo, JoinError
+from skiff.join.identity import held_identity
 from skiff.join.node import NodeFiles, bootstrap_node, local_address
 
 __all__ = ["add_commands", "kubelet_command"]
@@ -89,17 +95,30 @@ def add_commands(add: Callable[..., argparse.ArgumentParser], *,
             raise CliError(f"error: {err}") from None
         name = args.node_name or socket.gethostname().split(".")[0].lower()
         files = NodeFiles(Path(args.data_dir) / "joined" / name)
+        held = held_identity(files, node_name=name, ca_hashes=args.ca_hashes)
         try:
             node_ip = args.node_ip or local_address(args.address)
-            info, csr = asyncio.run(bootstrap_node(
-                args.address, token=token, ca_hashes=args.ca_hashes, node_name=name,
-                files=files, timeout=args.timeout, csr_timeout=args.csr_timeout))
+            if held.identity is None:
+                if held.stale:
+                    out(f"[kubelet-start] the credentials in {files.data_dir} are no longer "
+                        f"valid ({held.stale}): bootstrapping again")
+                info, csr = asyncio.run(bootstrap_node(
+                    args.address, token=token, ca_hashes=args.ca_hashes, node_name=name,
+                    files=files, timeout=args.timeout, csr_timeout=args.csr_timeout,
+                    stale=held.stale))
         except JoinError as err:
             raise CliError(f"error: {err}") from None
-        out(f"[discovery] cluster-info signed by token {token.id!r}, CA pinned "
-            f"({', '.join(args.ca_hashes)})")
-        out(f"[kubelet-start] client certificate for system:node:{name} from CSR {csr}, "
-            f"written to {files.client.cert_file}")
+        if held.identity is not None:
+            info = ClusterInfo(address=args.address, ca_pem=held.identity.ca_pem,
+                               server=held.identity.server)
+            out(f"[kubelet-start] this node already holds the identity system:node:{name} "
+                f"({files.client.cert_file}, valid until "
+                f"{held.identity.not_after:%Y-%m-%dT%H:%M:%SZ}): no new CSR")
+        else:
+            out(f"[discovery] cluster-info signed by token {token.id!r}, CA pinned "
+                f"({', '.join(args.ca_hashes)})")
+            out(f"[kubelet-start] client certificate for system:node:{name} from CSR {csr}, "
+                f"written to {files.client.cert_file}")
         argv, env = kubelet_command(address=info.address, node_name=name, node_ip=node_ip,
                                     files=files, extra=args.kubelet_arg, server=info.server)
         out("[kubelet-start] the kubelet asks for its serving certificate "

@@ -3,7 +3,8 @@
 bootstrap token's user, a refusal when a Node of that name already exists, a client
 certificate for `system:node:<name>` by CSR, and only then the node's files: the CA, the
 key (0600) and certificate, and a kubeconfig naming them. A refusal or a timeout leaves the
-data dir as it was.
+data dir as it was. A node that holds valid credentials already does not come here
+(skiff.join.identity); one whose credentials are stale does, as a newcomer.
 """
 
 from __future__ import annotations
@@ -87,14 +88,19 @@ def _existing_node_message(node: dict[str, object], name: str) -> str:
             "(--node-name)")
 
 
-async def _check_name_free(api: ApiClient, name: str) -> None:
+async def _check_name_free(api: ApiClient, name: str, *, stale: str) -> None:
     try:
         node = await api.get("nodes", name)
     except ApiError as err:
         if err.reason == Reason.NOT_FOUND:
             return
         raise
-    raise JoinError(_existing_node_message(node, name))
+    message = _existing_node_message(node, name)
+    if stale:  # the node's own credentials lapsed: a token alone must not take the name
+        message += (f". This data dir's credentials for it are no longer valid ({stale}); "
+                    f"delete the Node (`kubectl delete node {name}`) to join again under "
+                    "that name")
+    raise JoinError(message)
 
 
 def _write_kubeconfig(files: NodeFiles, info: ClusterInfo, node_name: str) -> None:
@@ -120,11 +126,13 @@ def _write_kubeconfig(files: NodeFiles, info: ClusterInfo, node_name: str) -> No
 
 async def bootstrap_node(address: str, *, token: Token, ca_hashes: list[str],
                          node_name: str, files: NodeFiles, timeout: float = 10.0,
-                         csr_timeout: float = 60.0,
-                         expiration_seconds: int | None = None) -> tuple[ClusterInfo, str]:
+                         csr_timeout: float = 60.0, expiration_seconds: int | None = None,
+                         stale: str = "") -> tuple[ClusterInfo, str]:
     """Discovery, the name check and the client certificate: (cluster info, CSR name).
-    JoinError (with the user's message) when any step refuses; nothing is written then."""
-    if files.client.cert_file.exists():
+    JoinError (with the user's message) when any step refuses; nothing is written then.
+    `stale`: why the credentials already in `files` are unusable (skiff.join.identity);
+    they are replaced, and the old serving pair removed (the kubelet asks for a new one)."""
+    if files.client.cert_file.exists() and not stale:
         raise JoinError(f"{files.client.cert_file} already exists: this data dir holds a "
                         "joined node (use another --data-dir, or remove it to join again)")
     info = await discover(address, token=token, ca_hashes=ca_hashes, timeout=timeout)
@@ -136,7 +144,7 @@ async def bootstrap_node(address: str, *, token: Token, ca_hashes: list[str],
             async with ApiClient(address, timeout=timeout, retry_seconds=timeout,
                                  user_agent="skiff-join", credentials=Credentials(
                                      ca_file=str(ca_file), token=str(token))) as api:
-                await _check_name_free(api, node_name)
+                await _check_name_free(api, node_name, stale=stale)
                 csr_name, cert_pem = await request_certificate(
                     api, name="node-csr-", signer=KUBE_APISERVER_CLIENT_KUBELET,
                     request_pem=build_request(key, node_name=node_name),
@@ -155,4 +163,7 @@ async def bootstrap_node(address: str, *, token: Token, ca_hashes: list[str],
     files.ca_file.write_bytes(info.ca_pem)
     write_pair(files.client, cert_pem=cert_pem, key=key)
     _write_kubeconfig(files, info, node_name)
+    if stale:
+        for path in (files.serving.cert_file, files.serving.key_file):
+            path.unlink(missing_ok=True)
     return info, csr_name
