@@ -50,7 +50,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind((host, 0))
             return int(s.getsockname()[1])
-    low, high = _port_range(span)
+    low, high = port_range(span)
     for _ in range(high - low):
         port = _next_in_range(low, high)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -65,7 +65,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 _cursor: dict[tuple[int, int], int] = {}
 
 
-def _port_range(span: str) -> tuple[int, int]:
+def port_range(span: str) -> tuple[int, int]:
     try:
         low_text, high_text = span.split("-", 1)
         low, high = int(low_text), int(high_text)

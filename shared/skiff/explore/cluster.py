@@ -18,10 +18,12 @@ from pathlib import Path
 
 from skiff.client.credentials import Credentials
 from skiff.cluster.kubeconfig import cli_credentials
+from skiff.cluster.processes import PORT_RANGE_ENV, port_range
 from skiff.cluster.state import ClusterState
 from skiff.pki import issue_client
 
-__all__ = ["ExploreError", "RunCluster", "start_cluster", "stop_cluster", "wait_stopped"]
+__all__ = ["ExploreError", "RunCluster", "slot_port_ranges", "start_cluster", "stop_cluster",
+           "wait_stopped"]
 
 CONTROLLER_STEM = "explore-controller"
 
@@ -47,16 +49,35 @@ def _skiff(data_dir: Path, *args: str) -> list[str]:
     return [sys.executable, "-m", "skiff.cli.main", "--data-dir", str(data_dir), *args]
 
 
-def _env(data_dir: Path) -> dict[str, str]:
+def _env(data_dir: Path, port_range: str = "") -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("SKIFF_CLIENT_")}
+    if port_range:
+        env[PORT_RANGE_ENV] = port_range
     return {**env, "SKIFF_DATA_DIR": str(data_dir), "SKIFF_SERVER": ""}
+
+
+def slot_port_ranges(slots: int) -> list[str]:
+    """`SKIFF_PORT_RANGE` (when set) split into one disjoint range per run slot: `skiff up`s
+    started at the same moment each go round their range from a random start, and two
+    clusters sharing one range could both pick a port (a failed bind, seen in CI). Unset:
+    the kernel picks every port, and every slot leaves it so ("")."""
+    span = os.environ.get(PORT_RANGE_ENV, "")
+    if not span or slots <= 1:
+        return [span] * max(slots, 1)
+    low, high = port_range(span)
+    size = (high - low) // slots
+    if size < 64:
+        raise ExploreError(f"{PORT_RANGE_ENV}={span} is too small for {slots} clusters at "
+                           "once; widen it or lower --parallel")
+    return [f"{low + i * size}-{low + (i + 1) * size}" for i in range(slots)]
 
 
 async def start_cluster(data_dir: Path, *, nodes: int, config: Path | None,
                         pki: Path | None, user: str, groups: tuple[str, ...],
-                        timeout: float = 120.0) -> RunCluster:
-    """`skiff up --detach` in `data_dir` (with `pki` copied in first when given); the
-    controller's kubeconfig (`user`, `groups`) is written beside the admin's."""
+                        timeout: float = 120.0, ports: str = "") -> RunCluster:
+    """`skiff up --detach` in `data_dir` (with `pki` copied in first when given; `ports` a
+    SKIFF_PORT_RANGE of its own); the controller's kubeconfig (`user`, `groups`) is written
+    beside the admin's."""
     data_dir.mkdir(parents=True, exist_ok=True)
     if pki is not None and pki.is_dir() and not (data_dir / "pki").exists():
         shutil.copytree(pki, data_dir / "pki")
@@ -67,19 +88,19 @@ async def start_cluster(data_dir: Path, *, nodes: int, config: Path | None,
     proc = await asyncio.create_subprocess_exec(
         *_skiff(data_dir, *args), stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT, stdin=asyncio.subprocess.DEVNULL,
-        env=_env(data_dir))
+        env=_env(data_dir, ports))
     try:
         out, _ = await asyncio.wait_for(proc.communicate(), timeout)
     except TimeoutError:
         proc.kill()
         await proc.wait()
-        stop_cluster(data_dir).wait()
+        await _stopped(data_dir)
         raise ExploreError(f"`skiff up` in {data_dir} did not finish within {timeout:g}s; "
                            f"see {data_dir / 'logs'}") from None
     state = ClusterState.load(data_dir)
     if proc.returncode != 0 or state is None:
         tail = "\n".join(out.decode(errors="replace").splitlines()[-8:])
-        stop_cluster(data_dir).wait()
+        await _stopped(data_dir)
         raise ExploreError(f"`skiff up` in {data_dir} failed (exit {proc.returncode}):\n"
                            f"{tail}")
     kubeconfig = data_dir / "kubeconfig"
@@ -108,6 +129,11 @@ def stop_cluster(data_dir: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(_skiff(data_dir, "down"), stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                             env=_env(data_dir))
+
+
+async def _stopped(data_dir: Path, timeout: float = 60.0) -> None:
+    """`skiff down` waited for off the event loop (the other runs go on meanwhile)."""
+    await asyncio.to_thread(wait_stopped, [stop_cluster(data_dir)], timeout=timeout)
 
 
 def wait_stopped(stopping: list[subprocess.Popen[bytes]], *, timeout: float = 60.0) -> None:

@@ -213,15 +213,17 @@ async def _heal(api: ApiClient) -> None:
 async def run_once(opts: Options, name: str, *, test: Trial | None, pki: Path | None,
                    reference: tuple[Trace, Snapshot, Mask] | None,
                    stopping: list[Callable[[], None]] | None = None,
-                   echo: Callable[[str], None] = lambda _: None) -> RunResult:
-    """One run in a fresh cluster under `opts.out/runs/<name>`; `reference` (its trace, end
-    state and mask) turns on the comparison and the explanation."""
+                   echo: Callable[[str], None] = lambda _: None,
+                   ports: str = "") -> RunResult:
+    """One run in a fresh cluster under `opts.out/runs/<name>` (`ports`: its own
+    SKIFF_PORT_RANGE, see cluster.slot_port_ranges); `reference` (its trace, end state and
+    mask) turns on the comparison and the explanation."""
     result = RunResult(name, test)
     run_dir = opts.out / "runs" / name
     began = time.monotonic()
     cluster = await start_cluster(run_dir / "cluster", nodes=opts.nodes,
                                   config=opts.cluster_config, pki=pki, user=opts.user,
-                                  groups=opts.groups)
+                                  groups=opts.groups, ports=ports)
     result.mark("up", began)
     try:
         await _run_in(cluster, opts, result, run_dir, reference, echo)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skiff.api.types import Obj
-from skiff.explore.cluster import ExploreError
+from skiff.explore.cluster import ExploreError, slot_port_ranges
 from skiff.explore.driver import Options, RunResult, run_once
 from skiff.explore.oracle import Mask, learn_mask
 from skiff.explore.plan import KINDS, Trial, make_plan
@@ -99,19 +99,34 @@ async def explore(opts: Options, *, parallel: int = 1, max_tests: int = 20,
         outcome = Outcome(opts, references, plan, mask=mask)
         echo(f"test plan: {len(plan)} run{'s' if len(plan) != 1 else ''} "
              f"({', '.join(f'{sum(t.kind == k for t in plan)} {k}' for k in kinds)})")
-        gate = asyncio.Semaphore(max(1, parallel))
+        # one port range per slot: clusters started at once never pick the same port
+        slots: asyncio.Queue[str] = asyncio.Queue()
+        for ports in slot_port_ranges(max(1, parallel)):
+            slots.put_nowait(ports)
         reference = (first.trace, first.snapshot, mask)
 
         async def one(test: Trial) -> RunResult:
             _save_test(opts.out, test)
-            async with gate:
+            ports = await slots.get()
+            try:
                 result = await run_once(opts, test.id, test=test, pki=pki,
-                                        reference=reference, stopping=stopping, echo=echo)
+                                        reference=reference, stopping=stopping, echo=echo,
+                                        ports=ports)
+            finally:
+                slots.put_nowait(ports)
             echo(f"  {test.id} {'FINDING' if result.diverged else 'ok':8} {test.title} "
                  f"({result.seconds:.1f}s)")
             return result
 
-        outcome.results = list(await asyncio.gather(*(one(t) for t in plan)))
+        # A run that fails (ExploreError) cancels the others, whose clusters are stopped
+        # before the error is reported (their stops are waited for below).
+        try:
+            async with asyncio.TaskGroup() as group:
+                tasks = [group.create_task(one(t)) for t in plan]
+        except BaseExceptionGroup as failed:
+            first_error = failed.exceptions[0]
+            raise first_error from None
+        outcome.results = [t.result() for t in tasks]
         outcome.seconds = time.monotonic() - began
         return outcome
     finally:
