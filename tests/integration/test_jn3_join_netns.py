@@ -2,8 +2,8 @@
 network namespace of its own on the cluster's bridge, whose only way out is the apiserver's
 gRPC address) joins with `skiff join` given only that address, a bootstrap token and the CA
 hash; its Node registers and runs a pod, its certificates rotate; a wrong CA hash, a deleted
-token and a taken node name are refused, and the server does not auto-approve a token's CSR
-for an existing Node."""
+or expired token and a taken node name are refused, and the server does not auto-approve a
+token's CSR for an existing Node."""
 
 from __future__ import annotations
 
@@ -165,22 +165,20 @@ def _node_ready(cluster: Cluster) -> bool:
     return any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
 
 
-def test_jn3_a_kubelet_on_another_machine_joins_with_address_token_and_hash(
-        cluster: Cluster) -> None:
+@dataclass(frozen=True)
+class Joined:
+    token: str
+    output: str  # what `skiff join --detach` printed
+
+
+@pytest.fixture(scope="module")
+def joined(cluster: Cluster) -> Joined:
+    """NODE joined (once per module; every test that needs the joined node asks for it, so
+    none depends on the order pytest-randomly gives them)."""
     printed, token, ca_hash = cluster.join_line()
     assert printed == cluster.api  # the apiserver host's, not the CLI's gateway on loopback
-    joined = cluster.join(token, ca_hash, "--detach", *KUBELET_ARGS)
-    assert joined.returncode == 0, joined.stderr + joined.stdout
-    assert f"This node has joined the cluster: kubelet '{NODE}'" in joined.stdout
-    pki = cluster.node_dir / "joined" / NODE / "pki"
-    assert (pki / "kubelet-client.key").stat().st_mode & 0o777 == 0o600
-    cert = x509.load_pem_x509_certificate((pki / "kubelet-client.crt").read_bytes())
-    assert cert.subject.rfc4514_string() == f"CN=system:node:{NODE},O=system:nodes"
-    token_id = parse_token(token).id
-    bootstrap = [c for c in _csrs(cluster)
-                 if c["spec"]["username"] == f"system:bootstrap:{token_id}"]
-    assert len(bootstrap) == 1 and {"Approved"} <= _conditions(bootstrap[0])
-    assert bootstrap[0]["status"]["certificate"]
+    done = cluster.join(token, ca_hash, "--detach", *KUBELET_ARGS)
+    assert done.returncode == 0, done.stderr + done.stdout
     _wait(f"Node {NODE} Ready", lambda: _node_ready(cluster))
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "on-joined"},
            "spec": {"nodeSelector": {"kubernetes.io/hostname": NODE},
@@ -191,6 +189,22 @@ def test_jn3_a_kubelet_on_another_machine_joins_with_address_token_and_hash(
                            "apply", "-f", "-"], input=json.dumps(pod), text=True,
                           capture_output=True, timeout=60)
     assert made.returncode == 0, made.stderr
+    return Joined(token, done.stdout)
+
+
+def test_jn3_a_kubelet_on_another_machine_joins_with_address_token_and_hash(
+        cluster: Cluster, joined: Joined) -> None:
+    token = joined.token
+    assert f"This node has joined the cluster: kubelet '{NODE}'" in joined.output
+    pki = cluster.node_dir / "joined" / NODE / "pki"
+    assert (pki / "kubelet-client.key").stat().st_mode & 0o777 == 0o600
+    cert = x509.load_pem_x509_certificate((pki / "kubelet-client.crt").read_bytes())
+    assert cert.subject.rfc4514_string() == f"CN=system:node:{NODE},O=system:nodes"
+    token_id = parse_token(token).id
+    bootstrap = [c for c in _csrs(cluster)
+                 if c["spec"]["username"] == f"system:bootstrap:{token_id}"]
+    assert len(bootstrap) == 1 and {"Approved"} <= _conditions(bootstrap[0])
+    assert bootstrap[0]["status"]["certificate"]
     _wait("the pod Running on the joined node", lambda: cluster.kubectl(
         "get", "pod", "on-joined", "-o", "jsonpath={.spec.nodeName} {.status.phase}"
     ).stdout == f"{NODE} Running")
@@ -201,10 +215,8 @@ def test_jn3_a_kubelet_on_another_machine_joins_with_address_token_and_hash(
 
 
 def test_jn2_the_joined_kubelet_rotates_both_certificates_without_a_restart(
-        cluster: Cluster) -> None:
+        cluster: Cluster, joined: Joined) -> None:
     pki = cluster.node_dir / "joined" / NODE / "pki"
-    if not (pki / "kubelet-client.crt").exists():
-        pytest.skip("the join test did not run")
     pid = (cluster.node_dir / "joined" / NODE / "kubelet.pid").read_text().strip()
     first = x509.load_pem_x509_certificate((pki / "kubelet-client.crt").read_bytes())
 
@@ -228,10 +240,12 @@ def test_jn2_the_joined_kubelet_rotates_both_certificates_without_a_restart(
     # its pod's logs still come through its port
     time.sleep(3)
     _wait(f"Node {NODE} Ready after the rotation", lambda: _node_ready(cluster))
-    assert "hello from joined" in cluster.kubectl("logs", "on-joined").stdout
+    _wait("kubectl logs through the joined kubelet's port after the rotation",
+          lambda: "hello from joined" in cluster.kubectl("logs", "on-joined").stdout,
+          timeout=30)
 
 
-def test_jn3_refusals_leave_nothing_behind(cluster: Cluster) -> None:
+def test_jn3_refusals_leave_nothing_behind(cluster: Cluster, joined: Joined) -> None:
     _, token, ca_hash = cluster.join_line()
     wrong = "sha256:" + ("0" * 64)
     elsewhere = cluster.data / "another-machine"
@@ -247,18 +261,29 @@ def test_jn3_refusals_leave_nothing_behind(cluster: Cluster) -> None:
     assert f'a Node with name "{NODE}" and status' in taken.stderr
     deleted = skiff(cluster.data, "token", "delete", token)
     assert deleted.returncode == 0, deleted.stderr
-    gone = cluster.join(token, ca_hash, "--timeout", "2", name="other")
-    assert gone.returncode != 0 and "Traceback" not in gone.stderr
-    assert "there is no JWS signed token in the cluster-info ConfigMap for token ID" \
-        in gone.stderr
+    # an expired token: the tokencleaner deletes its Secret, and its JWS goes with it
+    short = skiff(cluster.data, "token", "create", "--ttl", "2s")
+    assert short.returncode == 0, short.stderr
+    expired = short.stdout.strip()
+    _wait("the expired token's Secret deleted by the tokencleaner", lambda: cluster.kubectl(
+        "-n", "kube-system", "get", "secret",
+        f"bootstrap-token-{parse_token(expired).id}").returncode != 0, timeout=30)
+    with ThreadPoolExecutor(2) as pool:
+        going = pool.submit(cluster.join, token, ca_hash, "--timeout", "2", name="other")
+        expiring = pool.submit(cluster.join, expired, ca_hash, "--timeout", "2",
+                               name="other-2")
+        gone, late = going.result(), expiring.result()
+    for refused_token, result in ((token, gone), (expired, late)):
+        assert result.returncode != 0 and "Traceback" not in result.stderr
+        assert "there is no JWS signed token in the cluster-info ConfigMap for token ID " \
+            f"{parse_token(refused_token).id!r}" in result.stderr, result.stderr
+    assert not (cluster.node_dir / "joined" / "other-2").exists()
     assert not (cluster.node_dir / "joined" / "other").exists()
     assert not elsewhere.exists()
 
 
 def test_jn3_a_bootstrap_token_csr_for_an_existing_node_is_not_auto_approved(
-        cluster: Cluster) -> None:
-    if not _node_ready(cluster):
-        pytest.skip("the join test did not run")
+        cluster: Cluster, joined: Joined) -> None:
     _, token, _ = cluster.join_line()
     state = ClusterState.load(cluster.data)
     assert state is not None
