@@ -14,9 +14,12 @@
 # COMPOSE_PROFILES=tracing SKIFF_OTLP_ENDPOINT=http://jaeger:4317 adds Jaeger. The fence
 # agent gets the socket of the engine DOCKER_HOST names (SKIFF_DOCKER_SOCKET).
 #
-# TLS (issue 14): compose's one-shot `pki` service makes the CA, every component's
-# certificate and the admin's kubeconfig in $SKIFF_PKI_DIR (default deploy/compose/pki),
-# owned by you; `up` prints how to use them. `down` keeps them (`rm -r` them for new ones).
+# TLS (issue 14): compose's one-shot `pki` service makes the CA, every control-plane
+# component's certificate, the admin's kubeconfig and the nodes' bootstrap token (join/) in
+# $SKIFF_PKI_DIR (default deploy/compose/pki), owned by you; `up` prints how to use them.
+# `down` keeps them (`rm -r` them for new ones). The nodes join with that token as kubeadm's
+# do (`skiff join`, SPEC JN3) and get their certificates by CSR (`kubectl get csr`); what
+# they got lives in their volumes, which `down` removes (-v) with etcd's data.
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -90,6 +93,7 @@ up() {
     if [ -z "$waiting" ]; then
       local pki=$SKIFF_PKI_DIR
       say "cluster up (TLS); export DOCKER_HOST=$DOCKER_HOST"
+      say "the nodes joined with the bootstrap token in $pki/join (kubectl get csr)"
       say "kubectl --kubeconfig $pki/kubeconfig get nodes     # HTTPS, admin (system:masters)"
       say "export SKIFF_CA_FILE=$pki/admin/ca.crt SKIFF_CLIENT_CERT_FILE=$pki/admin/client.crt" \
         "SKIFF_CLIENT_KEY_FILE=$pki/admin/client.key; skiff --server" \

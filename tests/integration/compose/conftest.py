@@ -303,6 +303,22 @@ async def wait_for(api: ApiClient, what: str, check: Any, *, timeout: float,
                 pytrace=False)
 
 
+async def node_csrs(api: ApiClient, signer: str) -> dict[str, list[dict[str, Any]]]:
+    """The CSRs of `signer`, by the node each asks a certificate for (its request's CN)."""
+    from cryptography.x509.oid import NameOID
+
+    from skiff.api.groups import certificates as csrs
+
+    found: dict[str, list[dict[str, Any]]] = {}
+    for csr in (await api.list("certificatesigningrequests"))["items"]:
+        if csr["spec"].get("signerName") != signer:
+            continue
+        request = csrs.parse_request(csrs.decode_bytes(csr["spec"]["request"]))
+        cn = str(request.subject.get_attributes_for_oid(NameOID.COMMON_NAME)[0].value)
+        found.setdefault(cn.removeprefix("system:node:"), []).append(csr)
+    return found
+
+
 def node_condition(node: dict[str, Any], kind: str = "Ready") -> str:
     for condition in node.get("status", {}).get("conditions", []):
         if condition.get("type") == kind:

@@ -7,7 +7,9 @@ pod created through the published apiserver port, pods with their own IPs reachi
 across nodes by IP and through a Service until node-2 is partitioned (JN1, podnetwork.py), a
 node partitioned (really unable to reach the apiserver) and healed (reachable again, still
 found by its service name), a partition from one component only, and everything torn down
-with its networks and volumes.
+with its networks and volumes. The nodes joined with a bootstrap token (SPEC JN3): each
+client certificate came from one CSR the token's user made and the controller-manager
+approved and signed, and no node container has a certificate mounted.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.groups import certificates as csrs
 from skiff.client import ApiClient
 from skiff.client.credentials import Credentials
 from skiff.cluster.chaos import docker as chaos
@@ -32,6 +35,7 @@ from tests.integration.compose.conftest import (
     COMPOSE_DIR,
     ComposeProject,
     log,
+    node_csrs,
     node_ready,
     run,
     wait_for,
@@ -92,6 +96,7 @@ def test_do2_jn1_compose_cluster_pods_partition_and_heal(compose_project: Compos
                 names = sorted(n["metadata"]["name"] for n in nodes if node_ready(n))
                 return names if names == NODES else []
             await wait_for(api, "node-1..3 Ready", all_ready, timeout=90)
+            await check_joined_by_csr(project, api)
 
             async def running(c: ApiClient) -> str:
                 p = await c.get("pods", "compose-demo", "default")
@@ -178,8 +183,9 @@ except (OSError, ssl.SSLError) as err:
 # (a valid identity of the cluster, not one the kubelet serves), then with none at all.
 KUBELET_PROBE = """
 import os, grpc, msgpack
-pki = "/etc/skiff/pki/"
-ca, cert, key = (open(pki + f, "rb").read() for f in ("ca.crt", "client.crt", "client.key"))
+pki = "/var/lib/skiff/node/joined/node-2/pki/"  # what `skiff join` got by CSR
+ca, cert, key = (open(pki + f, "rb").read()
+                 for f in ("ca.crt", "kubelet-client.crt", "kubelet-client.key"))
 request = msgpack.packb({"namespace": "default", "name": "compose-demo"})
 for creds in (grpc.ssl_channel_credentials(ca, key, cert), grpc.ssl_channel_credentials(ca)):
     with grpc.secure_channel("node-1:10250", creds) as channel:
@@ -189,6 +195,25 @@ for creds in (grpc.ssl_channel_credentials(ca, key, cert), grpc.ssl_channel_cred
         except grpc.RpcError as err:
             print(err.code().name)
 """
+
+
+async def check_joined_by_csr(project: ComposeProject, api: ApiClient) -> None:
+    """SPEC JN3: one kube-apiserver-client-kubelet CSR per node, made by the bootstrap token's
+    user, Approved and issued; each node's serving certificate came by CSR too."""
+    token_id = (project.pki_dir / "join" / "token").read_text().partition(".")[0]
+    client = await node_csrs(api, csrs.KUBE_APISERVER_CLIENT_KUBELET)
+    assert sorted(client) == NODES, client
+    for node, made in client.items():
+        assert len(made) == 1, f"{node} asked for its client certificate {len(made)} times"
+        csr = made[0]
+        assert csr["spec"]["username"] == f"system:bootstrap:{token_id}", csr["spec"]
+        assert csrs.has_condition(csr, csrs.APPROVED), csr.get("status")
+        assert csr["status"].get("certificate"), f"{node}'s client CSR was not signed"
+    serving = await node_csrs(api, csrs.KUBELET_SERVING)
+    for node in NODES:
+        assert any(c["spec"]["username"] == f"system:node:{node}"
+                   and c.get("status", {}).get("certificate")
+                   for c in serving.get(node, [])), f"{node} has no serving certificate"
 
 
 def check_tls(project: ComposeProject) -> None:
@@ -233,11 +258,16 @@ def check_tls(project: ComposeProject) -> None:
     assert refused.value.code == 401, refused.value.code
     assert json.loads(refused.value.read())["reason"] == "Unauthorized"
 
-    # Each container holds only its own identity: a node has no other key, no CA key.
+    # SPEC JN3: a node container has no certificate mounted, only pki/join/ (the token and
+    # the CA's hash) and its own volume, where what it got by CSR lives.
+    mounts = project.inspect("node-1")["Mounts"]
+    assert [(m["Type"], Path(m["Source"]).resolve()) for m in mounts if m["Type"] == "bind"] \
+        == [("bind", (project.pki_dir / "join").resolve())], mounts
+    assert [m["Destination"] for m in mounts if m["Type"] == "volume"] == [
+        "/var/lib/skiff/node"], mounts
     files = project.docker("exec", project.container("node-1"), "ls",
-                           "/etc/skiff/pki").stdout.split()
-    assert sorted(files) == ["ca.crt", "client.crt", "client.key", "serving.crt",
-                             "serving.key"], files
+                           "/etc/skiff/join").stdout.split()
+    assert sorted(files) == ["ca-cert-hash", "token"], files
     # The kubelets' own port is mutual TLS too: kubectl exec goes through the apiserver's
     # kubelet client certificate; another node's kubelet (or no certificate) gets nothing.
     said = run(["kubectl", "--kubeconfig", str(kubeconfig), "exec", "compose-demo", "--",

@@ -10,7 +10,8 @@ reaching the engine through its mounted socket — with timings compressed by an
   Fence, the fence agent kills the node's container through the Engine API and confirms it,
   only then is `db-0` force-deleted and started on another node; the node stays down after
   the network heals (the restart policy does not revive a fenced container) until
-  `skiff unfence` starts it again, Ready and uncordoned.
+  `skiff unfence` starts it again, Ready and uncordoned — with the identity it joined with
+  (SPEC JN3: `skiff join` finds its valid credentials in its volume; no second CSR).
 """
 
 from __future__ import annotations
@@ -25,12 +26,14 @@ from typing import Any
 import pytest
 
 from skiff.api import ApiError, Reason
+from skiff.api.groups.certificates import KUBE_APISERVER_CLIENT_KUBELET
 from skiff.client import ApiClient
 from skiff.cluster.chaos import docker as chaos
 from tests.integration.compose.conftest import (
     ComposeProject,
     log,
     node_condition,
+    node_csrs,
     node_ready,
     run,
     wait_for,
@@ -212,5 +215,7 @@ async def fence_the_node_of_the_pet(api: ApiClient, project: ComposeProject, nod
     await wait_for(api, f"{node} Ready and uncordoned after unfence", back, timeout=60,
                    interval=0.5)
     log(f"{node} Ready and uncordoned {time.monotonic() - t_unfence:.1f}s after unfence")
+    made = (await node_csrs(api, KUBE_APISERVER_CLIENT_KUBELET)).get(node, [])
+    assert len(made) == 1, f"{node} came back with a new client CSR: {made}"
     assert (await running_pod(api, "db-0") or {}).get("metadata", {}).get("uid") == \
         new_pet["metadata"]["uid"], "the pet moved again after unfence"
