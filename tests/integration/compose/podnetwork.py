@@ -1,8 +1,9 @@
 """SPEC JN1 in the compose cluster (kind's layout): what the DO2 test's cluster checks about
 pods — own IPs from each node's podCIDR, two replicas on one node both on 8080, a pod on
 node-1 reaching a pod on node-2 by pod IP and through a Service name (cluster IP and
-cluster DNS), containers of one pod talking over localhost, and `skiff chaos partition
-node-2` cutting that traffic until `heal`.
+cluster DNS), containers of one pod talking over localhost, the documentation's
+run-my-nginx Deployment and its Service (docs/, unchanged) reached by name and pod IP, and
+`skiff chaos partition node-2` cutting that traffic until `heal`.
 
 The workload is a manifest as a user applies it (`skiff apply -f`); the client pod prints
 one line per request, read from its log file in node-1's container.
@@ -100,13 +101,24 @@ def manifest() -> list[dict[str, Any]]:
     ]
 
 
-def apply(project: ComposeProject, objects: list[dict[str, Any]], tmp_path: Path) -> None:
-    """`skiff apply -f` of a multi-document file, as a user would."""
-    path = tmp_path / "jn1.yaml"
-    path.write_text("\n---\n".join(json.dumps(o) for o in objects))  # JSON is YAML
+# The documentation's own manifests that need pod IPs, applied unchanged (`image: nginx`
+# runs the kubelet's stand-in, which answers HTTP on the declared port 80).
+DOCS = Path(__file__).with_name("docs")
+DOC_MANIFESTS = ("run-my-nginx.yaml", "nginx-svc.yaml")
+
+
+def apply_file(project: ComposeProject, path: Path) -> None:
+    """`skiff apply -f`, as a user would."""
     skiff = Path(sys.executable).with_name("skiff")
     run([str(skiff), "--server", f"127.0.0.1:{project.api_port}", "apply", "-f", str(path)],
         timeout=60)
+
+
+def apply(project: ComposeProject, objects: list[dict[str, Any]], tmp_path: Path) -> None:
+    """`skiff apply -f` of a multi-document file."""
+    path = tmp_path / "jn1.yaml"
+    path.write_text("\n---\n".join(json.dumps(o) for o in objects))  # JSON is YAML
+    apply_file(project, path)
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -155,6 +167,8 @@ async def check_pod_network(project: ComposeProject, api: ApiClient,
     """JN1, partition included; leaves the cluster healed."""
     t0 = time.monotonic()
     apply(project, manifest(), tmp_path)
+    for name in DOC_MANIFESTS:
+        apply_file(project, DOCS / name)
     nodes = {n["metadata"]["name"]: n for n in (await api.list("nodes"))["items"]}
     cidr = {name: ipaddress.ip_network(n["spec"]["podCIDR"]) for name, n in nodes.items()}
 
@@ -166,11 +180,17 @@ async def check_pod_network(project: ComposeProject, api: ApiClient,
     far = (await _ready_pods(api, "app=far", 1))[0]
     far_ip = far["status"]["podIP"]
     assert ipaddress.ip_address(far_ip) in cidr["node-2"], (far_ip, cidr)
-    log(f"JN1: web replicas {ips} on node-1, far {far_ip} on node-2 "
+    nginx = await _ready_pods(api, "run=my-nginx", 2)
+    nginx_ips = sorted(p["status"]["podIP"] for p in nginx)
+    assert nginx_ips[0] != nginx_ips[1], f"the documentation's replicas share {nginx_ips}"
+    log(f"JN1: web replicas {ips} on node-1, far {far_ip} on node-2, the documentation's "
+        f"my-nginx on {[(p['spec']['nodeName'], p['status']['podIP']) for p in nginx]} "
         f"({time.monotonic() - t0:.1f}s)")
 
     by_ip, by_service = f"http://{far_ip}:8080/", "http://far/"
-    urls = [by_ip, by_service, *(f"http://{ip}:8080/" for ip in ips)]
+    # the documentation's Service by name, and each of its replicas by pod IP on port 80
+    docs = ["http://my-nginx/", *(f"http://{ip}/" for ip in nginx_ips)]
+    urls = [by_ip, by_service, *(f"http://{ip}:8080/" for ip in ips), *docs]
     client = await api.create({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "client", "namespace": NAMESPACE},
