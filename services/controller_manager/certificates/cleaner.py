@@ -18,8 +18,7 @@ from skiff.api import ApiError, Reason
 from skiff.api.groups import certificates as csrs
 from skiff.api.types import ObjView
 from skiff.clock import parse_rfc3339
-from skiff.controller_manager.certificates.controllers import RESOURCE
-from skiff.controller_manager.controller import Controller, ControllerContext
+from skiff.controller_manager.certificates.controllers import RESOURCE, CsrController
 
 __all__ = ["CsrCleanerController", "deletion_due"]
 
@@ -74,16 +73,8 @@ def deletion_due(csr: ObjView) -> float | None:
     return min(due) if due else None
 
 
-class CsrCleanerController(Controller):
+class CsrCleanerController(CsrController):
     name = "csrcleaner"
-
-    def __init__(self, *, context: ControllerContext) -> None:
-        super().__init__(context=context, workers=1)
-        self.csrs = context.informers.resource(RESOURCE)
-        self.csrs.add_handler(on_add=self._on_csr, on_update=lambda _o, n: self._on_csr(n))
-
-    def _on_csr(self, csr: ObjView) -> None:
-        self.enqueue(str(csr["metadata"]["name"]))
 
     async def reconcile(self, key: str) -> float | None:
         csr = self.csrs.store.get(key)

@@ -65,7 +65,9 @@ def load_issuer(context: ControllerContext) -> Issuer | None:
                        key_pem=Path(s.cluster_signing_key_file).read_bytes())
 
 
-class _CsrController(Controller):
+class CsrController(Controller):
+    """A controller keyed by CSR name over the shared CSR informer (`csrs`)."""
+
     def __init__(self, *, context: ControllerContext) -> None:
         super().__init__(context=context, workers=1)
         self.csrs = context.informers.resource(RESOURCE)
@@ -78,7 +80,7 @@ class _CsrController(Controller):
         return rfc3339(self.clock.now())
 
 
-class CsrSigningController(_CsrController):
+class CsrSigningController(CsrController):
     name = "csrsigning"
 
     def __init__(self, *, context: ControllerContext) -> None:
@@ -143,7 +145,7 @@ def access_review(spec: Obj, subresource: str) -> Obj:
             "spec": review_spec}
 
 
-class CsrApprovingController(_CsrController):
+class CsrApprovingController(CsrController):
     name = "csrapproving"
 
     async def reconcile(self, key: str) -> float | None:
