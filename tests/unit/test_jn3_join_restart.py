@@ -33,8 +33,10 @@ def _joined(tmp_path: Path, *, name: str = "node-1", signed_for: str = "",
                          key_pem=(pki.directory / "ca.key").read_bytes())
     key = new_key()
     csr = x509.load_pem_x509_csr(build_request(key, node_name=signed_for or name))
+    # signed at NOW, the clock every check here is given (not the wall clock later: CI
+    # runs this module minutes after importing it)
     cert = sign(issuer=issuer, csr=csr, usages=CLIENT_USAGES,
-                valid_for=datetime.timedelta(days=days))
+                valid_for=datetime.timedelta(days=days), now=NOW)
     files = NodeFiles(tmp_path / "data" / "joined" / name)
     files.ca_file.parent.mkdir(parents=True, exist_ok=True)
     files.ca_file.write_bytes(pki.ca.read_bytes())
