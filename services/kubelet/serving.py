@@ -27,6 +27,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
 from skiff.api.errors import ApiError, Reason
+from skiff.certtoken import check_pair, pair_stamp
 from skiff.client.credentials import ENV_CA
 from skiff.client.kubelet import ENV_KUBELET_TLS_CERT, ENV_KUBELET_TLS_KEY
 from skiff.pki import APISERVER_KUBELET_CLIENT, MASTERS_GROUP, identity_of
@@ -61,15 +62,11 @@ class KubeletTls:
             [(self.key_file.read_bytes(), self.cert_file.read_bytes())],
             root_certificates=self.client_ca_file.read_bytes(), require_client_auth=True)
 
-    def _stamp(self) -> tuple[int, ...]:
-        return tuple(s.st_mtime_ns ^ s.st_ino for s in (self.cert_file.stat(),
-                                                         self.key_file.stat()))
-
     def _configuration(self) -> Any:
         key_pem, cert_pem = self.key_file.read_bytes(), self.cert_file.read_bytes()
-        key = serialization.load_pem_private_key(key_pem, password=None)
-        if x509.load_pem_x509_certificate(cert_pem).public_key() != key.public_key():
-            raise ValueError(f"{self.key_file} is not the key of {self.cert_file}")
+        check_pair(x509.load_pem_x509_certificate(cert_pem),
+                   serialization.load_pem_private_key(key_pem, password=None),
+                   cert_file=self.cert_file, key_file=self.key_file)
         return grpc.ssl_server_certificate_configuration(
             [(key_pem, cert_pem)], root_certificates=self.client_ca_file.read_bytes())
 
@@ -77,11 +74,11 @@ class KubeletTls:
         """Like `server_credentials`, but a certificate whose files were replaced (renewed
         by CSR, SPEC JN2) serves from the next handshake on; a pair caught mid-replacement
         (key and certificate not matching) is not taken."""
-        seen = [self._stamp()]
+        seen = [pair_stamp(self.cert_file, self.key_file)]
 
         def fetch() -> Any:
             try:
-                stamp = self._stamp()
+                stamp = pair_stamp(self.cert_file, self.key_file)
                 if stamp == seen[0]:
                     return None
                 configuration = self._configuration()

@@ -26,6 +26,7 @@ import base64
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import jwt
 from cryptography import x509
@@ -42,6 +43,20 @@ LEEWAY_SECONDS = 30.0
 _ALGORITHMS = ["ES256", "RS256"]
 
 
+def pair_stamp(cert_file: Path, key_file: Path) -> tuple[int, int]:
+    """What changes when a certificate/key pair's files are replaced (a rename gives a new
+    inode, a rewrite a new mtime): compared to notice a renewal (SPEC JN2)."""
+    cert, key = cert_file.stat(), key_file.stat()
+    return cert.st_mtime_ns ^ cert.st_ino, key.st_mtime_ns ^ key.st_ino
+
+
+def check_pair(cert: x509.Certificate, key: Any, *, cert_file: Path, key_file: Path) -> None:
+    """ValueError unless `key` is the private key of `cert` (a pair read between the two
+    renames of a renewal is not)."""
+    if cert.public_key() != key.public_key():
+        raise ValueError(f"{key_file} is not the key of {cert_file}")
+
+
 class CertificateTokens:
     """Signs this client's tokens, re-signing when half the lifetime has passed, and with
     a new certificate as soon as its files are replaced (a kubelet renewing its client
@@ -51,16 +66,12 @@ class CertificateTokens:
     def __init__(self, cert_file: str | Path, key_file: str | Path, *,
                  lifetime: float = LIFETIME_SECONDS) -> None:
         self._files = (Path(cert_file), Path(key_file))
-        self._stamp = self._stamp_now()
+        self._stamp = pair_stamp(*self._files)
         self._load(replaced=False)
         self._lifetime = lifetime
         self._lock = threading.Lock()  # grpc may ask from its own threads
         self._token = ""
         self._renew_at = 0.0
-
-    def _stamp_now(self) -> tuple[int, int]:
-        cert, key = (f.stat() for f in self._files)
-        return cert.st_mtime_ns ^ cert.st_ino, key.st_mtime_ns ^ key.st_ino
 
     def _load(self, *, replaced: bool) -> None:
         cert_file, key_file = self._files
@@ -72,14 +83,14 @@ class CertificateTokens:
             self._algorithm = "RS256"
         else:
             raise ValueError(f"{key_file}: a client key must be EC P-256 or RSA")
-        if replaced and cert.public_key() != key.public_key():
-            raise ValueError(f"{key_file} is not the key of {cert_file}")
+        if replaced:
+            check_pair(cert, key, cert_file=cert_file, key_file=key_file)
         self._key = key
         self._x5c = [base64.b64encode(cert.public_bytes(serialization.Encoding.DER)).decode()]
 
     def _reload_if_replaced(self) -> bool:
         try:
-            stamp = self._stamp_now()
+            stamp = pair_stamp(*self._files)
             if stamp == self._stamp:
                 return False
             self._load(replaced=True)
