@@ -41,6 +41,7 @@ from skiff.api.wellknown import FENCE_AGENT_ANNOTATION
 from skiff.bootstraptoken import BOOTSTRAP_CONTROLLERS
 from skiff.client.credentials import Credentials
 from skiff.cluster import launch
+from skiff.cluster.advertise import GRPC_PORT, HTTPS_PORT
 from skiff.cluster.config import ClusterConfig
 from skiff.cluster.controlplane.mirror import nodes_for
 from skiff.cluster.kubeconfig import cli_credentials, write_kubeconfig
@@ -77,7 +78,7 @@ from skiff.cluster.topology import CLUSTER_TOKEN, SINGLE, Topology, rotated
 __all__ = ["NetnsCluster", "destroy_by_state"]
 
 ETCD_PORT, ETCD_PEER_PORT = 2379, 2380
-API_PORT, API_HTTP_PORT = 6443, 8080
+API_PORT, API_HTTP_PORT = GRPC_PORT, HTTPS_PORT  # the well-known ports, as advertised
 HEALTH_PORT = 10256
 
 
