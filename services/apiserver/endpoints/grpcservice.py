@@ -22,6 +22,7 @@ from skiff.api.kinds import KINDS, lookup
 from skiff.api.types import Obj
 from skiff.apiserver.auth import reviews
 from skiff.apiserver.auth.satoken import TokenAuthority
+from skiff.apiserver.endpoints.batch import BATCHABLE, BatchRunner
 from skiff.apiserver.endpoints.guard import RequestGuard, TlsFiles
 from skiff.apiserver.endpoints.handlers import collection, decoding
 from skiff.apiserver.endpoints.handlers.fieldmanager import managers
@@ -46,6 +47,8 @@ from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
 log = logging.getLogger(__name__)
 
 Handler = Callable[[Obj], Awaitable[Obj]]
+# A batch holds many objects, each still limited to MAX_OBJECT_BYTES by the registry.
+MAX_BATCH_BYTES = 64 * 1024 * 1024
 
 
 def _str(req: Obj, field: str) -> str:
@@ -243,11 +246,12 @@ class ApiService:
                     yield part
 
 
-def _decode_request(data: bytes) -> Obj:
-    if len(data) > MAX_OBJECT_BYTES + 64 * 1024:
+def _decode_request(data: bytes, *, limit: int = MAX_OBJECT_BYTES + 64 * 1024) -> Obj:
+    if len(data) > limit:
         raise ApiError(Reason.REQUEST_ENTITY_TOO_LARGE,
                        f"request is {len(data)} bytes; objects are limited to "
-                       f"{MAX_OBJECT_BYTES} bytes (1.5 MiB)")
+                       f"{MAX_OBJECT_BYTES} bytes (1.5 MiB)"
+                       + (f", a batch to {limit} bytes" if limit > MAX_OBJECT_BYTES else ""))
     try:
         return decode_map(data)
     except CodecError as err:
@@ -315,6 +319,24 @@ def _stream(method: str, fn: Callable[[Obj], AsyncIterator[bytes]],
     return grpc.unary_stream_rpc_method_handler(handler)
 
 
+def _batch(runner: BatchRunner) -> grpc.RpcMethodHandler:
+    """`Batch` (endpoints.batch): the caller authenticated once, each item its own."""
+    async def handler(data: bytes, context: grpc.aio.ServicerContext[Any, Any]) -> bytes:
+        try:
+            managers.grpc_manager.set(managers.from_metadata(context.invocation_metadata()))
+            req = _decode_request(data, limit=MAX_BATCH_BYTES)
+            user = (await runner.guard.grpc_user(context) if runner.guard is not None
+                    else None)
+            return encode(await runner.run(req, user, _leader_epoch(context)))
+        except ApiError as err:
+            await _abort(context, err)
+        except Exception as err:  # never a stack trace to the user
+            await _abort(context, _internal("Batch", err))
+        raise AssertionError("unreachable")  # abort raises
+
+    return grpc.unary_unary_rpc_method_handler(handler)
+
+
 def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = None,
                  guard: RequestGuard | None = None, reuse_port: bool = False
                  ) -> tuple[grpc.aio.Server, int, health.aio.HealthServicer]:
@@ -338,6 +360,8 @@ def build_server(service: ApiService, *, address: str, tls: TlsFiles | None = No
                      "UpdateApproval", "SubjectAccessReview")
     }
     handlers["Watch"] = _stream("Watch", service.Watch, guard)
+    handlers["Batch"] = _batch(BatchRunner(service.registry, {
+        name: getattr(service, name) for name in BATCHABLE}, guard))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

@@ -147,6 +147,11 @@ class RequestGuard:
                    req: Obj) -> None:
         user = ANONYMOUS if self._anonymous_get(method, context, req) \
             else await self.grpc_user(context)
+        await self.grpc_authorize(method, user, req)
+
+    async def grpc_authorize(self, method: str, user: UserInfo, req: Obj) -> None:
+        """403 unless `user` may make request `req` of `method`; leaves the user for
+        admission. A batch's items (endpoints.batch) each pass here, one caller for all."""
         current_user.set(user)
         verb_sub = _GRPC_VERBS.get(method)
         if method == "SubjectAccessReview":  # not a stored kind: `create` on the review

@@ -9,6 +9,8 @@ Request fields: `resource` (plural, `pods`), `namespace`, `name`, `object`, and 
 Unary responses: `{"object": {...}, "warnings": [...]}` or `{"items": [...],
 "resourceVersion": "R"}`. Watch streams `{"type": ADDED|MODIFIED|DELETED|BOOKMARK,
 "object": {...}}`.
+`Batch` carries several writes, each its own request and result (the apiserver's
+endpoints.batch; the client's skiff.client.batch).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ UNARY_METHODS: Final = (
     "Evict",
     "History",
     "Discovery",
+    "Batch",
 )
 STREAM_METHODS: Final = ("Watch",)
 
