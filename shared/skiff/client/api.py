@@ -26,6 +26,7 @@ import tenacity
 from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import lookup, lookup_kind
 from skiff.api.types import Obj
+from skiff.client.batch import DEFAULT_MAX_DELAY, DEFAULT_MAX_ITEMS, Batcher
 from skiff.client.credentials import Credentials
 from skiff.client.interface import Client, WatchEvent
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, decode_maps, encode, from_grpc, method_path
@@ -83,7 +84,9 @@ class ApiClient:
 
     def __init__(self, target: str, *, timeout: float = 30.0, retry_seconds: float = 30.0,
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0,
-                 credentials: Credentials | None = None) -> None:
+                 credentials: Credentials | None = None, batch: bool = False,
+                 batch_items: int = DEFAULT_MAX_ITEMS,
+                 batch_delay: float = DEFAULT_MAX_DELAY) -> None:
         self.targets = parse_targets(target)
         # TLS and who we are: given, or from the environment `skiff up` sets (AU1).
         self.credentials = credentials if credentials is not None else \
@@ -113,6 +116,10 @@ class ApiClient:
         # Set by a LeaderElector while this client's owner leads: destructive writes then
         # carry it and the apiserver refuses them once another leader took the Lease.
         self.leader_epoch: LeaderEpoch | None = None
+        # `batch`: creates of named objects, updates, status updates and bindings wait up
+        # to `batch_delay` s to share one `Batch` call (skiff.client.batch, issue 37).
+        self.batcher = (Batcher(self._send_batch, max_items=batch_items,
+                                max_delay=batch_delay) if batch else None)
 
     async def __aenter__(self) -> ApiClient:
         return self
@@ -121,6 +128,8 @@ class ApiClient:
         await self.close()
 
     async def close(self) -> None:
+        if self.batcher is not None:
+            await self.batcher.close()
         self._closed = True
         await self._channel.close()
 
@@ -246,6 +255,32 @@ class ApiClient:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
 
+    async def _write(self, method: str, request: Obj, *, fenced: bool,
+                     batchable: bool = True) -> Obj:
+        """A write: in the next batch when this client batches, else a call of its own."""
+        if self.batcher is None or not batchable:
+            return await self.call(method, request, fenced=fenced)
+        return await self.batcher.submit({**request, "method": method, "fenced": fenced})
+
+    async def _send_batch(self, items: builtins.list[Obj]) -> builtins.list[Obj]:
+        """One `Batch` call, resent (marked so) while the apiserver is unavailable: the
+        apiserver answers an item that landed before the failover as landed."""
+        fenced = any(item.get("fenced") for item in items)
+        async for attempt in tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, ApiError) and e.reason in _RETRYABLE),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
+            + tenacity.wait_random(0, 0.05),
+            stop=tenacity.stop_after_delay(max(self.retry_seconds, 0)),
+            reraise=True,
+        ):
+            with attempt:
+                resent = attempt.retry_state.attempt_number > 1
+                resp = await self.call("Batch", {"items": items, "resent": resent},
+                                       retry=False, fenced=fenced)
+                return list(resp["results"])
+        raise AssertionError("unreachable")  # pragma: no cover
+
     # -- verbs ---------------------------------------------------------------------------
 
     async def create(self, obj: Obj, *, namespace: str | None = None,
@@ -255,10 +290,12 @@ class ApiClient:
             raise ApiError.bad_request("kind: Required value (which kind of object is this?)")
         resource = _resource_of(obj)
         ns = namespace or obj.get("metadata", {}).get("namespace")
-        resp = await self.call("Create", {
+        # generateName is never batched: resent after a failover it would create twice
+        resp = await self._write("Create", {
             "resource": resource, "namespace": _namespace_for(resource, ns), "object": obj,
             "options": {"fieldValidation": field_validation}},
-            fenced=resource in FENCED_RESOURCES)
+            fenced=resource in FENCED_RESOURCES,
+            batchable=bool((obj.get("metadata") or {}).get("name")))
         self.last_warnings = list(resp.get("warnings", []))
         return dict(resp["object"])
 
@@ -303,7 +340,7 @@ class ApiClient:
 
     async def update(self, obj: Obj, *, field_validation: str = "Warn") -> Obj:
         resource = _resource_of(obj)
-        resp = await self.call("Update", {
+        resp = await self._write("Update", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
             "object": obj, "options": {"fieldValidation": field_validation}},
@@ -312,7 +349,7 @@ class ApiClient:
 
     async def update_status(self, obj: Obj) -> Obj:
         resource = _resource_of(obj)
-        resp = await self.call("UpdateStatus", {
+        resp = await self._write("UpdateStatus", {
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
             "object": obj}, fenced=resource in FENCED_RESOURCES)
@@ -356,8 +393,8 @@ class ApiClient:
                         "target": {"apiVersion": "v1", "kind": "Node", "name": node_name}}
         if uid:
             binding["metadata"]["uid"] = uid
-        resp = await self.call("Bind", {"namespace": namespace, "name": name,
-                                        "object": binding}, fenced=True)
+        resp = await self._write("Bind", {"namespace": namespace, "name": name,
+                                          "object": binding}, fenced=True)
         return dict(resp["object"])
 
     async def evict(self, namespace: str, name: str, *,
