@@ -13,6 +13,7 @@ import asyncio
 import logging
 
 from skiff.client import ApiClient, Client
+from skiff.client.batch import batching
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.informers import SharedInformers
 from skiff.controller_manager.leaderelection import (
@@ -44,7 +45,8 @@ class ControllerManager:
 
     async def run(self, service: Service) -> None:
         s = self.settings
-        async with ApiClient(s.apiserver, user_agent="skiff-controller-manager") as client:
+        async with ApiClient(s.apiserver, user_agent="skiff-controller-manager",
+                             **batching(s.write_batch_size, s.write_batch_delay)) as client:
             await service.ready()
             log.info("controller-manager started", extra={
                 "identity": self.identity, "controllers": [c.name for c in self.specs],

@@ -37,6 +37,11 @@ class ControllerManagerSettings:
     health_port: int = setting(0, help="gRPC health port (0: no health server)")
     health_bind_address: str = setting("127.0.0.1", help="address of the health server")
     log_level: str = setting("INFO")
+    write_batch_size: int = setting(
+        100, help="at most this many writes (bindings, status updates, Events, Leases) "
+                  "share one Batch call; 0 = a call of its own for each")
+    write_batch_delay: float = duration(
+        0.01, help="the longest a write waits for others to share its Batch call")
     controllers: tuple[str, ...] = setting(
         ("*",), help="comma list of controllers to run; '*' runs all; '-name' disables one")
     leader_elect: bool = setting(True, help="run controllers only while holding the Lease")

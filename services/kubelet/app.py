@@ -20,6 +20,7 @@ from typing import Any
 from skiff.api.quantity import bytes_
 from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
+from skiff.client.batch import batching
 from skiff.clock import REAL_CLOCK
 from skiff.kubelet.admission import Admission
 from skiff.kubelet.certmanager import manage_certificates
@@ -125,8 +126,9 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
     names = settings.node_names()
     capacity = {"cpu": settings.cpu_capacity(), "memory": settings.memory_capacity(),
                 "pods": str(settings.max_pods)}
-    async with ApiClient(settings.apiserver, user_agent="skiff-kubelet",
-                         retry_seconds=60) as api, heartbeat_client(settings) as heartbeat:
+    async with ApiClient(settings.apiserver, user_agent="skiff-kubelet", retry_seconds=60,
+                         **batching(settings.write_batch_size, settings.write_batch_delay)
+                         ) as api, heartbeat_client(settings) as heartbeat:
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []

@@ -23,6 +23,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.api.wellknown import LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS
 from skiff.client import ApiClient, Client
+from skiff.client.batch import batching
 from skiff.clock import Clock, rfc3339, rfc3339_micro
 from skiff.kubelet.settings import KubeletSettings
 
@@ -98,7 +99,8 @@ def heartbeat_client(settings: KubeletSettings) -> ApiClient:
     tries again on its own schedule, on the next apiserver when there are several."""
     timeout = settings.heartbeat_timeout
     return ApiClient(settings.apiserver, user_agent="skiff-kubelet", timeout=timeout,
-                     retry_seconds=timeout)
+                     retry_seconds=timeout,
+                     **batching(settings.write_batch_size, settings.write_batch_delay))
 
 
 class NodeAgent:

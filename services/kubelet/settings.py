@@ -31,6 +31,11 @@ class KubeletSettings:
                                 "TLS when SKIFF_KUBELET_TLS_CERT_FILE is set (0 = any free "
                                 "port; the Node publishes it)")
     log_level: str = setting("INFO", help="DEBUG, INFO, WARNING or ERROR")
+    write_batch_size: int = setting(
+        100, help="at most this many writes (bindings, status updates, Events, Leases) "
+                  "share one Batch call; 0 = a call of its own for each")
+    write_batch_delay: float = duration(
+        0.01, help="the longest a write waits for others to share its Batch call")
     node_name: str = setting("", help="the Node's name (default: the host name)")
     node_ip: str = setting("127.0.0.1", help="the Node's InternalIP address; auto = the "
                                              "address this host's name resolves to, as "

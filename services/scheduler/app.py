@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from skiff.client import ApiClient
+from skiff.client.batch import batching
 from skiff.client.leaderelection import LeaderElectionConfig, LeaderElector, election_client
 from skiff.scheduler.config import ConfigError, load_config
 from skiff.scheduler.scheduler import Scheduler
@@ -56,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
     async def body(service: Service) -> None:
-        async with ApiClient(settings.apiserver, user_agent="skiff-scheduler") as client:
+        async with ApiClient(settings.apiserver, user_agent="skiff-scheduler",
+                             **batching(settings.write_batch_size,
+                                        settings.write_batch_delay)) as client:
             if not settings.leader_elect:
                 scheduler = Scheduler(client=client, settings=settings, config=config)
                 await scheduler.run(service.stop, on_ready=service.ready)

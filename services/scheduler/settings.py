@@ -17,6 +17,11 @@ class SchedulerSettings:
     health_port: int = setting(10259, help="gRPC health port (0 = no health server)")
     bind_address: str = setting("127.0.0.1", help="address the health server listens on")
     log_level: str = setting("INFO")
+    write_batch_size: int = setting(
+        100, help="at most this many writes (bindings, status updates, Events, Leases) "
+                  "share one Batch call; 0 = a call of its own for each")
+    write_batch_delay: float = duration(
+        0.01, help="the longest a write waits for others to share its Batch call")
     config: str = setting("", help="path to a KubeSchedulerConfiguration YAML file")
     scheduler_name: str = setting("default-scheduler",
                                   help="schedule only pods with this spec.schedulerName "
