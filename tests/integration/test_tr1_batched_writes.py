@@ -1,0 +1,162 @@
+"""SPEC TR1 against a real etcd and apiserver: a `Batch` call's items are each their own
+write — their own etcd transaction and resourceVersion, their own answer, in the order sent
+for one object — and a batching client reads exactly like one that is not."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import pytest
+
+from skiff.api import ApiError, Reason
+from skiff.api.types import Obj
+from skiff.client import ApiClient
+from tests.integration.cluster import Cluster
+
+
+def _configmap(name: str, namespace: str, **data: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+def _item(method: str, obj: Obj, **extra: object) -> Obj:
+    meta = obj["metadata"]
+    return {"method": method, "resource": "configmaps", "namespace": meta["namespace"],
+            "object": obj, **extra}
+
+
+@pytest.fixture
+async def batching(shared_cluster: Cluster) -> AsyncIterator[ApiClient]:
+    client = ApiClient(shared_cluster.api_target, retry_seconds=20, batch=True,
+                       batch_items=50, batch_delay=0.05)
+    yield client
+    await client.close()
+
+
+async def test_tr1_batch_answers_each_item_with_its_own_result(api: ApiClient,
+                                                              namespace: str) -> None:
+    await api.create(_configmap("taken", namespace))
+    items = [_item("Create", _configmap(f"cm-{i}", namespace, i=str(i))) for i in range(5)]
+    items.insert(2, _item("Create", _configmap("taken", namespace)))
+    items.insert(4, _item("Create", _configmap("Not_A_Name", namespace)))
+    items.append({"method": "Delete", "resource": "configmaps", "namespace": namespace,
+                  "name": "cm-0"})
+    results = (await api.call("Batch", {"items": items}))["results"]
+
+    assert len(results) == len(items)
+    assert results[2]["error"]["reason"] == "AlreadyExists"
+    assert results[4]["error"]["reason"] == "Invalid"
+    assert "metadata.name" in results[4]["error"]["message"]
+    assert results[-1]["error"]["reason"] == "BadRequest"
+    assert "cannot be batched" in results[-1]["error"]["message"]
+    created = [r["ok"]["object"] for i, r in enumerate(results) if i not in (2, 4, 7)]
+    assert [o["metadata"]["name"] for o in created] == [f"cm-{i}" for i in range(5)]
+    # one etcd transaction each: five distinct resourceVersions, each the stored one
+    versions = {o["metadata"]["resourceVersion"] for o in created}
+    assert len(versions) == 5
+    stored = await api.list("configmaps", namespace)
+    assert {o["metadata"]["name"]: o["metadata"]["resourceVersion"]
+            for o in stored["items"] if o["metadata"]["name"].startswith("cm-")} == {
+        o["metadata"]["name"]: o["metadata"]["resourceVersion"] for o in created}
+
+
+async def test_tr1_batch_keeps_the_order_of_one_objects_writes(api: ApiClient,
+                                                               namespace: str) -> None:
+    first = _configmap("ordered", namespace, step="0")
+    items = [_item("Create", first)]
+    for step in range(1, 6):
+        # each update names no resourceVersion: it applies on top of the one before it
+        items.append(_item("Update", _configmap("ordered", namespace, step=str(step))))
+    items += [_item("Create", _configmap(f"other-{i}", namespace)) for i in range(20)]
+    start = (await api.list("configmaps", namespace))["metadata"]["resourceVersion"]
+    results = (await api.call("Batch", {"items": items}))["results"]
+    assert all("ok" in r for r in results), results
+
+    steps = [r["ok"]["object"]["data"]["step"] for r in results[:6]]
+    assert steps == [str(s) for s in range(6)]
+    revisions = [int(r["ok"]["object"]["metadata"]["resourceVersion"]) for r in results[:6]]
+    assert revisions == sorted(revisions) and len(set(revisions)) == 6
+    history = await api.history("configmaps", "ordered", namespace)
+    assert [h["object"]["data"]["step"] for h in history] == [str(s) for s in range(6)]
+    # a watch from before the batch sees the object's six versions in that order
+    seen: list[str] = []
+    async for event in api.watch("configmaps", namespace, resource_version=start,
+                                 field_selector="metadata.name=ordered"):
+        seen.append(event.object["data"]["step"])
+        if len(seen) == 6:
+            break
+    assert seen == [str(s) for s in range(6)]
+
+
+async def test_tr1_a_batching_client_reads_like_one_that_is_not(batching: ApiClient,
+                                                                namespace: str) -> None:
+    await batching.create(_configmap("exists", namespace))
+    batcher = batching.batcher
+    assert batcher is not None
+    before = batcher.batches
+
+    async def create(i: int) -> Obj | ApiError:
+        name = "exists" if i == 7 else f"many-{i}"
+        try:
+            return await batching.create(_configmap(name, namespace, i=str(i)))
+        except ApiError as err:
+            return err
+
+    answers = await asyncio.gather(*(create(i) for i in range(40)))
+    assert batcher.batches - before == 1, "40 writes made together share one call"
+    error = answers[7]
+    assert isinstance(error, ApiError) and error.reason == Reason.ALREADY_EXISTS
+    for i, answer in enumerate(answers):
+        if i != 7:
+            assert isinstance(answer, dict) and answer["data"] == {"i": str(i)}
+
+    # a conflict reaches its own caller as it would without batching
+    current = answers[0]
+    assert isinstance(current, dict)
+    stale = {**current, "data": {"i": "stale"}}
+    await batching.update({**current, "data": {"i": "fresh"}})
+    with pytest.raises(ApiError) as err:
+        await batching.update(stale)
+    assert err.value.reason == Reason.CONFLICT
+    # generateName is never batched (a resend would create it twice)
+    made = await batching.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                  "metadata": {"generateName": "gen-", "namespace": namespace}})
+    assert made["metadata"]["name"].startswith("gen-")
+
+
+async def test_tr1_resent_batch_answers_landed_items_as_landed(api: ApiClient,
+                                                              namespace: str) -> None:
+    items = [_item("Create", _configmap(f"re-{i}", namespace, i=str(i))) for i in range(3)]
+    first = (await api.call("Batch", {"items": items}))["results"]
+    assert all("ok" in r for r in first)
+    # the same items again, as a client sends them when the first answer was lost
+    again = (await api.call("Batch", {"items": items, "resent": True}))["results"]
+    assert [r["ok"]["object"]["metadata"]["uid"] for r in again] == [
+        r["ok"]["object"]["metadata"]["uid"] for r in first]
+    # not resent: the duplicate is the caller's own AlreadyExists
+    plain = (await api.call("Batch", {"items": items[:1]}))["results"]
+    assert plain[0]["error"]["reason"] == "AlreadyExists"
+    # resent, but somebody else's object of that name: still AlreadyExists
+    other = _item("Create", _configmap("re-0", namespace, i="someone else"))
+    assert (await api.call("Batch", {"items": [other], "resent": True})
+            )["results"][0]["error"]["reason"] == "AlreadyExists"
+    stored = await api.list("configmaps", namespace)
+    assert len([o for o in stored["items"] if o["metadata"]["name"].startswith("re-")]) == 3
+
+
+async def test_tr1_batch_refuses_a_malformed_batch_with_a_clear_error(
+        api: ApiClient) -> None:
+    for request, words in (({}, "items: Required value"),
+                           ({"items": []}, "items: Required value"),
+                           ({"items": [{"method": "Create"}] * 1001}, "at most 1000"),
+                           ({"items": ["not a map"]}, None)):
+        if words is None:
+            results = (await api.call("Batch", request))["results"]
+            assert results[0]["error"]["message"] == "items[0]: must be a map"
+            continue
+        with pytest.raises(ApiError) as err:
+            await api.call("Batch", request)
+        assert err.value.reason == Reason.BAD_REQUEST
+        assert words in err.value.message
+        assert "Traceback" not in err.value.message
