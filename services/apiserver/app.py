@@ -66,6 +66,7 @@ from skiff.apiserver.supervise import supervised
 from skiff.certtoken import MAX_LIFETIME_SECONDS
 from skiff.client.credentials import Credentials
 from skiff.etcdtls import etcd_tls
+from skiff.gctuning import tune_gc
 from skiff.logs import setup_logging
 from skiff.settings import duration, load_settings, setting
 from skiff.tasks import cancel_tasks
@@ -88,6 +89,9 @@ class ApiServerSettings:
                    "headers have not all arrived this long after it opened or after the "
                    "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
+    watch_coalesce: float = duration(
+        0.01, help="a busy watch stream sends at most one message per this long, holding "
+                    "every event that came meanwhile (0 = a message per wake-up)")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
     watch_quorum_check_interval: float = duration(
@@ -252,7 +256,7 @@ class ApiServer:
                            bookmark_interval=s.watch_bookmark_interval,
                            quorum_check_interval=s.watch_quorum_check_interval,
                            quorum_check_timeout=s.etcd_readycheck_timeout,
-                           on_currency=on_currency)
+                           on_currency=on_currency, coalesce=s.watch_coalesce)
         storage.recent = cache.recent  # leader Leases for fenced writes (storage._txn)
         registry = Registry(storage, cache, config=RegistryConfig(admission=AdmissionConfig(
             default_not_ready_toleration_seconds=s.default_not_ready_toleration_seconds,
@@ -465,6 +469,7 @@ def main(argv: list[str] | None = None) -> None:
                                            sys.argv[1:] if argv is None else argv)
     setup_tracing("skiff-apiserver")
     app = ApiServer(settings)
+    tune_gc()
 
     async def runner() -> None:
         loop = asyncio.get_running_loop()

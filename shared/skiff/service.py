@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from skiff.gctuning import tune_gc
 from skiff.logs import setup_logging
 from skiff.tracing import setup_tracing, shutdown_tracing
 
@@ -75,6 +76,7 @@ def run_service(component: str, body: Callable[[Service], Awaitable[None]], *,
     """The `main()` of a service process."""
     setup_logging(component, log_level)
     setup_tracing(f"skiff-{component}")
+    tune_gc()
     try:
         asyncio.run(serve(component, body, health_address=health_address,
                           handlers=handlers))
