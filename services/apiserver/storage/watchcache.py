@@ -40,6 +40,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -146,6 +147,31 @@ def _at_revision(obj: Obj, revision: int) -> Obj:
 BATCH_LIMIT = 256
 
 
+class _Ticker:
+    """One timer for every busy watcher (issue 37): a watcher that sent a frame less than
+    `period` ago waits for the next tick before it drains its queue again, so under load it
+    sends a frame per period holding everything that came meanwhile, and all busy watchers
+    wake together on one timer instead of one each. An idle watcher never waits."""
+
+    def __init__(self, period: float) -> None:
+        self.period = period
+        self._next: asyncio.Future[None] | None = None
+
+    def next(self) -> asyncio.Future[None]:
+        """The next tick; shielded, as a waiter's cancellation must not cancel the others'."""
+        tick = self._next
+        if tick is None or tick.done():
+            loop = asyncio.get_running_loop()
+            tick = self._next = loop.create_future()
+            loop.call_later(self.period, _resolve, tick)
+        return asyncio.shield(tick)
+
+
+def _resolve(tick: asyncio.Future[None]) -> None:
+    if not tick.done():
+        tick.set_result(None)
+
+
 @dataclass(eq=False)
 class _Subscriber:
     request: WatchRequest
@@ -165,8 +191,11 @@ class WatchCache:
     def __init__(self, storage: Storage, *, capacity: int = 50_000,
                  bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
                  quorum_check_interval: float = 5.0, quorum_check_timeout: float = 2.0,
-                 on_currency: Callable[[bool], Awaitable[None]] | None = None) -> None:
+                 on_currency: Callable[[bool], Awaitable[None]] | None = None,
+                 coalesce: float = 0.0) -> None:
         self._storage = storage
+        # a busy watcher gets at most one frame per `coalesce` seconds (0: every wake-up)
+        self._ticker = _Ticker(coalesce) if coalesce > 0 else None
         self._on_currency = on_currency
         self.too_large_wait = too_large_wait
         self.quorum_check_interval = quorum_check_interval
@@ -373,9 +402,13 @@ class WatchCache:
         loop = asyncio.get_running_loop()
         next_bookmark = loop.time() + self.bookmark_interval
         queue = sub.queue
+        ticker = self._ticker
+        sent_at = -math.inf
         try:
             while True:
                 item: RawEvent | ApiError | None | bool
+                if ticker is not None and loop.time() - sent_at < ticker.period:
+                    await ticker.next()  # busy: let this frame fill until the next tick
                 if queue.empty():
                     try:
                         async with asyncio.timeout_at(next_bookmark):  # no task per event
@@ -414,6 +447,7 @@ class WatchCache:
                     next_bookmark = loop.time() + self.bookmark_interval
                 if batch:
                     yield batch
+                    sent_at = loop.time()
         finally:
             self._subscribers.discard(sub)
 
