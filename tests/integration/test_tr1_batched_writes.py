@@ -12,6 +12,7 @@ import pytest
 from skiff.api import ApiError, Reason
 from skiff.api.types import Obj
 from skiff.client import ApiClient
+from skiff.rpc import decode_maps, encode, method_path
 from tests.integration.cluster import Cluster
 
 
@@ -160,3 +161,44 @@ async def test_tr1_batch_refuses_a_malformed_batch_with_a_clear_error(
         assert err.value.reason == Reason.BAD_REQUEST
         assert words in err.value.message
         assert "Traceback" not in err.value.message
+
+
+async def test_tr1_a_busy_watch_message_carries_several_events_in_revision_order(
+        api: ApiClient, namespace: str) -> None:
+    """Watch frames (the gRPC message a client decodes with `decode_maps`): a burst of
+    writes arrives in fewer messages than events, every event once, in revision order; a
+    lone write on an idle stream comes at once, alone."""
+    start = (await api.list("configmaps", namespace))["metadata"]["resourceVersion"]
+    stub = api._channel.unary_stream(method_path("Watch"))  # the frames, not the events
+    call = stub(encode({"resource": "configmaps", "namespace": namespace, "batch": True,
+                        "options": {"resourceVersion": start,
+                                    "allowWatchBookmarks": False}}))
+    frames: list[list[Obj]] = []
+
+    async def read(count: int) -> None:
+        seen = sum(len(f) for f in frames)
+        async for data in call:
+            frames.append(decode_maps(data))
+            seen += len(frames[-1])
+            if seen >= count:
+                return
+
+    try:
+        burst = [_item("Create", _configmap(f"burst-{i}", namespace)) for i in range(60)]
+        results = (await api.call("Batch", {"items": burst}))["results"]
+        await asyncio.wait_for(read(60), 30)
+        events = [e for frame in frames for e in frame]
+        assert len(frames) < len(events) == 60
+        revisions = [int(e["object"]["metadata"]["resourceVersion"]) for e in events]
+        assert revisions == sorted(revisions)
+        assert sorted(revisions) == sorted(
+            int(r["ok"]["object"]["metadata"]["resourceVersion"]) for r in results)
+
+        await asyncio.sleep(0.5)  # idle again
+        before = len(frames)
+        await api.create(_configmap("alone", namespace))
+        await asyncio.wait_for(read(61), 5)
+        assert len(frames) == before + 1 and frames[-1][0]["object"]["metadata"][
+            "name"] == "alone"
+    finally:
+        call.cancel()
