@@ -200,7 +200,7 @@ async def _stored_pod(target: str) -> dict[str, Any]:
         return await api.create(make_pod("floor-" + uuid.uuid4().hex[:6]))
 
 
-def _transport_costs(pod: dict[str, Any], calls: int, concurrency: int
+def transport_costs(pod: dict[str, Any], calls: int, concurrency: int
                      ) -> dict[str, tuple[float, float, float]]:
     port = free_port()
     ctx = multiprocessing.get_context("spawn")
@@ -234,7 +234,7 @@ def main() -> None:
             pod = asyncio.run(_stored_pod(f"127.0.0.1:{api_port}"))
             api.stop()
             payload = encode(pod)  # what the apiserver stores and sends for one pod
-            costs = _transport_costs(pod, args.calls, args.concurrency)
+            costs = transport_costs(pod, args.calls, args.concurrency)
             puts, put_client, put_etcd = asyncio.run(_etcd_puts(
                 etcd_port, etcd.pid or 0, payload, args.calls, args.concurrency))
         finally:

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from skiff.api.testing import DO_NOT_SCHEDULE, make_node, make_pod
+from skiff.gctuning import tune_gc
 from skiff.scheduler.algorithm import Algorithm
 from skiff.scheduler.cache import Cache
 from skiff.scheduler.config import Profile
@@ -183,7 +184,14 @@ def main() -> None:
                         help="sample apiserver and scheduler with py-spy into this directory")
     parser.add_argument("--scheduler-args", default="",
                         help="extra scheduler flags, space-separated (e.g. --parallel-binds 64)")
+    parser.add_argument("--floor-calls", type=int, default=5000,
+                        help="calls of bench/grpc_floor.py's measurement first (0 = none)")
+    parser.add_argument("--batch-creates", action="store_true",
+                        help="the bench creates its pods in Batch calls (issue 37)")
     args = parser.parse_args()
+    # The services run with skiff.gctuning's pace; the in-process ceiling is measured at
+    # the same one, so e2e ÷ in-process compares like with like.
+    tune_gc()
     names = [n.strip() for n in args.workloads.split(",") if n.strip()]
     if args.in_process:
         print(f"{'workload (in-process ceiling)':<30} {'nodes':>6} {'measured':>9} "
@@ -197,6 +205,14 @@ def main() -> None:
         return
 
     from e2e import run_e2e, time_skiff_up  # noqa: PLC0415 - the e2e harness
+    from grpc_floor import transport_costs  # noqa: PLC0415 - spawns the echo server
+
+    if args.floor_calls:
+        # The transport's cost on this machine now, beside the run it explains.
+        costs = transport_costs(pod_default("floor-pod"), args.floor_calls, 32)
+        print("grpcio floor (CPU µs client + server): " + ", ".join(
+            f"{name} {client:.0f} + {server:.0f}" for name, (_, client, server)
+            in costs.items()))
 
     print(f"{'workload':<18} {'apis':>4} {'nodes':>6} {'initial':>8} {'measured':>9} "
           f"{'e2e pods/s':>10} {'k8s':>5} {'in-proc':>8} {'e2e/in':>6}  CPU s / notes")
@@ -206,7 +222,8 @@ def main() -> None:
         for count in [int(c) for c in args.apiserver_processes.split(",")]:
             result = run_e2e(workload, args.scale, apiservers=count,
                              profile_dir=args.profile_dir,
-                             scheduler_args=tuple(args.scheduler_args.split()))
+                             scheduler_args=tuple(args.scheduler_args.split()),
+                             batch_creates=args.batch_creates)
             threshold = f"{workload.threshold:.0f}" if workload.threshold else "-"
             print(f"{workload.name:<18} {count:>4} {result.nodes:>6} {result.initial:>8} "
                   f"{result.measured:>9} {result.rate:>10.1f} {threshold:>5} {ceiling:>8.1f} "
