@@ -19,7 +19,6 @@ from skiff.apiserver.storage.interface import Storage
 from skiff.apiserver.storage.values import KeyValue
 from skiff.apiserver.storage.watchcache import WatchCache
 from skiff.clock import Clock, rfc3339
-from skiff.rpc import decode_map, encode
 from skiff.tracing import inject_into_object
 
 T = TypeVar("T")
@@ -113,7 +112,7 @@ class PodSubresources:
         if ((uid and meta.get("uid") != uid) or meta.get("deletionTimestamp")
                 or spec.get("nodeName")):
             return None
-        return decode_map(encode(raw.obj)), raw.revision
+        return _bindable_copy(raw.obj), raw.revision
 
     async def evict(self, namespace: str | None, name: str, eviction: Obj) -> Obj:
         """pods/eviction: a graceful delete that honours PodDisruptionBudgets (429)."""
@@ -241,3 +240,18 @@ def pdb_selects(pdb: Obj, labels: dict[str, str]) -> bool:
 def is_ready(pod: Obj) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True"
                for c in (pod.get("status") or {}).get("conditions") or [])
+
+
+def _bindable_copy(pod: Obj) -> Obj:
+    """A copy of the cache's shared pod that a binding may change — spec, status
+    conditions, metadata annotations (the trace) — sharing everything else, which the
+    binding only reads (a full copy was a msgpack round trip of the whole pod)."""
+    meta = dict(pod.get("metadata") or {})
+    if isinstance(meta.get("annotations"), dict):
+        meta["annotations"] = dict(meta["annotations"])
+    status = dict(pod.get("status") or {})
+    if isinstance(status.get("conditions"), list):
+        status["conditions"] = [dict(c) if isinstance(c, dict) else c
+                                for c in status["conditions"]]
+    return {**pod, "metadata": meta, "spec": dict(pod.get("spec") or {}), "status": status}
+
