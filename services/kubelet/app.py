@@ -132,6 +132,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []
+        # Hollow nodes check their stored Node in one shared informer, not a GET each
+        nodes = Informer(api, "nodes") if len(names) > 1 else None
         volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
                                 if settings.volume_root else root / "volumes")
         image_commands = load_image_commands(settings.image_commands)
@@ -185,7 +187,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 renew_interval=settings.lease_renew_interval,
                 status_update_frequency=settings.node_status_update_frequency,
                 status_report_frequency=settings.node_status_report_frequency,
-                extra_conditions=eviction.node_conditions)
+                extra_conditions=eviction.node_conditions,
+                cached_node=nodes.store.get if nodes is not None else None)
             kubelets.append(kubelet)
             agents.append(agent)
             evictions.append(eviction)
@@ -228,6 +231,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         tasks: list[asyncio.Task[None]] = []
         try:
             await asyncio.gather(*(a.register() for a in agents))
+            if nodes is not None:
+                tasks.append(asyncio.create_task(nodes.run(), name="node-informer"))
             for agent in agents:
                 # Spread the renewals of many hollow nodes over the interval.
                 delay = random.uniform(0, agent.renew_interval) if len(agents) > 1 else 0.0

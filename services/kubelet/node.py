@@ -112,7 +112,8 @@ class NodeAgent:
                  lease_duration: int,
                  renew_interval: float, status_update_frequency: float,
                  status_report_frequency: float,
-                 extra_conditions: Callable[[], list[Obj]] | None = None) -> None:
+                 extra_conditions: Callable[[], list[Obj]] | None = None,
+                 cached_node: Callable[[str], Obj | None] | None = None) -> None:
         self.api = api
         # Lease renewals and status writes: a client with a short timeout (see
         # KubeletSettings.heartbeat_timeout); registration keeps the patient one.
@@ -131,6 +132,9 @@ class NodeAgent:
         self.status_update_frequency = status_update_frequency
         self.status_report_frequency = status_report_frequency
         self.extra_conditions = extra_conditions or (list)
+        # Hollow nodes: the stored Node from the process's one Node informer instead of a
+        # GET per node every status interval (10,000 nodes: 1,000 GETs/s, issue 37).
+        self.cached_node = cached_node
         self.writes = 0  # API writes this agent made (bench: write rate)
         self._last_status: Obj | None = None
         self._last_report = 0.0
@@ -218,7 +222,7 @@ class NodeAgent:
             await self.clock.sleep(self.status_update_frequency)
             due = self.clock.monotonic() - self._last_report >= self.status_report_frequency
             try:
-                stored = await self.heartbeat.get("nodes", self.node_name)
+                stored = await self._stored_node()
             except ApiError as err:
                 if err.reason == Reason.NOT_FOUND:
                     await self.register()  # the Node was deleted: register again
@@ -240,6 +244,14 @@ class NodeAgent:
                     else:
                         log.warning("node status update failed", extra={
                             "node": self.node_name, "error": err.message})
+
+    async def _stored_node(self) -> Obj:
+        """The Node as stored: the informer's copy when there is one (a write based on a
+        stale copy gets a conflict and `_write_status` GETs it), else a GET."""
+        cached = self.cached_node(self.node_name) if self.cached_node is not None else None
+        if cached is not None:
+            return cached
+        return await self.heartbeat.get("nodes", self.node_name)
 
     async def run_lease(self) -> None:
         """Renew `kube-node-lease/<node>` every renew interval (create it when missing).

@@ -31,6 +31,15 @@ def set_ready(api: FakeClient, status: str) -> None:
     api.add(changed)
 
 
+async def tick(clock: FakeClock) -> None:
+    """Let the status loop reach its next sleep, then one update interval passes."""
+    for _ in range(20):
+        await asyncio.sleep(0)
+    clock.advance(10)
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
 async def test_ps2_ready_unknown_set_by_the_controller_is_overwritten_at_the_next_update(
         ) -> None:
     clock = FakeClock()
@@ -42,23 +51,45 @@ async def test_ps2_ready_unknown_set_by_the_controller_is_overwritten_at_the_nex
                       status_report_frequency=300)
     task = asyncio.create_task(agent.run_status())
 
-    async def tick() -> None:
-        for _ in range(20):  # let the loop reach its next sleep
-            await asyncio.sleep(0)
-        clock.advance(10)
-        for _ in range(20):
-            await asyncio.sleep(0)
-
     try:
-        await tick()
+        await tick(clock)
         assert status_writes(api) == 1  # the first status
-        await tick()
+        await tick(clock)
         assert status_writes(api) == 1  # unchanged and not due: no write
         set_ready(api, "Unknown")  # the node lifecycle controller, during a partition
-        await tick()
+        await tick(clock)
         assert status_writes(api) == 2
         assert {c["type"]: c["status"] for c in node(api)["status"]["conditions"]}["Ready"] \
             == "True"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_ps2_hollow_nodes_check_the_informers_copy_of_their_node_without_a_get(
+        ) -> None:
+    """Hollow nodes (issue 37) read their stored Node from the process's Node informer: the
+    same overwrite of Ready=Unknown, and no GET per node each status interval."""
+    clock = FakeClock()
+    api = FakeClient({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                      "status": {}}, clock=clock)
+    agent = NodeAgent(api=api, clock=clock, node_name="node-1", labels={},
+                      taints=[], capacity={"cpu": "1"}, health_port=10248, lease_duration=40,
+                      renew_interval=10, status_update_frequency=10,
+                      status_report_frequency=300,
+                      cached_node=lambda name: api.stored("nodes", name))
+    task = asyncio.create_task(agent.run_status())
+
+    try:
+        await tick(clock)
+        await tick(clock)
+        assert status_writes(api) == 1
+        set_ready(api, "Unknown")
+        await tick(clock)
+        assert status_writes(api) == 2
+        assert {c["type"]: c["status"] for c in node(api)["status"]["conditions"]}["Ready"] \
+            == "True"
+        assert api.calls("get", "nodes") == []
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
