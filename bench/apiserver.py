@@ -86,7 +86,8 @@ async def bench_writes(etcd_port: int, target: str, pods: int, concurrency: int)
         api_s = await run_pool(pods, concurrency, create)
     # The same creates as items of Batch calls (issue 37): 4 × concurrency callers, so a
     # batch holds what they have in flight (up to 100 items, or what 10 ms gathered).
-    async with ApiClient(target, **batching(100, 0.01)) as batching_api:
+    async with ApiClient(target, **batching(100, 0.01),
+                         batch_resources=frozenset({"pods"})) as batching_api:
         async def batched(i: int) -> None:
             await batching_api.create(make_pod(f"b-{run}-{i}"))
 

@@ -207,7 +207,8 @@ async def _drive(workload: Workload, scale: float, target: str,
     # --batch-creates: the bench's own creates share Batch calls (issue 37), as a busy
     # controller's would; without it each is a call of its own, as client-go makes them.
     async with ApiClient(target, retry_seconds=60,
-                         **batching(100 if batch_creates else 0, 0.01)) as api:
+                         **batching(100 if batch_creates else 0, 0.01),
+                         batch_resources=frozenset({"pods"})) as api:
         for value in (1, 10):
             try:
                 await api.create({"apiVersion": "scheduling.k8s.io/v1",

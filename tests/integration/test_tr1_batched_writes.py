@@ -30,7 +30,8 @@ def _item(method: str, obj: Obj, **extra: object) -> Obj:
 @pytest.fixture
 async def batching(shared_cluster: Cluster) -> AsyncIterator[ApiClient]:
     client = ApiClient(shared_cluster.api_target, retry_seconds=20, batch=True,
-                       batch_items=50, batch_delay=0.05)
+                       batch_items=50, batch_delay=0.05,
+                       batch_resources=frozenset({"configmaps"}))
     yield client
     await client.close()
 

@@ -39,6 +39,10 @@ _RETRYABLE = (Reason.SERVICE_UNAVAILABLE, Reason.TIMEOUT)
 # Every write to these carries the leader epoch (see skiff.rpc.epoch), as do bindings and
 # deletes with grace 0.
 FENCED_RESOURCES = frozenset({"fences", "volumeattachments"})
+# What a batching client batches besides bindings and status updates: the writes nobody
+# waits on (Events, Lease renewals). A controller's other writes stay calls of their own,
+# so a reconcile that writes one object after another waits for no batch.
+BATCHED_RESOURCES = frozenset({"events", "leases"})
 
 
 def parse_targets(target: str) -> list[str]:
@@ -86,7 +90,8 @@ class ApiClient:
                  user_agent: str = "skiff", keepalive_seconds: float = 10.0,
                  credentials: Credentials | None = None, batch: bool = False,
                  batch_items: int = DEFAULT_MAX_ITEMS,
-                 batch_delay: float = DEFAULT_MAX_DELAY) -> None:
+                 batch_delay: float = DEFAULT_MAX_DELAY,
+                 batch_resources: frozenset[str] = BATCHED_RESOURCES) -> None:
         self.targets = parse_targets(target)
         # TLS and who we are: given, or from the environment `skiff up` sets (AU1).
         self.credentials = credentials if credentials is not None else \
@@ -116,8 +121,9 @@ class ApiClient:
         # Set by a LeaderElector while this client's owner leads: destructive writes then
         # carry it and the apiserver refuses them once another leader took the Lease.
         self.leader_epoch: LeaderEpoch | None = None
-        # `batch`: creates of named objects, updates, status updates and bindings wait up
-        # to `batch_delay` s to share one `Batch` call (skiff.client.batch, issue 37).
+        # `batch`: bindings, status updates and creates/updates of `batch_resources` wait
+        # up to `batch_delay` s to share one `Batch` call (skiff.client.batch, issue 37).
+        self.batch_resources = batch_resources
         self.batcher = (Batcher(self._send_batch, max_items=batch_items,
                                 max_delay=batch_delay) if batch else None)
 
@@ -295,7 +301,8 @@ class ApiClient:
             "resource": resource, "namespace": _namespace_for(resource, ns), "object": obj,
             "options": {"fieldValidation": field_validation}},
             fenced=resource in FENCED_RESOURCES,
-            batchable=bool((obj.get("metadata") or {}).get("name")))
+            batchable=resource in self.batch_resources and bool(
+                (obj.get("metadata") or {}).get("name")))
         self.last_warnings = list(resp.get("warnings", []))
         return dict(resp["object"])
 
@@ -344,7 +351,8 @@ class ApiClient:
             "resource": resource,
             "namespace": _namespace_for(resource, obj.get("metadata", {}).get("namespace")),
             "object": obj, "options": {"fieldValidation": field_validation}},
-            fenced=resource in FENCED_RESOURCES)
+            fenced=resource in FENCED_RESOURCES,
+            batchable=resource in self.batch_resources)
         return dict(resp["object"])
 
     async def update_status(self, obj: Obj) -> Obj:

@@ -28,7 +28,8 @@ async def _outcome(write: Awaitable[Obj]) -> str:
 
 def _batching(cluster: SecureCluster, pair: CertPair) -> ApiClient:
     return ApiClient(cluster.api_target, retry_seconds=10, batch=True, batch_items=100,
-                     batch_delay=0.2, credentials=cluster.credentials(pair))
+                     batch_delay=0.2, credentials=cluster.credentials(pair),
+                     batch_resources=frozenset({"configmaps", "leases", "nodes"}))
 
 
 async def _ensure(admin: ApiClient, obj: Obj) -> Obj:

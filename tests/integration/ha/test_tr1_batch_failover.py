@@ -47,7 +47,8 @@ async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
     ns = f"t-{uuid.uuid4().hex[:8]}"
     async with ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10) as plain, \
             ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10, batch=True,
-                      batch_items=1000, batch_delay=0.05) as batching:
+                      batch_items=1000, batch_delay=0.05,
+                      batch_resources=frozenset({"configmaps"})) as batching:
         await plain.create({"apiVersion": "v1", "kind": "Namespace",
                             "metadata": {"name": ns}})
         for i in range(COUNT):
@@ -76,7 +77,8 @@ async def test_tr1_bindings_interrupted_by_a_failover_bind_every_pod_once(
     ns = f"t-{uuid.uuid4().hex[:8]}"
     async with ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10) as plain, \
             ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10, batch=True,
-                      batch_items=1000, batch_delay=0.05) as batching:
+                      batch_items=1000, batch_delay=0.05,
+                      batch_resources=frozenset({"configmaps"})) as batching:
         await plain.create({"apiVersion": "v1", "kind": "Namespace",
                             "metadata": {"name": ns}})
         uids = {}
