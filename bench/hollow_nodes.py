@@ -1,26 +1,47 @@
-"""Hollow-node benchmark: N nodes in one kubelet process (fake runtime), against a real
-etcd + apiserver.
+"""Hollow-node benchmark: N nodes in K kubelet processes (fake runtime) and P pods through
+the real scheduler, against a real etcd + apiserver (issue 37: 10,000 nodes, 100,000 pods).
 
-Reports whether every node stays Ready with its Lease renewed within the renew interval,
-the apiserver write rate they cause (etcd revisions per second over the window: every
-write is one revision) and the kubelet process's CPU use. Kubernetes' periods by default
-(lease 40 s renewed every 10 s; status computed every 10 s, written when changed or every
-5 min), so the write rate is what N real kubelets would cost.
+Kubernetes' periods by default (Lease of 40 s renewed every 10 s; node status computed
+every 10 s, written when changed or every 5 min), so the write rate is what N real kubelets
+would cost. The run, in order:
 
-Run: `.venv/bin/python bench/hollow_nodes.py [--nodes 500] [--window 60] [--pods 0]`.
+1. K kubelets (`--hollow-nodes N/K` each, node names `<prefix><k>-<i>`) register; time
+   until every Node is Ready.
+2. P pods without a nodeName are created (batched, as the controllers' writes are); the
+   scheduler binds them and the hollow kubelets run them: time until all are Running.
+3. A quiet window: heartbeat (Lease) writes per second per node.
+4. The whole pod list, paged (limit 500) and in one reply, and an informer's list + watch.
+
+Throughout, a watch of every Lease records each renewal: a Lease is on time when no two
+renewals in a row (nor the last one and the end) are more than 1.5 renew intervals apart
+(the kubelet renews every interval; Kubernetes' node lifecycle controller gives up after 40 s).
+A probe process writes ConfigMaps at `--probe-rate` and watches them: the delay from each
+create's reply to its watch event (p50/p99) shows how watches keep up under the load.
+Each process's CPU (per phase) and RSS come from /proc.
+
+Run: `.venv/bin/python bench/hollow_nodes.py --nodes 10000 --pods 100000
+--kubelet-processes 4`; `--profile DIR` records py-spy raw stacks of every Python process
+during the pod phase.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
+import statistics
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from skiff.client import ApiClient
+from skiff.api.errors import ApiError
+from skiff.client import ApiClient, Informer
 from skiff.clock import parse_rfc3339
 from skiff.cluster.processes import (
     Process,
@@ -30,8 +51,10 @@ from skiff.cluster.processes import (
     wait_etcd_healthy,
     wait_grpc_healthy,
 )
+from skiff.rpc.codec import encode
 
 _TICKS = os.sysconf("SC_CLK_TCK")
+LEASE_NAMESPACE = "kube-node-lease"
 
 
 def cpu_seconds(pid: int) -> float:
@@ -40,109 +63,397 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / _TICKS  # utime + stime
 
 
-def rss_mib(pid: int) -> float:
-    with open(f"/proc/{pid}/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+def memory_mib(pid: int) -> tuple[float, float]:
+    """(RSS now, peak RSS) in MiB."""
+    values: dict[str, float] = {}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("VmRSS", "VmHWM"):
+                values[key] = int(rest.split()[0]) / 1024
+    return values.get("VmRSS", 0.0), values.get("VmHWM", 0.0)
 
 
-async def revision(api: ApiClient) -> int:
-    return int((await api.list("namespaces"))["metadata"]["resourceVersion"])
+class CpuMeter:
+    """CPU seconds of each process between `mark`s: the per-phase table."""
+
+    def __init__(self, pids: dict[str, int]) -> None:
+        self.pids = pids
+        self.phases: list[tuple[str, float, dict[str, float]]] = []
+        self._last = (time.monotonic(), self._sample())
+
+    def _sample(self) -> dict[str, float]:
+        return {name: cpu_seconds(pid) for name, pid in self.pids.items()}
+
+    def mark(self, phase: str) -> None:
+        now, cpu = time.monotonic(), self._sample()
+        start, before = self._last
+        self.phases.append((phase, now - start, {n: cpu[n] - before[n] for n in cpu}))
+        self._last = (now, cpu)
+
+    def report(self) -> None:
+        names = list(self.pids)
+        print("CPU, % of one core per phase (seconds of CPU in brackets):")
+        print(f"  {'phase':<14}{'secs':>7}" + "".join(f"{n:>22}" for n in names))
+        for phase, secs, used in self.phases:
+            cells = "".join(f"{100 * used[n] / secs:>13.1f}% ({used[n]:>6.1f})" for n in names)
+            print(f"  {phase:<14}{secs:>7.1f}{cells}")
+        print("RSS now / peak, MiB:  " + ", ".join(
+            "{}: {:.0f} / {:.0f}".format(n, *memory_mib(p)) for n, p in self.pids.items()))
 
 
-async def check_nodes(api: ApiClient, prefix: str, count: int,
-                      renew_interval: float) -> dict[str, Any]:
-    nodes = [n for n in (await api.list("nodes"))["items"]
-             if n["metadata"]["name"].startswith(prefix + "-")]
-    leases = {lease["metadata"]["name"]: lease
-              for lease in (await api.list("leases", "kube-node-lease"))["items"]}
-    now = time.time()
-    ready = sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
-                                        for c in n["status"].get("conditions", [])))
-    ages = [now - parse_rfc3339(leases[n["metadata"]["name"]]["spec"]["renewTime"])
-            for n in nodes if n["metadata"]["name"] in leases]
-    fresh = sum(1 for age in ages if age <= renew_interval * 1.5 + 1)
-    return {"nodes": len(nodes), "ready": ready, "leases_fresh": fresh,
-            "oldest_lease_s": round(max(ages), 1) if ages else None, "expected": count}
+def pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def create_pods(api: ApiClient, prefix: str, nodes: int, pods: int) -> float:
+@dataclass
+class LeaseTracker:
+    """Every Lease renewal seen on a watch: the longest gap per Lease, per phase."""
+
+    renew_interval: float
+    last: dict[str, float] = field(default_factory=dict)  # name → last renewTime
+    worst: dict[str, float] = field(default_factory=dict)  # name → longest gap this phase
+    renewals: int = 0
+
+    def observe(self, lease: dict[str, Any]) -> None:
+        name = lease["metadata"]["name"]
+        renew = (lease.get("spec") or {}).get("renewTime")
+        if not renew:
+            return
+        when = parse_rfc3339(renew)
+        prev = self.last.get(name)
+        if prev is not None and when > prev:
+            self.renewals += 1
+            self.worst[name] = max(self.worst.get(name, 0.0), when - prev)
+        self.last[name] = max(when, prev or when)
+
+    def close_phase(self, phase: str, seconds: float, nodes: int) -> None:
+        """Print this phase's figures and start the next one."""
+        now = time.time()
+        gaps = [max(self.worst.get(n, 0.0), now - t) for n, t in self.last.items()]
+        late = self.renew_interval * 1.5
+        on_time = sum(1 for g in gaps if g <= late)
+        print(f"Leases, {phase} ({seconds:.0f}s): {self.renewals} renewals = "
+              f"{self.renewals / seconds / max(nodes, 1):.3f}/s per node (one per "
+              f"{self.renew_interval:.0f}s = {1 / self.renew_interval:.3f}); "
+              f"{on_time}/{nodes} renewed on time (every gap <= {late:.0f}s), "
+              f"{sum(1 for g in gaps if g > 40)} with a gap > 40s; longest gap p50 "
+              f"{pct(gaps, 0.5):.1f}s, p99 {pct(gaps, 0.99):.1f}s, max "
+              f"{max(gaps, default=0.0):.1f}s")
+        self.worst.clear()
+        self.renewals = 0
+
+
+async def watch_leases(api: ApiClient, tracker: LeaseTracker) -> None:
+    informer = Informer(api, "leases", namespace=LEASE_NAMESPACE)
+    informer.add_handler(on_add=tracker.observe, on_update=lambda _o, new: tracker.observe(new))
+    await informer.run()
+
+
+async def nodes_ready(api: ApiClient) -> int:
+    nodes = (await api.list_pages("nodes"))["items"]
+    return sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
+                                       for c in n["status"].get("conditions", [])))
+
+
+async def create_pods(api: ApiClient, count: int, *, in_flight: int) -> float:
+    """Create `count` unscheduled pods; seconds it took."""
     start = time.perf_counter()
-    sem = asyncio.Semaphore(32)
+    sem = asyncio.Semaphore(in_flight)
 
     async def one(i: int) -> None:
         async with sem:
             await api.create({"apiVersion": "v1", "kind": "Pod",
                               "metadata": {"name": f"hollow-{i}", "namespace": "default"},
-                              "spec": {"nodeName": f"{prefix}-{i % nodes}", "containers": [
+                              "spec": {"containers": [
                                   {"name": "c", "image": "pause", "command": ["pause"]}]}})
 
-    await asyncio.gather(*(one(i) for i in range(pods)))
-    running = 0
-    while running < pods and time.perf_counter() - start < 120:
-        items = (await api.list("pods", "default"))["items"]
-        running = sum(1 for p in items if p["metadata"]["name"].startswith("hollow-")
-                      and p.get("status", {}).get("phase") == "Running")
-        await asyncio.sleep(0.5)
+    await asyncio.gather(*(one(i) for i in range(count)))
     return time.perf_counter() - start
 
 
-async def measure(api_target: str, kubelet: Process, args: argparse.Namespace) -> None:
-    assert kubelet.pid is not None
-    async with ApiClient(api_target) as api:
+async def wait_running(api: ApiClient, count: int, rv: str, *, timeout: float,
+                       progress: Callable[[int], None]) -> bool:
+    """Watch pods entering phase Running from `rv` until `count` of them have."""
+    running: set[str] = set()
+    deadline = time.monotonic() + timeout
+    while len(running) < count and time.monotonic() < deadline:
+        try:
+            async with asyncio.timeout(deadline - time.monotonic()):
+                async for ev in api.watch("pods", "default", resource_version=rv,
+                                          field_selector="status.phase=Running"):
+                    if ev.type == "BOOKMARK":
+                        rv = ev.resource_version
+                        continue
+                    rv = ev.resource_version
+                    if ev.type != "DELETED":
+                        running.add(ev.object["metadata"]["name"])
+                        if len(running) % 10000 == 0:
+                            progress(len(running))
+                    if len(running) >= count:
+                        return True
+        except TimeoutError:
+            break
+        except ApiError as err:  # e.g. etcd too busy to confirm the cache: watch again
+            print(f"  pods watch ended ({err.reason}); resuming", flush=True)
+            await asyncio.sleep(1.0)
+    return len(running) >= count
+
+
+async def list_figures(api: ApiClient) -> None:
+    for label, paged in (("paged (limit 500)", True), ("unpaged", False)):
+        start = time.perf_counter()
+        if paged:
+            pages, token, size, items = 0, "", 0, 0
+            while True:
+                page = await api.list("pods", "default", limit=500, continue_token=token)
+                pages += 1
+                size += len(encode(page))
+                items += len(page["items"])
+                token = str(page["metadata"].get("continue") or "")
+                if not token:
+                    break
+            took = time.perf_counter() - start - 0  # encode() above is the bench's, small
+        else:
+            page = await api.list("pods", "default")
+            took = time.perf_counter() - start
+            pages, size, items = 1, len(encode(page)), len(page["items"])
+        del page
+        print(f"list pods {label}: {items} pods in {took:.2f}s, {pages} replies, "
+              f"{size / 2**20:.1f} MiB")
+    informer = Informer(api, "pods", namespace="default")
+    start = time.perf_counter()
+    task = asyncio.create_task(informer.run())
+    await informer.wait_synced()
+    synced = time.perf_counter() - start
+    await asyncio.sleep(2.0)  # its watch runs
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+    print(f"informer on pods: list + watch synced in {synced:.2f}s "
+          f"({len(informer.store)} pods in its store)")
+
+
+# -- the watch-latency probe (a process of its own, so the bench's work does not delay it)
+
+
+async def probe(target: str, rate: float, out: Path) -> None:
+    """Create a ConfigMap every 1/rate s and watch them; write `reply_time delay` lines."""
+    replied: dict[str, float] = {}
+    seen: dict[str, float] = {}
+    with out.open("w", buffering=1) as sink:
+        def settle(name: str) -> None:
+            if name in replied and name in seen:
+                reply = replied.pop(name)
+                sink.write(f"{reply:.6f} {max(0.0, seen.pop(name) - reply):.6f}\n")
+
+        async with ApiClient(target) as writer, ApiClient(target) as reader:
+            rv = str((await reader.list("configmaps", "default"))["metadata"]
+                     ["resourceVersion"])
+
+            async def watch() -> None:
+                nonlocal rv
+                while True:
+                    with contextlib.suppress(Exception):
+                        async for ev in reader.watch("configmaps", "default",
+                                                     resource_version=rv):
+                            rv = ev.resource_version
+                            if ev.type == "ADDED":
+                                name = ev.object["metadata"]["name"]
+                                seen[name] = time.time()
+                                settle(name)
+                    await asyncio.sleep(0.5)
+
+            task = asyncio.create_task(watch())
+            i = 0
+            next_at = time.monotonic()
+            while True:
+                name = f"probe-{i}"
+                i += 1
+                with contextlib.suppress(Exception):
+                    await writer.create({"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": name, "namespace": "default"},
+                                         "data": {"i": str(i)}})
+                    replied[name] = time.time()
+                    settle(name)
+                next_at += 1 / rate
+                await asyncio.sleep(max(0.0, next_at - time.monotonic()))
+            task.cancel()
+
+
+def probe_figures(path: Path, phases: list[tuple[str, float, float]]) -> None:
+    samples = [tuple(map(float, line.split())) for line in path.read_text().splitlines()
+               if len(line.split()) == 2]
+    for phase, start, end in phases:
+        delays = [1000 * d for t, d in samples if start <= t < end]
+        if delays:
+            print(f"watch delivery delay, {phase}: {len(delays)} writes, p50 "
+                  f"{statistics.median(delays):.1f} ms, p99 {pct(delays, 0.99):.1f} ms, "
+                  f"max {max(delays):.1f} ms")
+
+
+# -- the run -------------------------------------------------------------------------------
+
+
+async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
+                  health: list[int], args: argparse.Namespace, probe_out: Path,
+                  start: float) -> None:
+    meter = CpuMeter(pids)
+    tracker = LeaseTracker(args.renew_interval)
+    phases: list[tuple[str, float, float]] = []
+    async with ApiClient(target) as api, ApiClient(target, batch=True) as writer:
+        for proc, port in zip(kubelets, health, strict=True):
+            await asyncio.to_thread(wait_grpc_healthy, proc, f"127.0.0.1:{port}",
+                                    timeout=900)
+        ready = 0
+        while ready < args.nodes:
+            ready = await nodes_ready(api)
+            if ready < args.nodes:
+                await asyncio.sleep(2.0)
+        print(f"{args.nodes} hollow nodes in {len(kubelets)} kubelet processes: all Ready "
+              f"{time.monotonic() - start:.1f}s after the kubelets started", flush=True)
+        leases = asyncio.create_task(watch_leases(api, tracker))
+        await asyncio.sleep(args.renew_interval * 2)  # every Lease seen renewed once
+        meter.mark("nodes up")
+        tracker.close_phase("after registration", args.renew_interval * 2, args.nodes)
+        t_wall = time.time()
         if args.pods:
-            took = await create_pods(api, args.prefix, args.nodes, args.pods)
-            print(f"{args.pods} pods bound to hollow nodes Running after {took:.1f}s")
-        rev0, cpu0, t0 = await revision(api), cpu_seconds(kubelet.pid), time.monotonic()
+            rv = str((await api.list("pods", "default", limit=1))["metadata"]
+                     ["resourceVersion"])
+            profiles = start_profiles(pids, args)
+            t0 = time.monotonic()
+            running = asyncio.create_task(wait_running(
+                api, args.pods, rv, timeout=args.timeout, progress=lambda n: print(
+                    f"  {n} pods Running at {time.monotonic() - t0:.1f}s", flush=True)))
+            created = await create_pods(writer, args.pods, in_flight=args.in_flight)
+            print(f"{args.pods} pods created in {created:.1f}s "
+                  f"({args.pods / created:.0f}/s)", flush=True)
+            done = await running
+            took = time.monotonic() - t0
+            print(f"{args.pods} pods scheduled, bound and Running: "
+                  f"{'after' if done else 'NOT ALL within'} {took:.1f}s", flush=True)
+            meter.mark("pods")
+            tracker.close_phase("pods phase", took, args.nodes)
+            phases.append(("pods phase", t_wall, time.time()))
+            for proc in profiles:
+                proc.wait()
+        t_wall = time.time()
+        profiles = [] if args.pods else start_profiles(pids, args)
         await asyncio.sleep(args.window)
-        rev1, cpu1, t1 = await revision(api), cpu_seconds(kubelet.pid), time.monotonic()
-        state = await check_nodes(api, args.prefix, args.nodes, args.renew_interval)
-    elapsed = t1 - t0
-    writes = (rev1 - rev0 - 0) / elapsed
-    print(f"hollow nodes: {state['nodes']}/{args.nodes} registered, {state['ready']} Ready, "
-          f"{state['leases_fresh']} leases renewed within the interval "
-          f"(oldest renewTime {state['oldest_lease_s']}s ago)")
-    print(f"apiserver writes: {writes:.1f}/s over {elapsed:.0f}s "
-          f"({writes / args.nodes:.3f}/s per node; Kubernetes' floor is 1/renewInterval = "
-          f"{1 / args.renew_interval:.3f})")
-    print(f"kubelet process: CPU {100 * (cpu1 - cpu0) / elapsed:.1f}% of one core, "
-          f"RSS {rss_mib(kubelet.pid):.0f} MiB")
-    ok = state["nodes"] == state["ready"] == state["leases_fresh"] == args.nodes
-    print("RESULT:", "all nodes Ready with fresh leases" if ok else "SOME NODES NOT HEALTHY")
+        meter.mark("steady window")
+        for proc in profiles:
+            proc.wait()
+        tracker.close_phase("steady window", args.window, args.nodes)
+        phases.append(("steady window", t_wall, time.time()))
+        t_wall = time.time()
+        if args.pods:
+            await list_figures(api)
+            meter.mark("lists")
+            phases.append(("lists", t_wall, time.time()))
+        leases.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await leases
+        ready = await nodes_ready(api)
+    print(f"nodes Ready at the end: {ready}/{args.nodes}")
+    meter.report()
+    probe_figures(probe_out, phases)
+
+
+def apiserver_replicas(pid: int | None) -> list[int]:
+    """The apiserver's replica processes (`--processes`)."""
+    try:
+        return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    except OSError:
+        return []
+
+
+def start_profiles(pids: dict[str, int], args: argparse.Namespace) -> list[subprocess.Popen[bytes]]:
+    if not args.profile:
+        return []
+    out = Path(args.profile)
+    out.mkdir(parents=True, exist_ok=True)
+    spy = str(Path(sys.executable).with_name("py-spy"))
+    return [subprocess.Popen([spy, "record", "--pid", str(pid), "--format", "raw",
+                              "--nonblocking", "--rate", "50", "--duration",
+                              str(args.profile_seconds), "-o", str(out / f"{name}.txt")],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            for name, pid in pids.items() if name != "etcd"]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nodes", type=int, default=500)
-    parser.add_argument("--window", type=float, default=60.0, help="measurement seconds")
-    parser.add_argument("--pods", type=int, default=0, help="pods to bind across the nodes")
+    parser.add_argument("--pods", type=int, default=0, help="pods for the scheduler to bind")
+    parser.add_argument("--kubelet-processes", type=int, default=1)
+    parser.add_argument("--apiserver-processes", type=int, default=1)
+    parser.add_argument("--window", type=float, default=60.0, help="quiet seconds measured")
     parser.add_argument("--renew-interval", type=float, default=10.0)
     parser.add_argument("--prefix", default="hollow")
+    parser.add_argument("--in-flight", type=int, default=1000, help="pod creates at once")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="for pods to run")
+    parser.add_argument("--probe-rate", type=float, default=20.0, help="probe writes/s")
+    parser.add_argument("--profile", default="", help="py-spy raw stacks into this dir")
+    parser.add_argument("--profile-seconds", type=int, default=60)
+    parser.add_argument("--watch-probe", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--probe-out", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.watch_probe:
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(probe(args.watch_probe, args.probe_rate, Path(args.probe_out)))
+        return
     root = Path(tempfile.mkdtemp(prefix="skiff-hollow-"))
-    etcd_port, peer_port, api_port, health = free_port(), free_port(), free_port(), free_port()
+    logs = root / "logs"
+    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
     etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port)
-    api_target = f"127.0.0.1:{api_port}"
+    target = f"127.0.0.1:{api_port}"
+    quiet = ["--log-level", "WARNING"]
+    replicas = ["--processes", str(args.apiserver_processes), "--http-port",
+                str(free_port())] if args.apiserver_processes > 1 else []
     apiserver = service_process("apiserver", "skiff.apiserver", [
-        "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port)],
-        log_dir=root / "logs")
-    kubelet = service_process("kubelet", "skiff.kubelet", [
-        "--apiserver", api_target, "--health-port", str(health), "--runtime", "fake",
-        "--hollow-nodes", str(args.nodes), "--node-name", args.prefix,
-        "--root-dir", str(root / "kubelet"), "--log-level", "WARNING",
-        "--node-lease-renew-interval", str(args.renew_interval)], log_dir=root / "logs")
+        "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
+        *quiet, *replicas], log_dir=logs)
+    sched_health = free_port()
+    scheduler = service_process("scheduler", "skiff.scheduler", [
+        "--apiserver", target, "--health-port", str(sched_health), "--leader-elect=false",
+        *quiet], log_dir=logs)
+    k = max(1, args.kubelet_processes)
+    health = [free_port() for _ in range(k)]
+    kubelets = [service_process(f"kubelet{i}", "skiff.kubelet", [
+        "--apiserver", target, "--health-port", str(health[i]), "--runtime", "fake",
+        "--hollow-nodes", str(args.nodes // k + (1 if i < args.nodes % k else 0)),
+        "--node-name", f"{args.prefix}{i}", "--root-dir", str(root / f"kubelet{i}"),
+        *quiet, "--node-lease-renew-interval", str(args.renew_interval)], log_dir=logs)
+        for i in range(k)]
+    probe_out = root / "probe.txt"
+    procs = [etcd, apiserver, scheduler]
+    prober: subprocess.Popen[bytes] | None = None
+    print(f"logs in {logs}", flush=True)
     try:
         etcd.start()
         wait_etcd_healthy(etcd, etcd_port)
         apiserver.start()
-        wait_grpc_healthy(apiserver, api_target)
-        start = time.monotonic()
-        kubelet.start()
-        wait_grpc_healthy(kubelet, f"127.0.0.1:{health}", timeout=300)
-        print(f"{args.nodes} hollow nodes registered in {time.monotonic() - start:.1f}s "
-              f"(logs in {root / 'logs'})")
-        asyncio.run(measure(api_target, kubelet, args))
+        wait_grpc_healthy(apiserver, target)
+        scheduler.start()
+        wait_grpc_healthy(scheduler, f"127.0.0.1:{sched_health}")
+        prober = subprocess.Popen([sys.executable, __file__, "--watch-probe", target,
+                                   "--probe-rate", str(args.probe_rate),
+                                   "--probe-out", str(probe_out)])
+        started = time.monotonic()
+        for proc in kubelets:
+            proc.start()
+            procs.append(proc)
+        pids = {p.name: p.pid for p in procs if p.pid is not None}
+        for i, child in enumerate(apiserver_replicas(apiserver.pid), start=2):
+            pids[f"apiserver{i}"] = child
+        asyncio.run(measure(target, pids, kubelets, health, args, probe_out, started))
     finally:
-        for proc in (kubelet, apiserver, etcd):
+        if prober is not None:
+            prober.terminate()
+            prober.wait()
+        for proc in reversed(procs):
             proc.stop()
 
 
