@@ -30,6 +30,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -94,9 +95,9 @@ class CpuMeter:
     def report(self) -> None:
         names = list(self.pids)
         print("CPU, % of one core per phase (seconds of CPU in brackets):")
-        print(f"  {'phase':<14}{'secs':>7}" + "".join(f"{n:>22}" for n in names))
+        print(f"  {'phase':<14}{'secs':>7}" + "".join(f"{n:>17}" for n in names))
         for phase, secs, used in self.phases:
-            cells = "".join(f"{100 * used[n] / secs:>13.1f}% ({used[n]:>6.1f})" for n in names)
+            cells = "".join(f"{100 * used[n] / secs:>9.1f}% ({used[n]:>5.0f})" for n in names)
             print(f"  {phase:<14}{secs:>7.1f}{cells}")
         print("RSS now / peak, MiB:  " + ", ".join(
             "{}: {:.0f} / {:.0f}".format(n, *memory_mib(p)) for n, p in self.pids.items()))
@@ -159,12 +160,15 @@ async def nodes_ready(api: ApiClient) -> int:
                                        for c in n["status"].get("conditions", [])))
 
 
-async def create_pods(api: ApiClient, count: int, *, in_flight: int) -> float:
-    """Create `count` unscheduled pods; seconds it took."""
+async def create_pods(api: ApiClient, count: int, *, in_flight: int, rate: float) -> float:
+    """Create `count` unscheduled pods (at most `rate` a second when given, as Kubernetes'
+    density tests pace theirs); seconds it took."""
     start = time.perf_counter()
     sem = asyncio.Semaphore(in_flight)
 
     async def one(i: int) -> None:
+        if rate:
+            await asyncio.sleep(start + i / rate - time.perf_counter())
         async with sem:
             await api.create({"apiVersion": "v1", "kind": "Pod",
                               "metadata": {"name": f"hollow-{i}", "namespace": "default"},
@@ -309,16 +313,18 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
             await asyncio.to_thread(wait_grpc_healthy, proc, f"127.0.0.1:{port}",
                                     timeout=900)
         ready = 0
-        while ready < args.nodes:
+        while ready < args.nodes and time.monotonic() - start < args.timeout:
             ready = await nodes_ready(api)
             if ready < args.nodes:
                 await asyncio.sleep(2.0)
-        print(f"{args.nodes} hollow nodes in {len(kubelets)} kubelet processes: all Ready "
-              f"{time.monotonic() - start:.1f}s after the kubelets started", flush=True)
         leases = asyncio.create_task(watch_leases(api, tracker))
-        await asyncio.sleep(args.renew_interval * 2)  # every Lease seen renewed once
-        meter.mark("nodes up")
-        tracker.close_phase("after registration", args.renew_interval * 2, args.nodes)
+        if args.nodes:
+            print(f"{args.nodes} hollow nodes in {len(kubelets)} kubelet processes: all "
+                  f"Ready {time.monotonic() - start:.1f}s after the kubelets started",
+                  flush=True)
+            await asyncio.sleep(args.renew_interval * 2)  # every Lease seen renewed once
+            meter.mark("nodes up")
+            tracker.close_phase("after registration", args.renew_interval * 2, args.nodes)
         t_wall = time.time()
         if args.pods:
             rv = str((await api.list("pods", "default", limit=1))["metadata"]
@@ -328,15 +334,19 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
             running = asyncio.create_task(wait_running(
                 api, args.pods, rv, timeout=args.timeout, progress=lambda n: print(
                     f"  {n} pods Running at {time.monotonic() - t0:.1f}s", flush=True)))
-            created = await create_pods(writer, args.pods, in_flight=args.in_flight)
+            created = await create_pods(writer, args.pods, in_flight=args.in_flight,
+                                        rate=args.create_rate)
             print(f"{args.pods} pods created in {created:.1f}s "
                   f"({args.pods / created:.0f}/s)", flush=True)
-            done = await running
-            took = time.monotonic() - t0
-            print(f"{args.pods} pods scheduled, bound and Running: "
-                  f"{'after' if done else 'NOT ALL within'} {took:.1f}s", flush=True)
+            if args.nodes:
+                done = await running
+                took = time.monotonic() - t0
+                print(f"{args.pods} pods scheduled, bound and Running: "
+                      f"{'after' if done else 'NOT ALL within'} {took:.1f}s", flush=True)
+                tracker.close_phase("pods phase", took, args.nodes)
+            else:  # no nodes: the pods stay Pending (a list and memory measurement)
+                running.cancel()
             meter.mark("pods")
-            tracker.close_phase("pods phase", took, args.nodes)
             phases.append(("pods phase", t_wall, time.time()))
             for proc in profiles:
                 proc.wait()
@@ -346,7 +356,8 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
         meter.mark("steady window")
         for proc in profiles:
             proc.wait()
-        tracker.close_phase("steady window", args.window, args.nodes)
+        if args.nodes:
+            tracker.close_phase("steady window", args.window, args.nodes)
         phases.append(("steady window", t_wall, time.time()))
         t_wall = time.time()
         if args.pods:
@@ -380,7 +391,7 @@ def start_profiles(pids: dict[str, int], args: argparse.Namespace) -> list[subpr
                               "--nonblocking", "--rate", "50", "--duration",
                               str(args.profile_seconds), "-o", str(out / f"{name}.txt")],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            for name, pid in pids.items() if name != "etcd"]
+            for name, pid in pids.items() if name not in ("etcd", "bench", "probe")]
 
 
 def main() -> None:
@@ -393,6 +404,8 @@ def main() -> None:
     parser.add_argument("--renew-interval", type=float, default=10.0)
     parser.add_argument("--prefix", default="hollow")
     parser.add_argument("--in-flight", type=int, default=1000, help="pod creates at once")
+    parser.add_argument("--create-rate", type=float, default=0.0,
+                        help="pods created per second (0: as fast as they go)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="for pods to run")
     parser.add_argument("--probe-rate", type=float, default=20.0, help="probe writes/s")
     parser.add_argument("--profile", default="", help="py-spy raw stacks into this dir")
@@ -406,21 +419,27 @@ def main() -> None:
         return
     root = Path(tempfile.mkdtemp(prefix="skiff-hollow-"))
     logs = root / "logs"
-    etcd_port, peer_port, api_port = free_port(), free_port(), free_port()
+    # The ports, all different: free_port() may hand out one again until it is bound (a
+    # kubelet's health port was once the apiserver's).
+    taken: set[int] = set()
+    while len(taken) < 5 + args.kubelet_processes:
+        taken.add(free_port())
+    ports = iter(sorted(taken))
+    etcd_port, peer_port, api_port = next(ports), next(ports), next(ports)
     etcd = etcd_process(root, client_port=etcd_port, peer_port=peer_port)
     target = f"127.0.0.1:{api_port}"
     quiet = ["--log-level", "WARNING"]
     replicas = ["--processes", str(args.apiserver_processes), "--http-port",
-                str(free_port())] if args.apiserver_processes > 1 else []
+                str(next(ports))] if args.apiserver_processes > 1 else []
     apiserver = service_process("apiserver", "skiff.apiserver", [
         "--etcd-servers", f"http://127.0.0.1:{etcd_port}", "--secure-port", str(api_port),
         *quiet, *replicas], log_dir=logs)
-    sched_health = free_port()
+    sched_health = next(ports)
     scheduler = service_process("scheduler", "skiff.scheduler", [
         "--apiserver", target, "--health-port", str(sched_health), "--leader-elect=false",
         *quiet], log_dir=logs)
-    k = max(1, args.kubelet_processes)
-    health = [free_port() for _ in range(k)]
+    k = max(1, args.kubelet_processes) if args.nodes else 0
+    health = [next(ports) for _ in range(k)]
     kubelets = [service_process(f"kubelet{i}", "skiff.kubelet", [
         "--apiserver", target, "--health-port", str(health[i]), "--runtime", "fake",
         "--hollow-nodes", str(args.nodes // k + (1 if i < args.nodes % k else 0)),
@@ -428,16 +447,18 @@ def main() -> None:
         *quiet, "--node-lease-renew-interval", str(args.renew_interval)], log_dir=logs)
         for i in range(k)]
     probe_out = root / "probe.txt"
-    procs = [etcd, apiserver, scheduler]
+    procs = [etcd, apiserver, scheduler] if args.nodes else [etcd, apiserver]
     prober: subprocess.Popen[bytes] | None = None
     print(f"logs in {logs}", flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop the processes on the way
     try:
         etcd.start()
         wait_etcd_healthy(etcd, etcd_port)
         apiserver.start()
         wait_grpc_healthy(apiserver, target)
-        scheduler.start()
-        wait_grpc_healthy(scheduler, f"127.0.0.1:{sched_health}")
+        if args.nodes:
+            scheduler.start()
+            wait_grpc_healthy(scheduler, f"127.0.0.1:{sched_health}")
         prober = subprocess.Popen([sys.executable, __file__, "--watch-probe", target,
                                    "--probe-rate", str(args.probe_rate),
                                    "--probe-out", str(probe_out)])
@@ -448,6 +469,7 @@ def main() -> None:
         pids = {p.name: p.pid for p in procs if p.pid is not None}
         for i, child in enumerate(apiserver_replicas(apiserver.pid), start=2):
             pids[f"apiserver{i}"] = child
+        pids.update(bench=os.getpid(), probe=prober.pid)  # they share the machine too
         asyncio.run(measure(target, pids, kubelets, health, args, probe_out, started))
     finally:
         if prober is not None:
