@@ -42,6 +42,7 @@ from skiff.apiserver.endpoints.handlers.fieldmanager import apply as field_manag
 from skiff.apiserver.perturbation import PerturbationTable
 from skiff.apiserver.perturbation.recording import reads, watches, writes
 from skiff.apiserver.registry import graceful
+from skiff.apiserver.registry.cachedupdate import FROM_CACHE, cached_kv
 from skiff.apiserver.registry.conflicts import Retry, lost_race, retry_conflicts
 from skiff.apiserver.registry.objects import (
     check_identity,
@@ -393,8 +394,11 @@ class Registry:
         if subresource == "status" and not info.has_status:
             raise ApiError.bad_request(f"{info.resource} have no status subresource")
 
+        first = [True]  # the first attempt may start from the watch cache's copy
+
         async def attempt() -> Result:
-            cur = await self.get_kv(info, namespace, name)
+            cur = cached_kv(self.cache, storage_key(info, namespace, name), requested_rv,
+                            first=first) or await self.get_kv(info, namespace, name)
             assert cur.obj is not None
             if requested_rv and requested_rv != str(cur.mod_revision):
                 raise ApiError.conflict(
@@ -440,7 +444,7 @@ class Registry:
                 await held.give_back()
                 if not isinstance(err, ApiError) or not lost_race(err):
                     raise
-                if requested_rv:
+                if requested_rv and cur.create_revision != FROM_CACHE:  # else: read etcd
                     raise ApiError.conflict(
                         info.resource, name,
                         "the object has been modified; please apply your changes to the "
