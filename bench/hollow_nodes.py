@@ -308,7 +308,8 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
     meter = CpuMeter(pids)
     tracker = LeaseTracker(args.renew_interval)
     phases: list[tuple[str, float, float]] = []
-    async with ApiClient(target) as api, ApiClient(target, batch=True) as writer:
+    async with ApiClient(target) as api, ApiClient(
+            target, batch=True, batch_resources=frozenset({"pods"})) as writer:
         for proc, port in zip(kubelets, health, strict=True):
             await asyncio.to_thread(wait_grpc_healthy, proc, f"127.0.0.1:{port}",
                                     timeout=900)
