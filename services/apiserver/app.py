@@ -90,7 +90,7 @@ class ApiServerSettings:
                    "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
     watch_coalesce: float = duration(
-        0.01, help="a busy watch stream sends at most one message per this long, holding "
+        0.02, help="a busy watch stream sends at most one message per this long, holding "
                     "every event that came meanwhile (0 = a message per wake-up)")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
