@@ -247,6 +247,8 @@ def reject_binary(obj: Any, where: str = "object") -> None:
     """A gRPC (msgpack) object holds only what JSON can hold: msgpack binary values have no
     JSON form (Kubernetes carries bytes as base64 strings), so they are a 400 here rather
     than a failure deep in the registry."""
+    if _json_only(obj):  # the usual case, without a path string for every field
+        return
     pending: list[tuple[str, Any]] = [(where, obj)]
     while pending:
         path, value = pending.pop()
@@ -262,6 +264,22 @@ def reject_binary(obj: Any, where: str = "object") -> None:
                 pending.append((f"{path}.{key}", item))
         elif isinstance(value, list | tuple):
             pending.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+
+
+def _json_only(obj: Any) -> bool:
+    """Whether `obj` holds no binary value and no map key that is not a string."""
+    pending = [obj]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if not all(isinstance(key, str) for key in value):
+                return False
+            pending.extend(value.values())
+        elif isinstance(value, list | tuple):
+            pending.extend(value)
+        elif isinstance(value, bytes | bytearray):
+            return False
+    return True
 
 
 _META_STRINGS = ("name", "generateName", "namespace", "resourceVersion", "uid")
