@@ -64,6 +64,13 @@ async def _cached(cache: WatchCache, rv: str) -> None:
     raise AssertionError("the cache never saw the write")
 
 
+async def _refused(registry: Registry, rv: str) -> str:
+    """The reason the update of the ConfigMap at `rv` is refused with."""
+    with pytest.raises(ApiError) as err:
+        await registry.update("configmaps", "default", _cm("2", rv), name="a")
+    return str(err.value.reason)
+
+
 async def test_an_update_naming_the_newest_revision_succeeds_from_the_cache(
         cluster: Cluster) -> None:
     store, cache, registry, _ = cluster
@@ -84,9 +91,7 @@ async def test_a_write_the_cache_has_not_seen_still_makes_the_update_a_conflict(
     rv = await _stale_cache(cluster)
     await store.update(KEY, _cm("other"), expected_revision=int(rv))
     assert str(cache.recent(KEY).revision) == rv  # type: ignore[union-attr]
-    with pytest.raises(ApiError) as err:
-        await registry.update("configmaps", "default", _cm("2", rv), name="a")
-    assert err.value.reason == Reason.CONFLICT
+    assert await _refused(registry, rv) == Reason.CONFLICT
     stored, _ = await store.get(KEY)
     assert stored is not None and stored.obj is not None
     assert stored.obj["data"] == {"k": "other"}
@@ -97,6 +102,4 @@ async def test_a_delete_the_cache_has_not_seen_makes_the_update_not_found(
     store, _, registry, _ = cluster
     rv = await _stale_cache(cluster)
     await store.delete(KEY, expected_revision=int(rv))
-    with pytest.raises(ApiError) as err:
-        await registry.update("configmaps", "default", _cm("2", rv), name="a")
-    assert err.value.reason == Reason.NOT_FOUND
+    assert await _refused(registry, rv) == Reason.NOT_FOUND

@@ -31,6 +31,19 @@ def set_ready(api: FakeClient, status: str) -> None:
     api.add(changed)
 
 
+def _agent(clock: FakeClock, *, cached: bool = False) -> tuple[FakeClient, NodeAgent]:
+    """node-1 stored with no status, and its agent (reading the stored Node as an
+    informer's copy when `cached`)."""
+    api = FakeClient({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+                      "status": {}}, clock=clock)
+    agent = NodeAgent(api=api, clock=clock, node_name="node-1", labels={},
+                      taints=[], capacity={"cpu": "1"}, health_port=10248, lease_duration=40,
+                      renew_interval=10, status_update_frequency=10,
+                      status_report_frequency=300,
+                      cached_node=(lambda name: api.stored("nodes", name)) if cached else None)
+    return api, agent
+
+
 async def tick(clock: FakeClock) -> None:
     """Let the status loop reach its next sleep, then one update interval passes."""
     for _ in range(20):
@@ -43,12 +56,7 @@ async def tick(clock: FakeClock) -> None:
 async def test_ps2_ready_unknown_set_by_the_controller_is_overwritten_at_the_next_update(
         ) -> None:
     clock = FakeClock()
-    api = FakeClient({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
-                      "status": {}}, clock=clock)
-    agent = NodeAgent(api=api, clock=clock, node_name="node-1", labels={},
-                      taints=[], capacity={"cpu": "1"}, health_port=10248, lease_duration=40,
-                      renew_interval=10, status_update_frequency=10,
-                      status_report_frequency=300)
+    api, agent = _agent(clock)
     task = asyncio.create_task(agent.run_status())
 
     try:
@@ -71,13 +79,7 @@ async def test_ps2_hollow_nodes_check_the_informers_copy_of_their_node_without_a
     """Hollow nodes (issue 37) read their stored Node from the process's Node informer: the
     same overwrite of Ready=Unknown, and no GET per node each status interval."""
     clock = FakeClock()
-    api = FakeClient({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
-                      "status": {}}, clock=clock)
-    agent = NodeAgent(api=api, clock=clock, node_name="node-1", labels={},
-                      taints=[], capacity={"cpu": "1"}, health_port=10248, lease_duration=40,
-                      renew_interval=10, status_update_frequency=10,
-                      status_report_frequency=300,
-                      cached_node=lambda name: api.stored("nodes", name))
+    api, agent = _agent(clock, cached=True)
     task = asyncio.create_task(agent.run_status())
 
     try:
