@@ -4,7 +4,9 @@ the other apiserver, and every item lands exactly once — none lost, none appli
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import AsyncIterator
 
 from skiff.api.types import Obj
 from skiff.client import ApiClient
@@ -39,8 +41,9 @@ async def _kill_when_some_landed(ha_cluster: HaCluster, api: ApiClient, namespac
     ha_cluster.apiservers[0].kill()
 
 
-async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
-        ha_cluster: HaCluster) -> None:
+@contextlib.asynccontextmanager
+async def _clients(ha_cluster: HaCluster) -> AsyncIterator[tuple[ApiClient, ApiClient, str]]:
+    """Two apiservers on one etcd; a plain client, a batching one and a namespace."""
     ha_cluster.start_single_etcd()
     ha_cluster.add_apiserver()
     ha_cluster.add_apiserver()
@@ -51,6 +54,12 @@ async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
                       batch_resources=frozenset({"configmaps"})) as batching:
         await plain.create({"apiVersion": "v1", "kind": "Namespace",
                             "metadata": {"name": ns}})
+        yield plain, batching, ns
+
+
+async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
+        ha_cluster: HaCluster) -> None:
+    async with _clients(ha_cluster) as (plain, batching, ns):
         for i in range(COUNT):
             await plain.create(_configmap(f"cm-{i}", ns, "old"))
         assert batching.target == ha_cluster.api_target(0)
@@ -71,16 +80,7 @@ async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
 
 async def test_tr1_bindings_interrupted_by_a_failover_bind_every_pod_once(
         ha_cluster: HaCluster) -> None:
-    ha_cluster.start_single_etcd()
-    ha_cluster.add_apiserver()
-    ha_cluster.add_apiserver()
-    ns = f"t-{uuid.uuid4().hex[:8]}"
-    async with ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10) as plain, \
-            ApiClient(ha_cluster.targets, retry_seconds=30, timeout=10, batch=True,
-                      batch_items=1000, batch_delay=0.05,
-                      batch_resources=frozenset({"configmaps"})) as batching:
-        await plain.create({"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": {"name": ns}})
+    async with _clients(ha_cluster) as (plain, batching, ns):
         uids = {}
         for i in range(COUNT):
             uids[f"p-{i}"] = (await plain.create(_pod(f"p-{i}", ns)))["metadata"]["uid"]
