@@ -126,7 +126,7 @@ class BatchRunner:
             leader_epoch.set(epoch if item.get("fenced") is True else None)
             if self.guard is not None and user is not None:
                 await self.guard.grpc_authorize(method, user, item)
-            if resent and (landed := await self._landed(method, item)) is not None:
+            if resent and (landed := await self._landed(method, item, user)) is not None:
                 return {"ok": landed}
             return {"ok": await handler(item)}
         except ApiError as err:
@@ -140,13 +140,18 @@ class BatchRunner:
                 "internal error in a batched request; the apiserver log has the details"
             ).to_status()}
 
-    async def _landed(self, method: str, item: Obj) -> Obj | None:
+    async def _landed(self, method: str, item: Obj, user: UserInfo | None) -> Obj | None:
         """The answer for a resent item whose write landed before the failover (read, not
-        written again), or None to make the write now."""
+        written again), or None to make the write now. The stored object is only answered
+        to a caller who may `get` it: a create-only caller must not learn what an existing
+        object holds by resending a part of it (it gets the write's AlreadyExists)."""
         obj = item.get("object")
         if not isinstance(obj, dict):
             return None
         if method == "Bind":
+            if not await self._may_get(user, "pods", item.get("namespace"),
+                                       str(item.get("name"))):
+                return None
             pod = await self._stored("pods", item.get("namespace"), str(item.get("name")))
             target = (obj.get("target") or {}).get("name")
             uid = (obj.get("metadata") or {}).get("uid")
@@ -155,8 +160,11 @@ class BatchRunner:
                 return None
             return {"object": pod}
         meta = obj.get("metadata") or {}
-        stored = await self._stored(str(item.get("resource")), item.get("namespace"),
-                                    str(item.get("name") or meta.get("name") or ""))
+        name = str(item.get("name") or meta.get("name") or "")
+        if not await self._may_get(user, str(item.get("resource")), item.get("namespace"),
+                                   name):
+            return None
+        stored = await self._stored(str(item.get("resource")), item.get("namespace"), name)
         if stored is None:
             return None
         if method == "UpdateStatus":
@@ -164,6 +172,17 @@ class BatchRunner:
         else:
             landed = contains(stored, _as_sent(obj))
         return {"object": stored} if landed else None
+
+    async def _may_get(self, user: UserInfo | None, resource: str, namespace: Any,
+                       name: str) -> bool:
+        if self.guard is None or user is None:
+            return True  # the insecure front authorizes nothing
+        try:
+            await self.guard.grpc_authorize("Get", user, {
+                "resource": resource, "namespace": namespace, "name": name})
+        except ApiError:
+            return False
+        return True
 
     async def _stored(self, resource: str, namespace: Any, name: str) -> Obj | None:
         try:

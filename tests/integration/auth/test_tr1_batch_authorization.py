@@ -77,6 +77,18 @@ async def test_tr1_batch_authorizes_each_item_as_its_own_request(
     assert outcomes[1] == outcomes[3] == (
         'Forbidden: configmaps is forbidden: User "carol" cannot create resource '
         f'"configmaps" in API group "" in the namespace "{other}"'), outcomes
+    # carol may create but not get: resending a part of an existing ConfigMap (as a
+    # client does after a failover) must not answer her with what it holds
+    await admin.create({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": "private", "namespace": mine},
+                        "data": {"password": "s3cret"}})
+    async with _batching(secure_cluster, secure_cluster.user("carol")) as carol:
+        probe = (await carol.call("Batch", {"resent": True, "items": [{
+            "method": "Create", "resource": "configmaps", "namespace": mine,
+            "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "private", "namespace": mine}}}]}))["results"]
+    assert probe[0]["error"]["reason"] == "AlreadyExists", probe
+    assert "s3cret" not in str(probe)
     stored = {o["metadata"]["name"] for o in
               (await admin.list("configmaps", mine))["items"]}
     assert {"cm-0", "cm-2"} <= stored
