@@ -569,9 +569,7 @@ class Registry:
             return labels.matches(obj.get("metadata", {}).get("labels")) and fields.matches(obj)
 
         request = WatchRequest(info, ns, matches, name or None,
-                               selects_all=not label_selector and not field_selector,
-                               key=(info.ref, ns, name, label_selector, field_selector,
-                                    api_version))
+                               selects_all=not label_selector and not field_selector)
         if resource_version in ("", "0"):
             # Kubernetes: no resourceVersion = the current state as ADDED events, then changes.
             await self.cache.ready()

@@ -15,9 +15,7 @@ apiservers share one compaction per interval (see compaction.py).
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import Any
 
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
@@ -66,8 +64,8 @@ class RawEvent:
     `prev`): the watch cache sees every change of every kind, and most are read by no
     watcher (Events, Leases) or only by some (a previous value matters to selectors)."""
 
-    __slots__ = ("revision", "key", "type", "created", "wire", "translated", "_obj", "_prev",
-                 "_value", "_prev_value", "_prev_revision")
+    __slots__ = ("revision", "key", "type", "created", "wire", "_obj", "_prev", "_value",
+                 "_prev_value", "_prev_revision")
 
     def __init__(self, revision: int, key: str, type: str, obj: Obj | None,  # noqa: A002
                  prev: Obj | None, created: bool, *, value: bytes | None = None,
@@ -79,8 +77,6 @@ class RawEvent:
         # Encoded watch messages of this event by type, shared by every watcher that gets
         # the same object (one encode per event instead of one per watcher).
         self.wire: dict[str, bytes] = {}
-        # How watchers of one selection see it (watchcache.translate_shared), by its key.
-        self.translated: dict[Hashable, Any] | None = None
         self._obj, self._prev = obj, prev
         self._value, self._prev_value, self._prev_revision = value, prev_value, prev_revision
 

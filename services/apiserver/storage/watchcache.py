@@ -41,7 +41,7 @@ import asyncio
 import collections
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Hashable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
 import aetcd.exceptions
@@ -89,25 +89,6 @@ class WatchRequest:
     # No selector: every object matches, so an update's previous value need not be decoded
     # to tell MODIFIED from ADDED or DELETED (it was ~5 % of a busy apiserver's CPU).
     selects_all: bool = False
-    # What the request selects, as a value (resource, namespace, name, selectors): watchers
-    # with equal keys see an event the same way, so it is translated once for all of them.
-    # None: this watcher's selection is its own.
-    key: Hashable | None = None
-
-
-def translate_shared(raw: RawEvent, req: WatchRequest) -> WatchEvent | None:
-    """`translate`, computed once per event for every watcher with the same `key` (100
-    watchers of one selection cost one selector match an event, not 100)."""
-    if req.key is None:
-        return translate(raw, req)
-    seen = raw.translated
-    if seen is None:
-        seen = raw.translated = {}
-    try:
-        shared: WatchEvent | None = seen[req.key]
-    except KeyError:
-        shared = seen[req.key] = translate(raw, req)
-    return shared
 
 
 def _bookmark(info: KindInfo, revision: int) -> WatchEvent:
@@ -447,7 +428,7 @@ class WatchCache:
                             yield batch
                         raise item
                     if isinstance(item, RawEvent):
-                        translated = translate_shared(item, req)
+                        translated = translate(item, req)
                         if translated is not None:
                             told = translated.revision
                             batch.append(translated)
