@@ -219,6 +219,16 @@ class ApiClient:
             metadata += ((EPOCH_METADATA, epoch.encode()),)
         return metadata or None
 
+    def _retrying(self) -> tenacity.AsyncRetrying:
+        """Exponential backoff while the apiserver is unavailable, up to `retry_seconds`."""
+        return tenacity.AsyncRetrying(
+            retry=tenacity.retry_if_exception(
+                lambda e: isinstance(e, ApiError) and e.reason in _RETRYABLE),
+            wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
+            + tenacity.wait_random(0, 0.05),
+            stop=tenacity.stop_after_delay(max(self.retry_seconds, 0)),
+            reraise=True)
+
     async def call(self, method: str, request: Obj, *, retry: bool = True,
                    fenced: bool = False) -> Obj:
         """One RPC; `fenced` sends the leader epoch (if any) for the apiserver to check."""
@@ -247,14 +257,7 @@ class ApiClient:
                 raise
         await asyncio.sleep(0.05 + random.uniform(0, 0.05))  # the loop's first wait
         try:
-            async for attempt in tenacity.AsyncRetrying(
-                retry=tenacity.retry_if_exception(
-                    lambda e: isinstance(e, ApiError) and e.reason in _RETRYABLE),
-                wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
-                + tenacity.wait_random(0, 0.05),
-                stop=tenacity.stop_after_delay(self.retry_seconds),
-                reraise=True,
-            ):
+            async for attempt in self._retrying():
                 with attempt:
                     return await once()
         except asyncio.CancelledError:
@@ -272,14 +275,7 @@ class ApiClient:
         """One `Batch` call, resent (marked so) while the apiserver is unavailable: the
         apiserver answers an item that landed before the failover as landed."""
         fenced = any(item.get("fenced") for item in items)
-        async for attempt in tenacity.AsyncRetrying(
-            retry=tenacity.retry_if_exception(
-                lambda e: isinstance(e, ApiError) and e.reason in _RETRYABLE),
-            wait=tenacity.wait_exponential(multiplier=0.05, max=2.0)
-            + tenacity.wait_random(0, 0.05),
-            stop=tenacity.stop_after_delay(max(self.retry_seconds, 0)),
-            reraise=True,
-        ):
+        async for attempt in self._retrying():
             with attempt:
                 resent = attempt.retry_state.attempt_number > 1
                 resp = await self.call("Batch", {"items": items, "resent": resent},
