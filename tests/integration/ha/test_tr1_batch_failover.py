@@ -12,7 +12,7 @@ from skiff.api.types import Obj
 from skiff.client import ApiClient
 from tests.integration.ha.conftest import HaCluster
 
-COUNT = 300
+COUNT = 500
 
 
 def _configmap(name: str, namespace: str, value: str) -> Obj:
@@ -67,7 +67,7 @@ async def test_tr1_batch_interrupted_by_a_failover_lands_every_item_once(
         # unconditional updates: a repeat would be a second version of the same content
         updates = asyncio.gather(*(batching.update(_configmap(f"cm-{i}", ns, "new"))
                                    for i in range(COUNT)))
-        await _kill_when_some_landed(ha_cluster, plain, ns, "configmaps", COUNT // 10)
+        await _kill_when_some_landed(ha_cluster, plain, ns, "configmaps", COUNT // 100)
         written = await updates  # every caller answered, none with an error
 
         assert batching.failovers >= 1 and batching.target == ha_cluster.api_target(1)
@@ -87,7 +87,7 @@ async def test_tr1_bindings_interrupted_by_a_failover_bind_every_pod_once(
 
         binds = asyncio.gather(*(batching.bind(ns, name, f"node-{i % 7}", uid=uid)
                                  for i, (name, uid) in enumerate(uids.items())))
-        await _kill_when_some_landed(ha_cluster, plain, ns, "pods", COUNT // 10)
+        await _kill_when_some_landed(ha_cluster, plain, ns, "pods", COUNT // 100)
         bound = await binds  # a Bind resent after it landed is no "already assigned"
 
         assert batching.failovers >= 1
