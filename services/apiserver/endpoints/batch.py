@@ -13,7 +13,9 @@ of `BATCHABLE`. Nothing about a write changes in a batch:
   one after another in the order sent, so a batch never reorders a client's writes to one
   object;
 - the answer holds one result per item, in the items' order: `{"ok": <what M answers>}`
-  or `{"error": <Status>}`; `fenced` items carry the call's leader epoch (skiff.rpc.epoch).
+  or `{"error": <Status>}`; `fenced` items carry the call's leader epoch (skiff.rpc.epoch);
+- each item is traced as the call it would be alone (`/skiff.v1.Api/Bind`), in the trace of
+  the caller that wrote it (its `traceparent`), linked to the batch's span.
 
 A client whose apiserver went away before it answered sends the same items again marked
 `resent: true`. An item of a resent batch whose write already landed — a Create whose
@@ -37,8 +39,10 @@ from skiff.apiserver.registry.store import Registry
 from skiff.apiserver.storage.fencing import leader_epoch
 from skiff.auth import UserInfo
 from skiff.rpc.epoch import LeaderEpoch
+from skiff.tracing import start_item_span, tracer
 
 log = logging.getLogger(__name__)
+_tracer = tracer("skiff.apiserver.batch")
 
 BATCHABLE: Final = frozenset({"Create", "Update", "UpdateStatus", "Bind"})
 # A batch is one message: bounded like one (the client's Batcher sends at most its N).
@@ -105,7 +109,12 @@ class BatchRunner:
         async def chain(indices: list[int]) -> None:
             for i in indices:
                 async with slots:
-                    results[i] = await self._one(i, items[i], user, epoch, resent)
+                    item = items[i]
+                    name = f"/skiff.v1.Api/{item.get('method')}" if isinstance(
+                        item, dict) else "/skiff.v1.Api/Batch.item"
+                    with start_item_span(_tracer, name, item.get("traceparent")
+                                         if isinstance(item, dict) else None):
+                        results[i] = await self._one(i, item, user, epoch, resent)
 
         # Each chain is a task of its own: the leader epoch and the user set for one item
         # (context variables) are not seen by another's.

@@ -31,6 +31,7 @@ from skiff.client.credentials import Credentials
 from skiff.client.interface import Client, WatchEvent
 from skiff.rpc import MAX_MESSAGE_BYTES, decode_map, decode_maps, encode, from_grpc, method_path
 from skiff.rpc.epoch import EPOCH_METADATA, LeaderEpoch
+from skiff.tracing import current_traceparent
 
 log = logging.getLogger(__name__)
 
@@ -269,7 +270,10 @@ class ApiClient:
         """A write: in the next batch when this client batches, else a call of its own."""
         if self.batcher is None or not batchable:
             return await self.call(method, request, fenced=fenced)
-        return await self.batcher.submit({**request, "method": method, "fenced": fenced})
+        item = {**request, "method": method, "fenced": fenced}
+        if (traceparent := current_traceparent()) is not None:
+            item["traceparent"] = traceparent  # the apiserver's span joins this caller's trace
+        return await self.batcher.submit(item)
 
     async def _send_batch(self, items: builtins.list[Obj]) -> builtins.list[Obj]:
         """One `Batch` call, resent (marked so) while the apiserver is unavailable: the

@@ -31,7 +31,9 @@ from skiff.tracing import (
     TRACE_ANNOTATION,
     context_from_object,
     current_trace_id,
+    current_traceparent,
     inject_into_object,
+    start_item_span,
     start_span_from_object,
 )
 
@@ -316,6 +318,40 @@ def test_do3_inject_outside_a_span_writes_nothing() -> None:
     pod = make_pod("p")
     inject_into_object(pod)
     assert "annotations" not in pod["metadata"]
+
+
+def test_do3_a_batched_item_is_traced_in_its_callers_trace_linked_to_the_batch(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    """A binding batched with others still shows in its pod's trace (issue 37)."""
+    tracer = provider.get_tracer("test")
+    assert current_traceparent() is None  # outside a span: the item carries nothing
+    with tracer.start_as_current_span("scheduler.bind"):
+        traceparent = current_traceparent()
+    with tracer.start_as_current_span("/skiff.v1.Api/Batch"):
+        with start_item_span(tracer, "/skiff.v1.Api/Bind", traceparent):
+            pass
+        with start_item_span(tracer, "/skiff.v1.Api/UpdateStatus", "garbage"):
+            pass
+    bind, caller = finished(exporter, "/skiff.v1.Api/Bind"), finished(exporter, "scheduler.bind")
+    batch = finished(exporter, "/skiff.v1.Api/Batch")
+    assert bind.context is not None and caller.context is not None and batch.context is not None
+    assert bind.parent is not None and bind.parent.span_id == caller.context.span_id
+    assert bind.context.trace_id == caller.context.trace_id != batch.context.trace_id
+    (link,) = bind.links
+    assert link.context.span_id == batch.context.span_id
+    # an item without a usable traceparent stays in the batch's trace
+    status = finished(exporter, "/skiff.v1.Api/UpdateStatus")
+    assert status.parent is not None and status.parent.span_id == batch.context.span_id
+    assert not status.links
+
+
+def test_do3_a_batched_item_starts_no_span_when_the_batch_is_not_traced(
+    provider: TracerProvider, exporter: InMemorySpanExporter
+) -> None:
+    with start_item_span(provider.get_tracer("test"), "/skiff.v1.Api/Bind", None):
+        assert current_trace_id() is None
+    assert not exporter.get_finished_spans()
 
 
 # -- logs carry the trace id -----------------------------------------------------------------
