@@ -95,3 +95,34 @@ async def test_ps2_hollow_nodes_check_the_informers_copy_of_their_node_without_a
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_node_status_is_written_when_it_changes_beyond_its_heartbeat_times() -> None:
+    """Kubernetes' kubelet posts a status that changed at once and an unchanged one (only
+    heartbeat times newer) at the report frequency; the hollow kubelet's in-place compare
+    (issue 37) keeps both."""
+    clock = FakeClock()
+    api, agent = _agent(clock)
+    pressure: list[Obj] = []
+    agent.extra_conditions = lambda: [dict(c) for c in pressure]
+    task = asyncio.create_task(agent.run_status())
+    try:
+        await tick(clock)
+        await tick(clock)
+        await tick(clock)
+        assert status_writes(api) == 1  # heartbeat times alone: not written before due
+        pressure.append({"type": "DiskPressure", "status": "True", "reason": "Full",
+                         "lastHeartbeatTime": "x", "lastTransitionTime": "t"})
+        await tick(clock)
+        assert status_writes(api) == 2  # a new condition: written at once
+        await tick(clock)
+        assert status_writes(api) == 2
+        pressure[0]["reason"] = "StillFull"
+        await tick(clock)
+        assert status_writes(api) == 3  # a changed field of a condition
+        pressure[0]["lastHeartbeatTime"] = "y"
+        await tick(clock)
+        assert status_writes(api) == 3  # a condition's heartbeat time alone
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
