@@ -84,6 +84,12 @@ class Nominator:
             node = self._node_of.get(new.key, "")
         self.add_nominated(new, node)
 
+    @property
+    def nodes(self) -> Mapping[str, object]:
+        """The nodes some pod is nominated to (empty nearly always: read per node, per
+        cycle, before anything else)."""
+        return self._by_node
+
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         pods = self._by_node.get(node_name)
         return list(pods.values()) if pods else []

@@ -9,7 +9,7 @@ pods (`RunFilterPluginsWithNominatedPods`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -42,10 +42,20 @@ FilterCall = Callable[[CycleState, PodInfo, NodeInfo], Status]
 
 
 class PodNominator(Protocol):
+    @property
+    def nodes(self) -> Mapping[str, object]: ...
+
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]: ...
 
 
+_NONE: Mapping[str, object] = {}
+
+
 class _NoNominations:
+    @property
+    def nodes(self) -> Mapping[str, object]:
+        return _NONE
+
     def nominated_pods_for_node(self, node_name: str) -> list[PodInfo]:
         return []
 
@@ -136,11 +146,11 @@ class Framework:
         the skipped plugins are dropped once, not checked on every node."""
         skip = state.skip_filter
         calls = [(name, f) for name, f in self._filter_calls() if name not in skip]
-        nominated_for = self.nominator.nominated_pods_for_node
+        nominated_nodes = self.nominator.nodes
         with_nominated = self.run_filter_with_nominated_pods
 
         def run(node: NodeInfo) -> Status:
-            if nominated_for(node.name):
+            if nominated_nodes and node.name in nominated_nodes:
                 return with_nominated(state, pod, node)
             for name, filter_ in calls:
                 status = filter_(state, pod, node)
