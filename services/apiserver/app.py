@@ -89,12 +89,13 @@ class ApiServerSettings:
                    "headers have not all arrived this long after it opened or after the "
                    "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
-    # Off by default: the apiserver's own consumers of the cache (the ServiceAccount lookup
-    # a token review reads right after a delete) must see an event at once; the benches of
-    # issue 37 turn it on (SKIFF_APISERVER_WATCH_COALESCE).
+    # Only clients' gRPC streams that take several events a message (skiff.client) wait:
+    # the apiserver's own consumers of the cache (the ServiceAccount lookup a token review
+    # reads right after a delete) see every event at once, and so does the HTTP front.
     watch_coalesce: float = duration(
-        0.0, help="a busy watch stream sends at most one message per this long, holding "
-                  "every event that came meanwhile (0 = a message per wake-up)")
+        0.02, help="a busy gRPC watch stream sends at most one message per this long, "
+                   "holding every event that came meanwhile; an idle one sends each event "
+                   "at once (0 = a message per wake-up)")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
     watch_quorum_check_interval: float = duration(

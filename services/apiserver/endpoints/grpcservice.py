@@ -236,7 +236,7 @@ class ApiService:
                 resource_version=str(opts.get("resourceVersion") or ""),
                 label_selector=_str(opts, "labelSelector"),
                 field_selector=_str(opts, "fieldSelector"),
-                name=_str(req, "name")), timeout):
+                name=_str(req, "name"), coalesce=batched), timeout):
             parts = [ev.encoded() for ev in batch if bookmarks or ev.type != "BOOKMARK"]
             if batched and len(parts) > 1:
                 # At most BATCH_LIMIT objects of at most 1.5 MiB: under MAX_MESSAGE_BYTES.

@@ -556,9 +556,10 @@ class Registry:
     async def watch_batches(self, resource: str, namespace: str | None, *,
                             resource_version: str = "", label_selector: str = "",
                             field_selector: str = "", name: str = "",
-                            api_version: str = ""
+                            api_version: str = "", coalesce: bool = False
                             ) -> AsyncIterator[builtins.list[WatchEvent]]:
-        """`watch` in lists of the events that were ready together (WatchCache)."""
+        """`watch` in lists of the events that were ready together (WatchCache);
+        `coalesce`: a client's stream, which may wait for the cache's tick when busy."""
         info = lookup(resource)
         labels = LabelSelector.parse(label_selector)
         fields = FieldSelector.parse(field_selector, kind=info.kind, api_version=api_version,
@@ -591,5 +592,6 @@ class Registry:
                     "version; use one from a list or a previous watch event") from None
             check_revision("resourceVersion", after)
         async for batch in self.perturbations.watch(info,
-                                                    self.cache.watch_batches(request, after)):
+                                                    self.cache.watch_batches(
+                                                        request, after, coalesce=coalesce)):
             yield batch

@@ -373,12 +373,14 @@ class WatchCache:
             for ev in batch:
                 yield ev
 
-    async def watch_batches(self, req: WatchRequest, after: int
+    async def watch_batches(self, req: WatchRequest, after: int, *, coalesce: bool = False
                             ) -> AsyncIterator[list[WatchEvent]]:
         """`watch`, as lists: each list holds every event that was waiting when the
         watcher woke (up to `BATCH_LIMIT`), so a busy apiserver sends a watcher one gRPC
         message per wake-up instead of one per event; an idle one still sends each event
-        as it comes (a list of one), without waiting for company."""
+        as it comes (a list of one), without waiting for company. With `coalesce` (a
+        client's stream, not the apiserver's own lookups, which must see a change at once)
+        a busy watcher also waits for the cache's next tick before it drains its queue."""
         await self.ready()
         if self.unavailable is not None:
             raise self.unavailable
@@ -402,7 +404,7 @@ class WatchCache:
         loop = asyncio.get_running_loop()
         next_bookmark = loop.time() + self.bookmark_interval
         queue = sub.queue
-        ticker = self._ticker
+        ticker = self._ticker if coalesce else None
         sent_at = -math.inf
         try:
             while True:
