@@ -41,9 +41,11 @@ from skiff.api.types import Obj
 from skiff.apiserver.storage.fencing import EPOCH_ATTEMPTS, leader_epoch, lease_key, lease_term
 from skiff.apiserver.storage.retry import (
     ClientClosed,
+    EtcdOverloaded,
     call_once,
     during_election,
     no_space,
+    overloaded,
     transient,
 )
 from skiff.apiserver.storage.values import (
@@ -144,8 +146,8 @@ class EtcdStorage:
         except aetcd.exceptions.ClientError as err:
             if not transient(err):
                 raise
-            if not isinstance(err, ClientClosed):  # (already replaced)
-                self._failover(client)
+            if not isinstance(err, (ClientClosed, EtcdOverloaded)):  # (already replaced;
+                self._failover(client)                                # alive, busy)
         return await self._retry_loop(call)
 
     async def _retry_loop(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -161,9 +163,14 @@ class EtcdStorage:
                     try:
                         return await call_once(call)
                     except aetcd.exceptions.ClientError as err:
-                        if transient(err) and not isinstance(err, ClientClosed):
+                        if transient(err) and not isinstance(err, (ClientClosed,
+                                                                   EtcdOverloaded)):
                             self._failover(client)
                         raise
+        except EtcdOverloaded:
+            raise ApiError.too_many_requests(
+                "etcd has more writes waiting to be applied than it accepts (etcdserver: "
+                "too many requests); retry after a pause", 1) from None
         except aetcd.exceptions.ConnectionTimeoutError:
             raise ApiError(Reason.SERVICE_UNAVAILABLE, self._unavailable(
                 f"did not answer within {self._timeout:g}s")) from None
@@ -386,6 +393,8 @@ class EtcdStorage:
                     raise ambiguous_write_error() from None
                 if no_space(err):
                     raise no_space_error() from None
+                if overloaded(err):
+                    raise EtcdOverloaded(err.details()) from None  # refused: not written
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError. The transaction may have
                 # been committed before the connection broke.
@@ -472,6 +481,8 @@ class EtcdStorage:
             except etcdrpc.AioRpcError as err:
                 if no_space(err):
                     raise no_space_error() from None
+                if overloaded(err):
+                    raise EtcdOverloaded(err.details()) from None
                 aetcd.exceptions._handle_exception(err)
                 raise
             head = int(resp.header.revision)

@@ -30,8 +30,18 @@ _TRANSIENT = (
 )
 
 
+class EtcdOverloaded(aetcd.exceptions.ClientError):  # type: ignore[misc]
+    """etcd refused a write before proposing it ("etcdserver: too many requests": more
+    committed entries wait to be applied than it accepts): nothing was written, the member
+    is alive, so the write is asked again there after a pause, not on another member."""
+
+
+def overloaded(err: etcdrpc.AioRpcError) -> bool:
+    return "too many requests" in (err.details() or "")
+
+
 def transient(err: BaseException) -> bool:
-    if isinstance(err, _TRANSIENT):
+    if isinstance(err, (*_TRANSIENT, EtcdOverloaded)):
         return True
     return isinstance(err, aetcd.exceptions.ClientError) and any(
         text in str(err) for text in _QUORUM_ERRORS)
@@ -79,5 +89,7 @@ async def during_election(call: Callable[[], Awaitable[T]],
 def no_space(err: etcdrpc.AioRpcError) -> bool:
     """etcd refused a write because its database reached `--quota-backend-bytes`."""
     details = err.details() or ""
+    if overloaded(err):  # etcd answers that one with RESOURCE_EXHAUSTED too
+        return False
     return (err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
             or "database space exceeded" in details or "no space" in details)
