@@ -160,17 +160,25 @@ class NodeAgent:
         }
 
     async def register(self) -> None:
-        """Create the Node, or adopt an existing one (labels merged, status refreshed)."""
-        node: Obj = {"apiVersion": "v1", "kind": "Node",
-                     "metadata": {"name": self.node_name, "labels": dict(self.labels),
-                                  "annotations": dict(self.annotations)},
-                     "spec": {"taints": list(self.taints)} if self.taints else {}}
+        """Create the Node with its status (as Kubernetes' kubelet's initial node: no
+        client ever sees this node without one), or adopt an existing one (labels merged,
+        status refreshed)."""
         delay = 0.2
         while True:
+            status = self._status()
+            node: Obj = {"apiVersion": "v1", "kind": "Node",
+                         "metadata": {"name": self.node_name, "labels": dict(self.labels),
+                                      "annotations": dict(self.annotations)},
+                         "spec": {"taints": list(self.taints)} if self.taints else {},
+                         "status": status}
             try:
                 try:
-                    created = await self.api.create(node)
+                    await self.api.create(node)
                     self.writes += 1
+                    self._last_status = status
+                    self._last_report = self.clock.monotonic()
+                    log.info("node registered", extra={"node": self.node_name})
+                    return
                 except ApiError as err:
                     if err.reason != Reason.ALREADY_EXISTS:
                         raise

@@ -126,3 +126,20 @@ async def test_node_status_is_written_when_it_changes_beyond_its_heartbeat_times
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_registering_kubelet_creates_its_node_with_its_status() -> None:
+    """Kubernetes' kubelet creates its Node with the status already set (its initial
+    node), so no client ever reads the node without one; CI saw a `kubectl get node`
+    between Skiff's create and its first status write."""
+    clock = FakeClock()
+    api = FakeClient(clock=clock)
+    agent = NodeAgent(api=api, clock=clock, node_name="node-1", labels={}, taints=[],
+                      capacity={"cpu": "1"}, health_port=10248, lease_duration=40,
+                      renew_interval=10, status_update_frequency=10,
+                      status_report_frequency=300)
+    await agent.register()
+    assert len(api.calls("create", "nodes", failed=False)) == 1
+    assert status_writes(api) == 0  # nothing left to write after the create
+    ready = {c["type"]: c["status"] for c in node(api)["status"]["conditions"]}["Ready"]
+    assert ready == "True" and node(api)["status"]["capacity"] == {"cpu": "1"}
