@@ -92,8 +92,12 @@ class ApiServerSettings:
     # Only clients' gRPC streams that take several events a message (skiff.client) wait:
     # the apiserver's own consumers of the cache (the ServiceAccount lookup a token review
     # reads right after a delete) see every event at once, and so does the HTTP front.
+    # Off by default: an informer up to a tick behind widens the window in which a
+    # controller acts on a stale cache (CI's adoption tests: a ReplicaSet recreated right
+    # after its pods were orphaned still saw them owned and created new ones); the benches
+    # of issue 37 turn it on (SKIFF_APISERVER_WATCH_COALESCE=20ms).
     watch_coalesce: float = duration(
-        0.02, help="a busy gRPC watch stream sends at most one message per this long, "
+        0.0, help="a busy gRPC watch stream sends at most one message per this long, "
                    "holding every event that came meanwhile; an idle one sends each event "
                    "at once (0 = a message per wake-up)")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "

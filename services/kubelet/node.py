@@ -165,18 +165,18 @@ class NodeAgent:
         status refreshed)."""
         delay = 0.2
         while True:
-            status = self._status()
             node: Obj = {"apiVersion": "v1", "kind": "Node",
                          "metadata": {"name": self.node_name, "labels": dict(self.labels),
                                       "annotations": dict(self.annotations)},
                          "spec": {"taints": list(self.taints)} if self.taints else {},
-                         "status": status}
+                         "status": self._status()}
             try:
                 try:
                     await self.api.create(node)
                     self.writes += 1
-                    self._last_status = status
-                    self._last_report = self.clock.monotonic()
+                    # Nothing is recorded as reported: the first status check writes the
+                    # status through its subresource, as Kubernetes' kubelet's first sync
+                    # after registering does (its last report time starts at zero).
                     log.info("node registered", extra={"node": self.node_name})
                     return
                 except ApiError as err:
