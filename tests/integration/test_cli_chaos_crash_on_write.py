@@ -31,6 +31,8 @@ conf = client.Configuration()
 conf.host, conf.ssl_ca_cert = os.environ["HOST"], os.environ["CA"]
 conf.api_key = {"authorization": "Bearer " + os.environ["TOKEN"]}
 core, ns = client.CoreV1Api(client.ApiClient(conf)), os.environ["NS"]
+while not os.path.exists(os.environ["GO"]):  # the perturbation exists: start writing
+    time.sleep(0.05)
 have = {c.metadata.name for c in core.list_namespaced_config_map(ns).items}
 for n in range(1, 6):
     if "cm-%d" % n not in have:
@@ -83,7 +85,10 @@ def test_ct1_crash_on_write_pid_is_killed_after_the_third_create(cluster: Path) 
             subjects=[client.RbacV1Subject(kind="ServiceAccount", name="default",
                                            namespace=ns)]))
         waiting.until(lambda: _has_default(core, ns), "the default ServiceAccount", 20)
-        env = _writer_env(cluster, core, ns)
+        # The writer waits for `go`: under load the CLI's start-up took longer than the
+        # writer's first three creates, so the count began after them (cm-4 landed).
+        go = cluster / f"go-{ns}"
+        env = {**_writer_env(cluster, core, ns), "GO": str(go)}
         writer = subprocess.Popen([sys.executable, "-c", WRITER], env=env)
         try:
             made = _ok(skiff(cluster, "chaos", "crash-on-write", "--user",
@@ -92,6 +97,7 @@ def test_ct1_crash_on_write_pid_is_killed_after_the_third_create(cluster: Path) 
                              "--pid", str(writer.pid), "--name", f"crash-{ns}"))
             assert made.startswith(f"perturbation.skiff.io/crash-{ns} created: process "
                                    f"{writer.pid} is killed right after")
+            go.touch()
             assert writer.wait(timeout=20) == -signal.SIGKILL
         finally:
             if writer.poll() is None:
