@@ -17,6 +17,7 @@ import platform
 import uuid
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import skiff
 from skiff.api.errors import ApiError, Reason
@@ -177,8 +178,6 @@ class NodeAgent:
                     # Nothing is recorded as reported: the first status check writes the
                     # status through its subresource, as Kubernetes' kubelet's first sync
                     # after registering does (its last report time starts at zero).
-                    log.info("node registered", extra={"node": self.node_name})
-                    return
                 except ApiError as err:
                     if err.reason != Reason.ALREADY_EXISTS:
                         raise
@@ -191,7 +190,7 @@ class NodeAgent:
                         annotations.update(self.annotations)
                         created = await self.api.update(created)
                         self.writes += 1
-                await self._write_status(created)
+                    await self._write_status(created)
                 log.info("node registered", extra={"node": self.node_name})
                 return
             except ApiError as err:
@@ -328,26 +327,17 @@ def _condition_statuses(status: Obj | None) -> dict[str, str]:
 
 def _differs_beyond_heartbeats(status: Obj | None, last: Obj | None) -> bool:
     """Whether two node statuses differ in more than their conditions' heartbeat times
-    (compared in place: copies of both were 11 % of a hollow kubelet's CPU)."""
+    (compared in place: deep copies of both were 11 % of a hollow kubelet's CPU)."""
     if status is None or last is None:
         return status is not last
-    if status.keys() != last.keys():
-        return True
-    for key, value in status.items():
-        other = last[key]
-        if key == "conditions" and isinstance(value, list) and isinstance(other, list):
-            if len(value) != len(other):
-                return True
-            for mine, theirs in zip(value, other, strict=True):
-                if not (isinstance(mine, dict) and isinstance(theirs, dict)):
-                    if mine != theirs:
-                        return True
-                elif _beyond_heartbeat(mine) != _beyond_heartbeat(theirs):
-                    return True
-        elif value != other:
-            return True
-    return False
+    return status.keys() != last.keys() or any(
+        _beyond_heartbeats(key, value) != _beyond_heartbeats(key, last[key])
+        for key, value in status.items())
 
 
-def _beyond_heartbeat(condition: Obj) -> Obj:
-    return {k: v for k, v in condition.items() if k != "lastHeartbeatTime"}
+def _beyond_heartbeats(key: str, value: Any) -> Any:
+    """A status field as compared: conditions without their heartbeat times."""
+    if key != "conditions" or not isinstance(value, list):
+        return value
+    return [{k: v for k, v in c.items() if k != "lastHeartbeatTime"}
+            if isinstance(c, dict) else c for c in value]

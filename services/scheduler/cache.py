@@ -47,7 +47,7 @@ class NodeInfo:
     name: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
-        self.name = self.facts.name if self.facts is not None else ""
+        self.set_facts(self.facts)
 
     def set_facts(self, facts: NodeFacts | None) -> None:
         self.facts = facts

@@ -109,12 +109,11 @@ class BatchRunner:
         async def chain(indices: list[int]) -> None:
             for i in indices:
                 async with slots:
-                    item = items[i]
-                    name = f"/skiff.v1.Api/{item.get('method')}" if isinstance(
-                        item, dict) else "/skiff.v1.Api/Batch.item"
-                    with start_item_span(_tracer, name, item.get("traceparent")
-                                         if isinstance(item, dict) else None):
-                        results[i] = await self._one(i, item, user, epoch, resent)
+                    item = items[i] if isinstance(items[i], dict) else {}
+                    method = item.get("method")
+                    name = f"/skiff.v1.Api/{method if method in BATCHABLE else 'Batch'}"
+                    with start_item_span(_tracer, name, item.get("traceparent")):
+                        results[i] = await self._one(i, items[i], user, epoch, resent)
 
         # Each chain is a task of its own: the leader epoch and the user set for one item
         # (context variables) are not seen by another's.

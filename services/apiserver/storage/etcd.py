@@ -44,6 +44,7 @@ from skiff.apiserver.storage.retry import (
     EtcdOverloaded,
     call_once,
     during_election,
+    fails_over,
     no_space,
     overloaded,
     transient,
@@ -146,8 +147,8 @@ class EtcdStorage:
         except aetcd.exceptions.ClientError as err:
             if not transient(err):
                 raise
-            if not isinstance(err, (ClientClosed, EtcdOverloaded)):  # (already replaced;
-                self._failover(client)                                # alive, busy)
+            if fails_over(err):
+                self._failover(client)
         return await self._retry_loop(call)
 
     async def _retry_loop(self, call: Callable[[], Awaitable[T]]) -> T:
@@ -163,8 +164,7 @@ class EtcdStorage:
                     try:
                         return await call_once(call)
                     except aetcd.exceptions.ClientError as err:
-                        if transient(err) and not isinstance(err, (ClientClosed,
-                                                                   EtcdOverloaded)):
+                        if fails_over(err):
                             self._failover(client)
                         raise
         except EtcdOverloaded:

@@ -40,6 +40,12 @@ def overloaded(err: etcdrpc.AioRpcError) -> bool:
     return "too many requests" in (err.details() or "")
 
 
+def fails_over(err: BaseException) -> bool:
+    """A transient failure that moves the next attempt to the next member: not a client
+    already replaced (`ClientClosed`), not a member that answered it is busy."""
+    return transient(err) and not isinstance(err, (ClientClosed, EtcdOverloaded))
+
+
 def transient(err: BaseException) -> bool:
     if isinstance(err, (*_TRANSIENT, EtcdOverloaded)):
         return True

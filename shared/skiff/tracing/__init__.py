@@ -11,10 +11,11 @@ through the apiserver, scheduler and kubelet by way of an annotation on the obje
 from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 
-from skiff.tracing._items import current_traceparent, start_item_span
+from skiff.tracing._items import start_item_span
 from skiff.tracing._objects import (
     TRACE_ANNOTATION,
     context_from_object,
+    current_traceparent,
     inject_into_object,
     start_span_from_object,
 )

@@ -14,20 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from opentelemetry import trace
-from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
-__all__ = ["current_traceparent", "start_item_span"]
+from skiff.tracing._objects import context_from_traceparent
 
-_propagator = TraceContextTextMapPropagator()
-
-
-def current_traceparent() -> str | None:
-    """The current span's `traceparent`, or None outside a recorded span (tracing off)."""
-    if not trace.get_current_span().get_span_context().is_valid:
-        return None
-    carrier: dict[str, str] = {}
-    _propagator.inject(carrier)
-    return carrier.get("traceparent")
+__all__ = ["start_item_span"]
 
 
 @contextmanager
@@ -40,11 +30,7 @@ def start_item_span(tracer: trace.Tracer, name: str,
     if not batch_span.get_span_context().is_valid:
         yield trace.INVALID_SPAN
         return
-    parent = None
-    if isinstance(traceparent, str) and traceparent:
-        extracted = _propagator.extract({"traceparent": traceparent})
-        if trace.get_current_span(extracted).get_span_context().is_valid:
-            parent = extracted
+    parent = context_from_traceparent(traceparent)
     links = [trace.Link(batch_span.get_span_context())] if parent is not None else []
     with tracer.start_as_current_span(name, context=parent, kind=trace.SpanKind.SERVER,
                                       links=links) as span:

@@ -21,6 +21,8 @@ from opentelemetry.util.types import Attributes
 __all__ = [
     "TRACE_ANNOTATION",
     "context_from_object",
+    "context_from_traceparent",
+    "current_traceparent",
     "inject_into_object",
     "start_span_from_object",
 ]
@@ -30,14 +32,29 @@ TRACE_ANNOTATION = "skiff.io/trace-context"
 _propagator = TraceContextTextMapPropagator()
 
 
-def inject_into_object(obj: dict[str, Any]) -> None:
-    """Store the current span's `traceparent` in the object's annotations, if there is one."""
+def current_traceparent() -> str | None:
+    """The current span's W3C `traceparent`, or None outside a recorded span."""
     if not trace.get_current_span().get_span_context().is_valid:
-        return
+        return None
     carrier: dict[str, str] = {}
     _propagator.inject(carrier)
-    traceparent = carrier.get("traceparent")
-    if not traceparent:
+    return carrier.get("traceparent") or None
+
+
+def context_from_traceparent(traceparent: object) -> Context | None:
+    """The trace context a `traceparent` names, or None when it is not a valid one."""
+    if not isinstance(traceparent, str) or not traceparent:
+        return None
+    context = _propagator.extract({"traceparent": traceparent})
+    if not trace.get_current_span(context).get_span_context().is_valid:
+        return None
+    return context
+
+
+def inject_into_object(obj: dict[str, Any]) -> None:
+    """Store the current span's `traceparent` in the object's annotations, if there is one."""
+    traceparent = current_traceparent()
+    if traceparent is None:
         return
     metadata = obj.setdefault("metadata", {})
     annotations = metadata.get("annotations")
@@ -49,13 +66,7 @@ def inject_into_object(obj: dict[str, Any]) -> None:
 def context_from_object(obj: Mapping[str, Any]) -> Context | None:
     """The trace context stored on the object, or None when it has none (or a bad one)."""
     metadata = obj.get("metadata") or {}
-    traceparent = (metadata.get("annotations") or {}).get(TRACE_ANNOTATION)
-    if not isinstance(traceparent, str) or not traceparent:
-        return None
-    context = _propagator.extract({"traceparent": traceparent})
-    if not trace.get_current_span(context).get_span_context().is_valid:
-        return None
-    return context
+    return context_from_traceparent((metadata.get("annotations") or {}).get(TRACE_ANNOTATION))
 
 
 @contextmanager
