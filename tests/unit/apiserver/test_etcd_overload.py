@@ -60,7 +60,7 @@ def _storage(member: BusyMember, retry_seconds: float = 5.0) -> tuple[EtcdStorag
 
 
 @pytest.mark.parametrize("code", [grpc.StatusCode.UNKNOWN, grpc.StatusCode.RESOURCE_EXHAUSTED])
-async def test_a_write_etcd_refuses_as_overloaded_is_asked_again_on_the_same_member(
+async def test_au10_a_write_etcd_refuses_as_overloaded_is_asked_again_on_the_same_member(
         code: grpc.StatusCode) -> None:
     member = BusyMember(refusals=3, code=code)
     storage, failovers = _storage(member)
@@ -69,7 +69,7 @@ async def test_a_write_etcd_refuses_as_overloaded_is_asked_again_on_the_same_mem
     assert (member.calls, member.written, failovers) == (4, 1, [])
 
 
-async def test_etcd_staying_overloaded_is_too_many_requests_not_an_internal_error() -> None:
+async def test_au10_etcd_staying_overloaded_is_too_many_requests_not_an_internal_error() -> None:
     storage, _ = _storage(BusyMember(refusals=10_000), retry_seconds=0.3)
     with pytest.raises(ApiError) as caught:
         await storage.create("/registry/configmaps/default/a", {"metadata": {"name": "a"}})
@@ -78,7 +78,7 @@ async def test_etcd_staying_overloaded_is_too_many_requests_not_an_internal_erro
     assert "too many requests" in caught.value.message
 
 
-def test_overload_is_not_mistaken_for_a_full_database() -> None:
+def test_au10_overload_is_not_mistaken_for_a_full_database() -> None:
     assert not no_space(_rpc_error(grpc.StatusCode.RESOURCE_EXHAUSTED, OVERLOADED))
     assert no_space(_rpc_error(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                "etcdserver: mvcc: database space exceeded"))

@@ -97,7 +97,7 @@ async def test_ps2_hollow_nodes_check_the_informers_copy_of_their_node_without_a
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_node_status_is_written_when_it_changes_beyond_its_heartbeat_times() -> None:
+async def test_ps2_node_status_is_written_when_it_changes_beyond_its_heartbeat_times() -> None:
     """Kubernetes' kubelet posts a status that changed at once and an unchanged one (only
     heartbeat times newer) at the report frequency; the hollow kubelet's in-place compare
     (issue 37) keeps both."""
@@ -128,7 +128,7 @@ async def test_node_status_is_written_when_it_changes_beyond_its_heartbeat_times
         await asyncio.gather(task, return_exceptions=True)
 
 
-async def test_a_registering_kubelet_creates_its_node_with_its_status() -> None:
+async def test_ps2_a_registering_kubelet_creates_its_node_with_its_status() -> None:
     """Kubernetes' kubelet creates its Node with the status already set (its initial
     node), so no client ever reads the node without one; CI saw a `kubectl get node`
     between Skiff's create and its first status write."""
