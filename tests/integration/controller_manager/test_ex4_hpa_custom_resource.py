@@ -145,8 +145,12 @@ async def test_ex4_hpa_raises_a_custom_resource_to_min_replicas_through_its_scal
         await _until(rescaled, "the HPA to raise the CronTab to minReplicas 3", timeout=15)
         obj = await api.get(scalable, "web", namespace)
         assert obj["spec"]["cronSpec"] == "* * * * */5"  # only the replicas were written
-        assert ("SuccessfulRescale", f"New size: 3; reason: {BELOW_MIN}") in await _events(
-            api, namespace, "web")
+
+        async def rescale_recorded() -> bool:  # Events are written after the scale, batched
+            return ("SuccessfulRescale", f"New size: 3; reason: {BELOW_MIN}") in await _events(
+                api, namespace, "web")
+
+        await _until(rescale_recorded, "the SuccessfulRescale Event")
 
         async def failed_get_scale() -> bool:
             return ("FailedGetScale", NO_SCALE) in await _events(api, namespace, "gadget")
