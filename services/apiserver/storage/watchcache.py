@@ -22,9 +22,16 @@ that look current while it can see nothing the majority commits, and its clients
 move to another apiserver. Each verdict of `monitor()` (current or not: the quorum read
 failed, or the cache did not reach etcd's revision in time) is passed to `on_currency`,
 which the apiserver uses to report its gRPC health NOT_SERVING while it cannot vouch for its
-data (so `skiff status` and failing-over clients see it). So a cut-off apiserver closes its
-watches and reports NOT_SERVING at most `quorum_check_interval + quorum_check_timeout` after
-the cut, however busy it is, and serves again at the first check after the heal.
+data (so `skiff status` and failing-over clients see it). A read that fails while the etcd watch
+has delivered a new revision in the last half of the read's time is slow, not lost: a member
+cut off from the quorum commits nothing new, while an overloaded one (seen at 10,000 hollow
+nodes) commits on and only answers the read late; closing every watch then made every
+informer re-list at once, adding load where there was least room. Such a check reads again,
+verdict unchanged, until a read answers or the watch stops too. So a cut-off apiserver
+closes its watches and reports NOT_SERVING at most `quorum_check_interval +
+quorum_check_timeout` (or 1.5 × `quorum_check_timeout`, when the cut falls in a read's second
+half) after the cut, however busy it is, and serves again at the first check after the
+heal.
 
 The monitor never ends but by cancellation of its own task: grpc.aio cancels the calls of
 an etcd client another request's failover closes, which reaches the caller as a
@@ -41,6 +48,7 @@ import asyncio
 import collections
 import logging
 import math
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 
@@ -208,6 +216,7 @@ class WatchCache:
         # key → the newest event of that key still in the window (see `recent`).
         self._latest: dict[str, RawEvent] = {}
         self.revision = 0  # newest revision the cache has seen
+        self._advanced_at = -math.inf  # monotonic time `revision` last moved
         self._subscribers: set[_Subscriber] = set()
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
@@ -278,18 +287,31 @@ class WatchCache:
 
     async def check_currency(self) -> bool:
         """One check of `monitor()`: True when the cache is confirmed current."""
-        try:
-            revision = await self._storage.quorum_revision(timeout=self.quorum_check_timeout)
-        except asyncio.CancelledError:
-            if _cancelled():
-                raise
-            await self._lost("the etcd client was closed during the quorum read")
-            return False
-        except Exception as err:  # never let a failed check take the apiserver down
-            await self._lost(err.message if isinstance(err, ApiError)
-                             else "a quorum read of etcd failed (see the apiserver log)",
-                             err)
-            return False
+        while True:
+            started = time.monotonic()
+            try:
+                revision = await self._storage.quorum_revision(
+                    timeout=self.quorum_check_timeout)
+                break
+            except asyncio.CancelledError:
+                if _cancelled():
+                    raise
+                await self._lost("the etcd client was closed during the quorum read")
+                return False
+            except Exception as err:  # never let a failed check take the apiserver down
+                why = (err.message if isinstance(err, ApiError)
+                       else "a quorum read of etcd failed (see the apiserver log)")
+                if not self._following():
+                    await self._lost(why, err)
+                    return False
+                # Slow, not lost: read again (no sooner than a read's time after this one
+                # started, so a read that fails at once is no busy loop), keeping the
+                # verdict as it was until a read answers or the watch stops too.
+                log.warning("etcd slow: its quorum read failed while its watch delivers "
+                            "new revisions; watches kept open",
+                            extra={"revision": self.revision, "error": why})
+                await asyncio.sleep(max(0.0, started + self.quorum_check_timeout
+                                        - time.monotonic()))
         if not await self.wait_for_revision(revision, self.too_large_wait):
             log.warning("watch cache behind etcd",
                         extra={"revision": self.revision, "etcdRevision": revision})
@@ -301,6 +323,12 @@ class WatchCache:
         self.unavailable = None
         await self._report(current=True)
         return True
+
+    def _following(self) -> bool:
+        """The etcd watch delivered a new revision in the last half of a quorum read's
+        time: the member is committing what a quorum agrees on, only too busy to answer
+        the read in time (it is overloaded, not cut off)."""
+        return time.monotonic() - self._advanced_at <= self.quorum_check_timeout / 2
 
     async def _lost(self, why: str, err: BaseException | None = None) -> None:
         """The quorum read failed: close every watch, refuse new ones, report it."""
@@ -328,6 +356,7 @@ class WatchCache:
         self._window.append(raw)
         self._latest[raw.key] = raw
         self.revision = raw.revision
+        self._advanced_at = time.monotonic()
         while len(self._window) > self._capacity:
             old = self._window.popleft()
             self._window_start = old.revision
