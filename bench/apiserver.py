@@ -6,6 +6,8 @@ Prints ratios against a baseline measured in the same run, never absolute pass/f
 - watch delivery latency p50/p99 with 100 watchers spread over `--watcher-processes`
   processes (so it measures the apiserver, not one client decoding 100 streams): time from
   the create's reply (and from its start) to each watcher receiving the ADDED event;
+- the apiserver's CPU per pod while `--kubelet-watches` watches of one node each are open
+  (as every kubelet keeps), ÷ the same with one open;
 - the cost of security (SPEC AU1-AU4): pod creates/s with TLS everywhere, client
   certificates and authorization (an RBAC-authorized identity, not the system:masters
   bypass) ÷ the same creates on the insecure apiserver.
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing
 import statistics
 import tempfile
@@ -233,6 +236,60 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
     print("  CPU s while writing: " + " ".join(f"{k}={v:.1f}" for k, v in cpu.items()))
 
 
+def bench_kubelet_watches(target: str, nodes: int, pods: int, pid: int | None) -> None:
+    """One watch per kubelet, as real kubelets keep (`spec.nodeName=<node>`): the
+    apiserver's CPU per pod created on a node while `nodes` such watches are open, against
+    the same with one watch open (the baseline, same run). Kubernetes' cacher indexes these
+    watchers by node, so the ratio stays near 1; woken for every event it grows with
+    `nodes`."""
+    async def measure(watches: int) -> float:
+        run = uuid.uuid4().hex[:6]
+        async with ApiClient(target) as api:
+            rv = str((await api.list("pods", "default"))["metadata"]["resourceVersion"])
+            seen = 0
+            done = asyncio.Event()
+
+            async def watch(node: str) -> None:
+                nonlocal seen
+                last = rv
+                while True:  # resumed from its last revision, as an informer does
+                    with contextlib.suppress(ApiError):
+                        async for ev in api.watch("pods", "default", resource_version=last,
+                                                  field_selector=f"spec.nodeName={node}"):
+                            last = ev.object["metadata"]["resourceVersion"]
+                            if ev.type == "ADDED":
+                                seen += 1
+                                if seen == pods:
+                                    done.set()
+                    await asyncio.sleep(0.1)
+
+            tasks = [asyncio.create_task(watch(f"{run}-node-{i}")) for i in range(watches)]
+            await asyncio.sleep(1.0 + watches / 1000)  # the streams are open
+            cpu0 = cpu_seconds(pid)
+
+            async def create(i: int) -> None:
+                pod = make_pod(f"kw-{run}-{i}")
+                pod["spec"]["nodeName"] = f"{run}-node-{i % watches}"
+                await api.create(pod)
+
+            await run_pool(pods, 32, create)
+            try:
+                await asyncio.wait_for(done.wait(), 120)
+            except TimeoutError:
+                raise SystemExit(f"only {seen} of {pods} pods reached their node's watch "
+                                 f"in 120 s ({watches} watches)") from None
+            used = cpu_seconds(pid) - cpu0
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            return used * 1000 / pods
+
+    one = asyncio.run(measure(1))
+    many = asyncio.run(measure(nodes))
+    print(f"kubelet watches: apiserver CPU per pod created on a node, {nodes} node watches "
+          f"open {many:.2f} ms, one open {one:.2f} ms: ratio {many / one:.2f}")
+
+
 def plain_apiserver(root: Path) -> tuple[Process, Process, int, int]:
     """An etcd and an insecure apiserver on it, not started yet: (etcd, apiserver, etcd's
     client port, the apiserver's port)."""
@@ -254,8 +311,11 @@ def main() -> None:
                         help="creates per second while the watchers listen")
     parser.add_argument("--watcher-processes", type=int, default=4,
                         help="processes the watchers are spread over")
+    parser.add_argument("--kubelet-watches", type=int, default=2000,
+                        help="node watches (one per kubelet) open in the kubelet part")
     parser.add_argument("--skip", default="",
-                        help="comma-separated parts to leave out: writes, watch, security")
+                        help="comma-separated parts to leave out: writes, watch, kubelets, "
+                        "security")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="skiff-bench-") as tmp:
         root = Path(tmp)
@@ -273,6 +333,8 @@ def main() -> None:
             if "watch" not in skip:
                 bench_watch(target, args.watchers, args.events, args.write_rate,
                             args.watcher_processes, {"etcd": etcd.pid, "apiserver": api.pid})
+            if "kubelets" not in skip:
+                bench_kubelet_watches(target, args.kubelet_watches, args.pods, api.pid)
             if "security" in skip:
                 return
             sec = ClusterSecurity(ensure_pki(root / "pki"))

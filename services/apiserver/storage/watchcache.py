@@ -97,6 +97,9 @@ class WatchRequest:
     # No selector: every object matches, so an update's previous value need not be decoded
     # to tell MODIFIED from ADDED or DELETED (it was ~5 % of a busy apiserver's CPU).
     selects_all: bool = False
+    # The pod `spec.nodeName` its field selector requires (a kubelet's watch), if any: the
+    # cache then wakes this watcher only for pods that are, or were, on that node.
+    node_name: str | None = None
 
 
 def _bookmark(info: KindInfo, revision: int) -> WatchEvent:
@@ -180,6 +183,19 @@ def _resolve(tick: asyncio.Future[None]) -> None:
         tick.set_result(None)
 
 
+# Kubernetes' cacher keeps pod watchers indexed by the spec.nodeName their field selector
+# requires (its NodeNameTriggerFunc): with one watch per kubelet, every pod event would
+# otherwise wake every kubelet's watcher to find it is not theirs (O(nodes) an event).
+_POD_PREFIX = REGISTRY_PREFIX + "pods/"
+
+
+def _node_of(obj: Obj | None) -> str | None:
+    """A pod's spec.nodeName as its field selector compares it ("" when unset)."""
+    if obj is None:
+        return None
+    return str((obj.get("spec") or {}).get("nodeName") or "")
+
+
 @dataclass(eq=False)
 class _Subscriber:
     request: WatchRequest
@@ -217,7 +233,9 @@ class WatchCache:
         self._latest: dict[str, RawEvent] = {}
         self.revision = 0  # newest revision the cache has seen
         self._advanced_at = -math.inf  # monotonic time `revision` last moved
-        self._subscribers: set[_Subscriber] = set()
+        self._subscribers: set[_Subscriber] = set()  # every watcher of the window
+        self._unindexed: set[_Subscriber] = set()  # those woken for every event
+        self._by_node: dict[str, set[_Subscriber]] = {}  # pod watchers by their node
         self._ready = asyncio.Event()
         self._progress = asyncio.Condition()
 
@@ -351,6 +369,8 @@ class WatchCache:
         for sub in self._subscribers:
             sub.queue.put_nowait(err)
         self._subscribers.clear()
+        self._unindexed.clear()
+        self._by_node.clear()
 
     def _append(self, raw: RawEvent) -> None:
         self._window.append(raw)
@@ -362,15 +382,41 @@ class WatchCache:
             self._window_start = old.revision
             if self._latest.get(old.key) is old:
                 del self._latest[old.key]
-        for sub in list(self._subscribers):
+        self._offer(raw, self._unindexed)
+        if self._by_node and raw.key.startswith(_POD_PREFIX):
+            node, was = _node_of(raw.obj), _node_of(raw.prev)
+            if node is not None and node in self._by_node:
+                self._offer(raw, self._by_node[node])
+            if was is not None and was != node and was in self._by_node:
+                self._offer(raw, self._by_node[was])
+
+    def _offer(self, raw: RawEvent, subscribers: set[_Subscriber]) -> None:
+        for sub in list(subscribers):
             if raw.revision <= sub.after or not raw.key.startswith(sub.prefix):
                 continue
             if sub.queue.qsize() >= _Subscriber.QUEUE_LIMIT:
                 # Too slow: close it; the client resumes from its last revision.
-                self._subscribers.discard(sub)
+                self._remove(sub)
                 sub.queue.put_nowait(None)
             else:
                 sub.queue.put_nowait(raw)
+
+    def _add(self, sub: _Subscriber) -> None:
+        self._subscribers.add(sub)
+        node = sub.request.node_name
+        if node is not None and sub.prefix.startswith(_POD_PREFIX):
+            self._by_node.setdefault(node, set()).add(sub)
+        else:
+            self._unindexed.add(sub)
+
+    def _remove(self, sub: _Subscriber) -> None:
+        self._subscribers.discard(sub)
+        self._unindexed.discard(sub)
+        node = sub.request.node_name
+        if node is not None and (subs := self._by_node.get(node)) is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._by_node[node]
 
     def recent(self, key: str) -> RawEvent | None:
         """The newest change of `key` the cache has seen, while it is still in the window
@@ -385,6 +431,8 @@ class WatchCache:
         for sub in self._subscribers:
             sub.queue.put_nowait(err)
         self._subscribers.clear()
+        self._unindexed.clear()
+        self._by_node.clear()
 
     async def wait_for_revision(self, revision: int, timeout: float) -> bool:
         """Wait until the cache has seen `revision` (a write this server just made)."""
@@ -428,7 +476,7 @@ class WatchCache:
         for raw in self._window:
             if raw.revision > after and raw.key.startswith(sub.prefix):
                 sub.queue.put_nowait(raw)
-        self._subscribers.add(sub)
+        self._add(sub)
         told = processed = after  # what the client knows / what this watcher has looked at
         loop = asyncio.get_running_loop()
         next_bookmark = loop.time() + self.bookmark_interval
@@ -480,7 +528,7 @@ class WatchCache:
                     yield batch
                     sent_at = loop.time()
         finally:
-            self._subscribers.discard(sub)
+            self._remove(sub)
 
     async def _watch_etcd(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:
         log.info("serving watch from etcd (revision older than the cache window)",
