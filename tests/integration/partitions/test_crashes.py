@@ -30,11 +30,16 @@ from tests.integration.partitions.conftest import (
 
 Connect = Callable[[NetnsCluster], Awaitable[ApiClient]]
 LEASE = ("leases", "skiff-controller-manager", "kube-system")
+RESTART_FENCING_DELAY = 30.0
 
 
 async def test_sc2_kubelet_crash_and_restart_readopts_the_running_pet(
         netns_cluster: StartCluster, api_of: Connect) -> None:
-    cluster = netns_cluster(nodes=2)
+    # A restart is no partition: fencing waits longer here than the partition scenarios'
+    # 2 s, so a kubelet whose Python start-up outlasts the 3 s grace on a loaded machine
+    # (CI at load 12-15) is not powered off before it is back; Kubernetes waits 60 s.
+    cluster = netns_cluster(nodes=2, extra_args={
+        "controller-manager": ["--fencing-delay", f"{RESTART_FENCING_DELAY:g}s"]})
     api = await api_of(cluster)
     old = await start_db_on(api, cluster, "node-1")
     uid, pid = old["metadata"]["uid"], container_pid(old)
