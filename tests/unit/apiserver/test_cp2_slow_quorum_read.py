@@ -15,7 +15,8 @@ from skiff.api.kinds import lookup
 from skiff.apiserver.storage.memory import MemoryStorage
 from skiff.apiserver.storage.watchcache import WatchCache, WatchEvent, WatchRequest
 
-TIMEOUT = 0.2  # --etcd-readycheck-timeout, compressed
+TIMEOUT = 0.6  # --etcd-readycheck-timeout, compressed (commits come 30 times as often)
+SLACK = 0.5  # a loaded CI machine's scheduling
 
 
 class SlowQuorum(MemoryStorage):
@@ -62,10 +63,11 @@ async def test_cp2_a_late_quorum_read_while_etcd_commits_keeps_watches_open() ->
             closed.append((time.monotonic(), err))
 
     writes = 0
+    stop = asyncio.Event()
 
     async def commit_steadily() -> None:
         nonlocal writes
-        while True:
+        while not stop.is_set():
             await _put(store, f"cm-{writes}")
             writes += 1
             await asyncio.sleep(0.02)
@@ -74,19 +76,20 @@ async def test_cp2_a_late_quorum_read_while_etcd_commits_keeps_watches_open() ->
     writer = asyncio.create_task(commit_steadily())
     check = asyncio.create_task(cache.check_currency())
     try:
-        await asyncio.sleep(5 * TIMEOUT)  # five late reads while etcd commits on
-        assert store.reads >= 4
+        await asyncio.sleep(4 * TIMEOUT)  # four late reads while etcd commits on
+        assert store.reads >= 3
         assert not check.done() and not closed and cache.unavailable is None
         assert verdicts == []  # no verdict either way while it cannot tell
-        assert len(seen) == writes  # the watch delivered every commit meanwhile
-        writer.cancel()
+        stop.set()
+        await writer
         stopped = time.monotonic()
         assert await asyncio.wait_for(check, 5 * TIMEOUT) is False
-        await asyncio.wait_for(follower, TIMEOUT)
+        await asyncio.wait_for(follower, 5 * TIMEOUT)
+        assert len(seen) == writes  # every commit was delivered before the close
         assert verdicts == [False]
         assert closed and closed[0][1].reason == Reason.SERVICE_UNAVAILABLE  # type: ignore[attr-defined]
         # the watch stopped delivering: closed within 1.5 reads of the last commit
-        assert closed[0][0] - stopped <= 1.5 * TIMEOUT + 0.1
+        assert closed[0][0] - stopped <= 1.5 * TIMEOUT + SLACK
     finally:
         for task in (writer, follower, check, runner):
             task.cancel()
@@ -105,7 +108,7 @@ async def test_cp2_a_late_quorum_read_with_no_new_revisions_closes_watches_at_on
         started = time.monotonic()
         assert await cache.check_currency() is False
         assert store.reads == 1
-        assert time.monotonic() - started < 1.5 * TIMEOUT
+        assert time.monotonic() - started < TIMEOUT + SLACK
         assert cache.unavailable is not None
         assert cache.unavailable.reason == Reason.SERVICE_UNAVAILABLE
     finally:

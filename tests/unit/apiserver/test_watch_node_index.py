@@ -79,7 +79,13 @@ async def test_as5_a_kubelets_indexed_watch_sees_what_its_selector_selects(
         await store.delete(key1, expected_revision=int(running["metadata"]["resourceVersion"]))
         other = await store.create(key2, _pod("p2", "node-b"))  # created bound
         await store.delete(key2, expected_revision=int(other["metadata"]["resourceVersion"]))
-        await asyncio.sleep(0.2)
+        expected = {"spec.nodeName=node-a": 3, "spec.nodeName=node-b": 2,
+                    "spec.nodeName=": 2, "spec.nodeName!=node-b": 4}
+        for _ in range(100):  # each watcher's last event, or 5 s on a loaded machine
+            if all(len(seen[sel]) >= count for sel, count in expected.items()):
+                break
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.1)  # and nothing more after it
         assert seen["spec.nodeName=node-a"] == [
             ("ADDED", "p1"), ("MODIFIED", "p1"), ("DELETED", "p1")]
         assert seen["spec.nodeName=node-b"] == [("ADDED", "p2"), ("DELETED", "p2")]
