@@ -571,9 +571,7 @@ class Registry:
 
         request = WatchRequest(info, ns, matches, name or None,
                                selects_all=not label_selector and not field_selector,
-                               node_name=(fields.exact("spec.nodeName")
-                                          if info.group == "" and info.resource == "pods"
-                                          else None))
+                               node_name=fields.exact("spec.nodeName"))
         if resource_version in ("", "0"):
             # Kubernetes: no resourceVersion = the current state as ADDED events, then changes.
             await self.cache.ready()

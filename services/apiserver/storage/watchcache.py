@@ -97,8 +97,8 @@ class WatchRequest:
     # No selector: every object matches, so an update's previous value need not be decoded
     # to tell MODIFIED from ADDED or DELETED (it was ~5 % of a busy apiserver's CPU).
     selects_all: bool = False
-    # The pod `spec.nodeName` its field selector requires (a kubelet's watch), if any: the
-    # cache then wakes this watcher only for pods that are, or were, on that node.
+    # The `spec.nodeName` its field selector requires (a kubelet's watch), if any: on pods
+    # the cache then wakes this watcher only for pods that are, or were, on that node.
     node_name: str | None = None
 
 
