@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
+import grpc
 import pytest
 
 from skiff.api import ApiError, Reason
@@ -208,3 +209,48 @@ async def test_tr1_a_busy_watch_message_carries_several_events_in_revision_order
             "name"] == "alone"
     finally:
         call.cancel()
+
+
+class _AnswerLost:
+    """A gRPC stub whose first call reaches the apiserver but whose answer never reaches
+    the client (the apiserver went away, or the deadline passed, after the write landed)."""
+
+    def __init__(self, real: grpc.aio.UnaryUnaryMultiCallable) -> None:
+        self.real = real
+        self.calls = 0
+
+    async def __call__(self, data: bytes, **kwargs: object) -> bytes:
+        self.calls += 1
+        answer: bytes = await self.real(data, **kwargs)
+        if self.calls == 1:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                       grpc.aio.Metadata(), details="connection reset")
+        return answer
+
+
+async def test_tr1_a_write_retried_after_its_answer_was_lost_is_answered_as_landed(
+        shared_cluster: Cluster, namespace: str) -> None:
+    """A single Create or Update whose first try landed but whose answer was lost is
+    resent marked so (a one-item resent Batch): the client gets the stored object, not
+    AlreadyExists or Conflict from its own first try, and the write is stored once."""
+    async with ApiClient(shared_cluster.api_target, retry_seconds=20) as client:
+        for method in ("Create", "Update"):
+            client._unary[method] = _AnswerLost(
+                client._channel.unary_unary(method_path(method)))
+        made = await client.create(_configmap("lost-answer", namespace, v="1"))
+        assert client._unary["Create"].calls == 1  # the retry went as a resent Batch
+        stored = await client.get("configmaps", "lost-answer", namespace)
+        assert made["metadata"]["uid"] == stored["metadata"]["uid"]
+        assert made["metadata"]["resourceVersion"] == stored["metadata"]["resourceVersion"]
+
+        updated = await client.update({**stored, "data": {"v": "2"}})
+        again = await client.get("configmaps", "lost-answer", namespace)
+        assert updated["metadata"]["resourceVersion"] == again["metadata"]["resourceVersion"]
+        assert again["data"] == {"v": "2"}
+        # someone else's object of the name is not taken for the lost write's
+        await client.create(_configmap("lost-other", namespace, v="theirs"))
+        client._unary["Create"] = _AnswerLost(client._channel.unary_unary(method_path("Create")))
+        client._unary["Create"].calls = 1  # answers arrive from here on
+        with pytest.raises(ApiError) as err:
+            await client.create(_configmap("lost-other", namespace, v="mine"))
+        assert err.value.reason == Reason.ALREADY_EXISTS

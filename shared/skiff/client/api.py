@@ -46,6 +46,16 @@ FENCED_RESOURCES = frozenset({"fences", "volumeattachments"})
 BATCHED_RESOURCES = frozenset({"events", "leases"})
 
 
+def _resendable(method: str, request: Obj) -> bool:
+    """A write the apiserver can recognise as landed when resent (endpoints.batch): not a
+    Create by generateName, whose first try's object has a name the client never saw."""
+    if method not in ("Create", "Update", "UpdateStatus", "Bind"):
+        return False
+    obj = request.get("object")
+    return method != "Create" or bool(isinstance(obj, dict)
+                                      and (obj.get("metadata") or {}).get("name"))
+
+
 def parse_targets(target: str) -> list[str]:
     """`"grpc://a:1, b:2"` → `["a:1", "b:2"]`: the apiservers of a comma-separated list."""
     targets = [t.strip().removeprefix("grpc://").removeprefix("http://")
@@ -257,13 +267,29 @@ class ApiClient:
             if err.reason not in _RETRYABLE or self.retry_seconds <= 0:
                 raise
         await asyncio.sleep(0.05 + random.uniform(0, 0.05))  # the loop's first wait
+        resend = _resendable(method, request)
         try:
             async for attempt in self._retrying():
                 with attempt:
+                    if resend:
+                        return await self._resend(method, request, fenced)
                     return await once()
         except asyncio.CancelledError:
             raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _resend(self, method: str, request: Obj, fenced: bool) -> Obj:
+        """A write whose first try may have landed (the apiserver went away, or timed out,
+        before it answered), sent again as a one-item `Batch` marked resent: the apiserver
+        answers a write that landed with the stored object instead of writing it again, so
+        a retried Create is not answered AlreadyExists by its own first try."""
+        item = {**request, "method": method, "fenced": fenced}
+        resp = await self.call("Batch", {"items": [item], "resent": True}, retry=False,
+                               fenced=fenced)
+        (result,) = resp["results"]
+        if "error" in result:
+            raise ApiError.from_status(result["error"])
+        return dict(result.get("ok") or {})
 
     async def _write(self, method: str, request: Obj, *, fenced: bool,
                      batchable: bool = True) -> Obj:
