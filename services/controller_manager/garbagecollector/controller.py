@@ -25,7 +25,7 @@ import logging
 from collections import OrderedDict
 
 from skiff.api import ApiError, Reason
-from skiff.api.kinds import KindInfo, lookup_kind
+from skiff.api.kinds import KindInfo, lookup, lookup_kind
 from skiff.api.ownership import (
     FOREGROUND_FINALIZER,
     ORPHAN_FINALIZER,
@@ -180,16 +180,45 @@ class GarbageCollector(Controller):
             await self.collect_if_owners_gone(resource, obj)
         return None
 
+    async def confirmed_dependents(self, owner: Obj) -> list[tuple[str, Obj]]:
+        """The owner's dependents, from the graph and, for each kind whose informer has not
+        yet seen the revision the owner's deletion was written at, from a live list.
+
+        Each kind is its own watch: the owner's deletion can reach the graph before the
+        creation of a dependent written just before it (kube's graph has the same window).
+        Removing the orphan or foreground finalizer on the graph's word alone would then let
+        the owner go first — the dependent of a foreground owner outliving it, or the
+        dependent an orphaning owner should have kept collected as garbage."""
+        uid = str(owner["metadata"]["uid"])
+        found = self.dependents_of(uid)
+        seen = {(r, object_key(o)) for r, o in found}
+        revision = _revision(owner)
+        namespace = owner["metadata"].get("namespace")
+        for resource, informer in list(self.informers.items()):
+            if informer.has_synced and _revision_of(informer.resource_version) >= revision:
+                continue
+            try:
+                namespaced = lookup(resource).namespaced
+            except ApiError:
+                continue
+            if namespace and not namespaced:
+                continue  # a namespaced owner has no cluster-scoped dependents
+            listed = await self.client.list_pages(resource, namespace if namespaced else None)
+            for obj in listed["items"]:
+                if uid in owner_uids(obj) and (resource, object_key(obj)) not in seen:
+                    found.append((resource, obj))
+        return found
+
     async def orphan_dependents(self, resource: str, owner: Obj) -> None:
         uid = str(owner["metadata"]["uid"])
-        for dep_resource, dependent in self.dependents_of(uid):
+        for dep_resource, dependent in await self.confirmed_dependents(owner):
             await self._drop_owner_refs(dep_resource, dependent, {uid})
         await self._remove_finalizer(resource, owner, ORPHAN_FINALIZER)
 
     async def delete_dependents_first(self, resource: str, owner: Obj) -> float | None:
         uid = str(owner["metadata"]["uid"])
         blocking = 0
-        for dep_resource, dependent in self.dependents_of(uid):
+        for dep_resource, dependent in await self.confirmed_dependents(owner):
             refs = [r for r in dependent["metadata"].get("ownerReferences") or []
                     if r.get("uid") == uid]
             if any(r.get("blockOwnerDeletion") for r in refs):
@@ -319,6 +348,17 @@ class GarbageCollector(Controller):
                 f for f in live["metadata"].get("finalizers") or [] if f != finalizer]
             if (await try_update(self.client, updated))[0]:
                 return
+
+
+def _revision_of(text: object) -> int:
+    try:
+        return int(str(text))
+    except ValueError:
+        return 0
+
+
+def _revision(obj: Obj) -> int:
+    return _revision_of(obj["metadata"].get("resourceVersion"))
 
 
 def _item(node: Node) -> str:

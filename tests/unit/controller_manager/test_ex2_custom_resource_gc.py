@@ -230,3 +230,47 @@ async def test_ex2_deleting_a_namespace_deletes_its_custom_objects(running: Runn
     await eventually(lambda: "kubernetes" not in (
         (running.client.stored("namespaces", "doomed") or {}).get("spec", {})
         .get("finalizers") or []))
+
+
+def _behind() -> tuple[FakeClient, GarbageCollector]:
+    """A garbage collector whose informers have not delivered anything yet: its graph is
+    behind the apiserver (each kind is its own watch, so a dependent written just before
+    its owner's deletion can reach the graph after it)."""
+    client = FakeClient()
+    context = ControllerContext(client=client, informers=SharedInformers(client),
+                                settings=ControllerManagerSettings())
+    return client, GarbageCollector(context=context)
+
+
+def _deleting(owner: Obj, finalizer: str) -> Obj:
+    marked = copy.deepcopy(owner)
+    marked["metadata"].update(deletionTimestamp="2026-01-01T00:00:00Z", finalizers=[finalizer])
+    return marked
+
+
+async def test_ex2_a_foreground_owner_is_not_released_before_the_graph_sees_its_dependent(
+        ) -> None:
+    client, gc = _behind()
+    owner = client.add(configmap("fg-owner"))[0]
+    client.add({"apiVersion": "v1", "kind": "Secret", "metadata": {
+        "name": "fg-blocker", "namespace": NS, "uid": "uid-fg-blocker",
+        "ownerReferences": [owner_ref(owner, blockOwnerDeletion=True)]}})
+    owner = client.add(_deleting(owner, FOREGROUND_FINALIZER))[0]
+
+    assert await gc.delete_dependents_first("configmaps", owner) is not None  # waits
+    marked = client.stored("configmaps", "fg-owner", NS)
+    assert marked is not None and FOREGROUND_FINALIZER in marked["metadata"]["finalizers"]
+    assert client.stored("secrets", "fg-blocker", NS) is None  # deleted, bottom-up
+
+
+async def test_ex2_an_orphaning_owner_orphans_a_dependent_the_graph_has_not_seen(
+        ) -> None:
+    client, gc = _behind()
+    owner = client.add(configmap("orph-owner"))[0]
+    client.add(configmap("orph-kept", owners=[owner_ref(owner)]))
+    owner = client.add(_deleting(owner, ORPHAN_FINALIZER))[0]
+
+    await gc.orphan_dependents("configmaps", owner)
+    kept = client.stored("configmaps", "orph-kept", NS)
+    assert kept is not None and not kept["metadata"].get("ownerReferences")
+    assert client.stored("configmaps", "orph-owner", NS) is None  # finalizer gone: deleted
