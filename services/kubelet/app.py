@@ -13,11 +13,12 @@ import functools
 import logging
 import os
 import random
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
 from skiff.api.quantity import bytes_
+from skiff.api.types import Obj
 from skiff.client import ApiClient, EventRecorder, Informer
 from skiff.client.backoff import Backoff
 from skiff.client.batch import batching
@@ -132,8 +133,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []
-        # Hollow nodes check their stored Node in one shared informer, not a GET each
-        nodes = Informer(api, "nodes") if len(names) > 1 else None
+        # Hollow nodes check their stored Node in one shared informer, not a GET each; it
+        # and the pod informer keep only this process's nodes and their pods.
+        own = frozenset(names)
+        nodes = (Informer(api, "nodes", keep=lambda n: n["metadata"].get("name") in own)
+                 if len(names) > 1 else None)
         volumes = VolumeManager(api=api, volume_root=Path(settings.volume_root)
                                 if settings.volume_root else root / "volumes")
         image_commands = load_image_commands(settings.image_commands)
@@ -210,6 +214,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 kubelet.on_pod(pod)
 
         def route_delete(pod: dict[str, object]) -> None:
+            spec = pod.get("spec")
+            node = spec.get("nodeName") if isinstance(spec, dict) else None
+            if node and (kubelet := by_node.get(str(node))) is not None:
+                kubelet.on_pod_deleted(pod)
+                return
             for kubelet in kubelets:
                 kubelet.on_pod_deleted(pod)
 
@@ -217,7 +226,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         # The resync re-delivers every pod to its worker each sync frequency (Kubernetes'
         # --sync-frequency), so a worker re-checks its pod even without changes.
         informer = Informer(api, "pods", field_selector=selector,
-                            resync_period=settings.sync_frequency)
+                            resync_period=settings.sync_frequency,
+                            keep=_on_nodes(own) if len(names) > 1 else None)
         informer.add_handler(on_add=route, on_update=lambda _old, new: route(new),
                              on_delete=route_delete)
 
@@ -279,6 +289,15 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             await cancel_tasks(*tasks)
             for kubelet in kubelets:
                 await kubelet.shutdown()
+
+def _on_nodes(names: frozenset[str]) -> Callable[[Obj], bool]:
+    """Whether a pod is bound to one of `names` (a bound pod never moves)."""
+    def keep(pod: Obj) -> bool:
+        spec = pod.get("spec")
+        return isinstance(spec, dict) and spec.get("nodeName") in names
+
+    return keep
+
 
 def _host_resolver(path: str) -> ResolvConf:
     """The node's resolver (`--resolv-conf`), whose nameservers answer other names."""

@@ -5,6 +5,11 @@ version forward, so after an apiserver or etcd restart it resumes from exactly w
 (no event lost or repeated). A compacted revision (Gone) makes it re-list and diff the new
 list against its cache, telling handlers what changed in between. Handlers run on the
 informer's task and must be quick: controllers only enqueue keys from them.
+
+`keep` narrows what the cache holds beyond what a label or field selector can say (a
+process serving many hollow nodes keeps only its own nodes' pods): an object it refuses is
+not stored and its events reach no handler, and one that stops being kept leaves the cache
+as a deletion — what the apiserver does for an object that leaves a watch's selector.
 """
 
 from __future__ import annotations
@@ -110,8 +115,10 @@ class Informer:
                  label_selector: str = "", field_selector: str = "",
                  indexers: dict[str, IndexFunc] | None = None,
                  resync_period: float | None = None, backoff_initial: float = 0.1,
-                 backoff_max: float = 5.0, watch_idle_timeout: float = 60.0) -> None:
+                 backoff_max: float = 5.0, watch_idle_timeout: float = 60.0,
+                 keep: Callable[[Obj], bool] | None = None) -> None:
         self.client = client
+        self.keep = keep
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -175,6 +182,8 @@ class Informer:
                                               label_selector=self.label_selector,
                                               field_selector=self.field_selector)
         items: list[Obj] = list(result["items"])
+        if self.keep is not None:
+            items = [o for o in items if self.keep(o)]
         if self._synced.is_set():
             self.relists += 1
         fresh = {object_key(o): o for o in items}
@@ -223,9 +232,10 @@ class Informer:
             self.resource_version = ev.resource_version
             return
         obj = ev.object
-        if ev.type == "DELETED":
+        if ev.type == "DELETED" or (self.keep is not None and not self.keep(obj)):
             old = self.store.remove(obj)
-            self._notify_delete(old or obj)
+            if old is not None or self.keep is None:
+                self._notify_delete(old or obj)
         else:
             old = self.store.put(obj)
             if old is None:
