@@ -50,6 +50,9 @@ Node = tuple[str, str]  # (resource, namespace/name); a custom resource by its `
 # Owners seen deleted, remembered (kube's absentOwnerCache) so that their dependents are
 # still collected when the owner's kind stops being served right after (a CRD deleted).
 ABSENT_OWNERS = 1024
+# Live lists of kinds whose informer lagged behind a deleting owner, kept for the owners
+# marked before them (see `_owned_live`).
+LIVE_LISTS = 64
 
 
 class GarbageCollector(Controller):
@@ -63,6 +66,8 @@ class GarbageCollector(Controller):
         self._by_uid: dict[str, Node] = {}
         self._dependents: dict[str, set[Node]] = {}
         self._absent: OrderedDict[str, None] = OrderedDict()
+        self._live: OrderedDict[tuple[str, str | None],
+                                tuple[int, dict[str, list[Obj]]]] = OrderedDict()
         for resource in GC_RESOURCES:
             self._track(resource, context.informers.resource(resource))
         context.informers.custom_kinds().subscribe(on_added=self.watch_kind,
@@ -203,11 +208,34 @@ class GarbageCollector(Controller):
                 continue
             if namespace and not namespaced:
                 continue  # a namespaced owner has no cluster-scoped dependents
-            listed = await self.client.list_pages(resource, namespace if namespaced else None)
-            for obj in listed["items"]:
-                if uid in owner_uids(obj) and (resource, object_key(obj)) not in seen:
+            owned = await self._owned_live(resource, namespace if namespaced else None,
+                                           revision)
+            for obj in owned.get(uid, ()):
+                if (resource, object_key(obj)) not in seen:
                     found.append((resource, obj))
         return found
+
+    async def _owned_live(self, resource: str, namespace: str | None,
+                          revision: int) -> dict[str, list[Obj]]:
+        """A live list of `resource` (in `namespace`) at `revision` or later, by owner uid.
+        One list answers every owner marked before it was taken: a foreground Deployment's
+        pods, each deleted in the foreground in turn, cost one list a kind, not one each.
+        (Used only while the kind's informer is behind the owner: once it has caught up,
+        the graph answers, so an object deleted after the list is never waited for.)"""
+        key = (resource, namespace)
+        cached = self._live.get(key)
+        if cached is not None and cached[0] >= revision:
+            return cached[1]
+        listed = await self.client.list_pages(resource, namespace)
+        owned: dict[str, list[Obj]] = {}
+        for obj in listed["items"]:
+            for owner in owner_uids(obj):
+                owned.setdefault(owner, []).append(obj)
+        self._live[key] = (_revision_of(listed["metadata"].get("resourceVersion")), owned)
+        self._live.move_to_end(key)
+        while len(self._live) > LIVE_LISTS:
+            self._live.popitem(last=False)
+        return owned
 
     async def orphan_dependents(self, resource: str, owner: Obj) -> None:
         uid = str(owner["metadata"]["uid"])

@@ -274,3 +274,22 @@ async def test_ex2_an_orphaning_owner_orphans_a_dependent_the_graph_has_not_seen
     kept = client.stored("configmaps", "orph-kept", NS)
     assert kept is not None and not kept["metadata"].get("ownerReferences")
     assert client.stored("configmaps", "orph-owner", NS) is None  # finalizer gone: deleted
+
+
+async def test_ex2_owners_marked_before_one_live_list_share_it() -> None:
+    """A foreground owner's dependents are deleted in the foreground in turn: the live
+    list that confirms the first one's dependents answers for every owner marked before
+    it, one list a kind, not one a dependent."""
+    client, gc = _behind()
+    owners = [client.add(configmap(f"many-{i}"))[0] for i in range(5)]
+    for owner in owners:
+        client.add({"apiVersion": "v1", "kind": "Secret", "metadata": {
+            "name": f"dep-of-{owner['metadata']['name']}", "namespace": NS,
+            "uid": f"uid-dep-{owner['metadata']['name']}",
+            "ownerReferences": [owner_ref(owner, blockOwnerDeletion=True)]}})
+    marked = [client.add(_deleting(o, FOREGROUND_FINALIZER))[0] for o in owners]
+    for owner in marked:
+        assert await gc.delete_dependents_first("configmaps", owner) is not None
+    assert [a.resource for a in client.actions if a.verb == "list"].count("secrets") == 1
+    assert not [s for s in client.objects("secrets", NS)
+                if s["metadata"]["name"].startswith("dep-of-many-")]
