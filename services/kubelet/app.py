@@ -129,7 +129,10 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                 "pods": str(settings.max_pods)}
     async with ApiClient(settings.apiserver, user_agent="skiff-kubelet", retry_seconds=60,
                          **batching(settings.write_batch_size, settings.write_batch_delay)
-                         ) as api, heartbeat_client(settings) as heartbeat:
+                         ) as api, contextlib.AsyncExitStack() as stack:
+        heartbeats = [await stack.enter_async_context(heartbeat_client(settings))
+                      for _ in range(heartbeat_connections(len(names),
+                                                  settings.hollow_nodes_per_connection))]
         kubelets: list[Kubelet] = []
         agents: list[NodeAgent] = []
         evictions: list[EvictionManager] = []
@@ -143,7 +146,7 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
         image_commands = load_image_commands(settings.image_commands)
         cgroup_layout = detect_node(settings.cgroup_root) if settings.runtime == "process" \
             else None
-        for name in names:
+        for index, name in enumerate(names):
             cgroups = node_cgroups(settings, layout_found=cgroup_layout, node_name=name,
                                    root=root / name if len(names) > 1 else root)
             sandboxes = sandbox_manager(settings, api=api, node_name=name,
@@ -182,7 +185,8 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
                                           memory_pressure=eviction.under_pressure,
                                           disk_pressure=eviction.under_disk_pressure)
             agent = NodeAgent(
-                api=api, heartbeat=heartbeat, clock=REAL_CLOCK, node_name=name,
+                api=api, heartbeat=heartbeats[index % len(heartbeats)], clock=REAL_CLOCK,
+                node_name=name,
                 labels=parse_labels(settings.node_labels),
                 annotations=parse_labels(settings.node_annotations, flag="--node-annotations"),
                 taints=parse_taints(settings.register_with_taints), capacity=capacity,
@@ -289,6 +293,11 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             await cancel_tasks(*tasks)
             for kubelet in kubelets:
                 await kubelet.shutdown()
+
+def heartbeat_connections(nodes: int, per_connection: int) -> int:
+    """How many heartbeat connections `nodes` hollow nodes spread their writes over."""
+    return max(1, -(-nodes // per_connection))
+
 
 def _on_nodes(names: frozenset[str]) -> Callable[[Obj], bool]:
     """Whether a pod is bound to one of `names` (a bound pod never moves)."""

@@ -152,6 +152,10 @@ class KubeletSettings:
     runtime: str = setting("process", help="process (real processes) or fake (hollow)")
     hollow_nodes: int = setting(0, help="with --runtime fake: host N nodes named "
                                         "<node-name>-<i> in this process")
+    hollow_nodes_per_connection: int = setting(
+        250, help="hollow nodes whose Lease renewals and status writes share one "
+                  "connection (each real kubelet has its own: with one for thousands, the "
+                  "kernel's spread of connections over `apiserver --processes` is lopsided)")
 
     @property
     def heartbeat_timeout(self) -> float:
@@ -266,6 +270,9 @@ def parse_settings(argv: list[str] | None) -> KubeletSettings:
     if settings.hollow_nodes and settings.runtime != "fake":
         raise SettingsError("--hollow-nodes needs --runtime fake (hollow nodes run no "
                             "processes)")
+    if settings.hollow_nodes_per_connection < 1:
+        raise SettingsError(f"--hollow-nodes-per-connection: "
+                            f"{settings.hollow_nodes_per_connection} must be at least 1")
     if settings.node_ip == "auto":
         settings = dataclasses.replace(settings, node_ip=host_address())
     for address in settings.cluster_dns_addresses():
