@@ -153,9 +153,10 @@ class KubeletSettings:
     hollow_nodes: int = setting(0, help="with --runtime fake: host N nodes named "
                                         "<node-name>-<i> in this process")
     hollow_nodes_per_connection: int = setting(
-        250, help="hollow nodes whose Lease renewals and status writes share one "
+        625, help="hollow nodes whose Lease renewals and status writes share one "
                   "connection (each real kubelet has its own: with one for thousands, the "
-                  "kernel's spread of connections over `apiserver --processes` is lopsided)")
+                  "kernel's spread of connections over `apiserver --processes` is lopsided; "
+                  "with one for a few hundred, their writes batch less and cost more)")
 
     @property
     def heartbeat_timeout(self) -> float:

@@ -11,10 +11,10 @@ from skiff.kubelet.settings import parse_settings
 from skiff.settings import SettingsError
 
 
-def test_hollow_nodes_get_one_heartbeat_connection_per_250_by_default() -> None:
+def test_hollow_nodes_get_one_heartbeat_connection_per_625_by_default() -> None:
     settings = parse_settings(["--runtime", "fake", "--hollow-nodes", "2500"])
-    assert settings.hollow_nodes_per_connection == 250
-    assert heartbeat_connections(2500, settings.hollow_nodes_per_connection) == 10
+    assert settings.hollow_nodes_per_connection == 625
+    assert heartbeat_connections(2500, settings.hollow_nodes_per_connection) == 4
     assert heartbeat_connections(2501, 250) == 11
     assert heartbeat_connections(1, 250) == 1  # a real kubelet: one
 
