@@ -210,21 +210,15 @@ async def run_kubelet(settings: KubeletSettings, service: Service, logs: LogServ
             streams.forwards.locators = [k.pod_sandbox for k in kubelets]
             streams.attach_locators = [k.attach_target for k in kubelets]
 
-        def route(pod: dict[str, object]) -> None:
-            spec = pod.get("spec")
-            node = spec.get("nodeName") if isinstance(spec, dict) else None
-            kubelet = by_node.get(str(node)) if node else None
+        def route(pod: Obj) -> None:
+            kubelet = by_node.get(_node_of(pod))
             if kubelet is not None:
                 kubelet.on_pod(pod)
 
-        def route_delete(pod: dict[str, object]) -> None:
-            spec = pod.get("spec")
-            node = spec.get("nodeName") if isinstance(spec, dict) else None
-            if node and (kubelet := by_node.get(str(node))) is not None:
-                kubelet.on_pod_deleted(pod)
-                return
-            for kubelet in kubelets:
-                kubelet.on_pod_deleted(pod)
+        def route_delete(pod: Obj) -> None:
+            kubelet = by_node.get(_node_of(pod))
+            for each in [kubelet] if kubelet is not None else kubelets:
+                each.on_pod_deleted(pod)
 
         selector = f"spec.nodeName={names[0]}" if len(names) == 1 else ""
         # The resync re-delivers every pod to its worker each sync frequency (Kubernetes'
@@ -299,13 +293,15 @@ def heartbeat_connections(nodes: int, per_connection: int) -> int:
     return max(1, -(-nodes // per_connection))
 
 
+def _node_of(pod: Obj) -> str:
+    """The node a pod is bound to ("" while unbound)."""
+    spec = pod.get("spec")
+    return str(spec.get("nodeName") or "") if isinstance(spec, dict) else ""
+
+
 def _on_nodes(names: frozenset[str]) -> Callable[[Obj], bool]:
     """Whether a pod is bound to one of `names` (a bound pod never moves)."""
-    def keep(pod: Obj) -> bool:
-        spec = pod.get("spec")
-        return isinstance(spec, dict) and spec.get("nodeName") in names
-
-    return keep
+    return lambda pod: _node_of(pod) in names
 
 
 def _host_resolver(path: str) -> ResolvConf:

@@ -197,7 +197,7 @@ class GarbageCollector(Controller):
         uid = str(owner["metadata"]["uid"])
         found = self.dependents_of(uid)
         seen = {(r, object_key(o)) for r, o in found}
-        revision = _revision(owner)
+        revision = _revision_of(owner["metadata"].get("resourceVersion"))
         namespace = owner["metadata"].get("namespace")
         for resource, informer in list(self.informers.items()):
             if informer.has_synced and _revision_of(informer.resource_version) >= revision:
@@ -383,10 +383,6 @@ def _revision_of(text: object) -> int:
         return int(str(text))
     except ValueError:
         return 0
-
-
-def _revision(obj: Obj) -> int:
-    return _revision_of(obj["metadata"].get("resourceVersion"))
 
 
 def _item(node: Node) -> str:

@@ -24,7 +24,7 @@ async def _eventually(check: Callable[[], bool]) -> None:
             await asyncio.sleep(0.01)
 
 
-async def test_an_informer_keeps_only_what_keep_accepts_and_tells_handlers_of_nothing_else(
+async def test_issue37_an_informer_keeps_only_what_keep_accepts_and_tells_handlers_of_nothing_else(
         ) -> None:
     client = FakeClient()
     client.add(_pod("mine-listed", "node-a"), _pod("theirs-listed", "node-b"),

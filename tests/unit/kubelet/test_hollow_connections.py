@@ -11,7 +11,7 @@ from skiff.kubelet.settings import parse_settings
 from skiff.settings import SettingsError
 
 
-def test_hollow_nodes_get_one_heartbeat_connection_per_625_by_default() -> None:
+def test_issue37_hollow_nodes_get_one_heartbeat_connection_per_625_by_default() -> None:
     settings = parse_settings(["--runtime", "fake", "--hollow-nodes", "2500"])
     assert settings.hollow_nodes_per_connection == 625
     assert heartbeat_connections(2500, settings.hollow_nodes_per_connection) == 4
@@ -19,7 +19,7 @@ def test_hollow_nodes_get_one_heartbeat_connection_per_625_by_default() -> None:
     assert heartbeat_connections(1, 250) == 1  # a real kubelet: one
 
 
-def test_hollow_nodes_per_connection_below_one_is_refused_naming_the_flag() -> None:
+def test_issue37_hollow_nodes_per_connection_below_one_is_refused_naming_the_flag() -> None:
     with pytest.raises(SettingsError, match="--hollow-nodes-per-connection: 0 must be at "
                                             "least 1"):
         parse_settings(["--runtime", "fake", "--hollow-nodes", "10",
