@@ -74,13 +74,16 @@ def kill(rule: Rule) -> tuple[bool, str]:
 
 
 async def fire(storage: Storage, rule: Rule, *, revision: int, writer: str,
-               kubelet: Credentials | None = None) -> tuple[bool, str]:
-    """Kill `rule`'s target after `writer`'s write at `revision` and record it; (killed,
-    what happened)."""
+               kubelet: Credentials | None = None, done: tuple[bool, str] | None = None
+               ) -> tuple[bool, str]:
+    """Kill `rule`'s target after `writer`'s write at `revision` (unless `done`, the
+    outcome of a kill already made) and record it; (killed, what happened)."""
     assert rule.crash is not None
     pod: Obj | None = None
     try:
-        if rule.crash.pid:
+        if done is not None:
+            killed, message = done
+        elif rule.crash.pid:
             killed, message = kill(rule)
         else:
             killed, message, pod = await kill_pod(storage, rule, kubelet)

@@ -22,7 +22,7 @@ from skiff.api.kinds import KindInfo, storage_prefix
 from skiff.api.types import Obj
 from skiff.apiserver.auth.context import current_user
 from skiff.apiserver.perturbation.crash import Counter
-from skiff.apiserver.perturbation.crasher import fire, record_status
+from skiff.apiserver.perturbation.crasher import fire, kill, record_status
 from skiff.apiserver.perturbation.journal import (
     Journal,
     current_watch,
@@ -257,8 +257,10 @@ class PerturbationTable:
 
     def wrote(self, info: KindInfo, verb: str, obj: Obj, subresource: str = "") -> None:
         """The current user's `verb` write of `obj` committed: journal it, count it against
-        their fromWrite views (pinned at the k-th) and crash-on-write rules (fired, after
-        the answer is on its way, at the k-th)."""
+        their fromWrite views (pinned at the k-th) and crash-on-write rules (fired at the
+        k-th). A pid target is killed here, before the write is answered, so the writer
+        dies with its write committed and unanswered whatever the machine's load; a pod
+        target (its kubelet kills it) and the recording follow in a task."""
         if not self._rules:
             return
         user = current_user.get()
@@ -275,7 +277,8 @@ class PerturbationTable:
             assert rule.crash is not None
             if rule.crash.matches(info, verb, obj) and self._writes.count(rule.uid,
                                                                           rule.crash):
-                self._spawn(self._crash(rule, revision, user.name, journals),
+                done = kill(rule) if rule.crash.pid else None
+                self._spawn(self._crash(rule, revision, user.name, journals, done),
                             f"perturbation-crash-{rule.name}")
 
     def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
@@ -307,12 +310,12 @@ class PerturbationTable:
             log.warning("could not record a pinned view", extra={"error": err.message})
 
     async def _crash(self, rule: Rule, revision: int, writer: str,
-                     journals: list[Journal]) -> None:
+                     journals: list[Journal], done: tuple[bool, str] | None) -> None:
         assert rule.crash is not None
         target = rule.crash.describe()
         with crash_span(rule.name, target=target, revision=revision, writer=writer):
             killed, message = await fire(self._storage, rule, revision=revision,
-                                         writer=writer, kubelet=self.kubelet)
+                                         writer=writer, kubelet=self.kubelet, done=done)
         for journal in journals:
             journal.add("crash", {"perturbation": rule.name, "revision": revision,
                                   "target": target, "killed": killed, "message": message})

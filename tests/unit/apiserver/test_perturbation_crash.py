@@ -98,7 +98,10 @@ async def test_pert_crash_kills_the_pid_after_the_third_create_of_that_identity(
         await asyncio.sleep(0.2)
         assert victim.poll() is None  # two creates of op's, five of another's: alive
         third = await registry.create("configmaps", "default", _cm("cm-3"))
-        assert await asyncio.to_thread(victim.wait, 5) == -9  # SIGKILL
+        # Killed before the write was answered: waited for without yielding to the loop,
+        # so no task spawned by the write has run (a writer on a loaded machine must not
+        # get its answer, and write again, before it dies).
+        assert victim.wait(5) == -9  # SIGKILL
         async with asyncio.timeout(3):
             while not (await registry.get("perturbations", None, "crash")).get("status"):
                 await asyncio.sleep(0.02)
