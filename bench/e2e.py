@@ -137,7 +137,8 @@ class Bound:
     async def run(self, rv: str) -> None:
         while True:
             try:
-                async for ev in self.api.watch("pods", "default", resource_version=rv):
+                async for ev in self.api.watch("pods", "default", resource_version=rv,
+                                               coalesce=True):
                     rv = ev.object["metadata"]["resourceVersion"]
                     if ev.type in ("BOOKMARK", "DELETED"):
                         continue

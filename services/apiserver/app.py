@@ -89,17 +89,16 @@ class ApiServerSettings:
                    "headers have not all arrived this long after it opened or after the "
                    "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
-    # Only clients' gRPC streams that take several events a message (skiff.client) wait:
-    # the apiserver's own consumers of the cache (the ServiceAccount lookup a token review
-    # reads right after a delete) see every event at once, and so does the HTTP front.
-    # Off by default: an informer up to a tick behind widens the window in which a
-    # controller acts on a stale cache (CI's adoption tests: a ReplicaSet recreated right
-    # after its pods were orphaned still saw them owned and created new ones); the benches
-    # of issue 37 turn it on (SKIFF_APISERVER_WATCH_COALESCE=20ms).
+    # Only gRPC streams whose client asks (`coalesce`: skiff's scheduler) wait: the
+    # apiserver's own consumers of the cache (the ServiceAccount lookup a token review
+    # reads right after a delete), the HTTP front and every other client see each event at
+    # once. Not every watcher: a controller's informer a tick behind acts on a staler cache
+    # (CI's adoption tests: a ReplicaSet recreated right after its pods were orphaned still
+    # saw them owned, through a pod stream that waited while the ReplicaSet's did not).
     watch_coalesce: float = duration(
-        0.0, help="a busy gRPC watch stream sends at most one message per this long, "
-                   "holding every event that came meanwhile; an idle one sends each event "
-                   "at once (0 = a message per wake-up)")
+        0.02, help="a busy gRPC watch stream whose client asks to coalesce sends at most "
+                   "one message per this long, holding every event that came meanwhile; an "
+                   "idle one sends each event at once (0 = a message per wake-up for all)")
     watch_bookmark_interval: float = duration(10.0, help="how often idle watches get a "
                                                          "BOOKMARK")
     watch_quorum_check_interval: float = duration(

@@ -22,6 +22,11 @@ class SchedulerSettings:
                   "share one Batch call; 0 = a call of its own for each")
     write_batch_delay: float = duration(
         0.01, help="the longest a write waits for others to share its Batch call")
+    # The scheduler's cache is assume-based (its own bindings count at once), so a pod or
+    # node event a tick late costs it at most that tick; its streams are the busiest.
+    coalesced_watches: bool = setting(
+        True, help="ask the apiserver to coalesce this scheduler's busy watch streams "
+                   "(events up to one --watch-coalesce tick late, in fewer messages)")
     config: str = setting("", help="path to a KubeSchedulerConfiguration YAML file")
     scheduler_name: str = setting("default-scheduler",
                                   help="schedule only pods with this spec.schedulerName "

@@ -226,7 +226,8 @@ class ApiService:
 
     async def Watch(self, req: Obj) -> AsyncIterator[bytes]:
         """One message per event; a client that sends `batch: true` (skiff.client) gets
-        every event that was ready together in one message, an array (`encode_batch`)."""
+        every event that was ready together in one message, an array (`encode_batch`), and
+        one that also sends `coalesce: true` lets a busy stream wait for the next tick."""
         opts = _options(req)
         bookmarks = bool(opts.get("allowWatchBookmarks", True))
         timeout = collection.timeout_seconds(opts.get("timeoutSeconds"))
@@ -236,7 +237,8 @@ class ApiService:
                 resource_version=str(opts.get("resourceVersion") or ""),
                 label_selector=_str(opts, "labelSelector"),
                 field_selector=_str(opts, "fieldSelector"),
-                name=_str(req, "name"), coalesce=batched), timeout):
+                name=_str(req, "name"), coalesce=batched and req.get("coalesce") is True),
+                timeout):
             parts = [ev.encoded() for ev in batch if bookmarks or ev.type != "BOOKMARK"]
             if batched and len(parts) > 1:
                 # At most BATCH_LIMIT objects of at most 1.5 MiB: under MAX_MESSAGE_BYTES.

@@ -205,7 +205,9 @@ class _Subscriber:
     prefix: str = ""
     # Unbounded on purpose: the cache closes a subscriber (appending a sentinel after its
     # contiguous events) once it holds `QUEUE_LIMIT`, so nothing queued is ever dropped.
-    queue: asyncio.Queue[RawEvent | None | ApiError] = field(default_factory=asyncio.Queue)
+    # False: the watcher's bookmark alarm (see `WatchCache.watch_batches`).
+    queue: asyncio.Queue[RawEvent | None | ApiError | bool] = field(
+        default_factory=asyncio.Queue)
     QUEUE_LIMIT = 10_000
 
 
@@ -483,20 +485,17 @@ class WatchCache:
         queue = sub.queue
         ticker = self._ticker if coalesce else None
         sent_at = -math.inf
+        # The bookmark's alarm is a `False` in the queue: an idle watcher wakes for it, and
+        # no wake-up pays for a timeout of its own (one timer per watcher, not per wake).
+        alarm = loop.call_at(next_bookmark, queue.put_nowait, False)
         try:
             while True:
                 item: RawEvent | ApiError | None | bool
                 if ticker is not None and loop.time() - sent_at < ticker.period:
                     await ticker.next()  # busy: let this frame fill until the next tick
-                if queue.empty():
-                    try:
-                        async with asyncio.timeout_at(next_bookmark):  # no task per event
-                            item = await queue.get()
-                    except TimeoutError:
-                        item = False
-                else:
-                    item = queue.get_nowait()  # no timer when events are waiting
+                item = queue.get_nowait() if not queue.empty() else await queue.get()
                 batch: list[WatchEvent] = []
+                rang = False
                 while True:
                     if item is None:
                         if batch:
@@ -506,7 +505,9 @@ class WatchCache:
                         if batch:
                             yield batch
                         raise item
-                    if isinstance(item, RawEvent):
+                    if item is False:
+                        rang = True
+                    elif isinstance(item, RawEvent):
                         translated = translate(item, req)
                         if translated is not None:
                             told = translated.revision
@@ -524,10 +525,15 @@ class WatchCache:
                         told = max(told, processed)
                         batch.append(_bookmark(req.info, told))
                     next_bookmark = loop.time() + self.bookmark_interval
+                    rang = True
+                if rang:  # (a timer may ring a hair early: it is then set again)
+                    alarm.cancel()
+                    alarm = loop.call_at(next_bookmark, queue.put_nowait, False)
                 if batch:
                     yield batch
                     sent_at = loop.time()
         finally:
+            alarm.cancel()
             self._remove(sub)
 
     async def _watch_etcd(self, req: WatchRequest, after: int) -> AsyncIterator[WatchEvent]:

@@ -469,16 +469,17 @@ class ApiClient:
     async def watch(self, resource: str, namespace: str | None = None, *,
                     resource_version: str = "", label_selector: str = "",
                     field_selector: str = "", name: str = "",
-                    allow_bookmarks: bool = True,
-                    timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
+                    allow_bookmarks: bool = True, timeout_seconds: int | None = None,
+                    coalesce: bool = False) -> AsyncGenerator[WatchEvent, None]:
         """One watch stream. Raises ApiError(Gone) for a compacted resourceVersion and
         ApiError(ServiceUnavailable) when the stream breaks; resume from the last rv.
-        `timeout_seconds`: the server ends the stream (cleanly) after that long (AX2)."""
+        `timeout_seconds`: the server ends the stream (cleanly) after that long (AX2).
+        `coalesce`: see `Client.watch`."""
         generation = self._generation
         stub = self._channel.unary_stream(method_path("Watch"))
         call = stub(encode({
             "resource": resource, "namespace": _namespace_for(resource, namespace),
-            "name": name, "batch": True,
+            "name": name, "batch": True, **({"coalesce": True} if coalesce else {}),
             "options": {"resourceVersion": resource_version, "labelSelector": label_selector,
                         "fieldSelector": field_selector,
                         "allowWatchBookmarks": allow_bookmarks,

@@ -310,11 +310,11 @@ class FakeClient:
     async def watch(self, resource: str, namespace: str | None = None, *,
                     resource_version: str = "", label_selector: str = "",
                     field_selector: str = "", name: str = "",
-                    allow_bookmarks: bool = True,
-                    timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
+                    allow_bookmarks: bool = True, timeout_seconds: int | None = None,
+                    coalesce: bool = False) -> AsyncGenerator[WatchEvent, None]:
         self.actions.append(Action("watch", resource, namespace, name, options={
             "resource_version": resource_version, "label_selector": label_selector,
-            "field_selector": field_selector}))
+            "field_selector": field_selector, "coalesce": coalesce}))
         info = lookup(resource)
         matches = self._matcher(info.kind, label_selector, field_selector)
         ns = namespace if info.namespaced else None

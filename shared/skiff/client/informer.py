@@ -116,9 +116,10 @@ class Informer:
                  indexers: dict[str, IndexFunc] | None = None,
                  resync_period: float | None = None, backoff_initial: float = 0.1,
                  backoff_max: float = 5.0, watch_idle_timeout: float = 60.0,
-                 keep: Callable[[Obj], bool] | None = None) -> None:
+                 keep: Callable[[Obj], bool] | None = None, coalesce: bool = False) -> None:
         self.client = client
         self.keep = keep
+        self.coalesce = coalesce  # a watcher that may lag a busy stream's tick (Client.watch)
         self.resource = resource
         self.namespace = namespace
         self.label_selector = label_selector
@@ -207,7 +208,8 @@ class Informer:
         stream = self.client.watch(self.resource, self.namespace,
                                    resource_version=self.resource_version,
                                    label_selector=self.label_selector,
-                                   field_selector=self.field_selector)
+                                   field_selector=self.field_selector,
+                                   coalesce=self.coalesce)
         try:
             while True:
                 try:

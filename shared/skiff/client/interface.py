@@ -106,6 +106,8 @@ class Client(Protocol):
     def watch(self, resource: str, namespace: str | None = None, *,
               resource_version: str = "", label_selector: str = "",
               field_selector: str = "", name: str = "",
-              allow_bookmarks: bool = True,
-              timeout_seconds: int | None = None) -> AsyncGenerator[WatchEvent, None]:
-        """One watch stream from `resource_version`; Gone for a compacted one."""
+              allow_bookmarks: bool = True, timeout_seconds: int | None = None,
+              coalesce: bool = False) -> AsyncGenerator[WatchEvent, None]:
+        """One watch stream from `resource_version`; Gone for a compacted one. `coalesce`:
+        this watcher may get its events up to one of the apiserver's `--watch-coalesce`
+        ticks late while the stream is busy, in fewer messages (issue 37)."""
