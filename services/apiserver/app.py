@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import socket
 import subprocess
@@ -89,6 +90,9 @@ class ApiServerSettings:
                    "headers have not all arrived this long after it opened or after the "
                    "next request's first byte (kube-apiserver's fixed ReadHeaderTimeout)")
     watch_cache_size: int = setting(50_000, help="events kept in the watch cache window")
+    event_ttl: float = duration(
+        3600.0, help="how long etcd keeps an Event after its last write (kube-apiserver's "
+                     "--event-ttl; up to a minute more, as leases are shared; 0 = keep)")
     # Only gRPC streams whose client asks (`coalesce`: skiff's scheduler) wait: the
     # apiserver's own consumers of the cache (the ServiceAccount lookup a token review
     # reads right after a delete), the HTTP front and every other client see each event at
@@ -270,7 +274,7 @@ class ApiServer:
             default_unreachable_toleration_seconds=s.default_unreachable_toleration_seconds),
             service_account_admission="ServiceAccount" not in
             s.disable_admission_plugins.split(","),
-            pod_security=pod_security_config(s)))
+            pod_security=pod_security_config(s), event_ttl=math.ceil(s.event_ttl)))
         try:
             registry.strategies.services.service_ips = ServiceIPs(storage,
                                                                   s.service_cluster_ip_range)

@@ -74,8 +74,8 @@ def kill(rule: Rule) -> tuple[bool, str]:
 
 
 async def fire(storage: Storage, rule: Rule, *, revision: int, writer: str,
-               kubelet: Credentials | None = None, done: tuple[bool, str] | None = None
-               ) -> tuple[bool, str]:
+               kubelet: Credentials | None = None, done: tuple[bool, str] | None = None,
+               event_ttl: int = 0) -> tuple[bool, str]:
     """Kill `rule`'s target after `writer`'s write at `revision` (unless `done`, the
     outcome of a kill already made) and record it; (killed, what happened)."""
     assert rule.crash is not None
@@ -100,7 +100,8 @@ async def fire(storage: Storage, rule: Rule, *, revision: int, writer: str,
         obj = await record_status(storage, rule, lambda status: status.update(
             crashes=[*status.get("crashes", []), crash]))
         if obj is not None:
-            await _record_event(storage, pod or obj, message, now=now, normal=killed)
+            await _record_event(storage, pod or obj, message, now=now, normal=killed,
+                                ttl=event_ttl)
     except ApiError as err:
         log.warning("could not record a perturbation crash", extra={"error": err.message})
     return killed, message
@@ -125,7 +126,7 @@ async def record_status(storage: Storage, rule: Rule, change: Callable[[Obj], ob
 
 
 async def _record_event(storage: Storage, obj: Obj, message: str, *, now: float,
-                        normal: bool) -> None:
+                        normal: bool, ttl: int) -> None:
     """An Event on `obj` (the pod, or the Perturbation for a pid target)."""
     meta = obj["metadata"]
     name = f"{meta['name']}.{int(now * 1e9):x}"
@@ -143,4 +144,4 @@ async def _record_event(storage: Storage, obj: Obj, message: str, *, now: float,
         "reportingComponent": "skiff-apiserver",
         "firstTimestamp": rfc3339(now), "lastTimestamp": rfc3339(now),
         "eventTime": rfc3339_micro(now), "count": 1}
-    await storage.create(storage_key(lookup("events"), namespace, name), event)
+    await storage.create(storage_key(lookup("events"), namespace, name), event, ttl=ttl)

@@ -47,8 +47,9 @@ SAMPLE_INTERVAL = 0.1
 class PerturbationTable:
     """Perturbation name → rule, indexed by user and by group (see the module doc)."""
 
-    def __init__(self, storage: Storage, cache: WatchCache) -> None:
+    def __init__(self, storage: Storage, cache: WatchCache, *, event_ttl: int = 0) -> None:
         self._storage = storage
+        self._event_ttl = event_ttl  # the crash Events expire as every Event does
         self._cache = cache
         self._rules: dict[str, Rule] = {}
         self._by_user: dict[str, tuple[Rule, ...]] = {}
@@ -315,7 +316,8 @@ class PerturbationTable:
         target = rule.crash.describe()
         with crash_span(rule.name, target=target, revision=revision, writer=writer):
             killed, message = await fire(self._storage, rule, revision=revision,
-                                         writer=writer, kubelet=self.kubelet, done=done)
+                                         writer=writer, kubelet=self.kubelet, done=done,
+                                         event_ttl=self._event_ttl)
         for journal in journals:
             journal.add("crash", {"perturbation": rule.name, "revision": revision,
                                   "target": target, "killed": killed, "message": message})

@@ -99,6 +99,14 @@ class RegistryConfig:
     service_account_admission: bool = False
     # SPEC AU7: PodSecurity admission's defaults and exemptions (None: the plugin is off)
     pod_security: PodSecurityConfig | None = PodSecurityConfig()
+    # kube-apiserver's --event-ttl: etcd deletes an Event this long after its last write
+    # (0: Events are kept until deleted)
+    event_ttl: int = 3600
+
+
+def _expiring(resource: str) -> bool:
+    """Objects stored with a TTL: Events (core v1, also served as events.k8s.io/v1)."""
+    return resource == "events"
 
 
 def _start_generation(strategy: Strategy, meta: Obj) -> None:
@@ -127,7 +135,8 @@ class Registry:
         # allocators (AX7), which the apiserver sets (None: not allocated, unit tests)
         self.strategies = Strategies()
         self.pods = PodSubresources(self)
-        self.perturbations = PerturbationTable(storage, cache)  # issue 35's stale views
+        self.perturbations = PerturbationTable(  # issue 35's stale views
+            storage, cache, event_ttl=self.config.event_ttl)
 
     async def run_lookups(self) -> None:
         """Keep the admission lookups current (run as a task beside the watch cache)."""
@@ -215,7 +224,7 @@ class Registry:
                 raise ApiError.already_exists(info.resource, meta["name"], group=info.group)
             return Result(obj, warnings)
         try:
-            stored = await self.storage.create(key, obj)
+            stored = await self.storage.create(key, obj, ttl=self._ttl(info))
         except BaseException as err:
             await held.give_back()
             if isinstance(err, ApiError) and err.reason == Reason.ALREADY_EXISTS:
@@ -224,6 +233,10 @@ class Registry:
             raise
         self.perturbations.wrote(info, "create", stored)  # issue 35: crash on write
         return Result(stored, warnings)
+
+    def _ttl(self, info: KindInfo) -> int:
+        """Seconds after a write that etcd deletes the object (0: never)."""
+        return self.config.event_ttl if _expiring(info.resource) else 0
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")
@@ -438,8 +451,8 @@ class Registry:
                     new["metadata"]["resourceVersion"] = str(rev)
                     await strategy.released(new)
                     return Result(new, warnings)
-                stored = await self.storage.update(key, new,
-                                                   expected_revision=cur.mod_revision)
+                stored = await self.storage.update(key, new, expected_revision=cur.mod_revision,
+                                                   ttl=self._ttl(info))
             except BaseException as err:
                 await held.give_back()
                 if not isinstance(err, ApiError) or not lost_race(err):
@@ -506,15 +519,17 @@ class Registry:
             try:
                 if decision.action is graceful.Action.UNCHANGED:
                     if current is not cur.obj:  # a later DELETE asked for another propagation
-                        stored = await self.storage.update(key, current,
-                                                           expected_revision=cur.mod_revision)
+                        stored = await self.storage.update(
+                            key, current, expected_revision=cur.mod_revision,
+                            ttl=self._ttl(info))
                         return {"object": stored, "deleted": False}
                     return {"object": cur.obj, "deleted": False}
                 if decision.action is graceful.Action.MARK:
                     marked = decision.obj
                     inject_into_object(marked)
                     stored = await self.storage.update(key, marked,
-                                                       expected_revision=cur.mod_revision)
+                                                       expected_revision=cur.mod_revision,
+                                                       ttl=self._ttl(info))
                     return {"object": stored, "deleted": False}
                 rev = await self.storage.delete(key, expected_revision=cur.mod_revision)
             except ApiError as err:

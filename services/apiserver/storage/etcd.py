@@ -39,6 +39,7 @@ from skiff.api.errors import ApiError, Reason
 from skiff.api.kinds import REGISTRY_PREFIX
 from skiff.api.types import Obj
 from skiff.apiserver.storage.fencing import EPOCH_ATTEMPTS, leader_epoch, lease_key, lease_term
+from skiff.apiserver.storage.leases import LeaseReuse
 from skiff.apiserver.storage.retry import (
     ClientClosed,
     EtcdOverloaded,
@@ -97,6 +98,7 @@ class EtcdStorage:
         # The watch cache's newest copy of a key (set by the apiserver): a leader's Lease
         # taken from it saves the etcd read before each fenced write (see `_txn`).
         self.recent: Callable[[str], RawEvent | None] | None = None
+        self.leases = LeaseReuse(self._grant_lease)  # for writes with a TTL (Events)
 
     @property
     def endpoint(self) -> str:
@@ -395,6 +397,8 @@ class EtcdStorage:
                     raise no_space_error() from None
                 if overloaded(err):
                     raise EtcdOverloaded(err.details()) from None  # refused: not written
+                if "lease not found" in (err.details() or ""):
+                    raise _LeaseNotFound() from None  # refused: not written
                 # Unavailable and the like are transient, as in `_range`: retried, then
                 # ServiceUnavailable, never an InternalError. The transaction may have
                 # been committed before the connection broke.
@@ -415,23 +419,56 @@ class EtcdStorage:
             raise ambiguous_write_error()
         return ok, revision
 
-    async def create(self, key: str, obj: Obj) -> Obj:
+    async def create(self, key: str, obj: Obj, *, ttl: int = 0) -> Obj:
         """Put a new key; AlreadyExists if it is there. Returns the object with its rv."""
         tx = self._client.transactions
-        ok, revision = await self._txn([tx.create(key.encode()) == 0],
-                                       [tx.put(key.encode(), encode_value(obj))])
+        ok, revision = await self._put([tx.create(key.encode()) == 0], key, obj, ttl)
         if not ok:
             raise ApiError(Reason.ALREADY_EXISTS, "already exists")
         return _with_rv(obj, revision)
 
-    async def update(self, key: str, obj: Obj, *, expected_revision: int) -> Obj:
+    async def update(self, key: str, obj: Obj, *, expected_revision: int,
+                     ttl: int = 0) -> Obj:
         """Compare-and-swap on mod_revision; Conflict when someone wrote in between."""
         tx = self._client.transactions
-        ok, revision = await self._txn([tx.mod(key.encode()) == expected_revision],
-                                       [tx.put(key.encode(), encode_value(obj))])
+        ok, revision = await self._put([tx.mod(key.encode()) == expected_revision], key,
+                                       obj, ttl)
         if not ok:
             raise ApiError(Reason.CONFLICT, "the object has been modified")
         return _with_rv(obj, revision)
+
+    async def _put(self, compare: builtins.list[Any], key: str, obj: Obj,
+                   ttl: int) -> tuple[bool, int]:
+        """A put under `compare`; with `ttl` > 0 on a lease, so etcd deletes the key that
+        long after this write (a lease etcd no longer has is replaced once)."""
+        tx = self._client.transactions
+        value = encode_value(obj)
+        if ttl <= 0:
+            return await self._txn(compare, [tx.put(key.encode(), value)])
+        for _ in range(2):
+            lease = await self.leases.lease(ttl)
+            try:
+                return await self._txn(compare, [tx.put(key.encode(), value, lease=lease)])
+            except _LeaseNotFound:
+                self.leases.forget(lease)
+        raise ApiError(Reason.INTERNAL_ERROR, "etcd refused the object's expiry lease twice "
+                                              "(requested lease not found); retry")
+
+    async def _grant_lease(self, ttl: int) -> int:
+        async def call() -> int:
+            client = self._client
+            await client.connect()
+            try:
+                resp = await client.leasestub.LeaseGrant(
+                    etcdrpc.LeaseGrantRequest(TTL=ttl, ID=0), timeout=self._timeout)
+            except etcdrpc.AioRpcError as err:
+                if overloaded(err):
+                    raise EtcdOverloaded(err.details()) from None
+                aetcd.exceptions._handle_exception(err)
+                raise
+            return int(resp.ID)
+
+        return await self._retry(call)
 
     async def delete(self, key: str, *, expected_revision: int) -> int:
         """Delete if unchanged since `expected_revision`; returns the deletion revision."""
@@ -597,6 +634,10 @@ class EtcdStorage:
         finally:
             await watch.cancel()
         return versions
+
+
+class _LeaseNotFound(Exception):
+    """etcd refused a put: its lease is gone (expired unused, or revoked)."""
 
 
 def _with_rv(obj: Obj, revision: int) -> Obj:

@@ -47,12 +47,16 @@ class Storage(Protocol):
         """The newest revision, read so that it is current (a linearizable read)."""
         ...
 
-    async def create(self, key: str, obj: Obj) -> Obj:
-        """Put a new key (AlreadyExists if present); the object with its resourceVersion."""
+    async def create(self, key: str, obj: Obj, *, ttl: int = 0) -> Obj:
+        """Put a new key (AlreadyExists if present); the object with its resourceVersion.
+        `ttl` > 0: the store deletes the key that many seconds (or a little more) after
+        this write, unless written again (Events, `--event-ttl`)."""
         ...
 
-    async def update(self, key: str, obj: Obj, *, expected_revision: int) -> Obj:
-        """Compare-and-swap on the key's revision (Conflict when it moved on)."""
+    async def update(self, key: str, obj: Obj, *, expected_revision: int,
+                     ttl: int = 0) -> Obj:
+        """Compare-and-swap on the key's revision (Conflict when it moved on); `ttl` as
+        for `create`, counted from this write."""
         ...
 
     async def delete(self, key: str, *, expected_revision: int) -> int:

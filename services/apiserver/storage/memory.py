@@ -111,7 +111,8 @@ class MemoryStorage:
             self._changed.notify_all()
         return revision
 
-    async def create(self, key: str, obj: Obj) -> Obj:
+    # `ttl` is etcd's to honour (leases): this store for unit tests keeps every object.
+    async def create(self, key: str, obj: Obj, *, ttl: int = 0) -> Obj:
         cur = self._latest(key)
         if cur is not None and cur.value is not None:
             raise ApiError(Reason.ALREADY_EXISTS, "already exists")
@@ -119,7 +120,8 @@ class MemoryStorage:
         revision = await self._write(key, value, 0)
         return decode_value(value, revision)
 
-    async def update(self, key: str, obj: Obj, *, expected_revision: int) -> Obj:
+    async def update(self, key: str, obj: Obj, *, expected_revision: int,
+                     ttl: int = 0) -> Obj:
         cur = self._latest(key)
         if cur is None or cur.value is None or cur.revision != expected_revision:
             raise ApiError(Reason.CONFLICT, "the object has been modified")
