@@ -134,9 +134,10 @@ async def bench_security(insecure_target: str, secure_target: str, sec: ClusterS
 
 
 def _watcher_child(target: str, rv: str, run: str, watchers: int, events: int,
-                   conn: Any) -> None:
+                   conn: Any, coalesce: bool) -> None:
     """One watcher process: `watchers` watch streams on one client; sends when each saw
-    each ADDED (monotonic clock, shared by every process of the machine)."""
+    each ADDED (monotonic clock, shared by every process of the machine). `coalesce`: the
+    streams ask for the apiserver's coalescing tick, as the scheduler's do."""
     tune_gc()  # as every Skiff component's informers run (skiff.gctuning)
 
     async def go() -> list[tuple[str, float]]:
@@ -145,7 +146,7 @@ def _watcher_child(target: str, rv: str, run: str, watchers: int, events: int,
             async def watch() -> None:
                 count = 0
                 async for ev in api.watch("pods", "default", resource_version=rv,
-                                          label_selector=f"run={run}"):
+                                          label_selector=f"run={run}", coalesce=coalesce):
                     if ev.type == "ADDED":
                         seen.append((ev.object["metadata"]["name"], time.monotonic()))
                         count += 1
@@ -163,7 +164,7 @@ def _watcher_child(target: str, rv: str, run: str, watchers: int, events: int,
 
 
 def bench_watch(target: str, watchers: int, events: int, rate: float, processes: int,
-                pids: dict[str, int | None]) -> None:
+                pids: dict[str, int | None], *, coalesce: bool = False) -> None:
     """The watchers run in `processes` processes of their own, so the figure is the
     apiserver's delivery, not one Python client's time to decode 100 streams."""
     async def prepare() -> str:
@@ -178,7 +179,8 @@ def bench_watch(target: str, watchers: int, events: int, rate: float, processes:
            for i in range(processes)]
     for count in per:
         parent, child = ctx.Pipe()
-        proc = ctx.Process(target=_watcher_child, args=(target, rv, run, count, events, child))
+        proc = ctx.Process(target=_watcher_child,
+                           args=(target, rv, run, count, events, child, coalesce))
         proc.start()
         children.append((proc, parent))
     for _, conn in children:
@@ -313,6 +315,10 @@ def main() -> None:
                         help="processes the watchers are spread over")
     parser.add_argument("--kubelet-watches", type=int, default=2000,
                         help="node watches (one per kubelet) open in the kubelet part")
+    parser.add_argument("--coalesced-watchers", action="store_true",
+                        help="the fan-out watchers ask for coalesced streams (the "
+                        "apiserver's --watch-coalesce tick while busy), as the scheduler's "
+                        "do; without it they get each event at once, as informers do")
     parser.add_argument("--skip", default="",
                         help="comma-separated parts to leave out: writes, watch, kubelets, "
                         "security")
@@ -332,7 +338,8 @@ def main() -> None:
                 asyncio.run(bench_writes(etcd_port, target, args.pods, args.concurrency))
             if "watch" not in skip:
                 bench_watch(target, args.watchers, args.events, args.write_rate,
-                            args.watcher_processes, {"etcd": etcd.pid, "apiserver": api.pid})
+                            args.watcher_processes, {"etcd": etcd.pid, "apiserver": api.pid},
+                            coalesce=args.coalesced_watchers)
             if "kubelets" not in skip:
                 bench_kubelet_watches(target, args.kubelet_watches, args.pods, api.pid)
             if "security" in skip:

@@ -13,8 +13,9 @@ for good: no watch was ever closed and health stayed SERVING for the whole cut, 
 watchers got bookmarks at a frozen resourceVersion.
 
 The currency bound is --watch-quorum-check-interval (compressed to 1 s here) plus
---etcd-readycheck-timeout (kube-apiserver's default, 2 s); the assertions allow 2 s more
-for a loaded two-core machine.
+--etcd-readycheck-timeout (kube-apiserver's default, 2 s); the assertions allow 3 s more
+for a loaded two-core machine (CI, four workers on two cores, once saw a watch closed 5.6 s
+into a cut). Without the fix nothing closes for the whole cut.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 CHECK_INTERVAL = 1.0  # --watch-quorum-check-interval
 READYCHECK_TIMEOUT = 2.0  # --etcd-readycheck-timeout (kube-apiserver's default)
 BOUND = CHECK_INTERVAL + READYCHECK_TIMEOUT
-SLACK = 2.0  # scheduling on a busy two-core machine
+SLACK = 3.0  # scheduling on a busy two-core machine
 CUTS = 2
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
