@@ -195,6 +195,16 @@ async def test_au10_nospace_keeps_reads_and_deletes(tmp_path: Path) -> None:
             code, status = await asyncio.to_thread(
                 _http, "PUT", f"{base}/{names[0]}", current)
             assert (code, status["message"]) == (500, NO_SPACE)
+            # An Event is written on an etcd lease (--event-ttl): refused the same way.
+            with pytest.raises(ApiError) as refused:
+                await api.create({
+                    "apiVersion": "v1", "kind": "Event",
+                    "metadata": {"name": "full", "namespace": "default"},
+                    "involvedObject": {"kind": "ConfigMap", "name": names[0],
+                                       "namespace": "default"},
+                    "reason": "Tested", "message": "etcd is full", "type": "Warning"})
+            assert (refused.value.reason, refused.value.message) == (Reason.INTERNAL_ERROR,
+                                                                     NO_SPACE)
 
             # Reads, lists and watches work; so do deletes, which free space.
             listed = await api.list("configmaps", "default")

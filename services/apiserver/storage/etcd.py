@@ -462,6 +462,8 @@ class EtcdStorage:
                 resp = await client.leasestub.LeaseGrant(
                     etcdrpc.LeaseGrantRequest(TTL=ttl, ID=0), timeout=self._timeout)
             except etcdrpc.AioRpcError as err:
+                if no_space(err):  # a lease is a write too: the same 500 as the put's
+                    raise no_space_error() from None
                 if overloaded(err):
                     raise EtcdOverloaded(err.details()) from None
                 aetcd.exceptions._handle_exception(err)
