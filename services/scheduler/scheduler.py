@@ -85,15 +85,17 @@ class Scheduler:
             max_backoff=settings.pod_max_backoff_seconds,
             max_in_unschedulable=settings.pod_max_in_unschedulable_pods_duration,
             clock=clock, events_for=self._events_for, hint=self._worth_retrying)
-        coalesce = settings.coalesced_watches
-        self.pods = Informer(client, "pods", coalesce=coalesce)
-        self.nodes = Informer(client, "nodes", coalesce=coalesce)
-        self.pdbs = Informer(client, "poddisruptionbudgets", coalesce=coalesce)
-        self.replica_sets = Informer(client, "replicasets", coalesce=coalesce)
-        self.stateful_sets = Informer(client, "statefulsets", coalesce=coalesce)
-        self.namespaces = Informer(client, "namespaces", coalesce=coalesce)
-        self.claims = Informer(client, "persistentvolumeclaims", coalesce=coalesce)
-        self.storage_classes = Informer(client, "storageclasses", coalesce=coalesce)
+        def informer(resource: str) -> Informer:
+            return Informer(client, resource, coalesce=settings.coalesced_watches)
+
+        self.pods = informer("pods")
+        self.nodes = informer("nodes")
+        self.pdbs = informer("poddisruptionbudgets")
+        self.replica_sets = informer("replicasets")
+        self.stateful_sets = informer("statefulsets")
+        self.namespaces = informer("namespaces")
+        self.claims = informer("persistentvolumeclaims")
+        self.storage_classes = informer("storageclasses")
         self.recorder = EventRecorder(client, component="default-scheduler", clock=clock)
         self.rng = rng or random.Random()
         handle = Handle(cache=self.cache, nominator=self.queue.nominator, owners=self,

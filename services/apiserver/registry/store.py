@@ -104,11 +104,6 @@ class RegistryConfig:
     event_ttl: int = 3600
 
 
-def _expiring(resource: str) -> bool:
-    """Objects stored with a TTL: Events (core v1, also served as events.k8s.io/v1)."""
-    return resource == "events"
-
-
 def _start_generation(strategy: Strategy, meta: Obj) -> None:
     if strategy.generation:
         meta["generation"] = 1
@@ -235,8 +230,9 @@ class Registry:
         return Result(stored, warnings)
 
     def _ttl(self, info: KindInfo) -> int:
-        """Seconds after a write that etcd deletes the object (0: never)."""
-        return self.config.event_ttl if _expiring(info.resource) else 0
+        """Seconds after a write that etcd deletes the object (0: never): only Events (core
+        v1, also served as events.k8s.io/v1) expire."""
+        return self.config.event_ttl if info.resource == "events" else 0
 
     async def _get_service_account(self, namespace: str, name: str) -> Obj | None:
         info = lookup("serviceaccounts")

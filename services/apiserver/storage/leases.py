@@ -33,7 +33,6 @@ class LeaseReuse:
         self._lock = asyncio.Lock()  # one grant at a time: a burst shares its lease
         self._id = 0
         self._expires = 0.0
-        self.granted = 0  # leases asked of etcd so far (for tests and benches)
 
     def _window(self, ttl: int) -> int:
         return min(self._reuse_seconds, int(self._reuse_percent * ttl))
@@ -45,7 +44,6 @@ class LeaseReuse:
             if self._id and now + ttl < self._expires <= now + ttl + window:
                 return self._id
             lease_id = await self._grant(ttl + window)
-            self.granted += 1
             self._id, self._expires = lease_id, now + ttl + window
             return lease_id
 

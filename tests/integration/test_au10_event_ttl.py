@@ -1,6 +1,7 @@
-"""kube-apiserver's `--event-ttl` against a real etcd and apiserver: an Event is stored on
-an etcd lease, so etcd deletes it that long after its last write (a watcher sees it
-DELETED); an update puts it on a lease counted from the update; other kinds never expire.
+"""SPEC AU10 (etcd stays bounded): kube-apiserver's `--event-ttl`, against a real etcd and
+apiserver. An Event is stored on an etcd lease, so etcd deletes it that long after its last
+write (a watcher sees it DELETED); an update puts it on a lease counted from the update;
+other kinds never expire.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ async def _lease(etcd: aetcd.Client, name: str) -> tuple[int, int]:
     return int(kv.lease), int(left.TTL)
 
 
-async def test_event_ttl_etcd_deletes_an_event_after_its_ttl_and_watchers_see_it(
+async def test_au10_event_ttl_etcd_deletes_an_event_after_its_ttl_and_watchers_see_it(
         tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, apiserver_args=["--event-ttl", "3s"])
     try:
@@ -62,7 +63,7 @@ async def test_event_ttl_etcd_deletes_an_event_after_its_ttl_and_watchers_see_it
         cluster.stop()
 
 
-async def test_event_ttl_an_update_counts_the_ttl_from_itself(tmp_path: Path) -> None:
+async def test_au10_event_ttl_an_update_counts_the_ttl_from_itself(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, apiserver_args=["--event-ttl", "30s"])
     try:
         cluster.start()

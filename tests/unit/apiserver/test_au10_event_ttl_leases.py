@@ -1,6 +1,7 @@
-"""kube-apiserver's `--event-ttl` leases, the pure logic (a fake clock): one lease is shared
-by writes whose expiry falls in its reuse window (the smaller of 60 s and 5 % of the TTL),
-each is granted for the TTL plus that window, and one etcd no longer has is never reused."""
+"""SPEC AU10 (etcd stays bounded): kube-apiserver's `--event-ttl` leases, the pure logic (a
+fake clock). One lease is shared by writes whose expiry falls in its reuse window (the
+smaller of 60 s and 5 % of the TTL), each is granted for the TTL plus that window, and one
+etcd no longer has is never reused."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ class _Etcd:
         return len(self.granted)  # lease ids 1, 2, ...
 
 
-async def test_event_ttl_writes_within_the_reuse_window_share_one_lease() -> None:
+async def test_au10_event_ttl_writes_within_the_reuse_window_share_one_lease() -> None:
     etcd, now = _Etcd(), [1000.0]
     leases = LeaseReuse(etcd.grant, clock=lambda: now[0])
     assert await leases.lease(3600) == 1
@@ -28,7 +29,7 @@ async def test_event_ttl_writes_within_the_reuse_window_share_one_lease() -> Non
     assert etcd.granted == [3660, 3660]
 
 
-async def test_event_ttl_a_short_ttl_gets_a_window_of_five_percent() -> None:
+async def test_au10_event_ttl_a_short_ttl_gets_a_window_of_five_percent() -> None:
     etcd, now = _Etcd(), [0.0]
     leases = LeaseReuse(etcd.grant, clock=lambda: now[0])
     await leases.lease(100)
@@ -40,7 +41,7 @@ async def test_event_ttl_a_short_ttl_gets_a_window_of_five_percent() -> None:
     assert etcd.granted == [105, 2, 2]
 
 
-async def test_event_ttl_a_lease_etcd_lost_is_not_reused() -> None:
+async def test_au10_event_ttl_a_lease_etcd_lost_is_not_reused() -> None:
     etcd = _Etcd()
     leases = LeaseReuse(etcd.grant, clock=lambda: 0.0)
     first = await leases.lease(3600)
