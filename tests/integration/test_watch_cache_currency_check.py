@@ -102,3 +102,32 @@ async def _verdict(verdicts: list[tuple[float, bool]], current: bool,
 
 async def _more(verdicts: list[tuple[float, bool]], count: int) -> bool:
     return len(verdicts) > count
+
+
+async def test_as5_writes_outside_the_registry_keep_the_cache_current(
+        etcd: Process) -> None:
+    """CI once saw both apiservers of a fresh HA cluster NOT_SERVING for a minute: the
+    only writes were their endpoint records (`/skiff/apiserver-endpoints/`), outside
+    `/registry/`, so etcd's revision moved past every revision the cache had seen and
+    each currency check found it behind. The cache watches every key now and counts them."""
+    storage = EtcdStorage(f"http://127.0.0.1:{_client_port(etcd)}", request_timeout=2.0)
+    await storage.connect()
+    cache = WatchCache(storage, quorum_check_interval=3600, too_large_wait=1.0)
+    task = asyncio.create_task(cache.run())
+    try:
+        await cache.ready()
+        await storage.create("/registry/namespaces/one",
+                             {"kind": "Namespace", "metadata": {"name": "one"}})
+        assert await cache.check_currency()
+        for i in range(3):
+            written = await storage.create(f"/skiff/apiserver-endpoints/10.0.0.{i}:8080",
+                                           {"kind": "ApiserverEndpoint", "metadata": {}})
+            revision = int(written["metadata"]["resourceVersion"])
+            assert await cache.check_currency(), (
+                f"the cache stayed at {cache.revision}, etcd at {revision}")
+        assert cache.revision >= revision
+        assert cache.recent("/skiff/apiserver-endpoints/10.0.0.0:8080") is None
+        assert cache.recent("/registry/namespaces/one") is not None
+    finally:
+        await cancel_tasks(task)
+        await storage.close()

@@ -539,16 +539,21 @@ class EtcdStorage:
         return await self._retry(call)
 
     async def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[RawEvent]:
-        """etcd events under `prefix` from `start_revision` (inclusive), with prev values.
+        """etcd events under `prefix` ("": every key) from `start_revision` (inclusive),
+        with prev values.
 
         Raises ApiError(Gone) when that revision is compacted and lets transport errors
         (`aetcd.exceptions.ClientError`) through so the caller resumes from its last revision.
         """
         await self._client.connect()
         try:
-            watch = await self._client.watch_prefix(prefix.encode(),
-                                                    start_revision=start_revision,
-                                                    prev_kv=True)
+            if prefix:
+                watch = await self._client.watch_prefix(prefix.encode(),
+                                                        start_revision=start_revision,
+                                                        prev_kv=True)
+            else:  # etcd's "from the smallest key to the end"
+                watch = await self._client.watch(b"\0", range_end=b"\0",
+                                                 start_revision=start_revision, prev_kv=True)
         except aetcd.exceptions.RevisionCompactedError:
             raise ApiError.gone(EXPIRED_WATCH) from None
         try:

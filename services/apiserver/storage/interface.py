@@ -64,7 +64,8 @@ class Storage(Protocol):
         ...
 
     def watch(self, prefix: str, *, start_revision: int) -> AsyncIterator[RawEvent]:
-        """Changes under `prefix` from `start_revision` on (Gone when compacted)."""
+        """Changes under `prefix` ("": every key) from `start_revision` on (Gone when
+        compacted)."""
         ...
 
     async def history(self, key: str) -> builtins.list[KeyValue]:

@@ -1,11 +1,21 @@
 """The watch cache: one etcd watch fanned out to every gRPC watcher (SPEC AS5).
 
-The cache watches all of `/registry/` from the revision at which it started and keeps the
-last `capacity` events in a window. A watcher asking for revision R is served from the
-window when R is inside it (so 1,000 watchers cost one etcd watch); an older R falls back to
-a dedicated etcd watch from R+1, which is still exact (etcd's log is the event log) and
-answers Gone when R has been compacted. Watchers have bounded queues: one that falls too far
-behind is closed and resumes from its last revision, as Kubernetes does.
+The cache watches every etcd key from the revision at which it started and keeps the last
+`capacity` events under `/registry/` in a window. A watcher asking for revision R is served
+from the window when R is inside it (so 1,000 watchers cost one etcd watch); an older R
+falls back to a dedicated etcd watch from R+1, which is still exact (etcd's log is the event
+log) and answers Gone when R has been compacted. Watchers have bounded queues: one that
+falls too far behind is closed and resumes from its last revision, as Kubernetes does.
+
+The keys outside `/registry/` (the compaction key, Service IP and NodePort allocations, the
+apiservers' endpoint records) are never queued, but they move the revision the cache has
+seen, as they move etcd's. A cache that learnt its revision from `/registry/` alone stayed
+behind the quorum's whenever the last writes were elsewhere: its currency check failed and
+the apiserver reported NOT_SERVING on an idle cluster (CI saw both apiservers of a fresh HA
+cluster stuck so for a minute). Kubernetes learns that revision from etcd's progress
+notifications; etcd 3.4's requested ones are not ordered with the events (etcd#15220) and
+its periodic ones come at an interval set on etcd, while a watch of every key is exact on
+any etcd.
 
 A watch from a revision newer than the cache has seen (the client came from another
 apiserver, or this one's etcd member is behind) waits up to `too_large_wait` for the cache to
@@ -212,7 +222,7 @@ class _Subscriber:
 
 
 class WatchCache:
-    """Keeps one etcd watch on /registry/ and a window of recent events."""
+    """Keeps one etcd watch on every key and a window of recent events under /registry/."""
 
     def __init__(self, storage: Storage, *, capacity: int = 50_000,
                  bookmark_interval: float = 10.0, too_large_wait: float = 3.0,
@@ -251,9 +261,12 @@ class WatchCache:
         delay = 0.05
         while True:
             try:
-                async for raw in self._storage.watch(REGISTRY_PREFIX,
-                                                     start_revision=self.revision + 1):
-                    self._append(raw)
+                async for raw in self._storage.watch("", start_revision=self.revision + 1):
+                    if raw.key.startswith(REGISTRY_PREFIX):
+                        self._append(raw)
+                    else:  # etcd's revision moved: nothing to queue, but progress made
+                        self.revision = raw.revision
+                        self._advanced_at = time.monotonic()
                     delay = 0.05
                     async with self._progress:
                         self._progress.notify_all()
