@@ -27,7 +27,10 @@ from tests.integration.kubelet.conftest import (
 pytestmark = pytest.mark.integration
 
 MAX_SIZE = 256 * 1024
-LINES = 20_000  # 100 bytes each: 2 MB, about eight times the maximum size
+# 100 bytes each: 5.5 MB, more than five files of four times the maximum size can keep
+# (the bound asserted below), so the oldest lines must have been dropped however late the
+# monitor rotates on a loaded machine (2 MB once fitted in the kept files under CI's load).
+LINES = 55_000
 # Numbered 100-byte lines at about 1 MB/s, after a pause that lets the follower attach.
 WRITER = f"""
 import sys, time
