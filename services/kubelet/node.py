@@ -10,7 +10,6 @@ renew interval. Every API call is retried with backoff (the client retries UNAVA
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import platform
@@ -21,6 +20,7 @@ from typing import Any
 
 import skiff
 from skiff.api.errors import ApiError, Reason
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.api.wellknown import LABEL_ARCH, LABEL_HOSTNAME, LABEL_OS
 from skiff.client import ApiClient, Client
@@ -204,7 +204,7 @@ class NodeAgent:
         for _ in range(5):
             if node is None:
                 node = await self.heartbeat.get("nodes", self.node_name)
-            body = copy.deepcopy(node)
+            body = deep_copy(node)
             body["status"] = status
             try:
                 await self.heartbeat.update_status(body)
@@ -306,7 +306,7 @@ class NodeAgent:
                              "acquireTime": now, "renewTime": now}})
                 self.writes += 1
                 return created
-        body = copy.deepcopy(lease)
+        body = deep_copy(lease)
         body["spec"].update(holderIdentity=self.node_name,
                             leaseDurationSeconds=self.lease_duration, renewTime=now)
         updated = await self.heartbeat.update(body)

@@ -12,12 +12,12 @@ deleted pod's processes are all gone, it finishes the deletion with period 0 (GT
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from skiff.api.errors import ApiError, Reason
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.client import ApiClient
 from skiff.clock import rfc3339
@@ -64,7 +64,7 @@ def generate_pod_status(pod: Obj, *, records: Sequence[ContainerRecord],
     if rejection is not None:
         # As Kubernetes' rejectPod: only the phase and why (the scheduler's
         # PodScheduled condition stays).
-        return {**copy.deepcopy(pod.get("status") or {}), "phase": "Failed",
+        return {**deep_copy(pod.get("status") or {}), "phase": "Failed",
                 "reason": rejection.reason,
                 "message": f"Pod was rejected: {rejection.message}",
                 "qosClass": qos_class(pod)}
@@ -81,7 +81,7 @@ def generate_pod_status(pod: Obj, *, records: Sequence[ContainerRecord],
         phase = "Failed"
     owned = ready_conditions(records, pod, sandbox_ready=not terminal, phase=phase)
     ip = pod_ip or POD_IP
-    status: Obj = copy.deepcopy(pod.get("status") or {})
+    status: Obj = deep_copy(pod.get("status") or {})
     status.update({
         "phase": phase,
         "conditions": merge_conditions(status.get("conditions") or [], owned, now=now),
@@ -148,7 +148,7 @@ class PodStatusWriter:
             status = self._compute(pod)
             if status == self._last_written and attempt == 0:
                 return
-            body = copy.deepcopy(pod)
+            body = deep_copy(pod)
             body["status"] = status
             try:
                 written = await self._api.update_status(body)

@@ -11,13 +11,13 @@ failed binding forgets the assumed pod and retries after backoff.
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import random
 from collections.abc import Mapping
 from typing import Any
 
 from skiff.api import ApiError, LabelSelector, Reason, is_pod_terminal
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.client import NORMAL, WARNING, Client, EventRecorder, Informer
 from skiff.clock import REAL_CLOCK, Clock, rfc3339
@@ -421,7 +421,7 @@ class Scheduler:
         """VolumeBinding PreBind (SPEC AX4): name the chosen node on the pod's delayed
         (WaitForFirstConsumer) claims, so their volumes are provisioned for it."""
         for claim in delayed_claims(self, pod):
-            updated = copy.deepcopy(dict(claim))
+            updated = deep_copy(dict(claim))
             updated["metadata"].setdefault("annotations", {})[SELECTED_NODE] = node_name
             await self.client.update(updated)
 
@@ -433,7 +433,7 @@ class Scheduler:
         for _ in range(5):
             if current is None or (current.get("metadata") or {}).get("uid") != pod.uid:
                 return
-            new = copy.deepcopy(dict(current))
+            new = deep_copy(dict(current))
             status = new.setdefault("status", {})
             changed = False
             if condition is not None:

@@ -9,8 +9,7 @@ for the key, the read is redundant: the swap checks that same revision in etcd a
 
 from __future__ import annotations
 
-import copy
-
+from skiff.api.objcopy import deep_copy
 from skiff.apiserver.storage.values import KeyValue
 from skiff.apiserver.storage.watchcache import WatchCache
 
@@ -29,4 +28,4 @@ def cached_kv(cache: WatchCache, key: str, revision: str, *,
     raw = cache.recent(key) if revision else None
     if raw is None or raw.obj is None or str(raw.revision) != revision:
         return None
-    return KeyValue(key, copy.deepcopy(raw.obj), raw.revision, FROM_CACHE)
+    return KeyValue(key, deep_copy(raw.obj), raw.revision, FROM_CACHE)

@@ -7,10 +7,10 @@ or removes it from etcd now, and the rule that a later DELETE may only shorten t
 
 from __future__ import annotations
 
-import copy
 import enum
 from dataclasses import dataclass
 
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.api.validation import MAX_GRACE_SECONDS
 from skiff.clock import parse_rfc3339, rfc3339
@@ -77,7 +77,7 @@ def decide(obj: Obj, period: int | None, now: float) -> Decision:
             return Decision(Action.UNCHANGED, obj)  # GT2: pending, never lengthened
         if period == 0 and not finalizers:
             return Decision(Action.DELETE_NOW, obj)
-        marked = copy.deepcopy(obj)
+        marked = deep_copy(obj)
         started = parse_rfc3339(meta["deletionTimestamp"]) - int(existing)
         marked["metadata"]["deletionTimestamp"] = rfc3339(started + period)
         marked["metadata"]["deletionGracePeriodSeconds"] = period
@@ -85,7 +85,7 @@ def decide(obj: Obj, period: int | None, now: float) -> Decision:
     period = period or 0
     if period == 0 and not finalizers:
         return Decision(Action.DELETE_NOW, obj)
-    marked = copy.deepcopy(obj)
+    marked = deep_copy(obj)
     marked["metadata"]["deletionTimestamp"] = rfc3339(now + period)
     marked["metadata"]["deletionGracePeriodSeconds"] = period
     return Decision(Action.MARK, marked)
@@ -107,7 +107,7 @@ def mark_namespace_terminating(obj: Obj, now: float) -> Obj | None:
         return None
     if obj.get("metadata", {}).get("deletionTimestamp"):
         return obj
-    marked = copy.deepcopy(obj)
+    marked = deep_copy(obj)
     marked["metadata"]["deletionTimestamp"] = rfc3339(now)
     marked["metadata"]["deletionGracePeriodSeconds"] = 0
     marked.setdefault("status", {})["phase"] = "Terminating"

@@ -7,12 +7,12 @@ DELETE preconditions.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from typing import Any
 
 from skiff.api import ApiError, KindInfo, Reason, lookup, prune_unknown_fields
 from skiff.api.bytesfields import decode_bytes_fields
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.api.validation import revision_problem
 from skiff.apiserver.storage.values import KeyValue
@@ -72,7 +72,7 @@ def check_identity(info: KindInfo, namespace: str | None, obj: Obj,
     addresses, or 400 when the body names others."""
     if not isinstance(obj, dict):
         raise ApiError.bad_request("object: must be a map (a Kubernetes object)")
-    obj = copy.deepcopy(obj)
+    obj = deep_copy(obj)
     kind = obj.get("kind")
     if kind not in (None, info.kind):
         raise ApiError.bad_request(
@@ -157,6 +157,6 @@ def with_finalizers(obj: Obj, finalizers: list[str]) -> Obj:
     added = [f for f in finalizers if f not in (meta.get("finalizers") or [])]
     if not added or meta.get("deletionTimestamp"):
         return obj
-    changed = copy.deepcopy(obj)
+    changed = deep_copy(obj)
     changed["metadata"]["finalizers"] = [*(meta.get("finalizers") or []), *added]
     return changed

@@ -6,12 +6,12 @@ EvictionREST beside the pod storage. They work on the store through `PodStore`.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, TypeVar
 
 from skiff.api import ApiError, FieldError, KindInfo, LabelSelector, Reason, lookup
 from skiff.api.kinds import storage_key, storage_prefix
+from skiff.api.objcopy import deep_copy
 from skiff.api.pods import set_condition
 from skiff.api.types import Obj
 from skiff.apiserver.registry.conflicts import Retry, lost_race
@@ -154,7 +154,7 @@ class PodSubresources:
                            "This pod has more than one PodDisruptionBudget, which the "
                            "eviction subresource does not support.")
         kv = matching[0]
-        pdb = copy.deepcopy(kv.obj)
+        pdb = deep_copy(kv.obj)
         assert pdb is not None
         status = pdb.setdefault("status", {})
         pdb_name = pdb["metadata"]["name"]
@@ -198,7 +198,7 @@ class PodSubresources:
 
         async def attempt() -> None:
             cur = await self.store.get_kv(info, namespace, name)
-            pod = copy.deepcopy(cur.obj)
+            pod = deep_copy(cur.obj)
             assert pod is not None
             if unchanged_since is not None and cur.mod_revision != unchanged_since:
                 raise ApiError(Reason.TOO_MANY_REQUESTS,

@@ -13,7 +13,6 @@ Protocol only, so it runs on etcd or on the in-memory store.
 from __future__ import annotations
 
 import builtins
-import copy
 import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -31,6 +30,7 @@ from skiff.api import (
 )
 from skiff.api.kinds import storage_key, storage_prefix
 from skiff.api.names import generate_name
+from skiff.api.objcopy import deep_copy
 from skiff.api.podsecurity import PodSecurityConfig
 from skiff.api.types import Obj
 from skiff.api.validation import grace_period_problem
@@ -268,7 +268,7 @@ class Registry:
         kv, _ = await self.storage.get(storage_key(info, meta.get("namespace"), meta["name"]))
         if kv is not None:
             return
-        obj = copy.deepcopy(obj)
+        obj = deep_copy(obj)
         meta = obj["metadata"]
         meta["uid"] = str(uuid.uuid4())
         meta["creationTimestamp"] = rfc3339(self.clock.now())
@@ -532,7 +532,7 @@ class Registry:
                 if lost_race(err):
                     raise Retry() from None
                 raise
-            gone = copy.deepcopy(cur.obj)
+            gone = deep_copy(cur.obj)
             gone["metadata"]["resourceVersion"] = str(rev)
             await strategy.released(gone)
             self.perturbations.wrote(info, "delete", gone)

@@ -13,7 +13,6 @@ of its subresources may change (SPEC AS8), asking the strategy for the others.
 
 from __future__ import annotations
 
-import copy
 from typing import ClassVar
 
 from skiff.api import ApiError, apply_defaults, prune_unknown_fields, tables, validate
@@ -21,6 +20,7 @@ from skiff.api.defaults import initial_status
 from skiff.api.errors import FieldError
 from skiff.api.fieldlabels import KindFieldLabels
 from skiff.api.kinds import GENERATION_KINDS, KindInfo
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 
 # The subresources every kind with a status serves through the object's own verbs.
@@ -152,12 +152,12 @@ def merge_update(info: KindInfo, strategy: Strategy, old: Obj, new_in: Obj,
     another subresource's write changes what its strategy says (a Pod's
     `ephemeralcontainers`: only `spec.ephemeralContainers`)."""
     if subresource == "status":
-        merged = copy.deepcopy(old)
-        merged["status"] = copy.deepcopy(new_in.get("status", {}))
+        merged = deep_copy(old)
+        merged["status"] = deep_copy(new_in.get("status", {}))
         return merged
     if subresource:
         return strategy.merge_subresource(old, new_in, subresource)
-    new = copy.deepcopy(new_in)
+    new = deep_copy(new_in)
     meta, old_meta = new["metadata"], old["metadata"]
     for fixed in ("uid", "creationTimestamp", "deletionTimestamp",
                   "deletionGracePeriodSeconds", "generation"):
@@ -167,7 +167,7 @@ def merge_update(info: KindInfo, strategy: Strategy, old: Obj, new_in: Obj,
             meta.pop(fixed, None)
     if info.has_status:
         if "status" in old:
-            new["status"] = copy.deepcopy(old["status"])
+            new["status"] = deep_copy(old["status"])
         else:
             new.pop("status", None)
     return new

@@ -12,7 +12,6 @@ strategic merge patch.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -20,6 +19,7 @@ import jsonpatch
 
 from skiff.api import ApiError, Reason
 from skiff.api.mergepatch import merge_patch as merge_patch  # patches.merge_patch (RFC 7386)
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 
@@ -40,7 +40,7 @@ def apply_json_patch(current: Obj, body: bytes) -> Obj:
     if not isinstance(operations, list):
         raise ApiError.bad_request("json: cannot unmarshal object into Go value of type "
                                    "jsonpatch.Patch")
-    patched: Any = copy.deepcopy(current)
+    patched: Any = deep_copy(current)
     for operation in operations:  # one at a time, so an error names its operation
         op = operation.get("op") if isinstance(operation, dict) else None
         path = operation.get("path") if isinstance(operation, dict) else None
@@ -81,7 +81,7 @@ def _merge_map(target: Any, patch: Obj, kind: str, path: tuple[str, ...]) -> Any
         return _DELETE
     if directive == "replace":
         return _strip_directives(patch)
-    result = copy.deepcopy(target) if isinstance(target, dict) else {}
+    result = deep_copy(target) if isinstance(target, dict) else {}
     retain = patch.get("$retainKeys")
     if isinstance(retain, list):
         for key in list(result):
@@ -126,7 +126,7 @@ def _merge_key(kind: str, path: tuple[str, ...]) -> str | None:
 
 def _merge_list(target: Any, patch: list[Any], kind: str, path: tuple[str, ...]) -> Any:
     key = _merge_key(kind, path)
-    current = copy.deepcopy(target) if isinstance(target, list) else []
+    current = deep_copy(target) if isinstance(target, list) else []
     if any(isinstance(v, dict) and v.get("$patch") == "replace" for v in patch):
         return [_strip_directives(v) for v in patch
                 if not (isinstance(v, dict) and v.get("$patch") == "replace")]

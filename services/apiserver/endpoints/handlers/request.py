@@ -6,13 +6,13 @@ refused with kube-apiserver's wording; and the Warning header a write's warnings
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Callable
 from typing import Any
 
 from skiff.api import ApiError
 from skiff.api.errors import FieldError as ApiFieldError
+from skiff.api.objcopy import deep_copy
 from skiff.api.schema import prune_unknown_fields
 from skiff.api.types import Obj
 from skiff.apiserver.endpoints import protobuf
@@ -115,7 +115,7 @@ def refuse_unknown_patched_fields(
     """fieldValidation=Strict on PATCH: kube-apiserver answers an Invalid Status about the
     field `patch`, whose value is the patched object (kubectl prints it that way).
     `unknown_fields`: the kind strategy's pruning."""
-    unknown = unknown_fields(copy.deepcopy(patched))
+    unknown = unknown_fields(deep_copy(patched))
     if unknown:
         listed = ", ".join(f'unknown field "{p}"' for p in unknown)
         raise ApiError.invalid("", "", [ApiFieldError(

@@ -6,10 +6,10 @@ marked with its grace period first, and a second DELETE may only shorten it (GT1
 
 from __future__ import annotations
 
-import copy
 from typing import ClassVar
 
 from skiff.api.errors import FieldError
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.api.validation import validate_ephemeral_containers_update
 from skiff.apiserver.registry import graceful
@@ -30,8 +30,8 @@ class PodStrategy(Strategy):
         """An `ephemeralcontainers` write changes only `spec.ephemeralContainers`."""
         if subresource != EPHEMERAL_CONTAINERS:
             return super().merge_subresource(old, new, subresource)
-        merged = copy.deepcopy(old)
-        merged.setdefault("spec", {})["ephemeralContainers"] = copy.deepcopy(
+        merged = deep_copy(old)
+        merged.setdefault("spec", {})["ephemeralContainers"] = deep_copy(
             (new.get("spec") or {}).get("ephemeralContainers") or [])
         return merged
 

@@ -20,13 +20,13 @@ the fields they changed.
 
 from __future__ import annotations
 
-import copy
 import json
 import time
 from typing import Any
 
 from skiff.api import ApiError, Reason
 from skiff.api.errors import FieldError
+from skiff.api.objcopy import deep_copy
 from skiff.api.types import Obj
 from skiff.apiserver.endpoints.openapi import schemas as openapi
 from skiff.clock import rfc3339
@@ -238,7 +238,7 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
     mine = field_set(kind, applied)
     api_version = str(applied.get("apiVersion", ""))
     if live is None:
-        result = copy.deepcopy(applied)
+        result = deep_copy(applied)
         _set_entries(result, [_entry(manager, "Apply", api_version, mine)])
         return result
     entries = _entries(live)
@@ -266,10 +266,10 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
                 if _value(result, p) is not _ABSENT or _value(live, p) is _ABSENT}
         new_others.append({**entry, "fieldsV1": to_fields_v1(kept)} if kept else {})
     if previous is not None and not conflicts and _entry_paths(previous) == mine:
-        unchanged = copy.deepcopy(result)
+        unchanged = deep_copy(result)
         unchanged["metadata"]["managedFields"] = entries
         if unchanged == live:  # re-applying the same configuration changes nothing
-            return copy.deepcopy(live)
+            return deep_copy(live)
     _set_entries(result, [*new_others, _entry(manager, "Apply", api_version, mine)])
     return result
 
@@ -277,7 +277,7 @@ def server_side_apply(kind: str, live: Obj | None, applied: Obj, *, manager: str
 def _merge_applied(kind: str, live: Obj, applied: Obj) -> Obj:
     """`live` with the applied configuration merged in: of its metadata only the fields
     managedFields tracks (labels, annotations, finalizers, ownerReferences)."""
-    result = copy.deepcopy(live)
+    result = deep_copy(live)
     for key, value in applied.items():
         if key == "metadata":
             continue
@@ -352,7 +352,7 @@ def _merge_keyed(kind: str, item_path: Path, live: list[Obj], config: list[Obj],
         if li < len(live_ids):
             ident = live_ids[li]
             if ident not in config_by:
-                out.append(copy.deepcopy(live[li]))
+                out.append(deep_copy(live[li]))
                 li += 1
                 continue
             if ident in merged:
@@ -484,7 +484,7 @@ def record_update(kind: str, old: Obj | None, new: Obj, *, manager: str,
     if old is not None and not changed and before == after:
         # nothing changed hands: keep the entries (and their times), so a no-op write
         # stays a no-op
-        result.setdefault("metadata", {})["managedFields"] = copy.deepcopy(entries)
+        result.setdefault("metadata", {})["managedFields"] = deep_copy(entries)
         return result
     api_version = str(new.get("apiVersion", ""))
     updated = []
