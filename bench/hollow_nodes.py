@@ -154,8 +154,16 @@ async def watch_leases(api: ApiClient, tracker: LeaseTracker) -> None:
     await informer.run()
 
 
-async def nodes_ready(api: ApiClient) -> int:
-    nodes = (await api.list_pages("nodes"))["items"]
+async def nodes_ready(api: ApiClient) -> int | None:
+    """Ready nodes, or None when the list failed as an overloaded control plane fails
+    (the next poll asks again: one late etcd once ended a ten-minute run here)."""
+    try:
+        nodes = (await api.list_pages("nodes"))["items"]
+    except ApiError as err:
+        if err.code not in (429, 500, 503, 504):
+            raise
+        print(f"(listing the nodes failed, polling again: {err.message})", flush=True)
+        return None
     return sum(1 for n in nodes if any(c["type"] == "Ready" and c["status"] == "True"
                                        for c in n["status"].get("conditions", [])))
 
@@ -315,7 +323,7 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
                                     timeout=900)
         ready = 0
         while ready < args.nodes and time.monotonic() - start < args.timeout:
-            ready = await nodes_ready(api)
+            ready = await nodes_ready(api) or ready
             if ready < args.nodes:
                 await asyncio.sleep(2.0)
         leases = asyncio.create_task(watch_leases(api, tracker))
@@ -368,8 +376,9 @@ async def measure(target: str, pids: dict[str, int], kubelets: list[Process],
         leases.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await leases
-        ready = await nodes_ready(api)
-    print(f"nodes Ready at the end: {ready}/{args.nodes}")
+        at_end = await nodes_ready(api)
+    print(f"nodes Ready at the end: "
+          f"{'unknown (the list failed)' if at_end is None else at_end}/{args.nodes}")
     meter.report()
     probe_figures(probe_out, phases)
 
