@@ -11,10 +11,10 @@ from skiff.api.objcopy import deep_copy
 
 def test_deep_copy_of_an_object_is_equal_and_independent() -> None:
     pod: Any = {"metadata": {"name": "p", "labels": {"a": "b"}, "finalizers": ["x"]},
-           "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}],
-                    "priority": 0, "activeDeadlineSeconds": 1.5, "hostNetwork": False,
-                    "nodeName": None},
-           "data": b"\x00\x01"}
+                "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}]}],
+                         "priority": 0, "activeDeadlineSeconds": 1.5, "hostNetwork": False,
+                         "nodeName": None},
+                "data": b"\x00\x01"}
     copied = deep_copy(pod)
     assert copied == pod
     copied["metadata"]["labels"]["a"] = "changed"
