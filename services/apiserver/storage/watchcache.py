@@ -262,11 +262,9 @@ class WatchCache:
         while True:
             try:
                 async for raw in self._storage.watch("", start_revision=self.revision + 1):
-                    if raw.key.startswith(REGISTRY_PREFIX):
+                    self._moved_to(raw.revision)
+                    if raw.key.startswith(REGISTRY_PREFIX):  # else nothing to queue
                         self._append(raw)
-                    else:  # etcd's revision moved: nothing to queue, but progress made
-                        self.revision = raw.revision
-                        self._advanced_at = time.monotonic()
                     delay = 0.05
                     async with self._progress:
                         self._progress.notify_all()
@@ -387,11 +385,14 @@ class WatchCache:
         self._unindexed.clear()
         self._by_node.clear()
 
+    def _moved_to(self, revision: int) -> None:
+        """etcd's revision the cache has seen (of any key: see the module doc)."""
+        self.revision = revision
+        self._advanced_at = time.monotonic()
+
     def _append(self, raw: RawEvent) -> None:
         self._window.append(raw)
         self._latest[raw.key] = raw
-        self.revision = raw.revision
-        self._advanced_at = time.monotonic()
         while len(self._window) > self._capacity:
             old = self._window.popleft()
             self._window_start = old.revision
