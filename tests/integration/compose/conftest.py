@@ -284,6 +284,15 @@ class ComposeProject:
     def print_logs(self, *, lines: int = 60) -> None:
         print(self.logs_text(lines=lines), flush=True)
 
+    def save_logs(self, directory: Path) -> Path:
+        """Every log line of every service in `directory`/compose-logs.txt (a failed
+        test's tmp_path: pytest keeps the last runs'), for what the report's tail leaves
+        out."""
+        path = directory / "compose-logs.txt"
+        path.write_text(self.compose("logs", "--no-color", "--timestamps", check=False,
+                                     timeout=120).stdout)
+        return path
+
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
         shutil.rmtree(self.pki_dir, ignore_errors=True)
@@ -333,12 +342,16 @@ def node_ready(node: dict[str, Any]) -> bool:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
                               ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """A failed test that used `compose_project` reports its services' last log lines
-    (`down` removes the containers and their logs right after)."""
+    """A failed test that used `compose_project` reports its services' last log lines and
+    keeps all of them in its tmp_path (`down` removes the containers and their logs right
+    after; pytest keeps the last runs' tmp_path directories)."""
     report = yield
-    project = getattr(item, "funcargs", {}).get("compose_project")
+    funcargs = getattr(item, "funcargs", {})
+    project = funcargs.get("compose_project")
     if report.when == "call" and report.failed and isinstance(project, ComposeProject):
         report.sections.append(("compose logs", project.logs_text()))
+        if isinstance(tmp_path := funcargs.get("tmp_path"), Path):
+            report.sections.append(("compose logs (all)", str(project.save_logs(tmp_path))))
     return report
 
 
