@@ -3,6 +3,9 @@
 `run_service` sets up structured logging and tracing, serves the standard gRPC health
 service on the component's health port (NOT_SERVING until the body says it is ready), and
 turns SIGTERM/SIGINT into the `stop` event the body waits on, so shutdown is always clean.
+A body told to stop before it reported ready — still registering, or waiting for an
+apiserver that does not answer — is cancelled at once: it has nothing to drain yet, and its
+start-up's retries must not hold a SIGTERM for a minute (Kubernetes' components exit on it).
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ class Service:
 
     component: str
     stop: asyncio.Event = field(default_factory=asyncio.Event)
+    started: bool = False  # the body reported ready once: it handles `stop` itself
     _health: health.aio.HealthServicer | None = None
 
     async def ready(self, serving: bool = True) -> None:
+        self.started = self.started or serving
         if self._health is not None:
             status = (health_pb2.HealthCheckResponse.SERVING if serving
                       else health_pb2.HealthCheckResponse.NOT_SERVING)
@@ -62,12 +67,35 @@ async def serve(component: str, body: Callable[[Service], Awaitable[None]], *,
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, service.stop.set)
+    task = asyncio.create_task(_run_body(body, service), name=component)
+    stopping = asyncio.create_task(service.stop.wait(), name="stop")
     try:
-        await body(service)
+        await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not task.done() and not service.started:
+            log.info("told to stop while starting; stopping now")
+            task.cancel()
+        await task
     finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        stopping.cancel()
+        if not task.done():  # serve itself was cancelled
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
         if server is not None:
             await service.ready(False)
             await server.stop(1)
+
+
+async def _run_body(body: Callable[[Service], Awaitable[None]], service: Service) -> None:
+    """The body, ending quietly when `serve` cancels it because it was told to stop while
+    starting."""
+    try:
+        await body(service)
+    except asyncio.CancelledError:
+        if not service.stop.is_set():
+            raise
 
 
 def run_service(component: str, body: Callable[[Service], Awaitable[None]], *,
