@@ -63,10 +63,14 @@ def install_crds(api: client.ApiClient) -> None:
                 return False
             raise
         return True
-    until(served, "the examples' CRDs to be served", timeout=15)
+    until(served, "the examples' CRDs to be served")
 
 
-def until(predicate: Callable[[], T], what: str, timeout: float = 8.0) -> T:
+def until(predicate: Callable[[], T], what: str, timeout: float = 30.0) -> T:
+    """Poll until `predicate` holds. Every wait here is for something that must happen
+    (never for something that must not), so the timeout only bounds a failure: 30 s, as an
+    operator process that imports the official client on a loaded 2-core CI machine took
+    more than 8 s to take a lock or to crash (CI, twice)."""
     deadline = time.monotonic() + timeout
     while True:
         got = predicate()
