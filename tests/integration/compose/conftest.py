@@ -268,30 +268,28 @@ class ComposeProject:
                            timeout=timeout + 30, check=False)
         return done.returncode == 0
 
-    def logs_text(self, *, lines: int = 60) -> str:
+    def logs_text(self, *, lines: int = 60, keep_in: Path | None = None) -> str:
         """The last `lines` log lines of every service, for a failed test's report (the
-        containers and their logs are gone after `down`)."""
+        containers and their logs are gone after `down`); with `keep_in` (a failed test's
+        tmp_path: pytest keeps the last runs') every line also goes to
+        `keep_in`/compose-logs.txt, which the text names, for what the tails leave out."""
         out = self.compose("logs", "--no-color", "--timestamps", check=False,
                            timeout=120).stdout
         by_service: dict[str, list[str]] = {}
         for line in out.splitlines():
             service, _, _ = line.partition(" | ")
             by_service.setdefault(service.strip(), []).append(line)
-        return "\n".join(f"----- {service}: last {lines} of {len(by_service[service])} "
+        text = "\n".join(f"----- {service}: last {lines} of {len(by_service[service])} "
                          f"lines\n" + "\n".join(by_service[service][-lines:])
                          for service in sorted(by_service))
+        if keep_in is None:
+            return text
+        path = keep_in / "compose-logs.txt"
+        path.write_text(out)
+        return f"{text}\n----- every line: {path}"
 
-    def print_logs(self, *, lines: int = 60) -> None:
-        print(self.logs_text(lines=lines), flush=True)
-
-    def save_logs(self, directory: Path) -> Path:
-        """Every log line of every service in `directory`/compose-logs.txt (a failed
-        test's tmp_path: pytest keeps the last runs'), for what the report's tail leaves
-        out."""
-        path = directory / "compose-logs.txt"
-        path.write_text(self.compose("logs", "--no-color", "--timestamps", check=False,
-                                     timeout=120).stdout)
-        return path
+    def print_logs(self, *, lines: int = 60, keep_in: Path | None = None) -> None:
+        print(self.logs_text(lines=lines, keep_in=keep_in), flush=True)
 
     def down(self) -> None:
         self.compose("down", "-v", "--remove-orphans", "--timeout", "10", timeout=180)
@@ -349,9 +347,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]
     funcargs = getattr(item, "funcargs", {})
     project = funcargs.get("compose_project")
     if report.when == "call" and report.failed and isinstance(project, ComposeProject):
-        report.sections.append(("compose logs", project.logs_text()))
-        if isinstance(tmp_path := funcargs.get("tmp_path"), Path):
-            report.sections.append(("compose logs (all)", str(project.save_logs(tmp_path))))
+        tmp_path = funcargs.get("tmp_path")
+        report.sections.append(("compose logs", project.logs_text(
+            keep_in=tmp_path if isinstance(tmp_path, Path) else None)))
     return report
 
 

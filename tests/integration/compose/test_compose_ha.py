@@ -122,8 +122,7 @@ def test_issue11_compose_ha_scenarios_1_and_4(tmp_path: Path, docker_engine: Any
         log(f"{len(SERVICES)} HA services healthy in {time.monotonic() - t0:.1f}s")
         asyncio.run(_scenarios(project, project.api2_port))
     except BaseException:
-        project.print_logs()
-        print(f"all compose logs: {project.save_logs(tmp_path)}", flush=True)
+        project.print_logs(keep_in=tmp_path)
         raise
     finally:
         project.down()
