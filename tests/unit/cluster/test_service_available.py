@@ -1,0 +1,35 @@
+"""`skiff up` asks whether each service is installed before it starts it; the answer must
+not cost the CLI an import of the service (the kubelet's and the controller-manager's
+packages import most of their service)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from skiff.cluster.launch import service_available
+
+
+def test_every_service_of_a_cluster_is_found() -> None:
+    for module in ("skiff.apiserver", "skiff.scheduler", "skiff.controller_manager",
+                   "skiff.kubelet", "skiff.fence_agent", "skiff.cluster.controlplane"):
+        assert service_available(module), module
+
+
+def test_a_missing_service_or_a_module_without_main_is_not_found() -> None:
+    assert not service_available("skiff.no_such_service")
+    assert not service_available("no_such_package.service")
+    assert not service_available("skiff.api")  # a package, but not runnable with -m
+
+
+def test_asking_imports_no_service() -> None:
+    code = ("import json, sys\n"
+            "from skiff.cluster.launch import service_available\n"
+            "assert service_available('skiff.kubelet')\n"
+            "assert service_available('skiff.controller_manager')\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.startswith(\n"
+            "    ('skiff.kubelet', 'skiff.controller_manager')))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert json.loads(out) == []
