@@ -13,7 +13,6 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from skiff.api.apiextensions import cel
 from skiff.api.apiextensions.crdschema import validate_version_schema
 from skiff.api.apiextensions.crdversions import (
     printer_columns_of,
@@ -193,6 +192,8 @@ def _validate_version(version: ObjView, path: str) -> list[FieldError]:
                                                 status_enabled=status_enabled)
         errors += schema_errors
         if not schema_errors and isinstance(schema, Mapping):
+            # CEL's runtime is loaded on first use: most processes never run a rule
+            from skiff.api.apiextensions import cel
             errors += cel.check_schema_rules(schema, path=schema_path)
     errors += _validate_subresources(subresources, f"{path}.subresources")
     columns, errs = as_list(version.get("additionalPrinterColumns"),

@@ -11,7 +11,6 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from skiff.api.apiextensions import cel
 from skiff.api.apiextensions.defaulting import default_custom_object, drop_nulls_without_defaults
 from skiff.api.apiextensions.names import kind_problems
 from skiff.api.apiextensions.pruning import prune_custom_object
@@ -34,6 +33,8 @@ def validate_custom_object(schema: ObjView, obj: ObjView, *,
     lists = old is None or not validate_embedded_and_lists(schema, old, lists_only=True)
     errors += validate_embedded_and_lists(schema, obj, lists=lists)
     if not any(_blocks_rules(e) for e in errors):
+        # CEL's runtime is loaded on first use: most processes never run a rule
+        from skiff.api.apiextensions import cel
         errors += cel.validate_rules(schema, obj, old)
     elif has_rules(schema):  # walked only for a refused object
         errors.append(invalid(NIL_PATH, "null", RULES_NOT_CHECKED))

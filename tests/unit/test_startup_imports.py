@@ -1,6 +1,7 @@
-"""`skiff up` asks whether each service is installed before it starts it; the answer must
-not cost the CLI an import of the service (the kubelet's and the controller-manager's
-packages import most of their service)."""
+"""What a process pays to start: `skiff up` asks whether each service is installed without
+importing it (the kubelet's and the controller-manager's packages import most of their
+service), and services that never evaluate CEL do not load its runtime (a cluster starts
+a dozen Python processes, and a test suite thousands)."""
 
 from __future__ import annotations
 
@@ -33,3 +34,14 @@ def test_asking_imports_no_service() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, timeout=60).stdout
     assert json.loads(out) == []
+
+
+def test_services_that_never_run_cel_do_not_load_it() -> None:
+    code = ("import sys\n"
+            "import skiff.scheduler.__main__, skiff.controller_manager.__main__\n"
+            "import skiff.kubelet.__main__, skiff.fence_agent.__main__\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('cel_expr_python',\n"
+            "    'skiff.api.cel', 'skiff.api.apiextensions.cel'))))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, timeout=60).stdout
+    assert out.strip() == "[]", out
