@@ -4,7 +4,8 @@ Local mode (`skiff up`) plays the BMC with process groups: fencing writes the ma
 `<data-dir>/fenced/<node>` first (so `skiff up` and this agent know the node must stay
 down), SIGKILLs the node's kubelet and then every pod process group the kubelet recorded
 (see `localnode`), and reports Fenced only after a fresh scan finds nothing of the node
-alive. Unfencing starts the kubelet again with its recorded argv (same ports, same root
+alive and every process it signalled has finished exiting (all of its threads gone, not
+just its leader). Unfencing starts the kubelet again with its recorded argv (same ports, same root
 dir), records its new PID in `cluster.json` so `skiff down` still stops it, waits for its
 health check and only then removes the marker. While fenced, `status` says "not fenced" if
 anything of the node runs again, and the service re-fences it (keep-down).
@@ -28,6 +29,7 @@ from skiff.cluster.state import ClusterState, Component, health_of
 from skiff.fence_agent.agent import FenceError, FenceStatus
 from skiff.fence_agent.docker import DockerEngine
 from skiff.fence_agent.localnode import kill_group, kubelet_component, node_processes
+from skiff.procfs import exited, read_stat
 
 __all__ = ["DockerPowerAgent", "LocalPowerAgent"]
 
@@ -71,18 +73,25 @@ class LocalPowerAgent:
         if not marker.exists():
             marker.write_text(json.dumps({"node": node, "fencedAt": time.time()}))
         killed: list[str] = []
+        signalled: dict[int, int] = {}  # pid -> start ticks: confirmed only once exited
         deadline = time.monotonic() + self.confirm_timeout
         delay = 0.02
         while True:
             self._reap()
             groups = node_processes(self._state(), node)
-            if not groups:
+            exiting = [pid for pid, ticks in signalled.items() if not exited(pid, ticks)]
+            if not groups and not exiting:
                 break
             if time.monotonic() > deadline:
                 raise FenceError(f"node {node} still has live processes "
                                  f"{self.confirm_timeout:g}s after SIGKILL: "
-                                 + "; ".join(f"{g.what} pids {list(g.pids)}" for g in groups))
+                                 + "; ".join([f"{g.what} pids {list(g.pids)}" for g in groups]
+                                             + [f"pid {pid} still exiting" for pid in exiting]))
             for group in groups:  # the kubelet first, so it starts nothing new
+                for pid in group.pids:
+                    stat = read_stat(pid)
+                    if stat is not None:
+                        signalled.setdefault(pid, stat.start_ticks)
                 kill_group(group)
                 if group.what not in killed:
                     killed.append(group.what)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
-__all__ = ["ProcStat", "container_group", "group_members", "read_stat"]
+__all__ = ["ProcStat", "container_group", "exited", "group_members", "read_stat"]
 
 _PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -27,8 +27,12 @@ class ProcStat:
 
 def read_stat(pid: int) -> ProcStat | None:
     """`/proc/<pid>/stat`, or None when there is no such process."""
+    return _read_stat_file(f"/proc/{pid}/stat", pid)
+
+
+def _read_stat_file(path: str, pid: int) -> ProcStat | None:
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
+        with open(path, "rb") as f:
             data = f.read().decode(errors="replace")
     except OSError:
         return None
@@ -39,6 +43,29 @@ def read_stat(pid: int) -> ProcStat | None:
                         start_ticks=int(rest[19]), rss_bytes=int(rest[21]) * _PAGE_SIZE)
     except (IndexError, ValueError):
         return None
+
+
+def exited(pid: int, start_ticks: int) -> bool:
+    """Whether the process that had `pid` and `start_ticks` has finished exiting: no such
+    process, another one (a reused PID), or a zombie none of whose threads still runs.
+
+    A killed multi-threaded process is not gone when its leader is: the leader's stat reads
+    Z (and its cmdline empty) while its other threads are still being torn down, and only
+    then can its parent reap it."""
+    stat = read_stat(pid)
+    if stat is None or stat.start_ticks != start_ticks:
+        return True
+    if stat.alive:
+        return False
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return True
+    for tid in tids:
+        task = _read_stat_file(f"/proc/{pid}/task/{tid}/stat", pid)
+        if task is not None and task.alive:
+            return False
+    return True
 
 
 def group_members(pgid: int) -> list[ProcStat]:
