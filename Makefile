@@ -24,9 +24,10 @@ etcd:
 	    echo "etcd is not installed: run 'sudo apt-get install etcd-server' and try again" >&2; exit 1; \
 	  fi; }
 
-# Where PYTHONDONTWRITEBYTECODE is set (as on this project's CI machines) Python writes no
-# bytecode, and every process a cluster or a test starts would compile Skiff's ~350 modules
-# from source again (~0.4 s of CPU each); compiled once here, each start reads them.
+# Where PYTHONDONTWRITEBYTECODE is set (as on this project's development machine) Python
+# writes no bytecode, and every process a cluster or a test starts would compile Skiff's
+# ~350 modules from source again (~0.4 s of CPU each); compiled here once, each start reads
+# them.
 bytecode: $(STAMP)
 	@$(BIN)/python -m compileall -q -j 0 shared services >/dev/null
 
