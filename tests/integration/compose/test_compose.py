@@ -286,6 +286,9 @@ def check_tls(project: ComposeProject) -> None:
     log(f"TLS: anonymous gRPC/HTTPS refused, kubectl as admin, etcd: {by_node!r} for a node")
 
 
+# Builds the wheelhouse and the image again, starts and waits: 120-135 s in CI runs, over
+# the suite's default 180 s once when the machine's load was 23.
+@pytest.mark.timeout(900)
 def test_defect12_make_compose_up_waits_for_a_healthy_cluster_and_exits_0(
         compose_project: ComposeProject) -> None:
     """The README's command itself: `make compose-up` builds, starts and waits, and a
@@ -293,7 +296,7 @@ def test_defect12_make_compose_up_waits_for_a_healthy_cluster_and_exits_0(
     env = {**compose_project.env(), "COMPOSE_PROJECT_NAME": compose_project.name,
            "SKIFF_IMAGE": "skiff:compose-make-test", "PYTHON": sys.executable}
     t0 = time.monotonic()
-    up = run(["make", "compose-up"], env=env, cwd=COMPOSE_DIR.parent.parent, timeout=900,
+    up = run(["make", "compose-up"], env=env, cwd=COMPOSE_DIR.parent.parent, timeout=840,
              check=False)
     log(f"make compose-up in {time.monotonic() - t0:.1f}s")
     assert up.returncode == 0, up.stdout + up.stderr
