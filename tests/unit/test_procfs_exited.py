@@ -40,7 +40,7 @@ def _ticks(pid: int) -> int:
     return stat.start_ticks
 
 
-def test_a_running_process_has_not_exited_and_a_killed_unreaped_one_has() -> None:
+def test_fn2_a_running_process_has_not_exited_and_a_killed_unreaped_one_has() -> None:
     proc = subprocess.Popen(["sleep", "60"])
     try:
         ticks = _ticks(proc.pid)
@@ -54,13 +54,13 @@ def test_a_running_process_has_not_exited_and_a_killed_unreaped_one_has() -> Non
     assert exited(proc.pid, ticks)  # reaped: no /proc entry
 
 
-def test_a_reused_pid_is_another_process() -> None:
+def test_fn2_a_reused_pid_is_another_process() -> None:
     pid = os.getpid()
     assert not exited(pid, _ticks(pid))
     assert exited(pid, _ticks(pid) + 1)
 
 
-def test_a_zombie_leader_whose_thread_still_runs_has_not_exited() -> None:
+def test_fn2_a_zombie_leader_whose_thread_still_runs_has_not_exited() -> None:
     proc = subprocess.Popen([sys.executable, "-c", LEADER_GONE_THREAD_LEFT])
     try:
         ticks = _ticks(proc.pid)
