@@ -199,7 +199,12 @@ class ComposeProject:
         env = self.engine.env(SKIFF_IMAGE=self.image, SKIFF_API_PORT=str(self.api_port),
                               SKIFF_HTTP_PORT=str(self.http_port),
                               SKIFF_PKI_DIR=str(self.pki_dir),
-                              SKIFF_HEALTH_INTERVAL="3s", SKIFF_HEALTH_TIMEOUT="60s",
+                              # Checks every 3 s, and ten failures in a row (as the
+                              # default's 3 x 10 s) before unhealthy: with 3 x 3 s, 9 s of
+                              # an apiserver unable to confirm etcd's quorum under load
+                              # failed `up` for every node (CI, HA profile).
+                              SKIFF_HEALTH_INTERVAL="3s", SKIFF_HEALTH_RETRIES="10",
+                              SKIFF_HEALTH_TIMEOUT="60s",
                               SKIFF_LOG_LEVEL="INFO")
         if self.engine.docker_host.startswith("unix://"):  # what the fence agent mounts
             env["SKIFF_DOCKER_SOCKET"] = self.engine.docker_host.removeprefix("unix://")
