@@ -150,15 +150,29 @@ async def health_of(comp: Component) -> str:
                 return "healthy" if b'"health":"true"' in resp.read() else "unhealthy"
         except OSError:
             return "unreachable"
+    async with health_channel(comp) as channel:
+        return await grpc_health(channel)
+
+
+def health_channel(comp: Component) -> grpc.aio.Channel:
+    """A channel of its own to the component's gRPC health service: mutual TLS with the
+    credentials of the environment for an apiserver's port (or a --netns gateway's, whose
+    health is the apiserver's), plaintext for the other components' health ports."""
     creds = Credentials.from_env()
-    # an apiserver's mTLS port, or a --netns gateway's (its health is the apiserver's)
     secure = creds.secure and ("--tls-cert-file" in comp.argv or comp.name == "gateway")
-    async with (grpc.aio.secure_channel(comp.health, creds.grpc_credentials()) if secure
-                else grpc.aio.insecure_channel(comp.health)) as channel:
-        try:
-            resp = await health_pb2_grpc.HealthStub(channel).Check(
-                health_pb2.HealthCheckRequest(), timeout=1.0)
-        except grpc.aio.AioRpcError:
-            return "unreachable"
+    # Its own connection: grpc shares one between channels to the same target, with the
+    # reconnect backoff of an earlier process that listened there.
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    return (grpc.aio.secure_channel(comp.health, creds.grpc_credentials(), options=options)
+            if secure else grpc.aio.insecure_channel(comp.health, options=options))
+
+
+async def grpc_health(channel: grpc.aio.Channel) -> str:
+    """One grpc.health.v1 Check over `channel`: healthy, not-serving or unreachable."""
+    try:
+        resp = await health_pb2_grpc.HealthStub(channel).Check(
+            health_pb2.HealthCheckRequest(), timeout=1.0)
+    except grpc.aio.AioRpcError:
+        return "unreachable"
     # NOT_SERVING: starting, or (an apiserver) unable to confirm its data is current.
     return "healthy" if resp.status == health_pb2.HealthCheckResponse.SERVING else "not-serving"

@@ -16,6 +16,7 @@ from skiff.client import ApiClient
 from skiff.cluster.controlplane import mirror
 from skiff.cluster.controlplane.logs import ComponentLogs, Usage, start_log_servers
 from skiff.cluster.controlplane.node import NodeAgent
+from skiff.cluster.controlplane.probes import Probes
 from skiff.cluster.controlplane.settings import Serving, Settings
 from skiff.service import Service, run_service
 
@@ -25,7 +26,8 @@ async def run(settings: Settings, service: Service, usage: Usage) -> None:
         await start_log_servers(settings, usage)
     try:
         async with ApiClient(settings.apiserver, user_agent="skiff-control-plane") as api:
-            agent = NodeAgent(settings, api, ports, usage=usage)
+            agent = NodeAgent(settings, api, ports, usage=usage,
+                              probes=Probes(period=settings.probe_period))
             await agent.register_all()
             await service.ready()
             tasks = [asyncio.create_task(agent.heartbeat()),
@@ -67,6 +69,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--client-ca-file", default="",
                         help="the CA that signs the clients of the log service")
     parser.add_argument("--sync-period", type=float, default=1.0, metavar="SECONDS")
+    parser.add_argument("--probe-period", type=float, default=10.0, metavar="SECONDS",
+                        help="how often a healthy etcd, scheduler or controller-manager is "
+                             "checked again (kubeadm's livenessProbe period); an apiserver's "
+                             "readiness is checked at every sync")
     parser.add_argument("--node-lease-duration-seconds", type=int, default=40)
     parser.add_argument("--node-status-update-frequency", type=float, default=10.0,
                         metavar="SECONDS")
@@ -79,6 +85,7 @@ def main(argv: list[str] | None = None) -> None:
         nodes=[n for n in args.nodes.split(",") if n], health_port=args.health_port,
         node_ip=args.node_ip, serving=args.serving_certificate,
         client_ca_file=args.client_ca_file, sync_period=args.sync_period,
+        probe_period=args.probe_period,
         node_lease_duration_seconds=args.node_lease_duration_seconds,
         node_status_update_frequency=args.node_status_update_frequency)
     # --insecure: the logs are on the health port, as the kubelets' are.

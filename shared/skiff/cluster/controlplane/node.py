@@ -27,12 +27,13 @@ import skiff
 from skiff.api import wellknown
 from skiff.api.errors import ApiError, Reason
 from skiff.api.types import Obj
-from skiff.client import ApiClient
+from skiff.client import ApiClient, Informer
 from skiff.clock import rfc3339, rfc3339_micro
 from skiff.cluster.controlplane import mirror
 from skiff.cluster.controlplane.logs import CLOCK_TICKS, Usage
+from skiff.cluster.controlplane.probes import Probes
 from skiff.cluster.controlplane.settings import Settings
-from skiff.cluster.state import ClusterState, Component, health_of, same_process
+from skiff.cluster.state import ClusterState, Component, same_process
 from skiff.cluster.supervisor import held_down, restartable
 from skiff.procfs import read_stat
 
@@ -69,20 +70,6 @@ def view_of(data_dir: Path, comp: Component, *, healthy: bool = True
         running=running, held_down=held_down(data_dir, comp) or not restartable(comp),
         started_at=started_at(comp.pid) if running else "", restarts=comp.restarts,
         healthy=healthy)
-
-
-async def healthy(comp: Component) -> bool:
-    """The readiness probe: the component's health check as `skiff status` makes it
-    (an apiserver that cannot confirm its data is current is not ready). A `--netns`
-    component's recorded address is the gateway's, which the agent on its own host does
-    not reach: there the running process is taken as ready."""
-    if comp.netns or not same_process(comp):
-        return same_process(comp)
-    if not comp.health:  # etcd: its HTTP /health, a blocking call
-        result = await asyncio.to_thread(lambda: asyncio.run(health_of(comp)))
-    else:
-        result = await health_of(comp)
-    return result == "healthy"
 
 
 # -- the Nodes ------------------------------------------------------------------------------
@@ -140,6 +127,12 @@ class NodeAgent:
     uids: dict[str, str] = field(default_factory=dict)
     host_ips: dict[str, str] = field(default_factory=dict)  # netns → its host's address
     usage: Usage = field(default_factory=Usage)
+    probes: Probes = field(default_factory=Probes)
+    # Each control-plane Node's pods, watched as a kubelet watches its own (set by
+    # run_pods), and the mirror pods this agent wrote last, newer than the watch may be yet.
+    pods: dict[str, Informer] = field(default_factory=dict)
+    _written: dict[str, Obj] = field(default_factory=dict)
+    _deleted: set[object] = field(default_factory=set)  # uids deleted, maybe still watched
     _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
 
     def _labels(self, node: str) -> dict[str, str]:
@@ -279,17 +272,16 @@ class NodeAgent:
                          for h in ((state.netns or {}).get("hosts") or {}).values()}
         self.usage.sample([comp.pid for _, comp in mirror.static_pods(state.components)
                            if same_process(comp)])
-        components = [comp for _, comp in mirror.static_pods(state.components)]
-        health = dict(zip([c.name for c in components], await asyncio.gather(
-            *(healthy(c) for c in components)), strict=True))
+        pods = mirror.static_pods(state.components)
+        health = dict(zip([c.name for _, c in pods], await asyncio.gather(
+            *(self.probes.ready(pod, c) for pod, c in pods)), strict=True))
         desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
         for pod, comp in mirror.static_pods(state.components):
             desired.setdefault(pod.node, []).append((pod, comp))
         for node in self.settings.nodes:
             if node not in self.uids:
                 continue  # not registered (yet): its pods come once it is
-            listed = await self.api.list("pods", None, field_selector=f"spec.nodeName={node}")
-            existing = {p["metadata"]["name"]: p for p in listed["items"]
+            existing = {p["metadata"]["name"]: p for p in self._node_pods(node)
                         if wellknown.MIRROR_POD_ANNOTATION
                         in (p["metadata"].get("annotations") or {})}
             for pod, comp in desired.get(node, []):
@@ -302,12 +294,37 @@ class NodeAgent:
             for orphan in existing.values():  # its component is gone
                 await self._delete(orphan)
 
+    def _node_pods(self, node: str) -> list[Obj]:
+        """The Node's pods as its watch has them, each replaced by the copy this agent
+        wrote last where that is newer: its own writes come back through the watch a moment
+        later, and acting on the older copy meanwhile would write it again (a conflict, or
+        a second create)."""
+        informer = self.pods[node]
+        watched = _revision(informer.resource_version)
+        pods = {p["metadata"]["name"]: p for p in informer.store.list()
+                if p["metadata"].get("uid") not in self._deleted}
+        for name, mine in list(self._written.items()):
+            if mine["spec"].get("nodeName") != node:
+                continue
+            if _revision(mine["metadata"].get("resourceVersion")) <= watched:
+                del self._written[name]  # the watch has caught up with it
+                continue
+            theirs = pods.get(name)
+            if theirs is None or _revision(theirs["metadata"].get("resourceVersion")) < \
+                    _revision(mine["metadata"].get("resourceVersion")):
+                pods[name] = mine
+        present = {p["metadata"].get("uid") for p in informer.store.list()}
+        self._deleted &= present  # the watch has seen those deletions too
+        return list(pods.values())
+
     async def _delete(self, pod: Obj) -> None:
         meta = pod["metadata"]
+        self._written.pop(meta["name"], None)
         with contextlib.suppress(ApiError):
             await self.api.delete("pods", meta["name"], meta["namespace"],
                                   grace_period_seconds=0, uid=meta.get("uid"))
             log.info("mirror pod deleted", extra={"pod": meta["name"]})
+        self._deleted.add(meta.get("uid"))
 
     async def _sync_one(self, pod: mirror.StaticPod, comp: Component, current: Obj | None,
                         start_time: str, *, healthy: bool = True) -> None:
@@ -322,7 +339,7 @@ class NodeAgent:
                 current = None
         now = rfc3339(time.time())
         if current is None:
-            current = await self.api.create(mirror.mirror_pod(
+            current = self._written[pod.name] = await self.api.create(mirror.mirror_pod(
                 pod, comp, node_uid=self.uids[pod.node], seen=rfc3339_micro(time.time())))
             log.info("mirror pod created", extra={"pod": pod.name})
         view = view_of(self.settings.data_dir, comp, healthy=healthy)
@@ -334,14 +351,35 @@ class NodeAgent:
                 current.get("status") or {}):
             body = dict(current)
             body["status"] = status
-            await self.api.update_status(body)
+            self._written[pod.name] = await self.api.update_status(body)
 
     async def run_pods(self) -> None:
+        """Watch each control-plane Node's pods (as a kubelet watches its own: no list
+        each sync) and reconcile the mirror pods every `sync_period`."""
         state = ClusterState.load(self.settings.data_dir)
         start_time = rfc3339(state.started if state else time.time())
-        while True:
-            try:
-                await self.sync_pods(start_time)
-            except ApiError as err:
-                log.warning("mirror pod sync failed", extra={"error": err.message})
-            await asyncio.sleep(self.settings.sync_period)
+        self.pods = {node: Informer(self.api, "pods", field_selector=f"spec.nodeName={node}")
+                     for node in self.settings.nodes}
+        watches = [asyncio.create_task(i.run(), name=f"pods-{node}")
+                   for node, i in self.pods.items()]
+        try:
+            for informer in self.pods.values():
+                await informer.wait_synced()
+            while True:
+                try:
+                    await self.sync_pods(start_time)
+                except ApiError as err:
+                    log.warning("mirror pod sync failed", extra={"error": err.message})
+                await asyncio.sleep(self.settings.sync_period)
+        finally:
+            for task in watches:
+                task.cancel()
+            await asyncio.gather(*watches, return_exceptions=True)
+            await self.probes.close()
+
+
+def _revision(resource_version: object) -> int:
+    try:
+        return int(str(resource_version or 0))
+    except ValueError:
+        return 0

@@ -27,5 +27,6 @@ class Settings:
     client_ca_file: str = ""
     # The kubelet's PLEG notices a container change within its 1 s relist.
     sync_period: float = 1.0
+    probe_period: float = 10.0  # a live etcd, scheduler or controller-manager's next check
     node_lease_duration_seconds: int = 40  # --node-lease-duration-seconds
     node_status_update_frequency: float = 10.0  # --node-status-update-frequency
