@@ -8,11 +8,14 @@ from __future__ import annotations
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 import pytest
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 
+from skiff.cluster.config import ClusterConfig
+from skiff.cluster.controlplane.agent import parse_settings
 from skiff.cluster.controlplane.mirror import StaticPod
 from skiff.cluster.controlplane.probes import Probes
 from skiff.cluster.state import Component
@@ -133,3 +136,25 @@ async def test_defect10_a_stopped_component_is_not_ready_without_a_probe(
     assert not await probes.ready(SCHEDULER, gone)
     assert served.health.checks == 0
     await probes.close()
+
+
+def test_defect10_the_agents_periods_take_kubernetes_durations_from_up_config(
+        tmp_path: Path) -> None:
+    """`controlPlane:` in `skiff up --config` as Kubernetes writes periods (`10s`, `500ms`),
+    through the flags `skiff up` passes, to the agent's settings."""
+    config = tmp_path / "cluster.yaml"
+    config.write_text("controlPlane: {syncPeriod: 500ms, probePeriod: 20s, "
+                      "nodeStatusUpdateFrequency: 1m}\n")
+    flags = ClusterConfig.load(config).flags("controlPlane", tmp_path / "config")
+    settings, _ = parse_settings(["--apiserver", "127.0.0.1:6443", "--health-port", "1",
+                                  "--data-dir", str(tmp_path), *flags])
+    assert (settings.sync_period, settings.probe_period,
+            settings.node_status_update_frequency) == (0.5, 20.0, 60.0)
+
+
+def test_defect10_a_period_that_is_no_duration_names_its_flag(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        parse_settings(["--apiserver", "127.0.0.1:6443", "--health-port", "1",
+                        "--data-dir", str(tmp_path), "--probe-period", "often"])
+    assert "argument --probe-period: 'often' is not a duration" in capsys.readouterr().err

@@ -19,6 +19,7 @@ from skiff.cluster.controlplane.node import NodeAgent
 from skiff.cluster.controlplane.probes import Probes
 from skiff.cluster.controlplane.settings import Serving, Settings
 from skiff.service import Service, run_service
+from skiff.settings import parse_duration
 
 
 async def run(settings: Settings, service: Service, usage: Usage) -> None:
@@ -54,7 +55,16 @@ def _serving(text: str) -> Serving:
     return Serving(node, Path(cert), Path(key))
 
 
-def main(argv: list[str] | None = None) -> None:
+def _seconds(text: str) -> float:
+    """A period as `skiff up --config` gives it (`10s`, `500ms`) or in seconds."""
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def parse_settings(argv: list[str] | None = None) -> tuple[Settings, str]:
+    """The agent's Settings and log level from its flags (exits with usage on bad ones)."""
     parser = argparse.ArgumentParser(prog="python -m skiff.cluster.controlplane",
                                      description="the control-plane Nodes and mirror pods")
     parser.add_argument("--apiserver", required=True)
@@ -68,14 +78,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="a Node's kubelet serving certificate (mutual TLS for logs)")
     parser.add_argument("--client-ca-file", default="",
                         help="the CA that signs the clients of the log service")
-    parser.add_argument("--sync-period", type=float, default=1.0, metavar="SECONDS")
-    parser.add_argument("--probe-period", type=float, default=10.0, metavar="SECONDS",
+    parser.add_argument("--sync-period", type=_seconds, default=1.0, metavar="DURATION")
+    parser.add_argument("--probe-period", type=_seconds, default=10.0, metavar="DURATION",
                         help="how often a healthy etcd, scheduler or controller-manager is "
                              "checked again (kubeadm's livenessProbe period); an apiserver's "
                              "readiness is checked at every sync")
     parser.add_argument("--node-lease-duration-seconds", type=int, default=40)
-    parser.add_argument("--node-status-update-frequency", type=float, default=10.0,
-                        metavar="SECONDS")
+    parser.add_argument("--node-status-update-frequency", type=_seconds, default=10.0,
+                        metavar="DURATION")
     parser.add_argument("--log-level", default="INFO")
     args = parser.parse_args(argv)
     if args.serving_certificate and not args.client_ca_file:
@@ -88,6 +98,11 @@ def main(argv: list[str] | None = None) -> None:
         probe_period=args.probe_period,
         node_lease_duration_seconds=args.node_lease_duration_seconds,
         node_status_update_frequency=args.node_status_update_frequency)
+    return settings, str(args.log_level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    settings, log_level = parse_settings(argv)
     # --insecure: the logs are on the health port, as the kubelets' are.
     usage = Usage()
     handlers = [] if settings.serving else [
@@ -96,5 +111,5 @@ def main(argv: list[str] | None = None) -> None:
     async def body(service: Service) -> None:
         await run(settings, service, usage)
 
-    run_service("control-plane", body, health_address=f"127.0.0.1:{args.health_port}",
-                log_level=args.log_level, handlers=handlers)
+    run_service("control-plane", body, health_address=f"127.0.0.1:{settings.health_port}",
+                log_level=log_level, handlers=handlers)
