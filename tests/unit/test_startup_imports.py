@@ -1,7 +1,8 @@
 """What a process pays to start: `skiff up` asks whether each service is installed without
 importing it (the kubelet's and the controller-manager's packages import most of their
 service), and services that never evaluate CEL do not load its runtime (a cluster starts
-a dozen Python processes, and a test suite thousands)."""
+a dozen Python processes, and a test suite thousands), nor does a CLI command load the
+libraries only some of its commands use."""
 
 from __future__ import annotations
 
@@ -45,3 +46,18 @@ def test_services_that_never_run_cel_do_not_load_it() -> None:
             "import skiff.kubelet.__main__, skiff.fence_agent.__main__\n")
     assert _loaded_after(code, ("cel_expr_python", "skiff.api.cel",
                                 "skiff.api.apiextensions.cel")) == []
+
+
+def test_a_skiff_command_does_not_load_netlink() -> None:
+    """pyroute2 (~0.1 s of CPU to import) serves only `skiff down`'s sandbox removal and the
+    kubelet; `skiff get`, `skiff status` and the rest start without it."""
+    assert _loaded_after("import skiff.cli.main\n", ("pyroute2",)) == []
+
+
+def test_importing_the_api_does_not_load_the_cron_parser() -> None:
+    """Every process imports skiff.api (CronJob validation among it); croniter loads when a
+    schedule is first read."""
+    assert _loaded_after("import skiff.api\n", ("croniter",)) == []
+    code = ("import skiff.api\nfrom skiff.api.cronschedule import expression\n"
+            "assert expression('*/5 * * * *') == '*/5 * * * *'\n")
+    assert "croniter" in _loaded_after(code, ("croniter",))

@@ -21,8 +21,6 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from pyroute2 import netns
-
 __all__ = ["NOT_ISOLATED_WARNING", "isolation_warning", "pod_network_namespace",
            "remove_sandboxes"]
 
@@ -77,6 +75,10 @@ def remove_sandboxes(roots: Iterable[Path], pod_network: str) -> int:
     """Remove the pod namespaces the kubelets under `roots` recorded and the cluster's pod
     network namespace; returns how many namespaces went. Only names Skiff made are
     touched."""
+    # pyroute2 here, not at the top: importing it is ~0.1 s of CPU, and every `skiff`
+    # command imports this module (through `skiff token` and the chaos commands).
+    from pyroute2 import netns
+
     existing = set(netns.listnetns())
     removed = 0
     for root in roots:
