@@ -132,7 +132,7 @@ class NodeAgent:
     # run_pods), and the mirror pods this agent wrote last, newer than the watch may be yet.
     pods: dict[str, Informer] = field(default_factory=dict)
     _written: dict[str, Obj] = field(default_factory=dict)
-    _deleted: set[object] = field(default_factory=set)  # uids deleted, maybe still watched
+    _deleted: set[str] = field(default_factory=set)  # uids deleted, maybe still watched
     _ready_since: str = field(default_factory=lambda: rfc3339(time.time()))
 
     def _labels(self, node: str) -> dict[str, str]:
@@ -270,13 +270,12 @@ class NodeAgent:
         # `skiff up --netns`: each component's own host address
         self.host_ips = {str(h.get("netns")): str(h.get("ip"))
                          for h in ((state.netns or {}).get("hosts") or {}).values()}
-        self.usage.sample([comp.pid for _, comp in mirror.static_pods(state.components)
-                           if same_process(comp)])
         pods = mirror.static_pods(state.components)
+        self.usage.sample([comp.pid for _, comp in pods if same_process(comp)])
         health = dict(zip([c.name for _, c in pods], await asyncio.gather(
             *(self.probes.ready(pod, c) for pod, c in pods)), strict=True))
         desired: dict[str, list[tuple[mirror.StaticPod, Component]]] = {}
-        for pod, comp in mirror.static_pods(state.components):
+        for pod, comp in pods:
             desired.setdefault(pod.node, []).append((pod, comp))
         for node in self.settings.nodes:
             if node not in self.uids:
@@ -301,8 +300,10 @@ class NodeAgent:
         a second create)."""
         informer = self.pods[node]
         watched = _revision(informer.resource_version)
-        pods = {p["metadata"]["name"]: p for p in informer.store.list()
-                if p["metadata"].get("uid") not in self._deleted}
+        listed = informer.store.list()
+        self._deleted &= {str(p["metadata"].get("uid")) for p in listed}  # seen gone: done
+        pods = {p["metadata"]["name"]: p for p in listed
+                if str(p["metadata"].get("uid")) not in self._deleted}
         for name, mine in list(self._written.items()):
             if mine["spec"].get("nodeName") != node:
                 continue
@@ -313,8 +314,6 @@ class NodeAgent:
             if theirs is None or _revision(theirs["metadata"].get("resourceVersion")) < \
                     _revision(mine["metadata"].get("resourceVersion")):
                 pods[name] = mine
-        present = {p["metadata"].get("uid") for p in informer.store.list()}
-        self._deleted &= present  # the watch has seen those deletions too
         return list(pods.values())
 
     async def _delete(self, pod: Obj) -> None:
@@ -324,7 +323,7 @@ class NodeAgent:
             await self.api.delete("pods", meta["name"], meta["namespace"],
                                   grace_period_seconds=0, uid=meta.get("uid"))
             log.info("mirror pod deleted", extra={"pod": meta["name"]})
-        self._deleted.add(meta.get("uid"))
+        self._deleted.add(str(meta.get("uid")))
 
     async def _sync_one(self, pod: mirror.StaticPod, comp: Component, current: Obj | None,
                         start_time: str, *, healthy: bool = True) -> None:

@@ -18,6 +18,7 @@ through a channel in reconnect backoff); etcd's HTTP /health, every `period`, op
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -35,56 +36,57 @@ READINESS_PROBED = frozenset({"kube-apiserver"})
 
 
 @dataclass
-class _Last:
+class _Probed:
+    """What the agent knows of one component's process: its last probe, and (gRPC
+    components) the channel its probes go over while that process runs."""
+
     pid: int
-    healthy: bool
-    at: float  # the clock's time of the probe
+    channel: grpc.aio.Channel | None = None
+    healthy: bool = False
+    at: float = -math.inf  # the clock's time of the last probe
 
 
 @dataclass
 class Probes:
     period: float = 10.0  # kubeadm's livenessProbe periodSeconds
     clock: Callable[[], float] = time.monotonic
-    _last: dict[str, _Last] = field(default_factory=dict)
-    _channels: dict[str, tuple[int, grpc.aio.Channel]] = field(default_factory=dict)
+    _seen: dict[str, _Probed] = field(default_factory=dict)
 
     async def ready(self, pod: StaticPod, comp: Component) -> bool:
         """Whether `comp` counts as ready now, probing it if its period says so. A
         `--netns` component's recorded address is the gateway's, which the agent on its
         own host does not reach: there the running process is taken as ready."""
+        seen = self._seen.get(comp.name)
+        if seen is not None and (seen.pid != comp.pid or not same_process(comp)):
+            await self._forget(comp.name)  # restarted or gone: start over
+            seen = None
         if not same_process(comp):
-            await self._forget(comp.name)
             return False
         if comp.netns:
             return True
-        last = self._last.get(comp.name)
+        if seen is None:
+            seen = self._seen[comp.name] = _Probed(comp.pid)
         now = self.clock()
-        if last is not None and last.pid == comp.pid and last.healthy and \
-                pod.kubeadm not in READINESS_PROBED and now - last.at < self.period:
+        if seen.healthy and pod.kubeadm not in READINESS_PROBED and \
+                now - seen.at < self.period:
             return True
-        healthy = await self._probe(comp)
-        self._last[comp.name] = _Last(comp.pid, healthy, now)
-        return healthy
+        seen.healthy, seen.at = await self._probe(comp, seen), now
+        return seen.healthy
 
-    async def _probe(self, comp: Component) -> bool:
+    async def _probe(self, comp: Component, seen: _Probed) -> bool:
         if not comp.health:  # etcd: its HTTP /health, a blocking call
             result = await asyncio.to_thread(lambda: asyncio.run(health_of(comp)))
             return result == "healthy"
-        held = self._channels.get(comp.name)
-        if held is not None and held[0] != comp.pid:
-            await held[1].close()
-            held = None
-        if held is None:
-            held = self._channels[comp.name] = (comp.pid, health_channel(comp))
-        return await grpc_health(held[1]) == "healthy"
+        if seen.channel is None:
+            seen.channel = health_channel(comp)
+        return await grpc_health(seen.channel) == "healthy"
 
     async def _forget(self, name: str) -> None:
-        self._last.pop(name, None)
-        held = self._channels.pop(name, None)
-        if held is not None:
-            await held[1].close()
+        seen = self._seen.pop(name, None)
+        if seen is not None and seen.channel is not None:
+            await seen.channel.close()
 
     async def close(self) -> None:
-        channels = [channel for _, channel in self._channels.values()]
-        self._channels.clear()
+        channels = [s.channel for s in self._seen.values() if s.channel is not None]
+        self._seen.clear()
         await asyncio.gather(*(c.close() for c in channels), return_exceptions=True)
