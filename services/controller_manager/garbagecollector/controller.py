@@ -102,7 +102,9 @@ class GarbageCollector(Controller):
             if deleted:
                 self._forget(info.ref, obj)
             else:
-                self._unlink(info.ref, obj)
+                # Its dependents still name it: their edges stay, for when it is served again
+                # (a foreground deletion then waits for them).
+                self._unlink(info.ref, obj, keep_dependents=True)
 
     # -- the graph -------------------------------------------------------------------------
 
@@ -135,8 +137,9 @@ class GarbageCollector(Controller):
         for dependent in dependents:
             self.enqueue(_item(dependent))
 
-    def _unlink(self, resource: str, obj: Obj) -> set[Node]:
-        """Take the object out of the graph; the dependents it had."""
+    def _unlink(self, resource: str, obj: Obj, *, keep_dependents: bool = False) -> set[Node]:
+        """Take the object out of the graph; the dependents it had (kept as its dependents,
+        with `keep_dependents`, while they still name it)."""
         node = (resource, object_key(obj))
         uid = str(obj["metadata"].get("uid", ""))
         if self._by_uid.get(uid) == node:
@@ -147,6 +150,8 @@ class GarbageCollector(Controller):
                 siblings.discard(node)
                 if not siblings:
                     del self._dependents[owner]
+        if keep_dependents:
+            return set(self._dependents.get(uid, ()))
         return self._dependents.pop(uid, set())
 
     def resync(self) -> None:
@@ -195,10 +200,9 @@ class GarbageCollector(Controller):
         the owner go first — the dependent of a foreground owner outliving it, or the
         dependent an orphaning owner should have kept collected as garbage."""
         uid = str(owner["metadata"]["uid"])
-        found = self.dependents_of(uid)
-        seen = {(r, object_key(o)) for r, o in found}
         revision = _revision_of(owner["metadata"].get("resourceVersion"))
         namespace = owner["metadata"].get("namespace")
+        live: list[tuple[str, Obj]] = []
         for resource, informer in list(self.informers.items()):
             if informer.has_synced and _revision_of(informer.resource_version) >= revision:
                 continue
@@ -210,9 +214,13 @@ class GarbageCollector(Controller):
                 continue  # a namespaced owner has no cluster-scoped dependents
             owned = await self._owned_live(resource, namespace if namespaced else None,
                                            revision)
-            for obj in owned.get(uid, ()):
-                if (resource, object_key(obj)) not in seen:
-                    found.append((resource, obj))
+            live.extend((resource, obj) for obj in owned.get(uid, ()))
+        # The graph is read after the lists were awaited, not before: a kind whose informer
+        # caught up meanwhile was skipped above on the graph's word, which must then include
+        # what that informer delivered during the wait (CI saw the owner released early).
+        found = self.dependents_of(uid)
+        seen = {(r, object_key(o)) for r, o in found}
+        found.extend(item for item in live if (item[0], object_key(item[1])) not in seen)
         return found
 
     async def _owned_live(self, resource: str, namespace: str | None,

@@ -18,6 +18,7 @@ from skiff.api.kinds import unregister_custom
 from skiff.api.ownership import FOREGROUND_FINALIZER, ORPHAN_FINALIZER
 from skiff.api.types import Obj
 from skiff.client.fake import FakeClient
+from skiff.client.interface import WatchEvent
 from skiff.controller_manager.controller import ControllerContext
 from skiff.controller_manager.garbagecollector import GarbageCollector
 from skiff.controller_manager.informers import SharedInformers
@@ -293,3 +294,58 @@ async def test_ex2_owners_marked_before_one_live_list_share_it() -> None:
     assert [a.resource for a in client.actions if a.verb == "list"].count("secrets") == 1
     assert not [s for s in client.objects("secrets", NS)
                 if s["metadata"]["name"].startswith("dep-of-many-")]
+
+
+async def test_ex2_a_foreground_owner_waits_for_a_dependent_its_informer_delivers_meanwhile(
+        ) -> None:
+    # CI (stop 50): the graph's dependents were read before the live lists of the kinds
+    # still behind were awaited; the configmap informer caught up during that await, so its
+    # kind was trusted to the graph as read before, which lacked the dependent. The owner's
+    # finalizer came off while its blocking dependent was still there.
+    client, gc = _behind()
+    owner = client.add(configmap("race-owner"))[0]
+    blocker = client.add({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {
+        "name": "race-blocker", "namespace": NS, "uid": "uid-race-blocker",
+        "ownerReferences": [owner_ref(owner, blockOwnerDeletion=True)]}})[0]
+    owner = client.add(_deleting(owner, FOREGROUND_FINALIZER))[0]
+    configmaps = gc.informers["configmaps"]
+    listed = gc._owned_live
+
+    async def configmaps_catch_up_meanwhile(resource: str, namespace: str | None,
+                                            revision: int) -> dict[str, list[Obj]]:
+        if not configmaps.has_synced:  # while pods (listed first) are read live
+            configmaps._synced.set()
+            configmaps._apply(WatchEvent("ADDED", blocker))
+            configmaps._apply(WatchEvent("MODIFIED", owner))
+        return await listed(resource, namespace, revision)
+
+    gc._owned_live = configmaps_catch_up_meanwhile  # type: ignore[method-assign]
+    assert list(gc.informers).index("pods") < list(gc.informers).index("configmaps")
+
+    assert await gc.delete_dependents_first("configmaps", owner) is not None  # waits
+    marked = client.stored("configmaps", "race-owner", NS)
+    assert marked is not None and FOREGROUND_FINALIZER in marked["metadata"]["finalizers"]
+
+
+async def test_ex2_a_custom_owner_keeps_its_dependents_while_its_kind_is_not_served(
+        running: Running) -> None:
+    # A CRD no longer established takes its objects out of the graph, but their dependents
+    # still name them: served again, a foreground deletion of the owner must wait for them.
+    owner = running.client.add(crontab("paused"))[0]
+    held = configmap("paused-dep", owners=[owner_ref(owner, blockOwnerDeletion=True)])
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    running.client.add(held)
+    await eventually(lambda: bool(running.gc.dependents_of("uid-paused")))
+    running.client.add(crd(established=False))
+    await eventually(lambda: REF not in running.gc.informers)
+    running.client.add(crd())
+    await eventually(lambda: REF in running.gc.informers and running.gc.informers[REF].has_synced)
+    dependents = running.gc.dependents_of("uid-paused")
+    assert [(r, o["metadata"]["name"]) for r, o in dependents] == [("configmaps", "paused-dep")]
+    running.client.add(_deleting(running.client.stored(REF, "paused", NS) or {},
+                                 FOREGROUND_FINALIZER))
+    dep = "configmaps", "paused-dep"
+    await eventually(lambda: bool((running.client.stored(*dep, NS) or {})
+                                  .get("metadata", {}).get("deletionTimestamp")))
+    await asyncio.sleep(0.2)
+    assert running.has(REF, "paused")  # still waiting for its blocking dependent
