@@ -104,7 +104,7 @@ class GarbageCollector(Controller):
             else:
                 # Its dependents still name it: their edges stay, for when it is served again
                 # (a foreground deletion then waits for them).
-                self._unlink(info.ref, obj, keep_dependents=True)
+                self._unlink(info.ref, obj)
 
     # -- the graph -------------------------------------------------------------------------
 
@@ -129,7 +129,8 @@ class GarbageCollector(Controller):
             owner_node = self._by_uid.get(owner)
             if owner_node is not None:
                 self.enqueue(_item(owner_node))  # a foreground owner may be done now
-        dependents = self._unlink(resource, obj)
+        self._unlink(resource, obj)
+        dependents = self._dependents.pop(uid, set())
         if dependents:
             self._absent[uid] = None
             while len(self._absent) > ABSENT_OWNERS:
@@ -137,9 +138,9 @@ class GarbageCollector(Controller):
         for dependent in dependents:
             self.enqueue(_item(dependent))
 
-    def _unlink(self, resource: str, obj: Obj, *, keep_dependents: bool = False) -> set[Node]:
-        """Take the object out of the graph; the dependents it had (kept as its dependents,
-        with `keep_dependents`, while they still name it)."""
+    def _unlink(self, resource: str, obj: Obj) -> None:
+        """Take the object out of the graph: its node and its edges to its owners. The
+        edges to it from its dependents are theirs, and stay while they name it."""
         node = (resource, object_key(obj))
         uid = str(obj["metadata"].get("uid", ""))
         if self._by_uid.get(uid) == node:
@@ -150,9 +151,6 @@ class GarbageCollector(Controller):
                 siblings.discard(node)
                 if not siblings:
                     del self._dependents[owner]
-        if keep_dependents:
-            return set(self._dependents.get(uid, ()))
-        return self._dependents.pop(uid, set())
 
     def resync(self) -> None:
         for resource, informer in self.informers.items():

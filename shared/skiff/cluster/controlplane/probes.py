@@ -57,10 +57,11 @@ class Probes:
         `--netns` component's recorded address is the gateway's, which the agent on its
         own host does not reach: there the running process is taken as ready."""
         seen = self._seen.get(comp.name)
-        if seen is not None and (seen.pid != comp.pid or not same_process(comp)):
+        running = same_process(comp)  # reads /proc: once a sync
+        if seen is not None and (seen.pid != comp.pid or not running):
             await self._forget(comp.name)  # restarted or gone: start over
             seen = None
-        if not same_process(comp):
+        if not running:
             return False
         if comp.netns:
             return True
