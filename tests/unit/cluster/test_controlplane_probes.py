@@ -158,3 +158,12 @@ def test_defect10_a_period_that_is_no_duration_names_its_flag(
         parse_settings(["--apiserver", "127.0.0.1:6443", "--health-port", "1",
                         "--data-dir", str(tmp_path), "--probe-period", "often"])
     assert "argument --probe-period: 'often' is not a duration" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("period", ["0", "0s", "-1"])
+def test_defect10_a_period_of_zero_or_less_is_refused_not_spun_on(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], period: str) -> None:
+    with pytest.raises(SystemExit):
+        parse_settings(["--apiserver", "127.0.0.1:6443", "--health-port", "1",
+                        "--data-dir", str(tmp_path), f"--sync-period={period}"])
+    assert f"argument --sync-period: '{period}' is not a period" in capsys.readouterr().err

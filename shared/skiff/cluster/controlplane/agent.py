@@ -56,11 +56,16 @@ def _serving(text: str) -> Serving:
 
 
 def _seconds(text: str) -> float:
-    """A period as `skiff up --config` gives it (`10s`, `500ms`) or in seconds."""
+    """A period as `skiff up --config` gives it (`10s`, `500ms`) or in seconds; more than
+    zero (a zero period would make the sync loop spin)."""
     try:
-        return parse_duration(text)
+        seconds = parse_duration(text)
     except ValueError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    if not seconds > 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a period: give more than 0 "
+                                         "(e.g. 1s, 500ms)")
+    return seconds
 
 
 def parse_settings(argv: list[str] | None = None) -> tuple[Settings, str]:
